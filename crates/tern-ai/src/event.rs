@@ -1,0 +1,295 @@
+//! The assistant-message event protocol: what a stream function tells its consumer while a
+//! response arrives.
+//!
+//! Every event except the final one carries the [`PartialMessage`]: a shared handle to the one
+//! message the producer is building. Cloning the handle is O(1), so an event costs the same
+//! whether the answer is ten bytes or ten megabytes; reading it shows the message as it is
+//! now (like the reference, whose events all point at one mutable object).
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::message::{AssistantMessage, StopReason, ToolCall};
+
+/// A shared, growing assistant message.
+///
+/// ```
+/// use tern_ai::{AssistantMessage, ContentBlock, PartialMessage};
+/// let p = PartialMessage::new(AssistantMessage::default());
+/// let seen = p.clone();
+/// p.update(|m| m.content.push(ContentBlock::text("hi")));
+/// assert_eq!(seen.snapshot().text(), "hi");
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct PartialMessage(Arc<Mutex<AssistantMessage>>);
+
+impl PartialMessage {
+    /// Wraps a message.
+    pub fn new(message: AssistantMessage) -> Self {
+        PartialMessage(Arc::new(Mutex::new(message)))
+    }
+
+    /// Changes the message in place.
+    pub fn update<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
+        f(&mut self.0.lock())
+    }
+
+    /// Reads the message without copying it.
+    pub fn with<R>(&self, f: impl FnOnce(&AssistantMessage) -> R) -> R {
+        f(&self.0.lock())
+    }
+
+    /// A copy of the message as it is now.
+    pub fn snapshot(&self) -> AssistantMessage {
+        self.0.lock().clone()
+    }
+
+    /// Whether two handles share one message.
+    pub fn ptr_eq(&self, other: &PartialMessage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl PartialEq for PartialMessage {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || *self.0.lock() == *other.0.lock()
+    }
+}
+
+impl Serialize for PartialMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        crate::message::Message::Assistant(self.snapshot()).serialize(s)
+    }
+}
+
+/// One event of an assistant response, in the reference's vocabulary.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AssistantMessageEvent {
+    /// The response started; `partial` is the message being built.
+    Start {
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A text block started at `content_index`.
+    TextStart {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// Text arrived.
+    TextDelta {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A text block ended with `content`.
+    TextEnd {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The block's whole text.
+        content: String,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A thinking block started.
+    ThinkingStart {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// Reasoning text arrived.
+    ThinkingDelta {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A thinking block ended.
+    ThinkingEnd {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The block's whole text.
+        content: String,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A tool call started.
+    ToolcallStart {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A fragment of the tool call's JSON arguments arrived.
+    ToolcallDelta {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The raw fragment.
+        delta: String,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// A tool call is complete.
+    ToolcallEnd {
+        /// Index of the block in `content`.
+        content_index: usize,
+        /// The complete call.
+        tool_call: ToolCall,
+        /// The message being built.
+        partial: PartialMessage,
+    },
+    /// The response ended normally (`stop`, `length`, `toolUse`, `deferred`).
+    Done {
+        /// Why it ended.
+        reason: StopReason,
+        /// The final message.
+        message: AssistantMessage,
+    },
+    /// The response failed (`error`) or was aborted (`aborted`).
+    Error {
+        /// `error` or `aborted`.
+        reason: StopReason,
+        /// The final message, with `errorMessage`.
+        error: AssistantMessage,
+    },
+}
+
+impl AssistantMessageEvent {
+    /// The event's `type` as in JSON (`text_delta`, `done`, ...).
+    pub fn kind(&self) -> &'static str {
+        use AssistantMessageEvent::*;
+        match self {
+            Start { .. } => "start",
+            TextStart { .. } => "text_start",
+            TextDelta { .. } => "text_delta",
+            TextEnd { .. } => "text_end",
+            ThinkingStart { .. } => "thinking_start",
+            ThinkingDelta { .. } => "thinking_delta",
+            ThinkingEnd { .. } => "thinking_end",
+            ToolcallStart { .. } => "toolcall_start",
+            ToolcallDelta { .. } => "toolcall_delta",
+            ToolcallEnd { .. } => "toolcall_end",
+            Done { .. } => "done",
+            Error { .. } => "error",
+        }
+    }
+
+    /// The delta text of `*_delta` events.
+    pub fn delta(&self) -> Option<&str> {
+        use AssistantMessageEvent::*;
+        match self {
+            TextDelta { delta, .. } | ThinkingDelta { delta, .. } | ToolcallDelta { delta, .. } => {
+                Some(delta)
+            }
+            _ => None,
+        }
+    }
+
+    /// The partial message of every non-final event.
+    pub fn partial(&self) -> Option<&PartialMessage> {
+        use AssistantMessageEvent::*;
+        match self {
+            Start { partial }
+            | TextStart { partial, .. }
+            | TextDelta { partial, .. }
+            | TextEnd { partial, .. }
+            | ThinkingStart { partial, .. }
+            | ThinkingDelta { partial, .. }
+            | ThinkingEnd { partial, .. }
+            | ToolcallStart { partial, .. }
+            | ToolcallDelta { partial, .. }
+            | ToolcallEnd { partial, .. } => Some(partial),
+            Done { .. } | Error { .. } => None,
+        }
+    }
+}
+
+impl Serialize for AssistantMessageEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use AssistantMessageEvent::*;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("type", self.kind())?;
+        match self {
+            Start { partial } => m.serialize_entry("partial", partial)?,
+            TextStart {
+                content_index,
+                partial,
+            }
+            | ThinkingStart {
+                content_index,
+                partial,
+            }
+            | ToolcallStart {
+                content_index,
+                partial,
+            } => {
+                m.serialize_entry("contentIndex", content_index)?;
+                m.serialize_entry("partial", partial)?;
+            }
+            TextDelta {
+                content_index,
+                delta,
+                partial,
+            }
+            | ThinkingDelta {
+                content_index,
+                delta,
+                partial,
+            }
+            | ToolcallDelta {
+                content_index,
+                delta,
+                partial,
+            } => {
+                m.serialize_entry("contentIndex", content_index)?;
+                m.serialize_entry("delta", delta)?;
+                m.serialize_entry("partial", partial)?;
+            }
+            TextEnd {
+                content_index,
+                content,
+                partial,
+            }
+            | ThinkingEnd {
+                content_index,
+                content,
+                partial,
+            } => {
+                m.serialize_entry("contentIndex", content_index)?;
+                m.serialize_entry("content", content)?;
+                m.serialize_entry("partial", partial)?;
+            }
+            ToolcallEnd {
+                content_index,
+                tool_call,
+                partial,
+            } => {
+                m.serialize_entry("contentIndex", content_index)?;
+                m.serialize_entry("toolCall", tool_call)?;
+                m.serialize_entry("partial", partial)?;
+            }
+            Done { reason, message } => {
+                m.serialize_entry("reason", reason)?;
+                m.serialize_entry(
+                    "message",
+                    &crate::message::Message::Assistant(message.clone()),
+                )?;
+            }
+            Error { reason, error } => {
+                m.serialize_entry("reason", reason)?;
+                m.serialize_entry("error", &crate::message::Message::Assistant(error.clone()))?;
+            }
+        }
+        m.end()
+    }
+}

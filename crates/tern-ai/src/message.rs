@@ -1,0 +1,632 @@
+//! Messages and content blocks, with the reference's JSON shape.
+//!
+//! A transcript is a `Vec<Message>`. The four LLM roles (`system`, `user`, `assistant`,
+//! `toolResult`) are typed; any other role is a [`CustomMessage`] carried through untouched,
+//! so an application can keep its own entries (notes, summaries, UI markers) in the same
+//! transcript and decide in `convert_to_llm` what the model sees of them.
+//!
+//! ```
+//! use tern_ai::Message;
+//! let m: Message = serde_json::from_str(r#"{"role":"user","content":"hi","timestamp":0}"#).unwrap();
+//! assert_eq!(m.role(), "user");
+//! let back = serde_json::to_string(&m).unwrap();
+//! assert_eq!(back, r#"{"role":"user","content":"hi","timestamp":0}"#);
+//! ```
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// Milliseconds since the Unix epoch, as the reference stores them.
+pub type Timestamp = u64;
+
+/// A JSON object (`JsonObject` in the reference).
+pub type JsonObject = Map<String, Value>;
+
+/// How hard a model is asked to think. `Off` means no reasoning request at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    /// No reasoning requested.
+    #[default]
+    Off,
+    /// The smallest budget a provider offers.
+    Minimal,
+    /// Low effort.
+    Low,
+    /// Medium effort.
+    Medium,
+    /// High effort.
+    High,
+    /// Extra-high effort (only some models).
+    Xhigh,
+    /// The largest budget a provider offers.
+    Max,
+}
+
+impl ThinkingLevel {
+    /// The level's wire name (`"off"`, `"low"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Off => "off",
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+            ThinkingLevel::Xhigh => "xhigh",
+            ThinkingLevel::Max => "max",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "off" => ThinkingLevel::Off,
+            "minimal" => ThinkingLevel::Minimal,
+            "low" => ThinkingLevel::Low,
+            "medium" => ThinkingLevel::Medium,
+            "high" => ThinkingLevel::High,
+            "xhigh" => ThinkingLevel::Xhigh,
+            "max" => ThinkingLevel::Max,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for ThinkingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an assistant message ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// Still streaming (only on partial messages).
+    Pending,
+    /// The model finished its answer.
+    #[default]
+    Stop,
+    /// The output token limit cut the answer off.
+    Length,
+    /// The model asked for tool calls.
+    ToolUse,
+    /// The request failed; `errorMessage` says why.
+    Error,
+    /// The request was aborted by its signal.
+    Aborted,
+    /// The provider continues the request asynchronously.
+    Deferred,
+}
+
+impl StopReason {
+    /// The wire name (`"stop"`, `"toolUse"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Pending => "pending",
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolUse => "toolUse",
+            StopReason::Error => "error",
+            StopReason::Aborted => "aborted",
+            StopReason::Deferred => "deferred",
+        }
+    }
+}
+
+/// A block of message content. Which blocks a role may hold is the reference's convention:
+/// assistant: text, thinking, toolCall; user and toolResult: text, image.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text(TextContent),
+    /// Model reasoning.
+    Thinking(ThinkingContent),
+    /// A base64 image.
+    Image(ImageContent),
+    /// A call of a tool by the model.
+    ToolCall(ToolCall),
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })
+    }
+
+    /// The block's text when it is a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+
+    /// The tool call when the block is one.
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// `{"type":"text","text":...}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Provider signature of the text (OpenAI Responses message ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_signature: Option<String>,
+}
+
+/// `{"type":"thinking","thinking":...}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingContent {
+    /// The reasoning text.
+    pub thinking: String,
+    /// Opaque provider signature, replayed to the same provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_signature: Option<String>,
+    /// True when the provider redacted the reasoning (the payload is in the signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<bool>,
+}
+
+/// `{"type":"image","data":<base64>,"mimeType":...}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64 data without a `data:` prefix.
+    pub data: String,
+    /// For example `image/png`.
+    pub mime_type: String,
+}
+
+/// `{"type":"toolCall","id","name","arguments"}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The call id the tool result refers to.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as the model sent them (a JSON object).
+    pub arguments: Value,
+    /// Gemini's thought signature for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+    /// OpenAI Responses namespace of the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Set when the model's arguments text was not a JSON object; `arguments` is then `{}`
+    /// and validation fails with this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_error: Option<String>,
+}
+
+/// Content that may be a plain string or a list of blocks (system and user messages).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// A plain string.
+    Text(String),
+    /// A list of blocks.
+    Blocks(Vec<ContentBlock>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl Content {
+    /// The text of the content: the string itself, or the text blocks joined with `sep`.
+    pub fn text(&self, sep: &str) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Blocks(blocks) => content_text(blocks, sep),
+        }
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_string())
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+/// Joins the text blocks of `blocks` with `sep` (the reference's `contentText`).
+pub fn content_text(blocks: &[ContentBlock], sep: &str) -> String {
+    let mut out = String::new();
+    let mut first = true;
+    for b in blocks {
+        if let ContentBlock::Text(t) = b {
+            if !first {
+                out.push_str(sep);
+            }
+            out.push_str(&t.text);
+            first = false;
+        }
+    }
+    out
+}
+
+/// Token counts and cost of one response.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens not read from cache.
+    #[serde(default)]
+    pub input: u64,
+    /// Output tokens (reasoning included).
+    #[serde(default)]
+    pub output: u64,
+    /// Input tokens read from cache.
+    #[serde(default)]
+    pub cache_read: u64,
+    /// Input tokens written to cache.
+    #[serde(default)]
+    pub cache_write: u64,
+    /// Part of `cache_write` written with 1-hour retention (Anthropic only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<u64>,
+    /// Reasoning tokens, a subset of `output`, when the provider reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
+    /// The provider's total.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Cost in dollars.
+    #[serde(default)]
+    pub cost: Cost,
+}
+
+/// Cost of one response in dollars.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// Catalog-derived input cost.
+    #[serde(default)]
+    pub input: f64,
+    /// Catalog-derived output cost.
+    #[serde(default)]
+    pub output: f64,
+    /// Catalog-derived cache-read cost.
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Catalog-derived cache-write cost.
+    #[serde(default)]
+    pub cache_write: f64,
+    /// Billed total when the provider reports it, else the catalog estimate.
+    #[serde(default)]
+    pub total: f64,
+    /// True when `total` is the provider's billed cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_from_provider: Option<bool>,
+}
+
+/// A system message: the prompt at the head of a transcript, or a change of it later on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemMessage {
+    /// Instruction text (the base prompt on the leading message; additions later).
+    pub content: Content,
+    /// Named prompt sections; later messages replace them by name, `null` removes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sections: Option<Map<String, Value>>,
+    /// Complete declarations of the tools that become available here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_added: Option<Vec<ToolDeclaration>>,
+    /// Tools that stop being available here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_removed: Option<Vec<ToolReference>>,
+    /// Creation time.
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+/// A user message.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    /// A string, or text and image blocks.
+    pub content: Content,
+    /// Creation time.
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+/// An assistant message, final or partial.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Text, thinking and toolCall blocks in model order.
+    pub content: Vec<ContentBlock>,
+    /// The wire API that produced it (`openai-completions`, ...).
+    #[serde(default)]
+    pub api: String,
+    /// The provider id.
+    #[serde(default)]
+    pub provider: String,
+    /// The requested model id.
+    #[serde(default)]
+    pub model: String,
+    /// The model id the provider reported, when it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// The provider's response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// The provider-native effort level used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_thinking_level: Option<String>,
+    /// The thinking level the agent loop requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// Provider diagnostics, kept as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Value>,
+    /// Tokens and cost.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why the response ended.
+    #[serde(default)]
+    pub stop_reason: StopReason,
+    /// Deferred-response handle, kept as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deferred: Option<Value>,
+    /// Why the request failed (with `error`/`aborted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// The provider's own stop reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_stop_reason: Option<String>,
+    /// Provider-reported end of turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_turn: Option<bool>,
+    /// Creation time.
+    #[serde(default)]
+    pub timestamp: Timestamp,
+    /// How long the response took, measured by its event stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+impl AssistantMessage {
+    /// The text blocks joined without separator (what a user reads as the answer).
+    pub fn text(&self) -> String {
+        content_text(&self.content, "")
+    }
+
+    /// The tool calls of the message, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
+    }
+}
+
+/// The result of a tool call as the model sees it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// Text and image blocks.
+    pub content: Vec<ContentBlock>,
+    /// Tool-specific data for applications (not sent to the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Usage of a model the tool called, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Nested tool calls record, kept as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_calls: Option<Value>,
+    /// Whether the call failed.
+    #[serde(default)]
+    pub is_error: bool,
+    /// How long the tool ran, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Creation time.
+    #[serde(default)]
+    pub timestamp: Timestamp,
+}
+
+/// A message of a role tern does not know, kept verbatim (its `role` included).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CustomMessage(pub JsonObject);
+
+impl CustomMessage {
+    /// The message's role.
+    pub fn role(&self) -> &str {
+        self.0.get("role").and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// Declaration of a tool as the model sees it (name, description, JSON Schema).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDeclaration {
+    /// Unique name.
+    pub name: String,
+    /// What the tool does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments.
+    #[serde(default)]
+    pub parameters: Value,
+    /// Constrained-sampling preference, kept as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constrained_sampling: Option<Value>,
+}
+
+/// `{"name": ...}`: a tool referred to by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolReference {
+    /// The tool's name.
+    pub name: String,
+}
+
+/// One transcript entry.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// `role: "system"`.
+    System(SystemMessage),
+    /// `role: "user"`.
+    User(UserMessage),
+    /// `role: "assistant"`.
+    Assistant(AssistantMessage),
+    /// `role: "toolResult"`.
+    ToolResult(ToolResultMessage),
+    /// Any other role.
+    Custom(CustomMessage),
+}
+
+impl Message {
+    /// The role name as it appears in JSON.
+    pub fn role(&self) -> &str {
+        match self {
+            Message::System(_) => "system",
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+            Message::ToolResult(_) => "toolResult",
+            Message::Custom(c) => c.role(),
+        }
+    }
+
+    /// A user message with one text block, as `Agent::prompt("...")` builds it.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message::User(UserMessage {
+            content: Content::Blocks(vec![ContentBlock::text(text)]),
+            timestamp: crate::clock::now_ms(),
+        })
+    }
+
+    /// The assistant message, if it is one.
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match self {
+            Message::Assistant(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The system message, if it is one.
+    pub fn as_system(&self) -> Option<&SystemMessage> {
+        match self {
+            Message::System(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The message's content as JSON (what `convertToLlm` rules copy), `null` if it has none.
+    pub fn content_json(&self) -> Value {
+        match self {
+            Message::System(m) => serde_json::to_value(&m.content).unwrap_or(Value::Null),
+            Message::User(m) => serde_json::to_value(&m.content).unwrap_or(Value::Null),
+            Message::Assistant(m) => serde_json::to_value(&m.content).unwrap_or(Value::Null),
+            Message::ToolResult(m) => serde_json::to_value(&m.content).unwrap_or(Value::Null),
+            Message::Custom(c) => c.0.get("content").cloned().unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<SystemMessage> for Message {
+    fn from(m: SystemMessage) -> Self {
+        Message::System(m)
+    }
+}
+impl From<UserMessage> for Message {
+    fn from(m: UserMessage) -> Self {
+        Message::User(m)
+    }
+}
+impl From<AssistantMessage> for Message {
+    fn from(m: AssistantMessage) -> Self {
+        Message::Assistant(m)
+    }
+}
+impl From<ToolResultMessage> for Message {
+    fn from(m: ToolResultMessage) -> Self {
+        Message::ToolResult(m)
+    }
+}
+
+#[derive(Serialize)]
+struct Tagged<'a, T> {
+    role: &'static str,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::System(m) => Tagged {
+                role: "system",
+                inner: m,
+            }
+            .serialize(s),
+            Message::User(m) => Tagged {
+                role: "user",
+                inner: m,
+            }
+            .serialize(s),
+            Message::Assistant(m) => Tagged {
+                role: "assistant",
+                inner: m,
+            }
+            .serialize(s),
+            Message::ToolResult(m) => Tagged {
+                role: "toolResult",
+                inner: m,
+            }
+            .serialize(s),
+            Message::Custom(c) => c.0.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut obj = JsonObject::deserialize(d)?;
+        let role = obj
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| D::Error::custom("message without a string `role`"))?
+            .to_string();
+        let known = matches!(
+            role.as_str(),
+            "system" | "user" | "assistant" | "toolResult"
+        );
+        if !known {
+            return Ok(Message::Custom(CustomMessage(obj)));
+        }
+        obj.remove("role");
+        let v = Value::Object(obj);
+        let parsed = match role.as_str() {
+            "system" => serde_json::from_value(v).map(Message::System),
+            "user" => serde_json::from_value(v).map(Message::User),
+            "assistant" => serde_json::from_value(v).map(Message::Assistant),
+            _ => serde_json::from_value(v).map(Message::ToolResult),
+        };
+        parsed.map_err(|e| D::Error::custom(format!("invalid {role} message: {e}")))
+    }
+}

@@ -1,0 +1,305 @@
+//! Event streams: a producer pushes events, one consumer iterates them and can await the
+//! final result.
+//!
+//! [`EventStream`] is generic; [`AssistantMessageEventStream`] is the one stream functions
+//! return. It ends at `done` or `error`, and it times the response: the final message gets
+//! `durationMs` from the stream's creation, as the reference's stream does.
+//!
+//! ```
+//! # tokio_test_block(async {
+//! use tern_ai::{assistant_stream, AssistantMessage, AssistantMessageEvent, StopReason};
+//! let (tx, mut stream) = assistant_stream();
+//! let message = AssistantMessage { timestamp: tern_ai::clock::now_ms(), ..Default::default() };
+//! tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message });
+//! assert_eq!(stream.next().await.map(|e| e.kind()), Some("done"));
+//! assert!(stream.next().await.is_none());
+//! assert!(stream.result().await.duration_ms.is_some());
+//! # });
+//! # fn tokio_test_block(f: impl std::future::Future<Output = ()>) {
+//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+//! # }
+//! ```
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use crate::clock::now_ms;
+use crate::event::AssistantMessageEvent;
+use crate::message::{AssistantMessage, StopReason};
+
+/// An event type that may end its stream with a result.
+pub trait StreamEvent {
+    /// The stream's final result.
+    type Output: Clone;
+    /// `Some(result)` when this event completes the stream.
+    fn completes(&self) -> Option<Self::Output>;
+}
+
+struct State<E: StreamEvent> {
+    queue: VecDeque<E>,
+    done: bool,
+    result: Option<E::Output>,
+    consumer: Option<Waker>,
+    result_waiters: Vec<Waker>,
+}
+
+struct Shared<E: StreamEvent> {
+    state: Mutex<State<E>>,
+}
+
+impl<E: StreamEvent> Shared<E> {
+    fn finish(&self, result: Option<E::Output>) {
+        let wakers = {
+            let mut st = self.state.lock();
+            st.done = true;
+            if result.is_some() && st.result.is_none() {
+                st.result = result;
+            }
+            let mut w = std::mem::take(&mut st.result_waiters);
+            w.extend(st.consumer.take());
+            w
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+}
+
+/// The producing half of an [`EventStream`]. Dropping it ends the stream.
+pub struct EventSender<E: StreamEvent> {
+    shared: Arc<Shared<E>>,
+}
+
+/// The consuming half: iterate with [`EventStream::next`], then await [`EventStream::result`].
+pub struct EventStream<E: StreamEvent> {
+    shared: Arc<Shared<E>>,
+    // Events taken from the shared queue in one lock, handed out one by one.
+    local: VecDeque<E>,
+}
+
+/// A connected sender and stream.
+pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            queue: VecDeque::new(),
+            done: false,
+            result: None,
+            consumer: None,
+            result_waiters: Vec::new(),
+        }),
+    });
+    (
+        EventSender {
+            shared: shared.clone(),
+        },
+        EventStream {
+            shared,
+            local: VecDeque::new(),
+        },
+    )
+}
+
+impl<E: StreamEvent> EventSender<E> {
+    /// Pushes an event. Ignored once the stream is done; an event that completes the stream
+    /// sets its result.
+    pub fn push(&self, event: E) {
+        let waker = {
+            let mut st = self.shared.state.lock();
+            if st.done {
+                return;
+            }
+            let mut wakers = Vec::new();
+            if let Some(r) = event.completes() {
+                st.done = true;
+                st.result = Some(r);
+                wakers = std::mem::take(&mut st.result_waiters);
+            }
+            st.queue.push_back(event);
+            for w in wakers {
+                w.wake();
+            }
+            st.consumer.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Ends the stream, optionally with a result (when no event gave one).
+    pub fn end(&self, result: Option<E::Output>) {
+        self.shared.finish(result);
+    }
+
+    /// Whether the stream is done (a completing event or `end`).
+    pub fn is_done(&self) -> bool {
+        self.shared.state.lock().done
+    }
+}
+
+impl<E: StreamEvent> Drop for EventSender<E> {
+    fn drop(&mut self) {
+        // Only the last sender handle ends the stream; a consumer never hangs on a
+        // producer that went away.
+        if Arc::strong_count(&self.shared) <= 2 {
+            self.shared.finish(None);
+        }
+    }
+}
+
+impl<E: StreamEvent> EventStream<E> {
+    /// The next event, or `None` once the stream is done and drained.
+    pub async fn next(&mut self) -> Option<E> {
+        poll_fn(|cx| self.poll_next_event(cx)).await
+    }
+
+    fn poll_next_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        if let Some(e) = self.local.pop_front() {
+            return Poll::Ready(Some(e));
+        }
+        let mut st = self.shared.state.lock();
+        if !st.queue.is_empty() {
+            std::mem::swap(&mut st.queue, &mut self.local);
+            drop(st);
+            return Poll::Ready(self.local.pop_front());
+        }
+        if st.done {
+            return Poll::Ready(None);
+        }
+        st.consumer = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// The final result: the completing event's result, or what `end` was given. `None` when
+    /// the stream ended without one.
+    pub async fn final_result(&self) -> Option<E::Output> {
+        poll_fn(|cx| {
+            let mut st = self.shared.state.lock();
+            if let Some(r) = &st.result {
+                return Poll::Ready(Some(r.clone()));
+            }
+            if st.done {
+                return Poll::Ready(None);
+            }
+            st.result_waiters.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl<E: StreamEvent + Unpin> futures::Stream for EventStream<E> {
+    type Item = E;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        self.get_mut().poll_next_event(cx)
+    }
+}
+
+impl StreamEvent for AssistantMessageEvent {
+    type Output = AssistantMessage;
+    fn completes(&self) -> Option<AssistantMessage> {
+        match self {
+            AssistantMessageEvent::Done { message, .. } => Some(message.clone()),
+            AssistantMessageEvent::Error { error, .. } => Some(error.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The producing half of an [`AssistantMessageEventStream`]; times the final message.
+pub struct AssistantMessageEventSender {
+    inner: EventSender<AssistantMessageEvent>,
+    started_at_ms: u64,
+    started: Instant,
+}
+
+/// The stream of one assistant response.
+pub struct AssistantMessageEventStream {
+    inner: EventStream<AssistantMessageEvent>,
+}
+
+/// A connected sender and assistant-message stream; the response's clock starts now.
+pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEventStream) {
+    let (tx, rx) = event_stream();
+    (
+        AssistantMessageEventSender {
+            inner: tx,
+            started_at_ms: now_ms(),
+            started: Instant::now(),
+        },
+        AssistantMessageEventStream { inner: rx },
+    )
+}
+
+impl AssistantMessageEventSender {
+    fn time(&self, message: &mut AssistantMessage) {
+        // A message that already has a duration, or that started before this stream (a
+        // forwarded response), stays untimed.
+        if self.inner.is_done()
+            || message.duration_ms.is_some()
+            || message.timestamp < self.started_at_ms
+        {
+            return;
+        }
+        message.duration_ms = Some((self.started.elapsed().as_secs_f64() * 1000.0).round() as u64);
+    }
+
+    /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.
+    pub fn push(&self, mut event: AssistantMessageEvent) {
+        match &mut event {
+            AssistantMessageEvent::Done { message, .. } => self.time(message),
+            AssistantMessageEvent::Error { error, .. } => self.time(error),
+            _ => {}
+        }
+        self.inner.push(event);
+    }
+
+    /// Ends the stream with a final message when no `done`/`error` event gave one.
+    pub fn end(&self, result: Option<AssistantMessage>) {
+        let result = result.map(|mut m| {
+            self.time(&mut m);
+            m
+        });
+        self.inner.end(result);
+    }
+
+    /// Whether a final event was pushed or the stream ended.
+    pub fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+}
+
+impl AssistantMessageEventStream {
+    /// The next event, `None` after the last.
+    pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
+        self.inner.next().await
+    }
+
+    /// The final message. A producer that went away without a final event yields an `error`
+    /// message saying so, never a hang.
+    pub async fn result(&self) -> AssistantMessage {
+        match self.inner.final_result().await {
+            Some(m) => m,
+            None => AssistantMessage {
+                stop_reason: StopReason::Error,
+                error_message: Some(
+                    "The response stream ended without a final message".to_string(),
+                ),
+                timestamp: now_ms(),
+                ..AssistantMessage::default()
+            },
+        }
+    }
+}
+
+impl futures::Stream for AssistantMessageEventStream {
+    type Item = AssistantMessageEvent;
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().inner.poll_next_event(cx)
+    }
+}

@@ -1,0 +1,112 @@
+//! The stream-function contract: how the agent loop reaches a model.
+//!
+//! A stream function takes a model, a transcript and options and returns an
+//! [`AssistantMessageEventStream`]. Provider failures are values: the stream ends with a
+//! message whose `stopReason` is `error` or `aborted`. An `Err` is reserved for a stream
+//! function that cannot start at all (the reference's "the stream function threw").
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{Message, ThinkingLevel};
+use crate::model::Model;
+use crate::stream::AssistantMessageEventStream;
+
+/// Boxed error type used where the reference lets a callback throw anything.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// The transcript a provider receives: system messages in place, no custom roles.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// The messages, shared so that building a request never copies the transcript.
+    pub messages: Arc<Vec<Message>>,
+}
+
+impl Context {
+    /// A context over these messages.
+    pub fn new(messages: Vec<Message>) -> Self {
+        Context {
+            messages: Arc::new(messages),
+        }
+    }
+}
+
+/// Per-level thinking token budgets for token-budget providers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ThinkingBudgets {
+    /// Budget for `minimal`.
+    pub minimal: Option<u64>,
+    /// Budget for `low`.
+    pub low: Option<u64>,
+    /// Budget for `medium`.
+    pub medium: Option<u64>,
+    /// Budget for `high`.
+    pub high: Option<u64>,
+}
+
+/// Options of one request (the reference's `SimpleStreamOptions`).
+#[derive(Clone, Debug, Default)]
+pub struct StreamOptions {
+    /// Requested reasoning level; `None` means off.
+    pub reasoning: Option<ThinkingLevel>,
+    /// API key; providers fall back to the environment.
+    pub api_key: Option<String>,
+    /// Cancels the request.
+    pub signal: CancellationToken,
+    /// Session id for cache-aware backends.
+    pub session_id: Option<String>,
+    /// Output token limit.
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Extra HTTP headers (`null` removes a default header).
+    pub headers: Map<String, Value>,
+    /// Cap on server-requested retry delays, in ms (default 60 000; 0 disables the cap).
+    pub max_retry_delay_ms: Option<u64>,
+    /// Per-level thinking budgets.
+    pub thinking_budgets: Option<ThinkingBudgets>,
+    /// Request timeout in ms.
+    pub timeout_ms: Option<u64>,
+    /// Maximum client-side retries.
+    pub max_retries: Option<u32>,
+}
+
+/// A function that streams one assistant response.
+///
+/// Closures work:
+///
+/// ```
+/// use std::sync::Arc;
+/// use tern_ai::{assistant_stream, StreamFn, Context, Model, StreamOptions};
+/// let f: Arc<dyn StreamFn> = Arc::new(|_m: &Model, _c: Context, _o: StreamOptions| {
+///     let (_tx, rx) = assistant_stream();
+///     Ok(rx)
+/// });
+/// ```
+pub trait StreamFn: Send + Sync {
+    /// Starts a request. `Err` only when it cannot start; failures after that are events.
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError>;
+}
+
+impl<F> StreamFn for F
+where
+    F: Fn(&Model, Context, StreamOptions) -> Result<AssistantMessageEventStream, BoxError>
+        + Send
+        + Sync,
+{
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        self(model, context, options)
+    }
+}
