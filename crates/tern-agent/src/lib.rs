@@ -1,1 +1,5 @@
-pub fn placeholder() {}
+//! tern-agent (work in progress)
+pub mod events;
+pub mod tool;
+pub use events::AgentEvent;
+pub use tool::{schema_for, AgentTool, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult, ToolUpdater};

@@ -1,0 +1,330 @@
+//! Tools: what the model may call, and how a call runs.
+//!
+//! A tool is either **typed** (its arguments are a `serde` + `schemars` type, so the schema
+//! is derived) or **dynamic** (a raw JSON Schema and `serde_json::Value` arguments).
+//!
+//! ```
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use tern_agent::{AgentTool, ToolResult};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! let add = AgentTool::typed("add", "Add two integers.", |args: Add, _call| async move {
+//!     Ok(ToolResult::text((args.a + args.b).to_string()))
+//! });
+//! assert_eq!(add.name(), "add");
+//! assert_eq!(add.parameters()["required"], serde_json::json!(["a", "b"]));
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tern_ai::{BoxError, ContentBlock, ToolDeclaration, Usage};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How the calls of one assistant message run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolExecutionMode {
+    /// Prepare calls one after another, then execute them concurrently (the default).
+    #[default]
+    Parallel,
+    /// Prepare, execute and finish each call before the next.
+    Sequential,
+}
+
+/// What a tool returns (the reference's `AgentToolResult`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    /// Text and image blocks the model sees.
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+    /// Data for applications; not sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// Machine-readable result matching `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Usage of a model the tool called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Marks the result as an error without failing the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Asks the loop to stop after this batch (only when every result of the batch asks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<bool>,
+}
+
+impl ToolResult {
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::text(text)],
+            ..Default::default()
+        }
+    }
+
+    /// Sets `details`.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// The error result the loop builds for a failed call: the message as text, `details: {}`.
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![ContentBlock::text(message)],
+            details: Some(Value::Object(Default::default())),
+            ..Default::default()
+        }
+    }
+}
+
+/// Sends partial results while a tool runs (`tool_execution_update` events).
+///
+/// Updates sent after the tool's `execute` has settled are dropped, as in the reference.
+#[derive(Clone)]
+pub struct ToolUpdater {
+    tx: Option<mpsc::UnboundedSender<ToolResult>>,
+    open: Arc<AtomicBool>,
+}
+
+impl ToolUpdater {
+    /// An updater whose updates go nowhere.
+    pub fn noop() -> Self {
+        ToolUpdater {
+            tx: None,
+            open: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<ToolResult>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            ToolUpdater {
+                tx: Some(tx),
+                open: Arc::new(AtomicBool::new(true)),
+            },
+            rx,
+        )
+    }
+
+    pub(crate) fn close(&self) {
+        self.open.store(false, Ordering::SeqCst);
+    }
+
+    /// Reports a partial result. Never blocks.
+    pub fn update(&self, partial: ToolResult) {
+        if !self.open.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(partial);
+        }
+    }
+}
+
+impl fmt::Debug for ToolUpdater {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolUpdater").finish_non_exhaustive()
+    }
+}
+
+/// One call of a tool, as `execute` receives it.
+#[derive(Clone, Debug)]
+pub struct ToolCallInput {
+    /// The call id.
+    pub tool_call_id: String,
+    /// Prepared and validated arguments.
+    pub args: Value,
+    /// The run's cancellation token: a tool should stop when it fires.
+    pub signal: CancellationToken,
+    /// Partial results.
+    pub updater: ToolUpdater,
+}
+
+/// What a tool's body returns: a result, or an error whose text becomes an error result.
+pub type ToolOutput = Result<ToolResult, BoxError>;
+
+type ExecuteFn = dyn Fn(ToolCallInput) -> BoxFuture<'static, ToolOutput> + Send + Sync;
+type PrepareFn = dyn Fn(&Value) -> Option<Value> + Send + Sync;
+
+struct ToolInner {
+    declaration: ToolDeclaration,
+    label: String,
+    execution_mode: Option<ToolExecutionMode>,
+    prepare_arguments: Option<Box<PrepareFn>>,
+    execute: Box<ExecuteFn>,
+}
+
+/// A tool the agent can execute. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct AgentTool {
+    inner: Arc<ToolInner>,
+}
+
+impl fmt::Debug for AgentTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentTool")
+            .field("name", &self.inner.declaration.name)
+            .field("execution_mode", &self.inner.execution_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentTool {
+    /// A tool with a raw JSON Schema; `execute` receives the validated arguments as JSON.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tern_agent::{AgentTool, ToolResult};
+    /// let echo = AgentTool::dynamic(
+    ///     "echo",
+    ///     "Echo the text.",
+    ///     json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
+    ///     |call| async move { Ok(ToolResult::text(call.args["text"].as_str().unwrap_or(""))) },
+    /// );
+    /// assert_eq!(echo.label(), "echo");
+    /// ```
+    pub fn dynamic<F, Fut>(name: &str, description: &str, parameters: Value, execute: F) -> Self
+    where
+        F: Fn(ToolCallInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolOutput> + Send + 'static,
+    {
+        AgentTool {
+            inner: Arc::new(ToolInner {
+                declaration: ToolDeclaration {
+                    name: name.to_string(),
+                    description: description.to_string(),
+                    parameters,
+                    constrained_sampling: None,
+                },
+                label: name.to_string(),
+                execution_mode: None,
+                prepare_arguments: None,
+                execute: Box::new(move |input| Box::pin(execute(input))),
+            }),
+        }
+    }
+
+    /// A tool whose arguments are the type `A`; the schema is derived with `schemars`.
+    /// Arguments that pass the schema but not `serde` fail the call with serde's message.
+    pub fn typed<A, F, Fut>(name: &str, description: &str, execute: F) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(A, ToolCallInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolOutput> + Send + 'static,
+    {
+        let execute = Arc::new(execute);
+        Self::dynamic(name, description, schema_for::<A>(), move |input| {
+            let execute = execute.clone();
+            async move {
+                let args: A = serde_json::from_value(input.args.clone())
+                    .map_err(|e| format!("Invalid arguments: {e}"))?;
+                execute(args, input).await
+            }
+        })
+    }
+
+    fn map_inner(self, f: impl FnOnce(&mut ToolInner)) -> Self {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => {
+                f(&mut inner);
+                AgentTool {
+                    inner: Arc::new(inner),
+                }
+            }
+            Err(shared) => {
+                // Builders run before a tool is shared; a shared tool keeps its settings.
+                AgentTool { inner: shared }
+            }
+        }
+    }
+
+    /// Sets the display label.
+    pub fn with_label(self, label: &str) -> Self {
+        let label = label.to_string();
+        self.map_inner(|i| i.label = label)
+    }
+
+    /// Sets the execution mode (`Sequential` makes every batch containing this tool sequential).
+    pub fn with_execution_mode(self, mode: ToolExecutionMode) -> Self {
+        self.map_inner(|i| i.execution_mode = Some(mode))
+    }
+
+    /// Rewrites raw arguments before validation; return `None` to keep them unchanged.
+    pub fn with_prepare_arguments(
+        self,
+        f: impl Fn(&Value) -> Option<Value> + Send + Sync + 'static,
+    ) -> Self {
+        self.map_inner(|i| i.prepare_arguments = Some(Box::new(f)))
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.inner.declaration.name
+    }
+
+    /// Display label.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// Description for the model.
+    pub fn description(&self) -> &str {
+        &self.inner.declaration.description
+    }
+
+    /// JSON Schema of the arguments.
+    pub fn parameters(&self) -> &Value {
+        &self.inner.declaration.parameters
+    }
+
+    /// The declaration the model sees.
+    pub fn declaration(&self) -> &ToolDeclaration {
+        &self.inner.declaration
+    }
+
+    /// The execution mode, when set.
+    pub fn execution_mode(&self) -> Option<ToolExecutionMode> {
+        self.inner.execution_mode
+    }
+
+    /// Applies `prepareArguments`; `None` when the tool has none or it changed nothing.
+    pub fn prepare_arguments(&self, args: &Value) -> Option<Value> {
+        self.inner.prepare_arguments.as_ref().and_then(|f| f(args))
+    }
+
+    /// Runs the tool.
+    pub fn execute(&self, input: ToolCallInput) -> BoxFuture<'static, ToolOutput> {
+        (self.inner.execute)(input)
+    }
+
+    /// Whether two handles are the same tool object.
+    pub fn ptr_eq(&self, other: &AgentTool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// The JSON Schema of `A` as a tool-parameters object (no `$schema`/`title` noise).
+pub fn schema_for<A: schemars::JsonSchema>() -> Value {
+    let schema = schemars::SchemaGenerator::new(schemars::generate::SchemaSettings::draft07())
+        .into_root_schema_for::<A>();
+    let mut v = serde_json::to_value(schema).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.shift_remove("$schema");
+        m.shift_remove("title");
+    }
+    v
+}
