@@ -1,0 +1,514 @@
+//! The low-level agent loop: turns of (pending messages → request → tool calls) until the
+//! model stops, steering and follow-up messages included.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tern_agent::{run_agent_loop, AgentContext, AgentEvent, AgentLoopConfig};
+//! use tern_ai::faux::{FauxModel, FauxResponse};
+//! use tern_ai::{Message, Model};
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let model = Arc::new(FauxModel::new(vec![FauxResponse::text("4")]));
+//! let sink = |e: AgentEvent| async move { eprintln!("{}", e.kind()) };
+//! let new = run_agent_loop(
+//!     vec![Message::user_text("2+2?")],
+//!     AgentContext::default(),
+//!     AgentLoopConfig::new(Model::default()),
+//!     &sink,
+//!     Default::default(),
+//!     model,
+//! )
+//! .await
+//! .unwrap();
+//! assert_eq!(new.len(), 2);
+//! # });
+//! ```
+
+use std::sync::Arc;
+
+use tern_ai::transcript::{
+    get_current_tools, get_tool_state_changes, with_tool_changes, ToolChanges,
+};
+use tern_ai::{
+    AssistantMessage, AssistantMessageEvent, Content, Context, EventSender, EventStream, Message,
+    StopReason, StreamEvent, StreamFn, StreamOptions, SystemMessage, ThinkingLevel,
+    ToolDeclaration,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{
+    reasoning_of, AgentContext, AgentLoopConfig, PrepareRequestContext, TurnContext, TurnDecision,
+};
+use crate::error::AgentError;
+use crate::events::AgentEvent;
+use crate::sink::EventSink;
+use crate::tool_exec::{execute_tool_calls, fail_truncated};
+
+impl StreamEvent for AgentEvent {
+    type Output = Vec<Message>;
+    fn completes(&self) -> Option<Vec<Message>> {
+        match self {
+            AgentEvent::AgentEnd { messages } => Some(messages.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The event stream of [`agent_loop`]: ends at `agent_end`; its result is the new messages.
+pub type AgentEventStream = EventStream<AgentEvent>;
+
+struct ChannelSink(EventSender<AgentEvent>);
+
+impl EventSink for ChannelSink {
+    async fn emit(&self, event: AgentEvent) {
+        self.0.push(event);
+    }
+}
+
+/// Starts a loop with new prompt messages and returns its event stream (runs on a spawned
+/// task; needs a tokio runtime). A failing hook ends the stream without `agent_end`.
+pub fn agent_loop(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> AgentEventStream {
+    let (tx, rx) = tern_ai::event_stream();
+    tokio::spawn(async move {
+        let sink = ChannelSink(tx);
+        let result = run_agent_loop(prompts, context, config, &sink, signal, stream_fn).await;
+        sink.0.end(result.ok());
+    });
+    rx
+}
+
+/// Continues a loop from `context` without a new message. Fails at once when the context
+/// is empty or ends with an assistant message.
+pub fn agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> Result<AgentEventStream, AgentError> {
+    check_continuable(&context)?;
+    let (tx, rx) = tern_ai::event_stream();
+    tokio::spawn(async move {
+        let sink = ChannelSink(tx);
+        let result = run_agent_loop_continue(context, config, &sink, signal, stream_fn).await;
+        sink.0.end(result.ok());
+    });
+    Ok(rx)
+}
+
+fn check_continuable(context: &AgentContext) -> Result<(), AgentError> {
+    match context.messages.last() {
+        None => Err(AgentError::EmptyContext),
+        Some(Message::Assistant(_)) => Err(AgentError::CannotContinueFrom("assistant".into())),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Runs a loop with new prompt messages, awaiting `sink` for every event. Returns the
+/// messages the run added.
+pub async fn run_agent_loop<S: EventSink>(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: &S,
+    signal: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> Result<Vec<Message>, AgentError> {
+    let initial = declare_tool_changes(&context, prompts);
+    let mut current = context;
+    Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
+    sink.emit(AgentEvent::AgentStart).await;
+    sink.emit(AgentEvent::TurnStart).await;
+    for m in &initial {
+        emit_message(sink, m).await;
+    }
+    let mut new_messages = initial;
+    run_loop(current, &mut new_messages, config, signal, sink, stream_fn).await?;
+    Ok(new_messages)
+}
+
+/// Continues a loop from `context`, awaiting `sink` for every event.
+pub async fn run_agent_loop_continue<S: EventSink>(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    sink: &S,
+    signal: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> Result<Vec<Message>, AgentError> {
+    check_continuable(&context)?;
+    sink.emit(AgentEvent::AgentStart).await;
+    sink.emit(AgentEvent::TurnStart).await;
+    let mut new_messages = Vec::new();
+    run_loop(context, &mut new_messages, config, signal, sink, stream_fn).await?;
+    Ok(new_messages)
+}
+
+async fn emit_message<S: EventSink>(sink: &S, m: &Message) {
+    sink.emit(AgentEvent::MessageStart { message: m.clone() })
+        .await;
+    sink.emit(AgentEvent::MessageEnd { message: m.clone() })
+        .await;
+}
+
+async fn poll(source: &Option<crate::config::MessageSource>) -> Vec<Message> {
+    match source {
+        Some(f) => f().await,
+        None => Vec::new(),
+    }
+}
+
+fn apply_level(
+    current: Option<ThinkingLevel>,
+    update: Option<ThinkingLevel>,
+) -> Option<ThinkingLevel> {
+    match update {
+        None => current,
+        Some(level) => reasoning_of(level),
+    }
+}
+
+async fn run_loop<S: EventSink>(
+    mut current: AgentContext,
+    new_messages: &mut Vec<Message>,
+    mut config: AgentLoopConfig,
+    signal: CancellationToken,
+    sink: &S,
+    stream_fn: Arc<dyn StreamFn>,
+) -> Result<(), AgentError> {
+    // The last completed turn, kept only when a hook will read it.
+    let mut turn_done = false;
+    let mut last_turn: Option<TurnContext> = None;
+    let mut explicit_continuation = false;
+    let mut pending = poll(&config.get_steering_messages).await;
+
+    loop {
+        let mut has_more_tool_calls = true;
+        while has_more_tool_calls || !pending.is_empty() {
+            let mut prepared = Vec::new();
+            if turn_done {
+                if let (Some(hook), Some(turn)) = (&config.prepare_next_turn, last_turn.take()) {
+                    if let Some(update) = hook(turn, signal.clone()).await? {
+                        if let Some(c) = update.context {
+                            current = c;
+                        }
+                        prepared = update.messages.unwrap_or_default();
+                        if let Some(m) = update.model {
+                            config.model = m;
+                        }
+                        config.reasoning = apply_level(config.reasoning, update.thinking_level);
+                    }
+                }
+                // Preparation can take long: pick up steering queued meanwhile, unless the
+                // earlier poll already delivered (one-at-a-time must not deliver two).
+                if pending.is_empty() {
+                    pending = poll(&config.get_steering_messages).await;
+                }
+                sink.emit(AgentEvent::TurnStart).await;
+            }
+
+            prepared.append(&mut pending);
+            for m in declare_tool_changes(&current, prepared) {
+                emit_message(sink, &m).await;
+                Arc::make_mut(&mut current.messages).push(m.clone());
+                new_messages.push(m);
+            }
+
+            if let Some(hook) = &config.prepare_request {
+                let update = hook(
+                    PrepareRequestContext {
+                        context: current.clone(),
+                        model: config.model.clone(),
+                        thinking_level: config.reasoning.unwrap_or(ThinkingLevel::Off),
+                    },
+                    signal.clone(),
+                )
+                .await?;
+                if let Some(update) = update {
+                    if let Some(c) = update.context {
+                        current = c;
+                    }
+                    if let Some(m) = update.model {
+                        config.model = m;
+                    }
+                    config.reasoning = apply_level(config.reasoning, update.thinking_level);
+                }
+            }
+
+            let message =
+                stream_assistant_response(&mut current, &config, &signal, sink, &stream_fn).await?;
+            new_messages.push(Message::Assistant(message.clone()));
+
+            if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
+                if let Some(hook) = &config.finish_turn {
+                    // The decision is ignored: an error or abort always ends the run.
+                    let turn = turn_context(&message, &[], &current, new_messages);
+                    hook(turn, signal.clone()).await?;
+                }
+                sink.emit(AgentEvent::TurnEnd {
+                    message: Message::Assistant(message),
+                    tool_results: Vec::new(),
+                })
+                .await;
+                sink.emit(AgentEvent::AgentEnd {
+                    messages: new_messages.clone(),
+                })
+                .await;
+                return Ok(());
+            }
+
+            let calls: Vec<_> = message.tool_calls().cloned().collect();
+            let mut tool_results = Vec::new();
+            has_more_tool_calls = false;
+            let message = Arc::new(message);
+            if !calls.is_empty() {
+                // A `length` stop may have cut any call's arguments: run none of them.
+                let batch = if message.stop_reason == StopReason::Length {
+                    fail_truncated(&calls, sink).await
+                } else {
+                    execute_tool_calls(
+                        &current,
+                        &message,
+                        config.tool_execution,
+                        &config.tool_hooks,
+                        &signal,
+                        sink,
+                    )
+                    .await
+                };
+                has_more_tool_calls = !batch.terminate;
+                tool_results = batch.messages;
+                let msgs = Arc::make_mut(&mut current.messages);
+                for r in &tool_results {
+                    msgs.push(Message::ToolResult(r.clone()));
+                    new_messages.push(Message::ToolResult(r.clone()));
+                }
+            }
+
+            turn_done = true;
+            if config.prepare_next_turn.is_some() {
+                last_turn = Some(turn_context(
+                    &message,
+                    &tool_results,
+                    &current,
+                    new_messages,
+                ));
+            }
+            let decision = match &config.finish_turn {
+                Some(hook) => {
+                    let turn = turn_context(&message, &tool_results, &current, new_messages);
+                    hook(turn, signal.clone()).await?
+                }
+                None => None,
+            };
+            sink.emit(AgentEvent::TurnEnd {
+                message: Message::Assistant(Arc::unwrap_or_clone(message)),
+                tool_results,
+            })
+            .await;
+            if decision == Some(TurnDecision::End) {
+                sink.emit(AgentEvent::AgentEnd {
+                    messages: new_messages.clone(),
+                })
+                .await;
+                return Ok(());
+            }
+            explicit_continuation = decision == Some(TurnDecision::Continue);
+            pending = poll(&config.get_steering_messages).await;
+            if has_more_tool_calls || !pending.is_empty() {
+                explicit_continuation = false;
+            }
+        }
+
+        // The agent would stop here: follow-ups first, then an explicit continuation.
+        let follow_ups = poll(&config.get_follow_up_messages).await;
+        if !follow_ups.is_empty() {
+            explicit_continuation = false;
+            pending = follow_ups;
+            continue;
+        }
+        if explicit_continuation {
+            explicit_continuation = false;
+            continue;
+        }
+        break;
+    }
+    sink.emit(AgentEvent::AgentEnd {
+        messages: new_messages.clone(),
+    })
+    .await;
+    Ok(())
+}
+
+fn turn_context(
+    message: &AssistantMessage,
+    tool_results: &[tern_ai::ToolResultMessage],
+    current: &AgentContext,
+    new_messages: &[Message],
+) -> TurnContext {
+    TurnContext {
+        message: message.clone(),
+        tool_results: tool_results.to_vec(),
+        context: current.clone(),
+        new_messages: new_messages.to_vec(),
+    }
+}
+
+/// The request messages by default: system, user, assistant and tool results; custom roles
+/// are dropped. Shares the input when nothing is dropped.
+pub fn default_convert_to_llm(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> {
+    if messages.iter().all(|m| !matches!(m, Message::Custom(_))) {
+        return messages;
+    }
+    Arc::new(
+        messages
+            .iter()
+            .filter(|m| !matches!(m, Message::Custom(_)))
+            .cloned()
+            .collect(),
+    )
+}
+
+async fn stream_assistant_response<S: EventSink>(
+    current: &mut AgentContext,
+    config: &AgentLoopConfig,
+    signal: &CancellationToken,
+    sink: &S,
+    stream_fn: &Arc<dyn StreamFn>,
+) -> Result<AssistantMessage, AgentError> {
+    let mut messages = current.messages.clone();
+    if let Some(t) = &config.transform_context {
+        messages = t(messages, signal.clone()).await?;
+    }
+    let llm = match &config.convert_to_llm {
+        Some(c) => c(messages).await?,
+        None => default_convert_to_llm(messages),
+    };
+    let api_key = match &config.get_api_key {
+        Some(g) => g(config.model.provider.clone()).await?,
+        None => None,
+    }
+    .filter(|k| !k.is_empty())
+    .or_else(|| config.stream_options.api_key.clone());
+    let options = StreamOptions {
+        reasoning: config.reasoning,
+        api_key,
+        signal: signal.clone(),
+        ..config.stream_options.clone()
+    };
+    let mut stream = stream_fn
+        .stream(&config.model, Context { messages: llm }, options)
+        .map_err(AgentError::from)?;
+
+    let mut added_partial = false;
+    while let Some(event) = stream.next().await {
+        match event {
+            AssistantMessageEvent::Start { partial } => {
+                added_partial = true;
+                sink.emit(AgentEvent::MessageStart {
+                    message: Message::Assistant(partial.snapshot()),
+                })
+                .await;
+            }
+            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. } => break,
+            event => {
+                if added_partial {
+                    if let Some(partial) = event.partial().cloned() {
+                        sink.emit(AgentEvent::MessageUpdate {
+                            message: partial,
+                            assistant_message_event: event,
+                        })
+                        .await;
+                    }
+                }
+            }
+        }
+    }
+    let mut message = stream.result().await;
+    drop(stream);
+    // Record the requested level, whichever stream function answered.
+    message.thinking_level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
+    Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
+    if !added_partial {
+        sink.emit(AgentEvent::MessageStart {
+            message: Message::Assistant(message.clone()),
+        })
+        .await;
+    }
+    sink.emit(AgentEvent::MessageEnd {
+        message: Message::Assistant(message.clone()),
+    })
+    .await;
+    Ok(message)
+}
+
+fn has_tool_fields(s: &SystemMessage) -> bool {
+    s.tools_added.as_ref().is_some_and(|t| !t.is_empty())
+        || s.tools_removed.as_ref().is_some_and(|t| !t.is_empty())
+}
+
+/// Announces the difference between the tools the transcript declares and the tools the
+/// context can execute: a pending system message gets the delta as its tool fields, else a
+/// new system message goes before the first non-system pending message.
+fn declare_tool_changes(context: &AgentContext, mut pending: Vec<Message>) -> Vec<Message> {
+    let system_index = pending
+        .iter()
+        .rposition(|m| matches!(m, Message::System(_)));
+    let no_changes = ToolChanges::default();
+    if let Some(i) = system_index {
+        if let Message::System(s) = &pending[i] {
+            let original_has_fields = has_tool_fields(s);
+            let stripped = with_tool_changes(s, &no_changes);
+            let declared = declared_tools(context, &pending, Some((i, &stripped)));
+            let changes = get_tool_state_changes(&declared, &executable(context));
+            if changes.is_empty() && !original_has_fields {
+                return pending;
+            }
+            pending[i] = Message::System(with_tool_changes(&stripped, &changes));
+        }
+        return pending;
+    }
+    let declared = declared_tools(context, &pending, None);
+    let changes = get_tool_state_changes(&declared, &executable(context));
+    if changes.is_empty() {
+        return pending;
+    }
+    let update = with_tool_changes(
+        &SystemMessage {
+            content: Content::Text(String::new()),
+            timestamp: tern_ai::clock::now_ms(),
+            ..Default::default()
+        },
+        &changes,
+    );
+    let at = pending
+        .iter()
+        .position(|m| !matches!(m, Message::System(_)))
+        .unwrap_or(pending.len());
+    pending.insert(at, Message::System(update));
+    pending
+}
+
+fn executable(context: &AgentContext) -> Vec<ToolDeclaration> {
+    context
+        .tools
+        .iter()
+        .map(|t| t.declaration().clone())
+        .collect()
+}
+
+fn declared_tools(
+    context: &AgentContext,
+    pending: &[Message],
+    replace: Option<(usize, &SystemMessage)>,
+) -> Vec<ToolDeclaration> {
+    let replaced = replace.map(|(i, s)| (i, Message::System(s.clone())));
+    let pending_iter = pending.iter().enumerate().map(|(i, m)| match &replaced {
+        Some((j, r)) if *j == i => r,
+        _ => m,
+    });
+    get_current_tools(context.messages.iter().chain(pending_iter))
+}
