@@ -64,3 +64,8 @@ pub use tool::{
     schema_for, AgentTool, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult, ToolUpdater,
 };
 pub use tool_exec::{run_tool_call, RunToolCallOptions, ToolCallOutcome};
+
+// The README's Rust example is compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
