@@ -18,6 +18,8 @@
 //! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands are not confined: use a
 //! [`Policy`] to restrict them.
 
+#![warn(missing_docs)]
+
 pub mod bash;
 pub mod cancel;
 pub mod config;

@@ -25,7 +25,11 @@ fn live_group_members(pgid: i32) -> Vec<i32> {
             continue;
         };
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[2].parse::<i32>() == Ok(pgid) && fields[0] != "Z" && fields[0] != "X" {
+        if fields.len() > 2
+            && fields[2].parse::<i32>() == Ok(pgid)
+            && fields[0] != "Z"
+            && fields[0] != "X"
+        {
             out.push(pid);
         }
     }
@@ -98,7 +102,10 @@ async fn command_not_found_exits_127() {
     .await;
     assert_eq!(r.is_error, Some(true));
     let t = text(&r);
-    assert!(t.contains("command not found") || t.contains("not found"), "{t}");
+    assert!(
+        t.contains("command not found") || t.contains("not found"),
+        "{t}"
+    );
     assert!(t.ends_with("Command exited with code 127"), "{t}");
 }
 
@@ -111,7 +118,10 @@ async fn huge_output_keeps_the_tail_and_says_what_was_cut() {
     assert!(body.ends_with("\n100000"), "{}", &body[body.len() - 50..]);
     assert!(!body.starts_with("1\n"));
     assert!(body.len() <= 50 * 1024);
-    assert!(notice.starts_with("[Showing lines 98001-100000 of 100000;"), "{notice}");
+    assert!(
+        notice.starts_with("[Showing lines 98001-100000 of 100000;"),
+        "{notice}"
+    );
     assert!(notice.contains("of earlier output cut"), "{notice}");
     let details = r.details.unwrap();
     assert_eq!(details["truncation"]["totalLines"], 100000);
@@ -122,7 +132,11 @@ async fn huge_output_keeps_the_tail_and_says_what_was_cut() {
 async fn byte_capped_output_is_configurable() {
     let sb = Sandbox::new();
     let config = sb.config.clone().with_max_output_bytes(100);
-    let r = ok(&bash_tool(&config), json!({"command": "for i in $(seq 1 50); do echo line-$i; done"})).await;
+    let r = ok(
+        &bash_tool(&config),
+        json!({"command": "for i in $(seq 1 50); do echo line-$i; done"}),
+    )
+    .await;
     let t = text(&r);
     assert!(t.contains("line-50\n\n[Showing lines"), "{t}");
     assert!(!t.contains("line-1\n"));
@@ -147,7 +161,10 @@ async fn timeout_kills_the_whole_group() {
 #[tokio::test]
 async fn default_timeout_comes_from_the_config() {
     let sb = Sandbox::new();
-    let config = sb.config.clone().with_bash_timeout(Some(Duration::from_millis(300)));
+    let config = sb
+        .config
+        .clone()
+        .with_bash_timeout(Some(Duration::from_millis(300)));
     let e = err(&bash_tool(&config), json!({"command": "sleep 100"})).await;
     assert!(e.contains("Command timed out after 0.3 seconds"), "{e}");
 }
@@ -155,7 +172,11 @@ async fn default_timeout_comes_from_the_config() {
 #[tokio::test]
 async fn invalid_timeout_is_refused() {
     let sb = Sandbox::new();
-    let e = err(&bash_tool(&sb.config), json!({"command": "true", "timeout": -1})).await;
+    let e = err(
+        &bash_tool(&sb.config),
+        json!({"command": "true", "timeout": -1}),
+    )
+    .await;
     assert!(e.starts_with("Invalid timeout"), "{e}");
 }
 
@@ -166,7 +187,12 @@ async fn abort_kills_the_command_and_its_children() {
     let token = CancellationToken::new();
     let signal = token.clone();
     let call = tokio::spawn(async move {
-        run_with(&tool, json!({"command": "echo $$ > pid; sleep 100 & sleep 100"}), signal).await
+        run_with(
+            &tool,
+            json!({"command": "echo $$ > pid; sleep 100 & sleep 100"}),
+            signal,
+        )
+        .await
     });
     let pgid = wait_for_pid_file(&sb.work().join("pid")).await;
     // Both sleeps and the shell are in the group before the abort.
@@ -178,21 +204,32 @@ async fn abort_kills_the_command_and_its_children() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(before.len() >= 2, "expected the shell and its sleeps, saw {before:?}");
+    assert!(
+        before.len() >= 2,
+        "expected the shell and its sleeps, saw {before:?}"
+    );
 
     token.cancel();
     let out = tokio::time::timeout(Duration::from_secs(5), call)
         .await
         .expect("the call ends promptly after the abort")
         .unwrap();
-    let e = out.expect_err("an aborted command fails the call").to_string();
+    let e = out
+        .expect_err("an aborted command fails the call")
+        .to_string();
     assert!(e.ends_with("Command aborted"), "{e}");
     assert_eq!(wait_until_dead(pgid).await, Vec::<i32>::new());
     // kill -0 on the group agrees: nothing left to signal except zombies awaiting reaping.
     for pid in before {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').map(|(_, r)| r.trim().chars().next()).unwrap_or(None);
-        assert!(matches!(state, None | Some('Z') | Some('X')), "pid {pid} still alive: {stat}");
+        let state = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.trim().chars().next())
+            .unwrap_or(None);
+        assert!(
+            matches!(state, None | Some('Z') | Some('X')),
+            "pid {pid} still alive: {stat}"
+        );
     }
 }
 
@@ -223,11 +260,18 @@ async fn a_background_process_holding_the_pipe_does_not_hang_the_call() {
         json!({"command": "echo $$ > pid; sleep 30 & echo done"}),
     )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(text(&r), "done\n");
     // Clean up the deliberate background sleep.
     let pgid: i32 = sb.read("pid").trim().parse().unwrap();
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }
 
 #[tokio::test]
@@ -235,7 +279,12 @@ async fn already_cancelled_token_runs_nothing() {
     let sb = Sandbox::new();
     let token = CancellationToken::new();
     token.cancel();
-    let out = run_with(&bash_tool(&sb.config), json!({"command": "touch ran"}), token).await;
+    let out = run_with(
+        &bash_tool(&sb.config),
+        json!({"command": "touch ran"}),
+        token,
+    )
+    .await;
     assert_eq!(out.unwrap_err().to_string(), "Operation aborted");
     assert!(!sb.work().join("ran").exists());
 }

@@ -8,9 +8,18 @@ use tokio_util::sync::CancellationToken;
 fn sample() -> Policy {
     Policy::new(Action::Allow)
         .with_cwd("/repo")
-        .rule(Rule::deny("bash").matching_regex(r"^\s*sudo\b").unwrap().because("no root"))
+        .rule(
+            Rule::deny("bash")
+                .matching_regex(r"^\s*sudo\b")
+                .unwrap()
+                .because("no root"),
+        )
         .rule(Rule::ask("bash").matching_glob("git push*").unwrap())
-        .rule(Rule::allow("read").matching_glob("secrets/public.txt").unwrap())
+        .rule(
+            Rule::allow("read")
+                .matching_glob("secrets/public.txt")
+                .unwrap(),
+        )
         .rule(Rule::deny("*").matching_glob("secrets/**").unwrap())
         .rule(Rule::deny("write").matching_glob("*.lock").unwrap())
 }
@@ -18,10 +27,16 @@ fn sample() -> Policy {
 #[test]
 fn first_matching_rule_decides() {
     let p = sample();
-    assert_eq!(p.check("bash", &json!({"command": "cargo test"})), Decision::Allow);
+    assert_eq!(
+        p.check("bash", &json!({"command": "cargo test"})),
+        Decision::Allow
+    );
     match p.check("bash", &json!({"command": "sudo rm -rf /"})) {
         Decision::Deny(reason) => {
-            assert_eq!(reason, "Permission denied: bash `sudo rm -rf /` was refused by the tool policy (no root).")
+            assert_eq!(
+                reason,
+                "Permission denied: bash `sudo rm -rf /` was refused by the tool policy (no root)."
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -29,25 +44,50 @@ fn first_matching_rule_decides() {
         p.check("bash", &json!({"command": "git push origin main"})),
         Decision::Ask("Allow bash `git push origin main`?".to_string())
     );
-    assert_eq!(p.check("read", &json!({"path": "secrets/public.txt"})), Decision::Allow);
-    assert!(matches!(p.check("read", &json!({"path": "secrets/key.pem"})), Decision::Deny(_)));
-    assert!(matches!(p.check("grep", &json!({"pattern": "x", "path": "secrets/"})), Decision::Deny(_)));
+    assert_eq!(
+        p.check("read", &json!({"path": "secrets/public.txt"})),
+        Decision::Allow
+    );
+    assert!(matches!(
+        p.check("read", &json!({"path": "secrets/key.pem"})),
+        Decision::Deny(_)
+    ));
+    assert!(matches!(
+        p.check("grep", &json!({"pattern": "x", "path": "secrets/"})),
+        Decision::Deny(_)
+    ));
 }
 
 #[test]
 fn paths_match_as_written_relative_and_absolute() {
     let p = sample();
-    for path in ["./secrets/a", "/repo/secrets/a", "src/../secrets/a", "@secrets/a"] {
-        assert!(matches!(p.check("read", &json!({"path": path})), Decision::Deny(_)), "{path}");
+    for path in [
+        "./secrets/a",
+        "/repo/secrets/a",
+        "src/../secrets/a",
+        "@secrets/a",
+    ] {
+        assert!(
+            matches!(p.check("read", &json!({"path": path})), Decision::Deny(_)),
+            "{path}"
+        );
     }
     // `*` does not cross folders for paths: sub/Cargo.lock is not `*.lock`.
-    assert!(matches!(p.check("write", &json!({"path": "Cargo.lock", "content": ""})), Decision::Deny(_)));
-    assert_eq!(p.check("write", &json!({"path": "sub/Cargo.lock", "content": ""})), Decision::Allow);
+    assert!(matches!(
+        p.check("write", &json!({"path": "Cargo.lock", "content": ""})),
+        Decision::Deny(_)
+    ));
+    assert_eq!(
+        p.check("write", &json!({"path": "sub/Cargo.lock", "content": ""})),
+        Decision::Allow
+    );
 }
 
 #[test]
 fn default_deny_and_tool_without_subject() {
-    let p = Policy::new(Action::Deny).rule(Rule::allow("read")).rule(Rule::allow("ls"));
+    let p = Policy::new(Action::Deny)
+        .rule(Rule::allow("read"))
+        .rule(Rule::allow("ls"));
     assert_eq!(p.check("read", &json!({"path": "x"})), Decision::Allow);
     assert_eq!(p.check("ls", &json!({})), Decision::Allow);
     match p.check("bash", &json!({"command": "ls"})) {
@@ -70,9 +110,15 @@ fn rules_from_configuration() {
     for s in specs {
         p = p.rule(s.into_rule().unwrap());
     }
-    assert!(matches!(p.check("bash", &json!({"command": "rm -f a"})), Decision::Deny(r) if r.contains("no deleting")));
-    assert!(matches!(p.check("read", &json!({"path": "app/.env"})), Decision::Ask(_)));
-    let bad: RuleSpec = serde_json::from_value(json!({"tool": "x", "action": "deny", "regex": "("})).unwrap();
+    assert!(
+        matches!(p.check("bash", &json!({"command": "rm -f a"})), Decision::Deny(r) if r.contains("no deleting"))
+    );
+    assert!(matches!(
+        p.check("read", &json!({"path": "app/.env"})),
+        Decision::Ask(_)
+    ));
+    let bad: RuleSpec =
+        serde_json::from_value(json!({"tool": "x", "action": "deny", "regex": "("})).unwrap();
     assert!(bad.into_rule().is_err());
 }
 
@@ -85,15 +131,25 @@ async fn gate_asks_and_refuses_with_a_reason() {
         Box::pin(async move { req.args["command"] == "git push origin feature" })
     }));
     let token = CancellationToken::new();
-    let v = gate.evaluate("bash", &json!({"command": "git push origin feature"}), &token).await;
+    let v = gate
+        .evaluate(
+            "bash",
+            &json!({"command": "git push origin feature"}),
+            &token,
+        )
+        .await;
     assert!(!v.block);
-    let v = gate.evaluate("bash", &json!({"command": "git push origin main"}), &token).await;
+    let v = gate
+        .evaluate("bash", &json!({"command": "git push origin main"}), &token)
+        .await;
     assert!(v.block);
     assert_eq!(
         v.reason.as_deref(),
         Some("Permission denied: the user declined the call (Allow bash `git push origin main`?).")
     );
-    let v = gate.evaluate("bash", &json!({"command": "sudo ls"}), &token).await;
+    let v = gate
+        .evaluate("bash", &json!({"command": "sudo ls"}), &token)
+        .await;
     assert!(v.block);
     assert_eq!(asked.load(Ordering::SeqCst), 2, "deny rules do not ask");
 }

@@ -28,7 +28,11 @@ async fn offset_and_limit_say_how_to_continue() {
         text(&r),
         "line 3\nline 4\n\n[6 more lines in file. Use offset=5 to continue.]"
     );
-    let r = ok(&read_tool(&sb.config), json!({"path": "a.txt", "offset": 9})).await;
+    let r = ok(
+        &read_tool(&sb.config),
+        json!({"path": "a.txt", "offset": 9}),
+    )
+    .await;
     assert_eq!(text(&r), "line 9\nline 10");
 }
 
@@ -40,8 +44,14 @@ async fn long_file_is_truncated_with_a_notice() {
     let r = ok(&read_tool(&sb.config), json!({"path": "big.txt"})).await;
     let t = text(&r);
     assert!(t.starts_with("1\n2\n"));
-    assert!(t.ends_with("[Showing lines 1-2000 of 5000. Use offset=2001 to continue.]"), "{t}");
-    assert_eq!(r.details.as_ref().unwrap()["truncation"]["truncatedBy"], "lines");
+    assert!(
+        t.ends_with("[Showing lines 1-2000 of 5000. Use offset=2001 to continue.]"),
+        "{t}"
+    );
+    assert_eq!(
+        r.details.as_ref().unwrap()["truncation"]["truncatedBy"],
+        "lines"
+    );
 }
 
 #[tokio::test]
@@ -52,7 +62,11 @@ async fn byte_cap_truncates_too() {
     sb.write("wide.txt", body);
     let r = ok(&read_tool(&sb.config), json!({"path": "wide.txt"})).await;
     let t = text(&r);
-    assert!(t.contains("[Showing lines 1-51 of 200 (50.0KB limit). Use offset=52 to continue.]"), "{}", &t[t.len() - 120..]);
+    assert!(
+        t.contains("[Showing lines 1-51 of 200 (50.0KB limit). Use offset=52 to continue.]"),
+        "{}",
+        &t[t.len() - 120..]
+    );
 }
 
 #[tokio::test]
@@ -60,14 +74,20 @@ async fn a_first_line_over_the_cap_points_to_bash() {
     let sb = Sandbox::new();
     sb.write("one-line.txt", "y".repeat(60 * 1024));
     let r = ok(&read_tool(&sb.config), json!({"path": "one-line.txt"})).await;
-    assert!(text(&r).starts_with("[Line 1 is 60.0KB, exceeds 50.0KB limit. Use bash: sed -n '1p' one-line.txt"));
+    assert!(text(&r).starts_with(
+        "[Line 1 is 60.0KB, exceeds 50.0KB limit. Use bash: sed -n '1p' one-line.txt"
+    ));
 }
 
 #[tokio::test]
 async fn offset_beyond_end_is_an_error() {
     let sb = Sandbox::new();
     sb.write("a.txt", "a\nb\n");
-    let e = err(&read_tool(&sb.config), json!({"path": "a.txt", "offset": 10})).await;
+    let e = err(
+        &read_tool(&sb.config),
+        json!({"path": "a.txt", "offset": 10}),
+    )
+    .await;
     assert_eq!(e, "Offset 10 is beyond end of file (2 lines total)");
 }
 
@@ -106,7 +126,9 @@ async fn image_is_returned_as_image_content() {
         ContentBlock::Image(img) => {
             assert_eq!(img.mime_type, "image/png");
             use base64::Engine;
-            let back = base64::engine::general_purpose::STANDARD.decode(&img.data).unwrap();
+            let back = base64::engine::general_purpose::STANDARD
+                .decode(&img.data)
+                .unwrap();
             assert_eq!(back, png);
         }
         other => panic!("expected an image block, got {other:?}"),

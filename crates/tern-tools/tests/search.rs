@@ -7,7 +7,10 @@ use tern_tools::{find_tool, grep_tool, ls_tool};
 fn project() -> Sandbox {
     let sb = Sandbox::new();
     sb.write(".gitignore", "target/\n*.log\n");
-    sb.write("src/main.rs", "fn main() {\n    // TODO: greet\n    println!(\"Hello\");\n}\n");
+    sb.write(
+        "src/main.rs",
+        "fn main() {\n    // TODO: greet\n    println!(\"Hello\");\n}\n",
+    );
     sb.write("src/lib.rs", "pub fn todo() {}\n// todo lower\n");
     sb.write("src/nested/deep.rs", "// TODO deep\n");
     sb.write("README.md", "# Demo\nTODO: docs\n");
@@ -39,9 +42,18 @@ async fn ls_limit_empty_and_errors() {
         ".gitignore\n.hidden.rs\n\n[2 entries limit reached. Use limit=4 for more]"
     );
     std::fs::create_dir(sb.work().join("empty")).unwrap();
-    assert_eq!(text(&ok(&ls_tool(&sb.config), json!({"path": "empty"})).await), "(empty directory)");
-    assert_eq!(err(&ls_tool(&sb.config), json!({"path": "nope"})).await, "Path not found: nope");
-    assert_eq!(err(&ls_tool(&sb.config), json!({"path": "README.md"})).await, "Not a directory: README.md");
+    assert_eq!(
+        text(&ok(&ls_tool(&sb.config), json!({"path": "empty"})).await),
+        "(empty directory)"
+    );
+    assert_eq!(
+        err(&ls_tool(&sb.config), json!({"path": "nope"})).await,
+        "Path not found: nope"
+    );
+    assert_eq!(
+        err(&ls_tool(&sb.config), json!({"path": "README.md"})).await,
+        "Not a directory: README.md"
+    );
 }
 
 #[tokio::test]
@@ -57,30 +69,75 @@ async fn grep_finds_lines_with_numbers_and_respects_gitignore() {
 #[tokio::test]
 async fn grep_options_ignore_case_literal_glob_context() {
     let sb = project();
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "todo", "ignoreCase": true, "glob": "*.rs"})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "todo", "ignoreCase": true, "glob": "*.rs"}),
+        )
+        .await,
+    );
     assert!(t.contains("src/lib.rs:1: pub fn todo() {}"), "{t}");
     assert!(t.contains("src/lib.rs:2: // todo lower"), "{t}");
     assert!(!t.contains("README"), "{t}");
 
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"}),
+        )
+        .await,
+    );
     assert_eq!(t, "No matches found");
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "TODO", "glob": "src/nested/*.rs"})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "TODO", "glob": "src/nested/*.rs"}),
+        )
+        .await,
+    );
     assert_eq!(t, "src/nested/deep.rs:1: // TODO deep");
 
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "println!(", "literal": true})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "println!(", "literal": true}),
+        )
+        .await,
+    );
     assert_eq!(t, "src/main.rs:3:     println!(\"Hello\");");
 
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "Hello", "context": 1, "path": "src"})).await);
-    assert_eq!(t, "main.rs-2-     // TODO: greet\nmain.rs:3:     println!(\"Hello\");\nmain.rs-4- }");
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "Hello", "context": 1, "path": "src"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        t,
+        "main.rs-2-     // TODO: greet\nmain.rs:3:     println!(\"Hello\");\nmain.rs-4- }"
+    );
 
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "Hello", "path": "src/main.rs"})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "Hello", "path": "src/main.rs"}),
+        )
+        .await,
+    );
     assert_eq!(t, "main.rs:3:     println!(\"Hello\");");
 }
 
 #[tokio::test]
 async fn grep_match_limit_and_bad_input() {
     let sb = project();
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "TODO", "limit": 2})).await);
+    let t = text(
+        &ok(
+            &grep_tool(&sb.config),
+            json!({"pattern": "TODO", "limit": 2}),
+        )
+        .await,
+    );
     assert_eq!(
         t,
         ".hidden.rs:1: // TODO hidden but not ignored\nREADME.md:2: TODO: docs\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]"
@@ -89,7 +146,11 @@ async fn grep_match_limit_and_bad_input() {
     assert!(e.starts_with("Invalid pattern"), "{e}");
     let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "zzz-nothing"})).await);
     assert_eq!(t, "No matches found");
-    let e = err(&grep_tool(&sb.config), json!({"pattern": "x", "path": "nope"})).await;
+    let e = err(
+        &grep_tool(&sb.config),
+        json!({"pattern": "x", "path": "nope"}),
+    )
+    .await;
     assert_eq!(e, "Path not found: nope");
 }
 
@@ -113,7 +174,13 @@ async fn find_by_name_and_by_path_respecting_gitignore() {
     assert_eq!(t, "src/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs");
     let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "nested"})).await);
     assert_eq!(t, "src/nested/");
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.rs", "path": "src/nested"})).await);
+    let t = text(
+        &ok(
+            &find_tool(&sb.config),
+            json!({"pattern": "*.rs", "path": "src/nested"}),
+        )
+        .await,
+    );
     assert_eq!(t, "deep.rs");
     // Smart case: an all-lowercase pattern ignores case.
     let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "readme*"})).await);
@@ -123,8 +190,17 @@ async fn find_by_name_and_by_path_respecting_gitignore() {
 #[tokio::test]
 async fn find_limit_and_no_match() {
     let sb = project();
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.rs", "limit": 1})).await);
-    assert_eq!(t, ".hidden.rs\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]");
+    let t = text(
+        &ok(
+            &find_tool(&sb.config),
+            json!({"pattern": "*.rs", "limit": 1}),
+        )
+        .await,
+    );
+    assert_eq!(
+        t,
+        ".hidden.rs\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
+    );
     let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.zzz"})).await);
     assert_eq!(t, "No files found matching pattern");
     let e = err(&find_tool(&sb.config), json!({"pattern": "[", "path": "."})).await;
@@ -138,14 +214,28 @@ async fn cancelled_token_stops_the_read_only_tools() {
         (ls_tool(&sb.config), json!({})),
         (grep_tool(&sb.config), json!({"pattern": "x"})),
         (find_tool(&sb.config), json!({"pattern": "*"})),
-        (tern_tools::read_tool(&sb.config), json!({"path": "README.md"})),
-        (tern_tools::write_tool(&sb.config), json!({"path": "w.txt", "content": "x"})),
-        (tern_tools::edit_tool(&sb.config), json!({"path": "README.md", "edits": [{"oldText": "Demo", "newText": "X"}]})),
+        (
+            tern_tools::read_tool(&sb.config),
+            json!({"path": "README.md"}),
+        ),
+        (
+            tern_tools::write_tool(&sb.config),
+            json!({"path": "w.txt", "content": "x"}),
+        ),
+        (
+            tern_tools::edit_tool(&sb.config),
+            json!({"path": "README.md", "edits": [{"oldText": "Demo", "newText": "X"}]}),
+        ),
     ] {
         let token = tokio_util::sync::CancellationToken::new();
         token.cancel();
         let out = common::run_with(&tool, args, token).await;
-        assert_eq!(out.unwrap_err().to_string(), "Operation aborted", "{}", tool.name());
+        assert_eq!(
+            out.unwrap_err().to_string(),
+            "Operation aborted",
+            "{}",
+            tool.name()
+        );
     }
     assert!(!sb.work().join("w.txt").exists());
     assert_eq!(sb.read("README.md"), "# Demo\nTODO: docs\n");

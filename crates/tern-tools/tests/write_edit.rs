@@ -8,7 +8,11 @@ use tern_tools::{edit_tool, write_tool};
 async fn write_creates_parents_and_replaces_atomically() {
     let sb = Sandbox::new();
     let tool = write_tool(&sb.config);
-    let r = ok(&tool, json!({"path": "deep/er/new.txt", "content": "hello\n"})).await;
+    let r = ok(
+        &tool,
+        json!({"path": "deep/er/new.txt", "content": "hello\n"}),
+    )
+    .await;
     assert_eq!(text(&r), "Successfully wrote 6 bytes to deep/er/new.txt");
     assert_eq!(sb.read("deep/er/new.txt"), "hello\n");
 
@@ -28,9 +32,20 @@ async fn write_keeps_permissions_of_the_replaced_file() {
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new();
     sb.write("run.sh", "#!/bin/sh\n");
-    std::fs::set_permissions(sb.work().join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    ok(&write_tool(&sb.config), json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"})).await;
-    let mode = std::fs::metadata(sb.work().join("run.sh")).unwrap().permissions().mode();
+    std::fs::set_permissions(
+        sb.work().join("run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    ok(
+        &write_tool(&sb.config),
+        json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}),
+    )
+    .await;
+    let mode = std::fs::metadata(sb.work().join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o755);
 }
 
@@ -38,7 +53,11 @@ async fn write_keeps_permissions_of_the_replaced_file() {
 async fn write_to_a_directory_fails() {
     let sb = Sandbox::new();
     std::fs::create_dir(sb.work().join("d")).unwrap();
-    let e = err(&write_tool(&sb.config), json!({"path": "d", "content": "x"})).await;
+    let e = err(
+        &write_tool(&sb.config),
+        json!({"path": "d", "content": "x"}),
+    )
+    .await;
     assert!(e.contains("Could not write d"), "{e}");
 }
 
@@ -52,11 +71,20 @@ async fn edit_replaces_unique_text_and_returns_a_unified_diff() {
     )
     .await;
     assert_eq!(text(&r), "Successfully replaced 1 block(s) in a.rs.");
-    assert_eq!(sb.read("a.rs"), "fn main() {\n    println!(\"hello\");\n}\n");
+    assert_eq!(
+        sb.read("a.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n"
+    );
     let details = r.details.unwrap();
     let diff = details["diff"].as_str().unwrap();
-    assert!(diff.starts_with("--- a.rs\n+++ a.rs\n@@ -1,3 +1,3 @@"), "{diff}");
-    assert!(diff.contains("-    println!(\"hi\");\n+    println!(\"hello\");"), "{diff}");
+    assert!(
+        diff.starts_with("--- a.rs\n+++ a.rs\n@@ -1,3 +1,3 @@"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("-    println!(\"hi\");\n+    println!(\"hello\");"),
+        "{diff}"
+    );
     assert_eq!(details["firstChangedLine"], 2);
 }
 
@@ -109,7 +137,10 @@ async fn edit_text_not_found() {
         json!({"path": "a.txt", "edits": [{"oldText": "bye", "newText": "x"}]}),
     )
     .await;
-    assert!(e.starts_with("Could not find the exact text in a.txt."), "{e}");
+    assert!(
+        e.starts_with("Could not find the exact text in a.txt."),
+        "{e}"
+    );
 }
 
 #[tokio::test]

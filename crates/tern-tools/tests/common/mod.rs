@@ -36,7 +36,11 @@ pub async fn ok(tool: &AgentTool, args: Value) -> ToolResult {
 
 pub async fn err(tool: &AgentTool, args: Value) -> String {
     match run(tool, args).await {
-        Ok(r) => panic!("tool {} should have failed, got {:?}", tool.name(), text(&r)),
+        Ok(r) => panic!(
+            "tool {} should have failed, got {:?}",
+            tool.name(),
+            text(&r)
+        ),
         Err(e) => e.to_string(),
     }
 }
