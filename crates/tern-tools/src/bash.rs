@@ -1,0 +1,396 @@
+//! `bash`: run a shell command in its own process group, streaming its output.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Mutex;
+use tern_agent::{AgentTool, ToolExecutionMode, ToolResult, ToolUpdater};
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use crate::cancel::ABORTED;
+use crate::config::ToolConfig;
+use crate::confine::real_path;
+use crate::truncate::{format_size, truncate_tail, Truncation};
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BashArgs {
+    /// Shell command to execute
+    pub command: String,
+    /// Timeout in seconds (optional)
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// How often streamed output is sent to the updater at most (pi's throttle).
+const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
+/// After the shell exits, output is still read until the pipes stay quiet this long: a
+/// background process may hold them open forever.
+const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
+
+/// The `bash` tool (sequential).
+///
+/// The command runs as `SHELL -c COMMAND` in the working directory, in a new process group.
+/// Cancellation and timeout send `SIGKILL` to the whole group, so background children die
+/// too. A non-zero exit is an error result that still carries the output; a timeout or an
+/// abort fails the call with the output and the reason.
+///
+/// Confinement does not reach inside a shell command: restrict commands with a
+/// [`Policy`](crate::Policy).
+///
+/// ```
+/// let tool = tern_tools::bash_tool(&tern_tools::ToolConfig::new("."));
+/// assert_eq!(tool.parameters()["required"], serde_json::json!(["command"]));
+/// ```
+pub fn bash_tool(config: &ToolConfig) -> AgentTool {
+    let config = Arc::new(config.clone());
+    let description = format!(
+        "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last {} lines or {} (whichever is hit first). Optionally provide a timeout in seconds.",
+        config.max_output_lines,
+        format_size(config.max_output_bytes)
+    );
+    AgentTool::typed("bash", &description, move |args: BashArgs, call| {
+        let config = config.clone();
+        async move {
+            run_bash(&config, &args, &call.signal, &call.updater)
+                .await
+                .map_err(Into::into)
+        }
+    })
+    .with_execution_mode(ToolExecutionMode::Sequential)
+}
+
+/// Kills a process group when dropped, unless disarmed: a dropped tool future (the caller
+/// gave up on it) must not leave the command running.
+struct GroupKiller {
+    pgid: Option<i32>,
+}
+
+impl GroupKiller {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Output kept with bounded memory: the total counts, and a rolling tail.
+struct Output {
+    tail: Vec<u8>,
+    keep: usize,
+    tail_starts_at_line: bool,
+    total_bytes: usize,
+    newlines: usize,
+    ends_with_newline: bool,
+    dirty: bool,
+    max_lines: usize,
+    max_bytes: usize,
+}
+
+impl Output {
+    fn new(max_lines: usize, max_bytes: usize) -> Self {
+        Output {
+            tail: Vec::new(),
+            keep: max_bytes.saturating_mul(2).max(1),
+            tail_starts_at_line: true,
+            total_bytes: 0,
+            newlines: 0,
+            ends_with_newline: true,
+            dirty: false,
+            max_lines,
+            max_bytes,
+        }
+    }
+
+    fn append(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.total_bytes += data.len();
+        self.newlines += data.iter().filter(|&&b| b == b'\n').count();
+        self.ends_with_newline = data.last() == Some(&b'\n');
+        self.tail.extend_from_slice(data);
+        if self.tail.len() > self.keep * 2 {
+            let cut = self.tail.len() - self.keep;
+            self.tail_starts_at_line = self.tail[cut - 1] == b'\n';
+            self.tail.drain(..cut);
+        }
+        self.dirty = true;
+    }
+
+    fn total_lines(&self) -> usize {
+        self.newlines + usize::from(self.total_bytes > 0 && !self.ends_with_newline)
+    }
+
+    fn snapshot(&self) -> Truncation {
+        let mut bytes: &[u8] = &self.tail;
+        if !self.tail_starts_at_line {
+            if let Some(i) = bytes.iter().position(|&b| b == b'\n') {
+                bytes = &bytes[i + 1..];
+            }
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let mut t = truncate_tail(&text, self.max_lines, self.max_bytes);
+        t.total_lines = self.total_lines();
+        t.total_bytes = self.total_bytes;
+        t.truncated = t.total_lines > self.max_lines || t.total_bytes > self.max_bytes;
+        if t.truncated && t.truncated_by.is_none() {
+            t.truncated_by = Some(if t.total_bytes > self.max_bytes {
+                crate::truncate::TruncatedBy::Bytes
+            } else {
+                crate::truncate::TruncatedBy::Lines
+            });
+        }
+        t
+    }
+}
+
+fn send_update(output: &Mutex<Output>, updater: &ToolUpdater) {
+    let snapshot = {
+        let mut out = match output.lock() {
+            Ok(o) => o,
+            Err(p) => p.into_inner(),
+        };
+        if !out.dirty {
+            return;
+        }
+        out.dirty = false;
+        out.snapshot()
+    };
+    let details = snapshot
+        .truncated
+        .then(|| json!({ "truncation": snapshot }));
+    let mut partial = ToolResult::text(snapshot.content.clone());
+    partial.details = details;
+    updater.update(partial);
+}
+
+enum Outcome {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Aborted,
+}
+
+async fn run_bash(
+    config: &ToolConfig,
+    args: &BashArgs,
+    signal: &tokio_util::sync::CancellationToken,
+    updater: &ToolUpdater,
+) -> Result<ToolResult, String> {
+    if signal.is_cancelled() {
+        return Err(ABORTED.to_string());
+    }
+    let timeout = match args.timeout {
+        None => config.bash_timeout,
+        Some(t) if t.is_finite() && t > 0.0 && t <= 2_147_483.0 => Some(Duration::from_secs_f64(t)),
+        Some(_) => {
+            return Err("Invalid timeout: must be a positive, finite number of seconds".into())
+        }
+    };
+    let cwd = real_path(&config.cwd).map_err(|e| {
+        format!(
+            "Working directory does not exist: {} ({e})\nCannot execute bash commands.",
+            config.cwd.display()
+        )
+    })?;
+    if !cwd.is_dir() {
+        return Err(format!(
+            "Working directory does not exist: {}\nCannot execute bash commands.",
+            cwd.display()
+        ));
+    }
+
+    let mut child = tokio::process::Command::new(&config.shell)
+        .arg("-c")
+        .arg(&args.command)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("Failed to start {}: {e}", config.shell.display()))?;
+    let mut killer = GroupKiller {
+        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+    };
+    let started = Instant::now();
+
+    let output = Arc::new(Mutex::new(Output::new(
+        config.max_output_lines,
+        config.max_output_bytes,
+    )));
+    let mut readers = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(stdout, output.clone())));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(stderr, output.clone())));
+    }
+    updater.update(ToolResult::default());
+
+    let deadline = timeout.map(|t| started + t);
+    let sleep_deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep_deadline);
+    let mut ticker = tokio::time::interval(UPDATE_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+    let mut outcome = loop {
+        tokio::select! {
+            biased;
+            _ = signal.cancelled() => break Outcome::Aborted,
+            _ = &mut sleep_deadline => break Outcome::TimedOut,
+            status = child.wait() => match status {
+                Ok(status) => break Outcome::Exited(status),
+                Err(e) => return Err(format!("Failed to wait for the shell: {e}")),
+            },
+            _ = ticker.tick() => send_update(&output, updater),
+        }
+    };
+
+    if matches!(outcome, Outcome::Exited(_)) {
+        // Drain what is still coming: until both pipes close, or stay quiet for a grace period.
+        let mut seen = total_bytes(&output);
+        loop {
+            if readers.iter().all(|r| r.is_finished()) {
+                break;
+            }
+            tokio::select! {
+                biased;
+                _ = signal.cancelled() => { outcome = Outcome::Aborted; break; }
+                _ = &mut sleep_deadline => { outcome = Outcome::TimedOut; break; }
+                _ = tokio::time::sleep(EXIT_STDIO_GRACE) => {
+                    let now = total_bytes(&output);
+                    if now == seen { break; }
+                    seen = now;
+                    send_update(&output, updater);
+                }
+            }
+        }
+    }
+
+    match outcome {
+        Outcome::Exited(_) => killer.pgid = None,
+        Outcome::TimedOut | Outcome::Aborted => {
+            killer.kill();
+            let _ = child.wait().await;
+            // Everything in the group is dead, so the pipes close; wait briefly for the last bytes.
+            for r in readers.iter_mut() {
+                let _ = tokio::time::timeout(EXIT_STDIO_GRACE * 5, r).await;
+            }
+        }
+    }
+    for r in &readers {
+        r.abort();
+    }
+    send_update(&output, updater);
+
+    let snapshot = {
+        let out = match output.lock() {
+            Ok(o) => o,
+            Err(p) => p.into_inner(),
+        };
+        out.snapshot()
+    };
+    let mut text = snapshot.content.clone();
+    if snapshot.truncated {
+        let end = snapshot.total_lines;
+        let start = end + 1 - snapshot.output_lines.min(end);
+        let cut = format_size(snapshot.total_bytes.saturating_sub(snapshot.output_bytes));
+        let notice = if snapshot.last_line_partial {
+            format!(
+                "[Showing last {} of line {end}; {cut} of earlier output cut. Redirect the output to a file in the working directory and read it to see everything.]",
+                format_size(snapshot.output_bytes)
+            )
+        } else {
+            format!(
+                "[Showing lines {start}-{end} of {end}; {cut} of earlier output cut. Redirect the output to a file in the working directory and read it to see everything.]"
+            )
+        };
+        text = format!("{text}\n\n{notice}");
+    }
+    let with_status = |text: &str, status: &str| {
+        if text.is_empty() {
+            status.to_string()
+        } else {
+            format!("{text}\n\n{status}")
+        }
+    };
+    let truncation = snapshot.truncated.then(|| json!(snapshot));
+    match outcome {
+        Outcome::Aborted => Err(with_status(&text, "Command aborted")),
+        Outcome::TimedOut => {
+            let secs = timeout.map(|t| t.as_secs_f64()).unwrap_or_default();
+            Err(with_status(
+                &text,
+                &format!("Command timed out after {secs} seconds"),
+            ))
+        }
+        Outcome::Exited(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            let code = status
+                .code()
+                .or_else(|| status.signal().map(|s| 128 + s))
+                .unwrap_or(1);
+            let details = json!({
+                "exitCode": code,
+                "truncation": truncation,
+                "wallTimeSeconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+            });
+            let text = if text.is_empty() {
+                "(no output)".to_string()
+            } else {
+                text
+            };
+            if code != 0 {
+                let mut r = ToolResult::text(with_status(
+                    &text,
+                    &format!("Command exited with code {code}"),
+                ))
+                .with_details(details);
+                r.is_error = Some(true);
+                Ok(r)
+            } else {
+                Ok(ToolResult::text(text).with_details(details))
+            }
+        }
+    }
+}
+
+fn total_bytes(output: &Mutex<Output>) -> usize {
+    match output.lock() {
+        Ok(o) => o.total_bytes,
+        Err(p) => p.into_inner().total_bytes,
+    }
+}
+
+async fn pump(mut pipe: impl tokio::io::AsyncRead + Unpin, output: Arc<Mutex<Output>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => match output.lock() {
+                Ok(mut o) => o.append(&buf[..n]),
+                Err(p) => p.into_inner().append(&buf[..n]),
+            },
+        }
+    }
+}

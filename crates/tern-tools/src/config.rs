@@ -1,0 +1,91 @@
+//! [`ToolConfig`]: the settings every built-in tool shares.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
+
+/// Settings shared by the built-in tools.
+///
+/// ```
+/// use std::time::Duration;
+/// use tern_tools::ToolConfig;
+///
+/// let config = ToolConfig::new("/tmp/project")
+///     .with_bash_timeout(Some(Duration::from_secs(60)))
+///     .with_max_output_bytes(16 * 1024);
+/// assert!(!config.allow_outside);
+/// assert_eq!(config.max_output_lines, 2000);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ToolConfig {
+    /// The working directory: relative paths resolve against it, `bash` runs in it, and (unless
+    /// `allow_outside`) no path tool may reach outside it.
+    pub cwd: PathBuf,
+    /// Lets path arguments reach outside `cwd` (`..`, absolute paths, symlinks that point out).
+    pub allow_outside: bool,
+    /// Timeout of a `bash` call when the model gives none (`None`: no timeout, as in pi).
+    pub bash_timeout: Option<Duration>,
+    /// The shell `bash` runs commands with (`SHELL -c COMMAND`).
+    pub shell: PathBuf,
+    /// Byte cap of text a tool returns (read, bash, grep, find, ls). Default 50 KiB.
+    pub max_output_bytes: usize,
+    /// Line cap of text `read` and `bash` return. Default 2000.
+    pub max_output_lines: usize,
+    /// Largest image `read` attaches. Default 5 MiB.
+    pub max_image_bytes: u64,
+}
+
+impl ToolConfig {
+    /// Defaults for `cwd`: confined, no bash timeout, 50 KiB / 2000 lines of output.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        ToolConfig {
+            cwd: cwd.into(),
+            allow_outside: false,
+            bash_timeout: None,
+            shell: default_shell(),
+            max_output_bytes: DEFAULT_MAX_BYTES,
+            max_output_lines: DEFAULT_MAX_LINES,
+            max_image_bytes: 5 * 1024 * 1024,
+        }
+    }
+
+    /// Sets `allow_outside`.
+    pub fn with_allow_outside(mut self, allow: bool) -> Self {
+        self.allow_outside = allow;
+        self
+    }
+
+    /// Sets the default `bash` timeout.
+    pub fn with_bash_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.bash_timeout = timeout;
+        self
+    }
+
+    /// Sets the output byte cap.
+    pub fn with_max_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_output_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets the output line cap.
+    pub fn with_max_output_lines(mut self, lines: usize) -> Self {
+        self.max_output_lines = lines.max(1);
+        self
+    }
+
+    /// Sets the shell.
+    pub fn with_shell(mut self, shell: impl Into<PathBuf>) -> Self {
+        self.shell = shell.into();
+        self
+    }
+}
+
+fn default_shell() -> PathBuf {
+    for candidate in ["/bin/bash", "/usr/bin/bash"] {
+        if Path::new(candidate).exists() {
+            return PathBuf::from(candidate);
+        }
+    }
+    PathBuf::from("sh")
+}

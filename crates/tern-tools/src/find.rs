@@ -1,0 +1,142 @@
+//! `find`: files by glob, respecting `.gitignore`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use globset::GlobBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::{blocking, ABORTED};
+use crate::config::ToolConfig;
+use crate::confine::resolve_path;
+use crate::grep::strip_dot_slash;
+use crate::truncate::{format_size, truncate_head};
+use crate::walk::{relative, walker};
+
+/// Results returned when the model gives no limit.
+pub const FIND_DEFAULT_LIMIT: usize = 1000;
+
+/// Arguments of `find`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FindArgs {
+    /// Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth
+    pub pattern: String,
+    /// Directory to search in (default: current directory)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Maximum number of results (default: 1000)
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The `find` tool (parallel).
+///
+/// A pattern without `/` matches entry names at any depth; one with `/` matches the path
+/// relative to the search directory. An all-lowercase pattern matches case-insensitively (fd's
+/// smart case, as in pi). Directories are listed with a trailing `/`.
+///
+/// ```
+/// let tool = tern_tools::find_tool(&tern_tools::ToolConfig::new("."));
+/// assert_eq!(tool.name(), "find");
+/// ```
+pub fn find_tool(config: &ToolConfig) -> AgentTool {
+    let config = Arc::new(config.clone());
+    let description = format!(
+        "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to {FIND_DEFAULT_LIMIT} results or {} (whichever is hit first).",
+        format_size(config.max_output_bytes)
+    );
+    AgentTool::typed("find", &description, move |args: FindArgs, call| {
+        let config = config.clone();
+        async move {
+            let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
+            let resolved = resolve_path(&config, &arg)?;
+            let max_bytes = config.max_output_bytes;
+            let out = blocking(&call.signal, move |token| {
+                find(&resolved.real, &resolved.display, &args, max_bytes, &token)
+            })
+            .await?;
+            Ok(out)
+        }
+    })
+    .with_execution_mode(ToolExecutionMode::Parallel)
+}
+
+fn find(
+    root: &Path,
+    display: &str,
+    args: &FindArgs,
+    max_bytes: usize,
+    token: &CancellationToken,
+) -> Result<ToolResult, String> {
+    let meta = std::fs::metadata(root).map_err(|_| format!("Path not found: {display}"))?;
+    if !meta.is_dir() {
+        return Err(format!("Not a directory: {display}"));
+    }
+    let pattern = strip_dot_slash(&args.pattern);
+    let by_path = pattern.contains('/');
+    let glob = GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .case_insensitive(pattern == pattern.to_lowercase())
+        .build()
+        .map_err(|e| format!("Invalid glob pattern {:?}: {e}", args.pattern))?
+        .compile_matcher();
+    let limit = args.limit.unwrap_or(FIND_DEFAULT_LIMIT).max(1);
+
+    let mut results: Vec<String> = Vec::new();
+    let mut limit_reached = false;
+    for entry in walker(root).build() {
+        if token.is_cancelled() {
+            return Err(ABORTED.to_string());
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let rel = relative(root, entry.path());
+        let subject = if by_path {
+            rel.clone()
+        } else {
+            entry.file_name().to_string_lossy().into_owned()
+        };
+        if !glob.is_match(&subject) {
+            continue;
+        }
+        if results.len() == limit {
+            limit_reached = true;
+            break;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        results.push(if is_dir { format!("{rel}/") } else { rel });
+    }
+
+    if results.is_empty() {
+        return Ok(ToolResult::text("No files found matching pattern"));
+    }
+    let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
+    let mut text = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if limit_reached {
+        notices.push(format!(
+            "{limit} results limit reached. Use limit={} for more, or refine pattern",
+            limit * 2
+        ));
+        details.insert("resultLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(max_bytes)));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    if !notices.is_empty() {
+        text = format!("{text}\n\n[{}]", notices.join(". "));
+    }
+    let mut result = ToolResult::text(text);
+    if !details.is_empty() {
+        result.details = Some(Value::Object(details));
+    }
+    Ok(result)
+}

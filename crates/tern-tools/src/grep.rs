@@ -1,0 +1,275 @@
+//! `grep`: regex search of file contents, respecting `.gitignore`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+};
+use ignore::overrides::OverrideBuilder;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::{blocking, ABORTED};
+use crate::config::ToolConfig;
+use crate::confine::resolve_path;
+use crate::truncate::{format_size, truncate_head, truncate_line, GREP_MAX_LINE_CHARS};
+use crate::walk::{relative, walker};
+
+/// Matches returned when the model gives no limit.
+pub const GREP_DEFAULT_LIMIT: usize = 100;
+
+/// Arguments of `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepArgs {
+    /// Search pattern (regex or literal string)
+    pub pattern: String,
+    /// Directory or file to search (default: current directory)
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Case-insensitive search (default: false)
+    #[serde(default)]
+    pub ignore_case: Option<bool>,
+    /// Treat pattern as literal string instead of regex (default: false)
+    #[serde(default)]
+    pub literal: Option<bool>,
+    /// Number of lines to show before and after each match (default: 0)
+    #[serde(default)]
+    pub context: Option<usize>,
+    /// Maximum number of matches to return (default: 100)
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The `grep` tool (parallel).
+///
+/// Output lines are `path:line: text` for matches and `path-line- text` for context, paths
+/// relative to the searched directory.
+///
+/// ```
+/// let tool = tern_tools::grep_tool(&tern_tools::ToolConfig::new("."));
+/// assert_eq!(tool.parameters()["required"], serde_json::json!(["pattern"]));
+/// ```
+pub fn grep_tool(config: &ToolConfig) -> AgentTool {
+    let config = Arc::new(config.clone());
+    let description = format!(
+        "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to {GREP_DEFAULT_LIMIT} matches or {} (whichever is hit first). Long lines are truncated to {GREP_MAX_LINE_CHARS} chars.",
+        format_size(config.max_output_bytes)
+    );
+    AgentTool::typed("grep", &description, move |args: GrepArgs, call| {
+        let config = config.clone();
+        async move {
+            let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
+            let resolved = resolve_path(&config, &arg)?;
+            let max_bytes = config.max_output_bytes;
+            let out = blocking(&call.signal, move |token| {
+                search(&resolved.real, &resolved.display, &args, max_bytes, &token)
+            })
+            .await?;
+            Ok(out)
+        }
+    })
+    .with_execution_mode(ToolExecutionMode::Parallel)
+}
+
+struct State {
+    lines: Vec<String>,
+    stored_bytes: usize,
+    line_count: usize,
+    matches: usize,
+    limit: usize,
+    more: bool,
+    lines_truncated: bool,
+    max_bytes: usize,
+}
+
+impl State {
+    fn push(&mut self, path: &str, line_no: u64, bytes: &[u8], is_match: bool) {
+        let raw = String::from_utf8_lossy(bytes);
+        let text = raw
+            .strip_suffix('\n')
+            .map(|t| t.strip_suffix('\r').unwrap_or(t))
+            .unwrap_or(&raw);
+        let (text, cut) = truncate_line(text, GREP_MAX_LINE_CHARS);
+        self.lines_truncated |= cut;
+        let line = if is_match {
+            format!("{path}:{line_no}: {text}")
+        } else {
+            format!("{path}-{line_no}- {text}")
+        };
+        // Past the byte cap lines are counted, not kept: head truncation drops them anyway.
+        if self.stored_bytes <= self.max_bytes {
+            self.stored_bytes += line.len() + 1;
+            self.lines.push(line);
+        }
+        self.line_count += 1;
+    }
+}
+
+struct Collector<'a> {
+    path: &'a str,
+    state: &'a mut State,
+}
+
+impl Sink for Collector<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        if self.state.matches >= self.state.limit {
+            self.state.more = true;
+            return Ok(false);
+        }
+        let line_no = m.line_number().unwrap_or(0);
+        for (i, line) in m.lines().enumerate() {
+            self.state.push(self.path, line_no + i as u64, line, true);
+        }
+        self.state.matches += 1;
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        // Lines before a match past the limit are not shown; those after the last shown are.
+        if self.state.matches >= self.state.limit && *c.kind() == SinkContextKind::Before {
+            return Ok(true);
+        }
+        let line_no = c.line_number().unwrap_or(0);
+        self.state.push(self.path, line_no, c.bytes(), false);
+        Ok(true)
+    }
+}
+
+fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, String> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(args.ignore_case.unwrap_or(false))
+        .fixed_strings(args.literal.unwrap_or(false))
+        .line_terminator(Some(b'\n'))
+        .build(&args.pattern)
+        .map_err(|e| format!("Invalid pattern {:?}: {e}", args.pattern))
+}
+
+fn search(
+    root: &Path,
+    display: &str,
+    args: &GrepArgs,
+    max_bytes: usize,
+    token: &CancellationToken,
+) -> Result<ToolResult, String> {
+    let meta = std::fs::metadata(root).map_err(|_| format!("Path not found: {display}"))?;
+    let matcher = build_matcher(args)?;
+    let context = args.context.unwrap_or(0);
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .before_context(context)
+        .after_context(context)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let limit = args.limit.unwrap_or(GREP_DEFAULT_LIMIT).max(1);
+    let mut state = State {
+        lines: Vec::new(),
+        stored_bytes: 0,
+        line_count: 0,
+        matches: 0,
+        limit,
+        more: false,
+        lines_truncated: false,
+        max_bytes,
+    };
+
+    let files: Box<dyn Iterator<Item = Result<(PathBuf, String), String>>> = if meta.is_dir() {
+        let mut builder = walker(root);
+        if let Some(glob) = args.glob.as_deref().filter(|g| !g.is_empty()) {
+            let glob = strip_dot_slash(glob);
+            let mut ob = OverrideBuilder::new(root);
+            ob.add(&glob)
+                .map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
+            let overrides = ob
+                .build()
+                .map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
+            builder.overrides(overrides);
+        }
+        let root = root.to_path_buf();
+        Box::new(builder.build().filter_map(move |entry| match entry {
+            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
+                let rel = relative(&root, e.path());
+                Some(Ok((e.into_path(), rel)))
+            }
+            _ => None,
+        }))
+    } else {
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| display.to_string());
+        Box::new(std::iter::once(Ok((root.to_path_buf(), name))))
+    };
+
+    for file in files {
+        if token.is_cancelled() {
+            return Err(ABORTED.to_string());
+        }
+        let (path, rel) = file?;
+        let mut sink = Collector {
+            path: &rel,
+            state: &mut state,
+        };
+        // A file that cannot be read (permissions, vanished) is skipped, as ripgrep does.
+        let _ = searcher.search_path(&matcher, &path, &mut sink);
+        if state.more {
+            break;
+        }
+    }
+
+    if state.matches == 0 {
+        return Ok(ToolResult::text("No matches found"));
+    }
+    let mut truncation = truncate_head(&state.lines.join("\n"), usize::MAX, max_bytes);
+    truncation.total_lines = state.line_count;
+    let mut text = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if state.more {
+        notices.push(format!(
+            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
+            limit * 2
+        ));
+        details.insert("matchLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(max_bytes)));
+        details.insert("truncation".into(), json!(truncation));
+    }
+    if state.lines_truncated {
+        notices.push(format!(
+            "Some lines truncated to {GREP_MAX_LINE_CHARS} chars. Use read tool to see full lines"
+        ));
+        details.insert("linesTruncated".into(), json!(true));
+    }
+    if !notices.is_empty() {
+        text = format!("{text}\n\n[{}]", notices.join(". "));
+    }
+    let mut result = ToolResult::text(text);
+    if !details.is_empty() {
+        result.details = Some(Value::Object(details));
+    }
+    Ok(result)
+}
+
+/// Drops a leading `./` (a walker path never has one), keeping a leading `!`.
+pub(crate) fn strip_dot_slash(glob: &str) -> String {
+    let (neg, mut rest) = match glob.strip_prefix('!') {
+        Some(r) => ("!", r),
+        None => ("", glob),
+    };
+    while let Some(r) = rest.strip_prefix("./") {
+        rest = r;
+    }
+    format!("{neg}{rest}")
+}

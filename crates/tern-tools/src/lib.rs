@@ -1,0 +1,73 @@
+//! Built-in tools for tern agents, as in pi's CLI: `read`, `write`, `edit`, `bash`, `ls`,
+//! `grep` and `find`, with path confinement to a working directory and a permission policy.
+//!
+//! Argument names, descriptions and output conventions follow pi's tools (`path`, `offset`,
+//! `limit`, `content`, `edits[].oldText/newText`, `command`, `timeout`, `pattern`, `glob`, ...),
+//! and so do the truncation notices that tell the model how to read on.
+//!
+//! ```
+//! use tern_tools::{builtin_tools, ToolConfig};
+//!
+//! let tools = builtin_tools(&ToolConfig::new("/tmp"));
+//! let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+//! assert_eq!(names, ["read", "write", "edit", "bash", "ls", "grep", "find"]);
+//! ```
+//!
+//! Every path argument is resolved against [`ToolConfig::cwd`]; a path that reaches outside
+//! it (through `..`, an absolute path or a symlink) fails the call with an error the model
+//! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands are not confined: use a
+//! [`Policy`] to restrict them.
+
+#![warn(missing_docs)]
+
+pub mod bash;
+pub mod cancel;
+pub mod config;
+pub mod confine;
+pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod ls;
+pub mod policy;
+pub mod read;
+pub mod truncate;
+mod walk;
+pub mod write;
+
+pub use bash::bash_tool;
+pub use config::ToolConfig;
+pub use edit::edit_tool;
+pub use find::find_tool;
+pub use grep::grep_tool;
+pub use ls::ls_tool;
+pub use policy::{Action, Decision, PermissionGate, Policy, Rule};
+pub use read::read_tool;
+pub use write::write_tool;
+
+use tern_agent::AgentTool;
+
+/// All seven built-in tools, in pi's order: read, write, edit, bash, ls, grep, find.
+///
+/// `read`, `ls`, `grep` and `find` run in parallel with other calls; `write`, `edit` and
+/// `bash` make their batch sequential.
+pub fn builtin_tools(config: &ToolConfig) -> Vec<AgentTool> {
+    vec![
+        read_tool(config),
+        write_tool(config),
+        edit_tool(config),
+        bash_tool(config),
+        ls_tool(config),
+        grep_tool(config),
+        find_tool(config),
+    ]
+}
+
+/// The read-only tools: read, grep, find, ls (pi's `readOnlyTools`).
+pub fn read_only_tools(config: &ToolConfig) -> Vec<AgentTool> {
+    vec![
+        read_tool(config),
+        grep_tool(config),
+        find_tool(config),
+        ls_tool(config),
+    ]
+}

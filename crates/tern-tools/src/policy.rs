@@ -1,0 +1,464 @@
+//! A permission policy for tool calls: allow / deny / ask rules by tool and by path or
+//! command pattern, meant to run as the agent's `before_tool_call` hook.
+//!
+//! Rules are tried in order and the first that matches decides; when none matches, the
+//! policy's default does. A rule matches a tool by name (`"*"` for any) and, optionally, by a
+//! glob or regex tested against the call's subject: the `command` of `bash`, the `path` of the
+//! file tools (tested as written, relative to the working directory, and absolute).
+//!
+//! ```
+//! use serde_json::json;
+//! use tern_tools::policy::{Action, Decision, Policy, Rule};
+//!
+//! let policy = Policy::new(Action::Allow)
+//!     .rule(Rule::deny("bash").matching_glob("rm -rf *").unwrap().because("no recursive deletes"))
+//!     .rule(Rule::ask("write").matching_glob("**/.env").unwrap())
+//!     .rule(Rule::deny("*").matching_glob("secrets/**").unwrap());
+//!
+//! assert_eq!(policy.check("bash", &json!({"command": "ls"})), Decision::Allow);
+//! assert!(matches!(policy.check("bash", &json!({"command": "rm -rf /"})), Decision::Deny(r) if r.contains("no recursive deletes")));
+//! assert!(matches!(policy.check("write", &json!({"path": "app/.env", "content": ""})), Decision::Ask(_)));
+//! assert!(matches!(policy.check("read", &json!({"path": "./secrets/key"})), Decision::Deny(_)));
+//! ```
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use globset::{GlobBuilder, GlobMatcher};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a rule does with a call it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Run the call.
+    Allow,
+    /// Refuse it; the model sees the reason.
+    Deny,
+    /// Ask someone (a user, a supervisor) first.
+    Ask,
+}
+
+/// The policy's verdict on one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run it.
+    Allow,
+    /// Refuse it, with the reason the model sees.
+    Deny(String),
+    /// Ask first, with the question to put.
+    Ask(String),
+}
+
+#[derive(Clone, Debug)]
+enum Pattern {
+    Glob {
+        source: String,
+        path: GlobMatcher,
+        command: GlobMatcher,
+    },
+    Regex(Regex),
+}
+
+impl Pattern {
+    fn matches(&self, subject: &Subject) -> bool {
+        match (self, subject) {
+            (Pattern::Glob { path, .. }, Subject::Path(candidates)) => {
+                candidates.iter().any(|c| path.is_match(c))
+            }
+            (Pattern::Glob { command, .. }, Subject::Command(c)) => command.is_match(c),
+            (Pattern::Regex(re), Subject::Path(candidates)) => {
+                candidates.iter().any(|c| re.is_match(c))
+            }
+            (Pattern::Regex(re), Subject::Command(c)) => re.is_match(c),
+        }
+    }
+
+    fn source(&self) -> &str {
+        match self {
+            Pattern::Glob { source, .. } => source,
+            Pattern::Regex(re) => re.as_str(),
+        }
+    }
+}
+
+/// One rule of a [`Policy`].
+#[derive(Clone, Debug)]
+pub struct Rule {
+    tool: String,
+    pattern: Option<Pattern>,
+    action: Action,
+    reason: Option<String>,
+}
+
+impl Rule {
+    /// A rule for `tool` (`"*"`: every tool) with `action`.
+    pub fn new(tool: &str, action: Action) -> Self {
+        Rule {
+            tool: tool.to_string(),
+            pattern: None,
+            action,
+            reason: None,
+        }
+    }
+
+    /// An allow rule.
+    pub fn allow(tool: &str) -> Self {
+        Self::new(tool, Action::Allow)
+    }
+
+    /// A deny rule.
+    pub fn deny(tool: &str) -> Self {
+        Self::new(tool, Action::Deny)
+    }
+
+    /// An ask rule.
+    pub fn ask(tool: &str) -> Self {
+        Self::new(tool, Action::Ask)
+    }
+
+    /// Restricts the rule to calls whose subject matches a glob. For paths `*` stays within
+    /// one folder and `**` crosses folders; for commands `*` matches anything.
+    pub fn matching_glob(mut self, glob: &str) -> Result<Self, globset::Error> {
+        let path = GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()?
+            .compile_matcher();
+        let command = GlobBuilder::new(glob)
+            .literal_separator(false)
+            .build()?
+            .compile_matcher();
+        self.pattern = Some(Pattern::Glob {
+            source: glob.to_string(),
+            path,
+            command,
+        });
+        Ok(self)
+    }
+
+    /// Restricts the rule to calls whose subject matches a regex (unanchored).
+    pub fn matching_regex(mut self, regex: &str) -> Result<Self, regex::Error> {
+        self.pattern = Some(Pattern::Regex(Regex::new(regex)?));
+        Ok(self)
+    }
+
+    /// The reason given to the model when this rule refuses a call (or the question asked).
+    pub fn because(mut self, reason: &str) -> Self {
+        self.reason = Some(reason.to_string());
+        self
+    }
+}
+
+/// A rule as written in a configuration file.
+///
+/// ```
+/// let spec: tern_tools::policy::RuleSpec = serde_json::from_value(serde_json::json!(
+///     {"tool": "bash", "action": "deny", "glob": "git push*", "reason": "no pushing"}
+/// )).unwrap();
+/// assert!(spec.into_rule().is_ok());
+/// ```
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RuleSpec {
+    /// Tool name, or `"*"`.
+    pub tool: String,
+    /// What to do.
+    pub action: Action,
+    /// A glob the subject must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<String>,
+    /// A regex the subject must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl RuleSpec {
+    /// Compiles the rule.
+    pub fn into_rule(self) -> Result<Rule, String> {
+        let mut rule = Rule::new(&self.tool, self.action);
+        if let Some(g) = &self.glob {
+            rule = rule
+                .matching_glob(g)
+                .map_err(|e| format!("invalid glob {g:?}: {e}"))?;
+        }
+        if let Some(r) = &self.regex {
+            rule = rule
+                .matching_regex(r)
+                .map_err(|e| format!("invalid regex {r:?}: {e}"))?;
+        }
+        if let Some(reason) = &self.reason {
+            rule = rule.because(reason);
+        }
+        Ok(rule)
+    }
+}
+
+/// What a call is about.
+enum Subject {
+    /// Forms of a path argument: as written, relative to the cwd, absolute.
+    Path(Vec<String>),
+    Command(String),
+}
+
+/// Ordered allow / deny / ask rules with a default.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    default: Action,
+    cwd: Option<PathBuf>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::new(Action::Allow)
+    }
+}
+
+impl Policy {
+    /// A policy with no rules whose verdict is `default`.
+    pub fn new(default: Action) -> Self {
+        Policy {
+            rules: Vec::new(),
+            default,
+            cwd: None,
+        }
+    }
+
+    /// Appends a rule (rules are tried in order, the first match decides).
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// The working directory relative paths are resolved against for matching.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// The verdict on a call of `tool_name` with (validated) `args`.
+    pub fn check(&self, tool_name: &str, args: &Value) -> Decision {
+        let subject = self.subject(tool_name, args);
+        for rule in &self.rules {
+            if rule.tool != "*" && rule.tool != tool_name {
+                continue;
+            }
+            if let Some(pattern) = &rule.pattern {
+                match &subject {
+                    Some(s) if pattern.matches(s) => {}
+                    _ => continue,
+                }
+            }
+            return self.verdict(rule.action, tool_name, &subject, Some(rule));
+        }
+        self.verdict(self.default, tool_name, &subject, None)
+    }
+
+    fn verdict(
+        &self,
+        action: Action,
+        tool: &str,
+        subject: &Option<Subject>,
+        rule: Option<&Rule>,
+    ) -> Decision {
+        let what = match subject {
+            Some(Subject::Command(c)) => format!("{tool} `{c}`"),
+            Some(Subject::Path(p)) => format!("{tool} {}", p.first().map_or("", String::as_str)),
+            None => tool.to_string(),
+        };
+        match action {
+            Action::Allow => Decision::Allow,
+            Action::Deny => {
+                let because = match rule {
+                    Some(Rule {
+                        reason: Some(r), ..
+                    }) => r.clone(),
+                    Some(Rule {
+                        pattern: Some(p), ..
+                    }) => format!("it matches the denied pattern {:?}", p.source()),
+                    _ => "this tool is not allowed".to_string(),
+                };
+                Decision::Deny(format!(
+                    "Permission denied: {what} was refused by the tool policy ({because})."
+                ))
+            }
+            Action::Ask => Decision::Ask(match rule.and_then(|r| r.reason.clone()) {
+                Some(r) => format!("Allow {what}? ({r})"),
+                None => format!("Allow {what}?"),
+            }),
+        }
+    }
+
+    fn subject(&self, tool: &str, args: &Value) -> Option<Subject> {
+        if let Some(c) = args.get("command").and_then(Value::as_str) {
+            return Some(Subject::Command(c.to_string()));
+        }
+        let path = match args.get("path").and_then(Value::as_str) {
+            Some(p) => p.to_string(),
+            None if matches!(tool, "ls" | "grep" | "find") => ".".to_string(),
+            None => return None,
+        };
+        let mut forms = vec![path.clone()];
+        if let Some(cwd) = &self.cwd {
+            let cleaned = path.strip_prefix('@').unwrap_or(&path);
+            let abs = normalize(&cwd.join(cleaned));
+            let cwd = normalize(cwd);
+            if let Ok(rel) = abs.strip_prefix(&cwd) {
+                let rel = rel.to_string_lossy().into_owned();
+                forms.push(if rel.is_empty() { ".".to_string() } else { rel });
+            }
+            forms.push(abs.to_string_lossy().into_owned());
+        } else if let Some(stripped) = path.strip_prefix("./") {
+            forms.push(stripped.to_string());
+        }
+        Some(Subject::Path(forms))
+    }
+}
+
+/// Lexical normalization (`.` and `..` removed); symlinks are the confinement's business.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// A question for whoever approves calls.
+#[derive(Clone, Debug)]
+pub struct AskRequest {
+    /// The tool called.
+    pub tool_name: String,
+    /// Its arguments.
+    pub args: Value,
+    /// The policy's question.
+    pub prompt: String,
+}
+
+/// Answers an [`AskRequest`]: `true` lets the call run. The token fires when the run is
+/// aborted; an unanswered question then counts as "no".
+pub type AskFn =
+    Arc<dyn Fn(AskRequest, CancellationToken) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// The outcome of [`PermissionGate::evaluate`], shaped for `BeforeToolCallResult`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Refuse the call.
+    pub block: bool,
+    /// What the model sees when the call is refused.
+    pub reason: Option<String>,
+}
+
+/// A policy plus someone to ask: the `before_tool_call` hook's body.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use tern_tools::policy::{Action, PermissionGate, Policy, Rule};
+///
+/// let policy = Policy::new(Action::Allow).rule(Rule::ask("bash"));
+/// let gate = PermissionGate::new(policy)
+///     .with_ask(Arc::new(|req, _signal| Box::pin(async move { req.args["command"] == "ls" })));
+/// let token = tokio_util::sync::CancellationToken::new();
+/// let ok = gate.evaluate("bash", &serde_json::json!({"command": "ls"}), &token).await;
+/// assert!(!ok.block);
+/// let no = gate.evaluate("bash", &serde_json::json!({"command": "make"}), &token).await;
+/// assert!(no.block);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct PermissionGate {
+    policy: Policy,
+    ask: Option<AskFn>,
+}
+
+impl std::fmt::Debug for PermissionGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermissionGate")
+            .field("policy", &self.policy)
+            .field("ask", &self.ask.is_some())
+            .finish()
+    }
+}
+
+impl PermissionGate {
+    /// A gate without anyone to ask: `Ask` verdicts refuse the call.
+    pub fn new(policy: Policy) -> Self {
+        PermissionGate { policy, ask: None }
+    }
+
+    /// Sets who answers `Ask` verdicts.
+    pub fn with_ask(mut self, ask: AskFn) -> Self {
+        self.ask = Some(ask);
+        self
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Decides a call, asking when the policy says so.
+    pub async fn evaluate(
+        &self,
+        tool_name: &str,
+        args: &Value,
+        signal: &CancellationToken,
+    ) -> Verdict {
+        match self.policy.check(tool_name, args) {
+            Decision::Allow => Verdict {
+                block: false,
+                reason: None,
+            },
+            Decision::Deny(reason) => Verdict {
+                block: true,
+                reason: Some(reason),
+            },
+            Decision::Ask(prompt) => {
+                let Some(ask) = &self.ask else {
+                    return Verdict {
+                        block: true,
+                        reason: Some(format!(
+                            "Permission denied: the tool policy requires approval ({prompt}) and no one is available to approve it."
+                        )),
+                    };
+                };
+                let request = AskRequest {
+                    tool_name: tool_name.to_string(),
+                    args: args.clone(),
+                    prompt: prompt.clone(),
+                };
+                let answer = tokio::select! {
+                    biased;
+                    _ = signal.cancelled() => false,
+                    a = ask(request, signal.clone()) => a,
+                };
+                if answer {
+                    Verdict {
+                        block: false,
+                        reason: None,
+                    }
+                } else {
+                    Verdict {
+                        block: true,
+                        reason: Some(format!(
+                            "Permission denied: the user declined the call ({prompt})."
+                        )),
+                    }
+                }
+            }
+        }
+    }
+}
