@@ -109,7 +109,8 @@ impl ToolUpdater {
         }
     }
 
-    pub(crate) fn channel() -> (Self, mpsc::UnboundedReceiver<ToolResult>) {
+    /// An updater and the receiver of its updates (for tests and for tools that run tools).
+    pub fn channel() -> (Self, mpsc::UnboundedReceiver<ToolResult>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
             ToolUpdater {
@@ -120,7 +121,8 @@ impl ToolUpdater {
         )
     }
 
-    pub(crate) fn close(&self) {
+    /// Stops accepting updates; later calls of [`update`](Self::update) are dropped.
+    pub fn close(&self) {
         self.open.store(false, Ordering::SeqCst);
     }
 
