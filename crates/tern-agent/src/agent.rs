@@ -716,6 +716,7 @@ struct RunHandle {
     done: watch::Sender<bool>,
 }
 
+#[derive(Clone)]
 struct AgentSink {
     inner: Arc<Inner>,
     signal: CancellationToken,

@@ -56,7 +56,8 @@ impl StreamEvent for AgentEvent {
 /// The event stream of [`agent_loop`]: ends at `agent_end`; its result is the new messages.
 pub type AgentEventStream = EventStream<AgentEvent>;
 
-struct ChannelSink(EventSender<AgentEvent>);
+#[derive(Clone)]
+struct ChannelSink(Arc<EventSender<AgentEvent>>);
 
 impl EventSink for ChannelSink {
     async fn emit(&self, event: AgentEvent) {
@@ -75,7 +76,7 @@ pub fn agent_loop(
 ) -> AgentEventStream {
     let (tx, rx) = tern_ai::event_stream();
     tokio::spawn(async move {
-        let sink = ChannelSink(tx);
+        let sink = ChannelSink(Arc::new(tx));
         let result = run_agent_loop(prompts, context, config, &sink, signal, stream_fn).await;
         sink.0.end(result.ok());
     });
@@ -93,7 +94,7 @@ pub fn agent_loop_continue(
     check_continuable(&context)?;
     let (tx, rx) = tern_ai::event_stream();
     tokio::spawn(async move {
-        let sink = ChannelSink(tx);
+        let sink = ChannelSink(Arc::new(tx));
         let result = run_agent_loop_continue(context, config, &sink, signal, stream_fn).await;
         sink.0.end(result.ok());
     });
@@ -110,7 +111,7 @@ fn check_continuable(context: &AgentContext) -> Result<(), AgentError> {
 
 /// Runs a loop with new prompt messages, awaiting `sink` for every event. Returns the
 /// messages the run added.
-pub async fn run_agent_loop<S: EventSink>(
+pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     prompts: Vec<Message>,
     context: AgentContext,
     config: AgentLoopConfig,
@@ -132,7 +133,7 @@ pub async fn run_agent_loop<S: EventSink>(
 }
 
 /// Continues a loop from `context`, awaiting `sink` for every event.
-pub async fn run_agent_loop_continue<S: EventSink>(
+pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     context: AgentContext,
     config: AgentLoopConfig,
     sink: &S,
@@ -147,7 +148,7 @@ pub async fn run_agent_loop_continue<S: EventSink>(
     Ok(new_messages)
 }
 
-async fn emit_message<S: EventSink>(sink: &S, m: &Message) {
+async fn emit_message<S: EventSink + Clone + 'static>(sink: &S, m: &Message) {
     sink.emit(AgentEvent::MessageStart { message: m.clone() })
         .await;
     sink.emit(AgentEvent::MessageEnd { message: m.clone() })
@@ -171,7 +172,7 @@ fn apply_level(
     }
 }
 
-async fn run_loop<S: EventSink>(
+async fn run_loop<S: EventSink + Clone + 'static>(
     mut current: AgentContext,
     new_messages: &mut Vec<Message>,
     mut config: AgentLoopConfig,
@@ -372,7 +373,7 @@ pub fn default_convert_to_llm(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> 
     )
 }
 
-async fn stream_assistant_response<S: EventSink>(
+async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     current: &mut AgentContext,
     config: &AgentLoopConfig,
     signal: &CancellationToken,

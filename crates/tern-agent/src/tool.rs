@@ -46,9 +46,10 @@ pub enum ToolExecutionMode {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
-    /// Text and image blocks the model sees.
-    #[serde(default)]
-    pub content: Vec<ContentBlock>,
+    /// Text and image blocks the model sees (`None`: the tool returned no content, which
+    /// the tool-result message records as `[]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
     /// Data for applications; not sent to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
@@ -70,9 +71,14 @@ impl ToolResult {
     /// A result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         ToolResult {
-            content: vec![ContentBlock::text(text)],
+            content: Some(vec![ContentBlock::text(text)]),
             ..Default::default()
         }
+    }
+
+    /// The content blocks (empty when there are none).
+    pub fn content(&self) -> &[ContentBlock] {
+        self.content.as_deref().unwrap_or(&[])
     }
 
     /// Sets `details`.
@@ -84,7 +90,7 @@ impl ToolResult {
     /// The error result the loop builds for a failed call: the message as text, `details: {}`.
     pub fn error(message: impl Into<String>) -> Self {
         ToolResult {
-            content: vec![ContentBlock::text(message)],
+            content: Some(vec![ContentBlock::text(message)]),
             details: Some(Value::Object(Default::default())),
             ..Default::default()
         }
@@ -94,9 +100,19 @@ impl ToolResult {
 /// Sends partial results while a tool runs (`tool_execution_update` events).
 ///
 /// Updates sent after the tool's `execute` has settled are dropped, as in the reference.
+///
+/// ```
+/// use tern_agent::{ToolResult, ToolUpdater};
+/// let (updater, mut rx) = ToolUpdater::channel();
+/// updater.update(ToolResult::text("50%"));
+/// updater.close();
+/// updater.update(ToolResult::text("late"));
+/// assert_eq!(rx.try_recv().unwrap(), ToolResult::text("50%"));
+/// assert!(rx.try_recv().is_err());
+/// ```
 #[derive(Clone)]
 pub struct ToolUpdater {
-    tx: Option<mpsc::UnboundedSender<ToolResult>>,
+    handler: Option<Arc<dyn Fn(ToolResult) + Send + Sync>>,
     open: Arc<AtomicBool>,
 }
 
@@ -104,8 +120,16 @@ impl ToolUpdater {
     /// An updater whose updates go nowhere.
     pub fn noop() -> Self {
         ToolUpdater {
-            tx: None,
+            handler: None,
             open: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// An updater that hands each update to `handler`, synchronously, until closed.
+    pub fn new(handler: impl Fn(ToolResult) + Send + Sync + 'static) -> Self {
+        ToolUpdater {
+            handler: Some(Arc::new(handler)),
+            open: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -113,10 +137,9 @@ impl ToolUpdater {
     pub fn channel() -> (Self, mpsc::UnboundedReceiver<ToolResult>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (
-            ToolUpdater {
-                tx: Some(tx),
-                open: Arc::new(AtomicBool::new(true)),
-            },
+            ToolUpdater::new(move |r| {
+                let _ = tx.send(r);
+            }),
             rx,
         )
     }
@@ -131,8 +154,8 @@ impl ToolUpdater {
         if !self.open.load(Ordering::SeqCst) {
             return;
         }
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(partial);
+        if let Some(h) = &self.handler {
+            h(partial);
         }
     }
 }

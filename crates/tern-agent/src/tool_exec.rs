@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::join_all;
+use futures::future::{join_all, BoxFuture};
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::mpsc;
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
 use tern_ai::{AssistantMessage, Message, ToolCall, ToolResultMessage};
@@ -106,40 +108,58 @@ struct Executed {
     duration_ms: u64,
 }
 
-/// Runs `execute`, handing each update to `on_update` in order; updates sent after `execute`
-/// settled are dropped.
-async fn execute_prepared<F, Fut>(
+/// Starts the handling of one update and returns what is left of it, if anything.
+type UpdateStarter = Arc<dyn Fn(ToolResult) -> Option<BoxFuture<'static, ()>> + Send + Sync>;
+
+/// Runs `execute`. Each update's handling starts inside the tool's `update` call and runs
+/// alongside the tool, as the reference's un-awaited emits do; all of them are awaited after
+/// `execute` settles. Updates sent after that are dropped.
+async fn execute_prepared(
     tool: &AgentTool,
     tool_call: &ToolCall,
     args: Value,
     signal: &CancellationToken,
-    on_update: F,
-) -> Executed
-where
-    F: Fn(ToolResult) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let (updater, mut updates) = ToolUpdater::channel();
-    let started = Instant::now();
+    start_update: UpdateStarter,
+) -> Executed {
+    let (tx, mut started) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
+    let updater = ToolUpdater::new(move |partial| {
+        let Some(mut handling) = start_update(partial) else {
+            return;
+        };
+        // Run the handling up to its first wait now, so it is seen before whatever the tool
+        // does next; off the runtime (a tool's own thread) it starts on the loop's next poll.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            if handling.as_mut().poll(&mut cx).is_ready() {
+                return;
+            }
+        }
+        let _ = tx.send(handling);
+    });
+    let started_at = Instant::now();
     let mut run = tool.execute(ToolCallInput {
         tool_call_id: tool_call.id.clone(),
         args,
         signal: signal.clone(),
         updater: updater.clone(),
     });
+    let mut in_flight = FuturesUnordered::new();
     let output = loop {
         tokio::select! {
             biased;
             out = &mut run => break out,
-            Some(update) = updates.recv() => on_update(update).await,
+            Some(handling) = started.recv() => in_flight.push(handling),
+            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
         }
     };
-    let duration_ms = (started.elapsed().as_secs_f64() * 1000.0).round() as u64;
+    let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
     updater.close();
-    // Updates sent before `execute` settled still count.
-    while let Ok(update) = updates.try_recv() {
-        on_update(update).await;
+    drop(updater);
+    while let Ok(handling) = started.try_recv() {
+        in_flight.push(handling);
     }
+    while in_flight.next().await.is_some() {}
     match output {
         Ok(result) => Executed {
             is_error: result.is_error == Some(true),
@@ -189,8 +209,8 @@ async fn finalize_executed(
                     (None, Some(_)) => None,
                     (None, None) => result.structured_content.take(),
                 };
-                if let Some(c) = o.content {
-                    result.content = c;
+                if o.content.is_some() {
+                    result.content = o.content;
                 }
                 if o.details.is_some() {
                     result.details = o.details;
@@ -265,13 +285,13 @@ pub async fn run_tool_call(tool_call: ToolCall, options: RunToolCallOptions) -> 
         Preparation::Prepared { tool, args } => (tool, args),
     };
     let on_update = options.on_update.clone();
-    let executed = execute_prepared(&tool, &tool_call, args.clone(), &options.signal, |u| {
+    let start: UpdateStarter = Arc::new(move |u| {
         if let Some(f) = &on_update {
             f(u);
         }
-        std::future::ready(())
-    })
-    .await;
+        None
+    });
+    let executed = execute_prepared(&tool, &tool_call, args.clone(), &options.signal, start).await;
     finalize_executed(
         &options.context,
         &assistant,
@@ -295,7 +315,7 @@ fn result_message(o: &ToolCallOutcome) -> ToolResultMessage {
     ToolResultMessage {
         tool_call_id: o.tool_call.id.clone(),
         tool_name: o.tool_call.name.clone(),
-        content: o.result.content.clone(),
+        content: o.result.content.clone().unwrap_or_default(),
         details: o.result.details.clone(),
         usage: o.result.usage.clone(),
         nested_calls: None,
@@ -305,7 +325,7 @@ fn result_message(o: &ToolCallOutcome) -> ToolResultMessage {
     }
 }
 
-async fn emit_start<S: EventSink>(sink: &S, c: &ToolCall) {
+async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &ToolCall) {
     sink.emit(AgentEvent::ToolExecutionStart {
         tool_call_id: c.id.clone(),
         tool_name: c.name.clone(),
@@ -314,7 +334,7 @@ async fn emit_start<S: EventSink>(sink: &S, c: &ToolCall) {
     .await;
 }
 
-async fn emit_end<S: EventSink>(sink: &S, o: &ToolCallOutcome) {
+async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome) {
     sink.emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: o.tool_call.id.clone(),
         tool_name: o.tool_call.name.clone(),
@@ -325,7 +345,7 @@ async fn emit_end<S: EventSink>(sink: &S, o: &ToolCallOutcome) {
     .await;
 }
 
-async fn emit_result<S: EventSink>(sink: &S, m: &ToolResultMessage) {
+async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &ToolResultMessage) {
     sink.emit(AgentEvent::MessageStart {
         message: Message::ToolResult(m.clone()),
     })
@@ -350,7 +370,7 @@ fn immediate(tool_call: &ToolCall, result: ToolResult) -> ToolCallOutcome {
 }
 
 /// Fails every call of a message cut off by the token limit: their arguments may be truncated.
-pub(crate) async fn fail_truncated<S: EventSink>(calls: &[ToolCall], sink: &S) -> Batch {
+pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(calls: &[ToolCall], sink: &S) -> Batch {
     let mut messages = Vec::with_capacity(calls.len());
     for c in calls {
         emit_start(sink, c).await;
@@ -372,7 +392,7 @@ pub(crate) async fn fail_truncated<S: EventSink>(calls: &[ToolCall], sink: &S) -
     }
 }
 
-async fn run_prepared<S: EventSink>(
+async fn run_prepared<S: EventSink + Clone + 'static>(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     call: &ToolCall,
@@ -382,21 +402,24 @@ async fn run_prepared<S: EventSink>(
     signal: &CancellationToken,
     sink: &S,
 ) -> ToolCallOutcome {
-    let executed = execute_prepared(tool, call, args.clone(), signal, |partial| {
-        sink.emit(AgentEvent::ToolExecutionUpdate {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            args: call.arguments.clone(),
+    let (sink_owned, call_owned) = (sink.clone(), call.clone());
+    let start: UpdateStarter = Arc::new(move |partial| {
+        let sink = sink_owned.clone();
+        let event = AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call_owned.id.clone(),
+            tool_name: call_owned.name.clone(),
+            args: call_owned.arguments.clone(),
             partial_result: partial,
-        })
-    })
-    .await;
+        };
+        Some(Box::pin(async move { sink.emit(event).await }))
+    });
+    let executed = execute_prepared(tool, call, args.clone(), signal, start).await;
     finalize_executed(context, assistant, call, args, executed, hooks, signal).await
 }
 
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
 /// tool is sequential, else preflight one by one and execute concurrently.
-pub(crate) async fn execute_tool_calls<S: EventSink>(
+pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     mode: ToolExecutionMode,

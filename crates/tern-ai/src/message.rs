@@ -358,13 +358,13 @@ pub struct AssistantMessage {
     /// Text, thinking and toolCall blocks in model order.
     pub content: Vec<ContentBlock>,
     /// The wire API that produced it (`openai-completions`, ...).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub api: String,
     /// The provider id.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provider: String,
     /// The requested model id.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
     /// The model id the provider reported, when it differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -127,13 +127,13 @@ fn read_image(
     let bytes = std::fs::read(path).map_err(|e| describe_io(display, &e))?;
     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
     Ok(ToolResult {
-        content: vec![
+        content: Some(vec![
             ContentBlock::text(format!("Read image file [{mime}]")),
             ContentBlock::Image(ImageContent {
                 data,
                 mime_type: mime.to_string(),
             }),
-        ],
+        ]),
         ..Default::default()
     })
 }

@@ -122,7 +122,7 @@ async fn image_is_returned_as_image_content() {
     sb.write("pic.png", &png);
     let r = ok(&read_tool(&sb.config), json!({"path": "pic.png"})).await;
     assert_eq!(text(&r), "Read image file [image/png]");
-    match &r.content[1] {
+    match &r.content()[1] {
         ContentBlock::Image(img) => {
             assert_eq!(img.mime_type, "image/png");
             use base64::Engine;

@@ -46,7 +46,7 @@ pub async fn err(tool: &AgentTool, args: Value) -> String {
 }
 
 pub fn text(r: &ToolResult) -> String {
-    r.content
+    r.content()
         .iter()
         .filter_map(|b| b.as_text())
         .collect::<Vec<_>>()
