@@ -160,9 +160,7 @@ pub fn render_system_message_update(message: &SystemMessage) -> String {
     }
     for (name, value) in message.sections.iter().flatten() {
         match value.as_str() {
-            Some(v) => parts.push(format!(
-                "Updated system prompt section \"{name}\":\n\n{v}"
-            )),
+            Some(v) => parts.push(format!("Updated system prompt section \"{name}\":\n\n{v}")),
             None => parts.push(format!("Removed system prompt section \"{name}\".")),
         }
     }
@@ -200,8 +198,7 @@ fn json_identical(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
+                && x.iter()
                     .zip(y.iter())
                     .all(|((ka, va), (kb, vb))| ka == kb && json_identical(va, vb))
         }
@@ -301,23 +298,34 @@ mod tests {
     #[test]
     fn replay_joins_content_and_patches_sections() {
         let messages = vec![
-            sys(json!({"role":"system","content":"base","sections":{"a":"A","b":"B"},"timestamp":5})),
+            sys(
+                json!({"role":"system","content":"base","sections":{"a":"A","b":"B"},"timestamp":5}),
+            ),
             sys(json!({"role":"user","content":"hi","timestamp":6})),
-            sys(json!({"role":"system","content":[{"type":"text","text":"more"}],"sections":{"a":null,"c":"C"},"timestamp":7})),
+            sys(
+                json!({"role":"system","content":[{"type":"text","text":"more"}],"sections":{"a":null,"c":"C"},"timestamp":7}),
+            ),
         ];
         let m = get_current_system_message(&messages).unwrap();
         assert_eq!(m.content, Content::Text("base\n\nmore".into()));
         assert_eq!(m.timestamp, 5);
         let keys: Vec<_> = m.sections.as_ref().unwrap().keys().cloned().collect();
         assert_eq!(keys, vec!["b", "c"]);
-        assert_eq!(get_current_system_prompt(&messages), "base\n\nmore\n\nB\n\nC");
+        assert_eq!(
+            get_current_system_prompt(&messages),
+            "base\n\nmore\n\nB\n\nC"
+        );
     }
 
     #[test]
     fn tools_replay_removals_before_additions() {
         let messages = vec![
-            sys(json!({"role":"system","content":"","toolsAdded":[{"name":"a","description":"","parameters":{}},{"name":"b","description":"","parameters":{}}],"timestamp":0})),
-            sys(json!({"role":"system","content":"","toolsRemoved":[{"name":"a"}],"toolsAdded":[{"name":"a","description":"new","parameters":{}}],"timestamp":0})),
+            sys(
+                json!({"role":"system","content":"","toolsAdded":[{"name":"a","description":"","parameters":{}},{"name":"b","description":"","parameters":{}}],"timestamp":0}),
+            ),
+            sys(
+                json!({"role":"system","content":"","toolsRemoved":[{"name":"a"}],"toolsAdded":[{"name":"a","description":"new","parameters":{}}],"timestamp":0}),
+            ),
         ];
         let tools = get_current_tools(&messages);
         let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -354,7 +362,10 @@ mod tests {
         ];
         let c = collapse_system_messages(&messages);
         assert_eq!(c.len(), 2);
-        assert_eq!(c[0].as_system().unwrap().content, Content::Text("a\n\nb".into()));
+        assert_eq!(
+            c[0].as_system().unwrap().content,
+            Content::Text("a\n\nb".into())
+        );
     }
 
     #[test]
