@@ -131,6 +131,21 @@ impl SseDecoder {
     }
 }
 
+impl SseDecoder {
+    /// Ends the body like pi-ai's own reader: the unterminated last line is read and a
+    /// pending record is dispatched even without its blank line.
+    pub fn finish_and_flush(&mut self, on_event: &mut dyn FnMut(SseEvent)) {
+        self.finish(on_event);
+        decode_line(
+            b"",
+            &mut self.event,
+            &mut self.data,
+            &mut self.data_lines,
+            on_event,
+        );
+    }
+}
+
 fn decode_line(
     line: &[u8],
     event: &mut Option<String>,
