@@ -476,6 +476,7 @@ pub fn build_request(model: &Model, context: &Context, options: &StreamOptions) 
         ),
         headers,
         body: Value::Object(body),
+        ignore_retry_headers: false,
     }
 }
 

@@ -19,6 +19,9 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// The JSON body.
     pub body: serde_json::Value,
+    /// Retry without looking at `retry-after`/`x-should-retry` (the Gemini SDK's errors carry
+    /// no headers).
+    pub ignore_retry_headers: bool,
 }
 
 /// A non-2xx response, body read.
@@ -133,7 +136,11 @@ pub async fn send(
             Err(e) => e,
         };
         let (status, headers, message) = match &err {
-            SendError::Status(f) => (Some(f.status), Some(&f.headers), sdk_message(f)),
+            SendError::Status(f) => (
+                Some(f.status),
+                (!req.ignore_retry_headers).then_some(&f.headers),
+                sdk_message(f),
+            ),
             SendError::Network(m) => (None, None, m.clone()),
             SendError::Aborted | SendError::Message(_) => return Err(err),
         };

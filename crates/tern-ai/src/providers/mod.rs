@@ -214,6 +214,27 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// Emits the text or thinking delta of a block the caller already extended.
+    pub fn emit_delta(&mut self, index: usize, delta: &str) {
+        let is_thinking =
+            self.with(|m| matches!(m.content.get(index), Some(ContentBlock::Thinking(_))));
+        let partial = self.partial.clone();
+        let delta = delta.to_string();
+        self.emit(if is_thinking {
+            AssistantMessageEvent::ThinkingDelta {
+                content_index: index,
+                delta,
+                partial,
+            }
+        } else {
+            AssistantMessageEvent::TextDelta {
+                content_index: index,
+                delta,
+                partial,
+            }
+        });
+    }
+
     /// Emits a `toolcall_delta` after the caller updated the block's arguments.
     pub fn tool_delta(&mut self, index: usize, delta: &str) {
         let partial = self.partial.clone();

@@ -687,6 +687,7 @@ pub fn build_request(model: &Model, context: &Context, options: &StreamOptions) 
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         headers,
         body: Value::Object(body),
+        ignore_retry_headers: false,
     }
 }
 
