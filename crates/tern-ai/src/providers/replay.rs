@@ -282,7 +282,9 @@ async fn serve_connection(
                 sock.write_all(&frame).await?;
                 sock.flush().await?;
             }
-            tokio::time::sleep(Duration::from_millis(delay)).await;
+            if delay > 0 {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+            }
         }
         sock.write_all(b"0\r\n\r\n").await?;
         sock.flush().await?;
