@@ -222,3 +222,74 @@ fn every_case_survives_one_byte_chunks() {
         assert!(diffs.is_empty(), "{name}: {diffs:?}");
     }
 }
+
+fn load(rel: &str) -> (Value, Value) {
+    let case =
+        serde_json::from_str(&std::fs::read_to_string(root().join("streams").join(rel)).unwrap())
+            .unwrap();
+    let expected =
+        serde_json::from_str(&std::fs::read_to_string(root().join("expected").join(rel)).unwrap())
+            .unwrap();
+    (case, expected)
+}
+
+#[test]
+fn a_429_before_the_first_byte_is_retried_honouring_retry_after() {
+    let rt = runtime();
+    for api in [
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+        "google-generative-ai",
+    ] {
+        let (mut case, expected) = load(&format!("{api}/plain-text.json"));
+        let (limited, _) = load(&format!("{api}/http-429.json"));
+        let mut first = limited["response"].clone();
+        first["headers"]["retry-after-ms"] = Value::from("20");
+        case["responses"] = Value::Array(vec![first, case["response"].clone()]);
+        case.as_object_mut().unwrap().remove("response");
+        case["request"]["options"]["maxRetries"] = Value::from(2);
+        let started = std::time::Instant::now();
+        let actual = rt.block_on(run_case(&case)).unwrap();
+        assert_eq!(actual["requestCount"], 2, "{api}");
+        assert!(started.elapsed() >= std::time::Duration::from_millis(20));
+        let mut expected = expected.clone();
+        expected["requestCount"] = Value::from(2);
+        let mut actual_cmp = actual.clone();
+        actual_cmp.as_object_mut().unwrap().remove("extraRequests");
+        let diffs = differences(&expected, &actual_cmp);
+        assert!(diffs.is_empty(), "{api}: {diffs:?}");
+        assert_eq!(
+            actual["extraRequests"][0]["body"],
+            actual["request"]["body"]
+        );
+    }
+}
+
+#[test]
+fn a_server_requested_delay_above_the_cap_fails_at_once() {
+    let rt = runtime();
+    let (mut case, _) = load("openai-completions/http-429.json");
+    case["response"]["headers"]["retry-after"] = Value::from("120");
+    case["response"]["headers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("retry-after-ms");
+    case["request"]["options"]["maxRetries"] = Value::from(3);
+    let actual = rt.block_on(run_case(&case)).unwrap();
+    assert_eq!(actual["requestCount"], 1);
+    let msg = actual["message"]["errorMessage"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Server requested 120s retry delay (max: 60s). 429 Rate limit"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn no_retries_by_default() {
+    let rt = runtime();
+    let (case, expected) = load("anthropic-messages/http-500.json");
+    let actual = rt.block_on(run_case(&case)).unwrap();
+    assert_eq!(actual["requestCount"], 1);
+    assert!(differences(&expected, &actual).is_empty());
+}

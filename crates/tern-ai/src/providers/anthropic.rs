@@ -576,12 +576,10 @@ fn handle_event(
             let cb = ev.get("content_block").cloned().unwrap_or(Value::Null);
             let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
             match cb.get("type").and_then(Value::as_str).unwrap_or("") {
-                "fallback" => {
-                    if out.len() > 0 {
-                        return Err(
-                            "Anthropic performed an unsupported mid-output model fallback".into(),
-                        );
-                    }
+                "fallback" if out.len() > 0 => {
+                    return Err(
+                        "Anthropic performed an unsupported mid-output model fallback".into(),
+                    );
                 }
                 "text" => {
                     let i = out.push_block(ContentBlock::Text(TextContent {
