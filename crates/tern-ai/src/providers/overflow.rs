@@ -6,8 +6,8 @@ use regex::Regex;
 
 use crate::message::{AssistantMessage, StopReason};
 
-fn patterns() -> &'static (Vec<Regex>, Vec<Regex>, Regex) {
-    static P: OnceLock<(Vec<Regex>, Vec<Regex>, Regex)> = OnceLock::new();
+fn patterns() -> &'static (Vec<Regex>, Vec<Regex>, Option<Regex>) {
+    static P: OnceLock<(Vec<Regex>, Vec<Regex>, Option<Regex>)> = OnceLock::new();
     P.get_or_init(|| {
         let overflow = [
             r"(?i)prompt (?:is )?too long",
@@ -44,7 +44,7 @@ fn patterns() -> &'static (Vec<Regex>, Vec<Regex>, Regex) {
             r"(?i)too many requests",
         ];
         let build = |v: &[&str]| v.iter().filter_map(|p| Regex::new(p).ok()).collect::<Vec<_>>();
-        let cerebras = Regex::new(r"(?i)^4(?:00|13)\s*(?:status code)?\s*\(no body\)").unwrap_or_else(|_| Regex::new("$^").expect("trivial regex"));
+        let cerebras = Regex::new(r"(?i)^4(?:00|13)\s*(?:status code)?\s*\(no body\)").ok();
         (build(&overflow), build(&non), cerebras)
     })
 }
@@ -58,7 +58,9 @@ pub fn is_context_overflow(message: &AssistantMessage, context_window: u64) -> b
                 if overflow.iter().any(|p| p.is_match(err)) {
                     return true;
                 }
-                if message.provider == "cerebras" && cerebras.is_match(err) {
+                if message.provider == "cerebras"
+                    && cerebras.as_ref().is_some_and(|c| c.is_match(err))
+                {
                     return true;
                 }
             }
