@@ -23,8 +23,11 @@
 pub mod clock;
 pub mod event;
 pub mod faux;
+pub mod json_parse;
 pub mod message;
 pub mod model;
+pub mod providers;
+pub mod sse;
 pub mod stream;
 pub mod stream_fn;
 pub mod transcript;

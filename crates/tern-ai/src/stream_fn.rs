@@ -71,6 +71,12 @@ pub struct StreamOptions {
     pub timeout_ms: Option<u64>,
     /// Maximum client-side retries.
     pub max_retries: Option<u32>,
+    /// Tool choice sent to the provider (`auto`, `none`, `required`, or a provider object).
+    pub tool_choice: Option<Value>,
+    /// Prompt-cache retention: `none`, `short` (default) or `long`.
+    pub cache_retention: Option<String>,
+    /// Request metadata (Anthropic uses `user_id`).
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// A function that streams one assistant response.

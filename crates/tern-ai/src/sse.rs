@@ -1,0 +1,324 @@
+//! Incremental server-sent-events parsing over raw byte chunks.
+//!
+//! Chunks may split a record anywhere: inside a line, between the `\r` and `\n` of a CRLF
+//! pair, inside a multi-byte UTF-8 character. Only the unfinished tail of a line is buffered
+//! (bytes are copied once into that buffer); complete lines inside a chunk are handed out
+//! straight from the chunk.
+//!
+//! ```
+//! use tern_ai::sse::SseDecoder;
+//! let mut d = SseDecoder::new();
+//! let mut out = Vec::new();
+//! d.feed(b"event: ping\r", &mut |e| out.push(e));
+//! d.feed(b"\ndata: {\"a\":", &mut |e| out.push(e));
+//! d.feed(b"1}\n\n: comment\n\n", &mut |e| out.push(e));
+//! assert_eq!(out.len(), 1);
+//! assert_eq!(out[0].event.as_deref(), Some("ping"));
+//! assert_eq!(out[0].data, "{\"a\":1}");
+//! ```
+
+/// Splits bytes into lines ending at `\n`, `\r` or `\r\n`.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    tail: Vec<u8>,
+    skip_lf: bool,
+}
+
+impl LineSplitter {
+    /// A splitter with nothing buffered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds a chunk; `on_line` gets every completed line (without its terminator).
+    pub fn feed(&mut self, chunk: &[u8], on_line: &mut dyn FnMut(&[u8])) {
+        let mut start = 0;
+        let mut i = 0;
+        if self.skip_lf {
+            self.skip_lf = false;
+            if chunk.first() == Some(&b'\n') {
+                start = 1;
+                i = 1;
+            }
+        }
+        while i < chunk.len() {
+            let b = chunk[i];
+            if b == b'\n' || b == b'\r' {
+                if self.tail.is_empty() {
+                    on_line(&chunk[start..i]);
+                } else {
+                    self.tail.extend_from_slice(&chunk[start..i]);
+                    on_line(&self.tail);
+                    self.tail.clear();
+                }
+                if b == b'\r' {
+                    if i + 1 < chunk.len() {
+                        if chunk[i + 1] == b'\n' {
+                            i += 1;
+                        }
+                    } else {
+                        self.skip_lf = true;
+                    }
+                }
+                i += 1;
+                start = i;
+            } else {
+                i += 1;
+            }
+        }
+        if start < chunk.len() {
+            self.tail.extend_from_slice(&chunk[start..]);
+        }
+    }
+
+    /// The unterminated last line at the end of the body, if any.
+    pub fn finish(&mut self) -> Option<Vec<u8>> {
+        self.skip_lf = false;
+        (!self.tail.is_empty()).then(|| std::mem::take(&mut self.tail))
+    }
+}
+
+/// One dispatched server-sent event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field, if the record had one.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+}
+
+/// Server-sent-event decoder: `event:`/`data:` fields, comments ignored, dispatch on a blank
+/// line when the record had an event name or data (the OpenAI and Anthropic SDK behaviour).
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    lines: LineSplitter,
+    event: Option<String>,
+    data: String,
+    data_lines: usize,
+}
+
+impl SseDecoder {
+    /// A decoder with nothing buffered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds a chunk; `on_event` gets every dispatched record.
+    pub fn feed(&mut self, chunk: &[u8], on_event: &mut dyn FnMut(SseEvent)) {
+        let Self {
+            lines,
+            event,
+            data,
+            data_lines,
+        } = self;
+        lines.feed(chunk, &mut |line| {
+            decode_line(line, event, data, data_lines, on_event)
+        });
+    }
+
+    /// Ends the body: the unterminated last line is read, but a record without its blank line
+    /// is not dispatched.
+    pub fn finish(&mut self, on_event: &mut dyn FnMut(SseEvent)) {
+        if let Some(line) = self.lines.finish() {
+            decode_line(
+                &line,
+                &mut self.event,
+                &mut self.data,
+                &mut self.data_lines,
+                on_event,
+            );
+        }
+    }
+}
+
+impl SseDecoder {
+    /// Ends the body like pi-ai's own reader: the unterminated last line is read and a
+    /// pending record is dispatched even without its blank line.
+    pub fn finish_and_flush(&mut self, on_event: &mut dyn FnMut(SseEvent)) {
+        self.finish(on_event);
+        decode_line(
+            b"",
+            &mut self.event,
+            &mut self.data,
+            &mut self.data_lines,
+            on_event,
+        );
+    }
+}
+
+fn decode_line(
+    line: &[u8],
+    event: &mut Option<String>,
+    data: &mut String,
+    data_lines: &mut usize,
+    on_event: &mut dyn FnMut(SseEvent),
+) {
+    if line.is_empty() {
+        if event.is_none() && *data_lines == 0 {
+            return;
+        }
+        on_event(SseEvent {
+            event: event.take(),
+            data: std::mem::take(data),
+        });
+        *data_lines = 0;
+        return;
+    }
+    if line[0] == b':' {
+        return;
+    }
+    let (field, value) = match line.iter().position(|&b| b == b':') {
+        Some(p) => {
+            let v = &line[p + 1..];
+            (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
+        }
+        None => (line, &b""[..]),
+    };
+    match field {
+        b"event" => *event = Some(String::from_utf8_lossy(value).into_owned()),
+        b"data" => {
+            if *data_lines > 0 {
+                data.push('\n');
+            }
+            data.push_str(&String::from_utf8_lossy(value));
+            *data_lines += 1;
+        }
+        _ => {}
+    }
+}
+
+/// Gemini's record splitter (the `@google/genai` SDK's): records end at the first of `\n\n`,
+/// `\r\r` or `\r\n\r\n`; a trimmed record is used only when it starts with `data:`.
+#[derive(Debug, Default)]
+pub struct GeminiRecordSplitter {
+    buf: Vec<u8>,
+    start: usize,
+    scanned: usize,
+}
+
+/// What [`GeminiRecordSplitter`] hands out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GeminiRecord {
+    /// The text after `data:` of a data record.
+    Data(String),
+    /// A record that is not data (skipped by the client).
+    Other,
+}
+
+impl GeminiRecordSplitter {
+    /// A splitter with nothing buffered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds a chunk; `on_record` gets every complete record.
+    pub fn feed(&mut self, chunk: &[u8], on_record: &mut dyn FnMut(GeminiRecord)) {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(chunk);
+        loop {
+            let hay = &self.buf[self.start..];
+            let from = self.scanned.saturating_sub(self.start).saturating_sub(3);
+            let mut found = None;
+            let mut i = from;
+            while i < hay.len() {
+                let b = hay[i];
+                if b == b'\n' && hay.get(i + 1) == Some(&b'\n') {
+                    found = Some((i, 2));
+                    break;
+                }
+                if b == b'\r' {
+                    if hay.get(i + 1) == Some(&b'\r') {
+                        found = Some((i, 2));
+                        break;
+                    }
+                    if hay.get(i + 1) == Some(&b'\n')
+                        && hay.get(i + 2) == Some(&b'\r')
+                        && hay.get(i + 3) == Some(&b'\n')
+                    {
+                        found = Some((i, 4));
+                        break;
+                    }
+                }
+                i += 1;
+            }
+            match found {
+                Some((pos, len)) => {
+                    let record = classify(&hay[..pos]);
+                    self.start += pos + len;
+                    self.scanned = self.start;
+                    on_record(record);
+                }
+                None => {
+                    self.scanned = self.buf.len();
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Ends the body; returns the leftover text when it is not blank.
+    pub fn finish(&mut self) -> Option<String> {
+        let rest = String::from_utf8_lossy(&self.buf[self.start..]).into_owned();
+        self.buf.clear();
+        self.start = 0;
+        self.scanned = 0;
+        (!rest.trim().is_empty()).then_some(rest)
+    }
+}
+
+fn classify(record: &[u8]) -> GeminiRecord {
+    let text = String::from_utf8_lossy(record);
+    let t = text.trim();
+    match t.strip_prefix("data:") {
+        Some(rest) => GeminiRecord::Data(rest.trim().to_string()),
+        None => GeminiRecord::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_everywhere_gives_same_events() {
+        let body = "data: {\"a\":\"é\"}\r\n\r\n: c\n\nevent: x\rdata: 1\rdata: 2\r\r";
+        let bytes = body.as_bytes();
+        let mut whole = Vec::new();
+        SseDecoder::new().feed(bytes, &mut |e| whole.push(e));
+        assert_eq!(whole.len(), 2);
+        assert_eq!(whole[1].data, "1\n2");
+        for cut in 0..bytes.len() {
+            let mut d = SseDecoder::new();
+            let mut got = Vec::new();
+            d.feed(&bytes[..cut], &mut |e| got.push(e));
+            d.feed(&bytes[cut..], &mut |e| got.push(e));
+            assert_eq!(got, whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn gemini_records() {
+        let body =
+            b"data: {\"a\":1}\r\n\r\n: keepalive\n\nevent: x\ndata: {}\n\ndata: {\"b\":2}\n\n";
+        for cut in 0..body.len() {
+            let mut s = GeminiRecordSplitter::new();
+            let mut got = Vec::new();
+            s.feed(&body[..cut], &mut |r| got.push(r));
+            s.feed(&body[cut..], &mut |r| got.push(r));
+            assert_eq!(
+                got,
+                vec![
+                    GeminiRecord::Data("{\"a\":1}".into()),
+                    GeminiRecord::Other,
+                    GeminiRecord::Other,
+                    GeminiRecord::Data("{\"b\":2}".into())
+                ]
+            );
+            assert!(s.finish().is_none());
+        }
+    }
+}
