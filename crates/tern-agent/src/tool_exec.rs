@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::mpsc;
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
 use tern_ai::{AssistantMessage, Message, ToolCall, ToolResultMessage};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AfterToolCallContext, AgentContext, BeforeToolCallContext, ToolHooks};
@@ -370,7 +370,10 @@ fn immediate(tool_call: &ToolCall, result: ToolResult) -> ToolCallOutcome {
 }
 
 /// Fails every call of a message cut off by the token limit: their arguments may be truncated.
-pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(calls: &[ToolCall], sink: &S) -> Batch {
+pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
+    calls: &[ToolCall],
+    sink: &S,
+) -> Batch {
     let mut messages = Vec::with_capacity(calls.len());
     for c in calls {
         emit_start(sink, c).await;

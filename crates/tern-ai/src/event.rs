@@ -143,8 +143,8 @@ pub enum AssistantMessageEvent {
     ToolcallEnd {
         /// Index of the block in `content`.
         content_index: usize,
-        /// The complete call.
-        tool_call: ToolCall,
+        /// The complete call (boxed to keep every event small).
+        tool_call: Box<ToolCall>,
         /// The message being built.
         partial: PartialMessage,
     },
@@ -152,15 +152,15 @@ pub enum AssistantMessageEvent {
     Done {
         /// Why it ended.
         reason: StopReason,
-        /// The final message.
-        message: AssistantMessage,
+        /// The final message (boxed to keep every event small).
+        message: Box<AssistantMessage>,
     },
     /// The response failed (`error`) or was aborted (`aborted`).
     Error {
         /// `error` or `aborted`.
         reason: StopReason,
-        /// The final message, with `errorMessage`.
-        error: AssistantMessage,
+        /// The final message, with `errorMessage` (boxed).
+        error: Box<AssistantMessage>,
     },
 }
 
@@ -282,12 +282,15 @@ impl Serialize for AssistantMessageEvent {
                 m.serialize_entry("reason", reason)?;
                 m.serialize_entry(
                     "message",
-                    &crate::message::Message::Assistant(message.clone()),
+                    &crate::message::Message::Assistant((**message).clone()),
                 )?;
             }
             Error { reason, error } => {
                 m.serialize_entry("reason", reason)?;
-                m.serialize_entry("error", &crate::message::Message::Assistant(error.clone()))?;
+                m.serialize_entry(
+                    "error",
+                    &crate::message::Message::Assistant((**error).clone()),
+                )?;
             }
         }
         m.end()

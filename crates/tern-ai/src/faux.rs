@@ -154,11 +154,11 @@ impl StreamFn for FauxModel {
         let Some(response) = self.responses.lock().pop_front() else {
             tx.push(AssistantMessageEvent::Error {
                 reason: StopReason::Error,
-                error: AssistantMessage {
+                error: Box::new(AssistantMessage {
                     stop_reason: StopReason::Error,
                     error_message: Some("The scripted model has no response left".into()),
                     ..base
-                },
+                }),
             });
             return Ok(rx);
         };
@@ -285,7 +285,7 @@ fn block_events(
             });
             out.push(AssistantMessageEvent::ToolcallEnd {
                 content_index: i,
-                tool_call: c.clone(),
+                tool_call: Box::new(c.clone()),
                 partial: p(),
             });
         }
@@ -305,9 +305,12 @@ fn final_event(base: AssistantMessage, response: &FauxResponse) -> AssistantMess
     match response.stop_reason {
         StopReason::Error | StopReason::Aborted => AssistantMessageEvent::Error {
             reason: response.stop_reason,
-            error: message,
+            error: Box::new(message),
         },
-        reason => AssistantMessageEvent::Done { reason, message },
+        reason => AssistantMessageEvent::Done {
+            reason,
+            message: Box::new(message),
+        },
     }
 }
 
@@ -317,7 +320,7 @@ fn aborted(partial: &PartialMessage) -> AssistantMessageEvent {
     m.error_message = Some("Request was aborted".into());
     AssistantMessageEvent::Error {
         reason: StopReason::Aborted,
-        error: m,
+        error: Box::new(m),
     }
 }
 

@@ -10,7 +10,7 @@
 //! use tern_ai::{assistant_stream, AssistantMessage, AssistantMessageEvent, StopReason};
 //! let (tx, mut stream) = assistant_stream();
 //! let message = AssistantMessage { timestamp: tern_ai::clock::now_ms(), ..Default::default() };
-//! tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message });
+//! tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(message) });
 //! assert_eq!(stream.next().await.map(|e| e.kind()), Some("done"));
 //! assert!(stream.next().await.is_none());
 //! assert!(stream.result().await.duration_ms.is_some());
@@ -204,8 +204,8 @@ impl StreamEvent for AssistantMessageEvent {
     type Output = AssistantMessage;
     fn completes(&self) -> Option<AssistantMessage> {
         match self {
-            AssistantMessageEvent::Done { message, .. } => Some(message.clone()),
-            AssistantMessageEvent::Error { error, .. } => Some(error.clone()),
+            AssistantMessageEvent::Done { message, .. } => Some((**message).clone()),
+            AssistantMessageEvent::Error { error, .. } => Some((**error).clone()),
             _ => None,
         }
     }

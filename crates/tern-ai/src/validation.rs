@@ -17,6 +17,33 @@
 //!
 //! Everything is recomputed per call (no schema cache: callers may keep one); regular
 //! expressions are shared through a small process-wide cache, as the reference shares them.
+//!
+//! # Differences from the reference
+//!
+//! Checked against the reference on a recorded table (`tests/data/validation_cases.json`) and
+//! on randomized differential runs. What is knowingly not reproduced:
+//!
+//! * **Patterns the `regex` crate cannot express**: lookaround, backreferences, `\B`, and, in a
+//!   pattern that only compiles without the `u` flag, a quantifier after an astral character
+//!   (it would repeat half a surrogate pair). Such a `pattern` matches every string, and such a
+//!   `patternProperties` key every key. Without the `u` flag the reference also matches by UTF-16
+//!   units (`.` on an emoji); here matching is always by code points. Patterns ECMAScript rejects
+//!   give its compile error (`Invalid regular expression: /…/: <reason>`), as the reference does.
+//! * **`$dynamicRef`** resolves like `$ref` (its initial target), without the dynamic scope.
+//! * **Formats**: `idn-hostname` and `idn-email` skip the NFC normalization; `url`, `iri` and
+//!   `iri-reference` approximate the WHATWG URL parser (schemes, authorities, hosts, ports; no
+//!   IDNA mapping). Unicode property tables are the `regex` crate's, not V8's.
+//! * **Endless recursion** in a schema gives the reference's `Maximum call stack size exceeded`
+//!   wherever the reference's checks overflow; where its explainer overflows, V8's stack size
+//!   decides the text, which is not reproduced. Checks also stop at a fixed depth (far beyond
+//!   the 128 levels serde_json parses), which the reference would pass.
+//! * **Non-JSON types**: `bigint`, `bytes` and `undefined` match no JSON value, and the
+//!   conversions to them are not done.
+//! * **Numbers** are compared as `f64`, as JS does, but an integer argument beyond 2^53 that no
+//!   rule changes is returned exactly rather than rounded. Exact JS number texts also need
+//!   serde_json's `float_roundtrip` feature when the arguments are parsed.
+//! * An invalid subschema reached only at explanation time (an `if` without `then`/`else`)
+//!   makes the reference throw while explaining; here it is ignored.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -64,10 +91,19 @@ pub fn validate_tool_arguments(
     if let Some(e) = arguments_error {
         return Err(format!("Invalid arguments for tool \"{tool_name}\": {e}"));
     }
+    if value_depth(arguments) > MAX_DEPTH {
+        // Deeper than the checks may recurse (serde_json itself parses at most 128 levels):
+        // reported as the reference reports a recursion that exhausts its stack.
+        return Err(STACK_OVERFLOW.to_string());
+    }
     let ctx = Ctx::new(schema);
     // The reference compiles the whole schema first; a malformed subschema throws there.
     ctx.compile(schema, &ctx.root_base(), &mut HashSet::new(), 0)?;
-    let coerced = ctx.coerce(arguments);
+    if schema.is_boolean() {
+        // pi-ai caches validators in a WeakMap keyed by the schema, which takes no boolean.
+        return Err("Invalid value used as weak map key".to_string());
+    }
+    let coerced = ctx.coerce(schema, arguments);
     let root_base = ctx.root_base();
     ctx.overflow.set(false);
     let valid = ctx.ok(schema, &root_base, &coerced);
@@ -84,7 +120,10 @@ pub fn validate_tool_arguments(
         return Err(STACK_OVERFLOW.to_string());
     }
     if errors.is_empty() {
-        errors.push(VErr { path: String::new(), message: "invalid".to_string() });
+        errors.push(VErr {
+            path: String::new(),
+            message: "invalid".to_string(),
+        });
     }
     let lines: Vec<String> = errors
         .iter()
@@ -170,12 +209,24 @@ const SCHEMA_KEYWORDS: &[&str] = &[
     "contentSchema",
     "items",
 ];
-const MAP_KEYWORDS: &[&str] =
-    &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"];
+const MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
 const ARRAY_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
 
 type Base = Rc<str>;
 type JsonMap = Map<String, Value>;
+/// A compiled tagged union: the tag key and each branch's tag value.
+type Tag = (String, Vec<Value>);
+/// The explanation of a `$ref` target: the path it was made at and its errors.
+type KnownErrors = (String, Vec<VErr>);
+/// A number keyword: its name, the comparison shown in its message, and the test.
+type Bound = (&'static str, &'static str, fn(f64, f64) -> bool);
 
 /// One reported error: a JSON Pointer into the (coerced) value and a message.
 #[derive(Clone, Debug)]
@@ -259,14 +310,14 @@ struct Ctx<'s> {
     /// Regular expressions of this schema by source (None: not expressible here).
     regexes: RefCell<HashMap<String, Option<Regex>>>,
     /// Tagged-union shape of `anyOf`/`oneOf` arrays by address.
-    tags: RefCell<HashMap<usize, Option<(String, Vec<Value>)>>>,
+    tags: RefCell<HashMap<usize, Option<Tag>>>,
     depth: Cell<usize>,
     /// (kind, node, value) triples being evaluated: meeting one again is endless recursion.
     active: RefCell<HashSet<(u8, usize, usize)>>,
     /// Set when a check recursed without end (the reference would throw a RangeError).
     overflow: Cell<bool>,
     /// Explanations of `$ref` targets for object and array values, by (target, value).
-    walk_memo: RefCell<HashMap<(usize, usize), (String, Vec<VErr>)>>,
+    walk_memo: RefCell<HashMap<(usize, usize), KnownErrors>>,
 }
 
 const KIND_OK: u8 = 1;
@@ -315,7 +366,9 @@ impl<'s> Ctx<'s> {
 
     fn leave(&self, kind: u8, node: &Value, v: &Value) {
         self.depth.set(self.depth.get().saturating_sub(1));
-        self.active.borrow_mut().remove(&(kind, addr(node), addr(v)));
+        self.active
+            .borrow_mut()
+            .remove(&(kind, addr(node), addr(v)));
     }
 
     /// Depth guard for the coercion passes, which end by themselves but must not exhaust the stack.
@@ -434,7 +487,11 @@ impl<'s> Ctx<'s> {
             return Some((node, b));
         }
         let target = *self.anchors.get(&format!("{doc}#{fragment}"))?;
-        let b = self.base_of.get(&addr(target)).cloned().unwrap_or_else(|| Rc::from(doc));
+        let b = self
+            .base_of
+            .get(&addr(target))
+            .cloned()
+            .unwrap_or_else(|| Rc::from(doc));
         Some((target, b))
     }
 
@@ -446,7 +503,8 @@ impl<'s> Ctx<'s> {
         if let Some(re) = self.regexes.borrow().get(p) {
             return re.as_ref().map(|re| re.is_match(s));
         }
-        let re = shared_regex(p);
+        // A pattern ECMAScript rejects failed the compile already; here it matches everything.
+        let re = shared_regex(p).ok().flatten();
         let result = re.as_ref().map(|re| re.is_match(s));
         self.regexes.borrow_mut().insert(p.to_string(), re);
         result
@@ -496,14 +554,18 @@ impl<'s> Ctx<'s> {
         let b = self.base_for(node, base);
         self.compile_plain(o, &b, seen, depth, true)?;
         let d = depth + 1;
-        if o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties") {
+        if o.contains_key("properties")
+            || o.contains_key("patternProperties")
+            || o.contains_key("additionalProperties")
+        {
             if let Some(Value::Object(props)) = o.get("properties") {
                 for (_, s) in js_entries(props) {
                     self.compile(s, &b, seen, d)?;
                 }
             }
             if let Some(Value::Object(pats)) = o.get("patternProperties") {
-                for (_, s) in js_entries(pats) {
+                for (p, s) in js_entries(pats) {
+                    shared_regex(p)?;
                     self.compile(s, &b, seen, d)?;
                 }
             }
@@ -519,7 +581,11 @@ impl<'s> Ctx<'s> {
             for s in prefix {
                 self.compile(s, &b, seen, d)?;
             }
-            let rest = if matches!(o.get("items"), Some(Value::Array(_))) { o.get("additionalItems") } else { o.get("items") };
+            let rest = if matches!(o.get("items"), Some(Value::Array(_))) {
+                o.get("additionalItems")
+            } else {
+                o.get("items")
+            };
             if let Some(s) = rest {
                 self.compile(s, &b, seen, d)?;
             }
@@ -572,12 +638,19 @@ impl<'s> Ctx<'s> {
         ann: bool,
     ) -> Result<(), String> {
         let d = depth + 1;
+        if let Some(Value::String(p)) = o.get("pattern") {
+            shared_regex(p)?;
+        }
         if !ann {
             let props = o.get("properties").and_then(Value::as_object);
             let pats = o.get("patternProperties").and_then(Value::as_object);
             let has_required = matches!(o.get("required"), Some(Value::Array(r)) if r.iter().any(Value::is_string));
-            let additional = o.get("additionalProperties").filter(|a| !matches!(a, Value::Bool(true)));
-            let core = props.is_some_and(|p| !p.is_empty()) || pats.is_some_and(|p| !p.is_empty()) || has_required;
+            let additional = o
+                .get("additionalProperties")
+                .filter(|a| !matches!(a, Value::Bool(true)));
+            let core = props.is_some_and(|p| !p.is_empty())
+                || pats.is_some_and(|p| !p.is_empty())
+                || has_required;
             if core || additional.is_some() {
                 if let Some(props) = props {
                     for (_, s) in js_entries(props) {
@@ -585,7 +658,8 @@ impl<'s> Ctx<'s> {
                     }
                 }
                 if let Some(pats) = pats {
-                    for (_, s) in js_entries(pats) {
+                    for (p, s) in js_entries(pats) {
+                        shared_regex(p)?;
                         self.compile(s, b, seen, d)?;
                     }
                 }
@@ -698,28 +772,15 @@ impl<'s> Ctx<'s> {
                 return false;
             }
         }
-        match v {
-            Value::String(s) => {
-                if !self.string_ok(o, s) {
-                    return false;
-                }
-            }
-            Value::Number(n) => {
-                if !number_ok(o, num_f64(n)) {
-                    return false;
-                }
-            }
-            Value::Object(m) => {
-                if !self.object_ok(o, b, m, v, ann) {
-                    return false;
-                }
-            }
-            Value::Array(a) => {
-                if !self.array_ok(o, b, a, ann) {
-                    return false;
-                }
-            }
-            _ => {}
+        let by_type = match v {
+            Value::String(s) => self.string_ok(o, s),
+            Value::Number(n) => number_ok(o, num_f64(n)),
+            Value::Object(m) => self.object_ok(o, b, m, v, ann),
+            Value::Array(a) => self.array_ok(o, b, a, ann),
+            _ => true,
+        };
+        if !by_type {
+            return false;
         }
         if let Some(Value::Array(values)) = o.get("enum") {
             if !values.iter().any(|e| deep_equal(e, v, 0)) {
@@ -780,10 +841,13 @@ impl<'s> Ctx<'s> {
     }
 
     fn string_ok(&self, o: &JsonMap, s: &str) -> bool {
-        let has_len = o.get("minLength").is_some_and(Value::is_number) || o.get("maxLength").is_some_and(Value::is_number);
+        let has_len = o.get("minLength").is_some_and(Value::is_number)
+            || o.get("maxLength").is_some_and(Value::is_number);
         if has_len {
             let n = s.chars().count() as f64;
-            if num_kw(o, "minLength").is_some_and(|min| n < min) || num_kw(o, "maxLength").is_some_and(|max| n > max) {
+            if num_kw(o, "minLength").is_some_and(|min| n < min)
+                || num_kw(o, "maxLength").is_some_and(|max| n > max)
+            {
                 return false;
             }
         }
@@ -802,7 +866,10 @@ impl<'s> Ctx<'s> {
 
     fn object_ok(&self, o: &'s JsonMap, b: &Base, m: &JsonMap, v: &Value, ann: bool) -> bool {
         if let Some(Value::Array(req)) = o.get("required") {
-            if req.iter().any(|k| matches!(k, Value::String(k) if !m.contains_key(k))) {
+            if req
+                .iter()
+                .any(|k| matches!(k, Value::String(k) if !m.contains_key(k)))
+            {
                 return false;
             }
         }
@@ -818,7 +885,9 @@ impl<'s> Ctx<'s> {
                 }
             }
             let pats = pattern_entries(o);
-            let additional = o.get("additionalProperties").filter(|a| !matches!(a, Value::Bool(true)));
+            let additional = o
+                .get("additionalProperties")
+                .filter(|a| !matches!(a, Value::Bool(true)));
             if !pats.is_empty() || additional.is_some() {
                 for (k, x) in js_entries(m) {
                     let mut matched = props.is_some_and(|p| p.contains_key(k));
@@ -848,7 +917,9 @@ impl<'s> Ctx<'s> {
             }
         }
         let count = m.len() as f64;
-        if num_kw(o, "minProperties").is_some_and(|n| count < n) || num_kw(o, "maxProperties").is_some_and(|n| count > n) {
+        if num_kw(o, "minProperties").is_some_and(|n| count < n)
+            || num_kw(o, "maxProperties").is_some_and(|n| count > n)
+        {
             return false;
         }
         if let Some(Value::Object(deps)) = o.get("dependentRequired") {
@@ -888,13 +959,19 @@ impl<'s> Ctx<'s> {
 
     fn array_ok(&self, o: &'s JsonMap, b: &Base, a: &[Value], ann: bool) -> bool {
         let len = a.len() as f64;
-        if num_kw(o, "minItems").is_some_and(|n| len < n) || num_kw(o, "maxItems").is_some_and(|n| len > n) {
+        if num_kw(o, "minItems").is_some_and(|n| len < n)
+            || num_kw(o, "maxItems").is_some_and(|n| len > n)
+        {
             return false;
         }
         if !ann {
             let (prefix, rest) = prefix_and_rest(o);
             for (i, x) in a.iter().enumerate() {
-                let s = if i < prefix.len() { prefix.get(i) } else { rest };
+                let s = if i < prefix.len() {
+                    prefix.get(i)
+                } else {
+                    rest
+                };
                 if let Some(s) = s {
                     if !self.ok(s, b, x) {
                         return false;
@@ -950,7 +1027,10 @@ impl<'s> Ctx<'s> {
             }
             return n == 1;
         }
-        let bare: Vec<&str> = branches.iter().filter_map(|s| s.as_object().and_then(bare_type)).collect();
+        let bare: Vec<&str> = branches
+            .iter()
+            .filter_map(|s| s.as_object().and_then(bare_type))
+            .collect();
         if bare.iter().any(|t| type_name_ok(t, v)) {
             return true;
         }
@@ -962,8 +1042,8 @@ impl<'s> Ctx<'s> {
 
     /// The compile-time tag of a union: every branch an object schema with a required,
     /// distinct primitive `const` on one key.
-    fn compiled_tag(&self, branches: &'s [Value], b: &Base) -> Option<(String, Vec<Value>)> {
-        let key = addr(branches);
+    fn compiled_tag(&self, branches: &'s [Value], b: &Base) -> Option<Tag> {
+        let key = branches.as_ptr() as usize;
         if let Some(cached) = self.tags.borrow().get(&key) {
             return cached.clone();
         }
@@ -972,7 +1052,7 @@ impl<'s> Ctx<'s> {
         computed
     }
 
-    fn compute_tag(&self, branches: &'s [Value], b: &Base) -> Option<(String, Vec<Value>)> {
+    fn compute_tag(&self, branches: &'s [Value], b: &Base) -> Option<Tag> {
         if branches.len() < 2 {
             return None;
         }
@@ -980,16 +1060,22 @@ impl<'s> Ctx<'s> {
         for branch in branches {
             let o = branch.as_object()?;
             let node = match o.get("$ref") {
-                Some(Value::String(r)) if o.len() == 1 => self.resolve(r, &self.base_for(branch, b)).0,
+                Some(Value::String(r)) if o.len() == 1 => {
+                    self.resolve(r, &self.base_for(branch, b)).0
+                }
                 _ => branch,
             };
             resolved.push(node.as_object()?);
         }
         let first = resolved.first()?.get("properties")?.as_object()?;
         for (key, _) in js_entries(first) {
-            let tags: Option<Vec<Value>> = resolved.iter().map(|s| tag_of(s, key).cloned()).collect();
+            let tags: Option<Vec<Value>> =
+                resolved.iter().map(|s| tag_of(s, key).cloned()).collect();
             let Some(tags) = tags else { continue };
-            let distinct = tags.iter().enumerate().all(|(i, t)| tags[..i].iter().all(|u| !strict_eq(t, u)));
+            let distinct = tags
+                .iter()
+                .enumerate()
+                .all(|(i, t)| tags[..i].iter().all(|u| !strict_eq(t, u)));
             if distinct {
                 return Some((key.clone(), tags));
             }
@@ -1034,7 +1120,10 @@ impl<'s> Ctx<'s> {
         if !o.keys().any(|k| ANNOTATING.contains(&k.as_str())) {
             return true;
         }
-        if o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties") {
+        if o.contains_key("properties")
+            || o.contains_key("patternProperties")
+            || o.contains_key("additionalProperties")
+        {
             if let Value::Object(m) = v {
                 let props = o.get("properties").and_then(Value::as_object);
                 let pats = pattern_entries(o);
@@ -1079,7 +1168,11 @@ impl<'s> Ctx<'s> {
                     (Some(Value::Array(p)), _) | (_, Some(Value::Array(p))) => p.as_slice(),
                     _ => &[],
                 };
-                let rest = if matches!(o.get("items"), Some(Value::Array(_))) { o.get("additionalItems") } else { o.get("items") };
+                let rest = if matches!(o.get("items"), Some(Value::Array(_))) {
+                    o.get("additionalItems")
+                } else {
+                    o.get("items")
+                };
                 let m = list.len().min(prefix.len());
                 for i in 0..m {
                     if !self.ok(&prefix[i], b, &list[i]) {
@@ -1194,8 +1287,7 @@ impl<'s> Ctx<'s> {
     // --- coercion ---------------------------------------------------------------------------
 
     /// The reference's `coerce()`: optional nulls, conversions, primitive coercion by type.
-    fn coerce(&self, arguments: &Value) -> Value {
-        let schema = self.resources.get(DEFAULT_BASE).copied().unwrap_or(&FALSE_SCHEMA);
+    fn coerce(&self, schema: &'s Value, arguments: &Value) -> Value {
         let base = self.root_base();
         let mut value = arguments.clone();
         self.drop_nulls(&mut value, schema, &base);
@@ -1240,7 +1332,9 @@ impl<'s> Ctx<'s> {
         };
         if let Some(props) = props {
             for (key, prop) in js_entries(props) {
-                let Some(current) = m.get_mut(key) else { continue };
+                let Some(current) = m.get_mut(key) else {
+                    continue;
+                };
                 let is_ref = matches!(prop.get("$ref"), Some(Value::String(_))) && prop.is_object();
                 if current.is_null()
                     && !required.contains(key.as_str())
@@ -1277,7 +1371,14 @@ impl<'s> Ctx<'s> {
     /// Pass 2, TypeBox's conversions: the converted value, or None when it is unchanged.
     /// `stable` tells that `value` lives in the pass's input tree for the whole pass (only
     /// such values are memoized by address).
-    fn convert(&self, st: &mut ConvState, node: &'s Value, base: &Base, value: &Value, stable: bool) -> Option<Value> {
+    fn convert(
+        &self,
+        st: &mut ConvState,
+        node: &'s Value,
+        base: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
         let Value::Object(o) = node else { return None };
         if !self.deeper() {
             return None;
@@ -1300,7 +1401,15 @@ impl<'s> Ctx<'s> {
 
     /// Converts at a re-entry point (a `$ref` or a wrapped single value): a pair already being
     /// converted is left as it is, so recursive schemas end.
-    fn reenter(&self, st: &mut ConvState, node: &'s Value, base: &Base, value: &Value, stable: bool, memoize: bool) -> Option<Value> {
+    fn reenter(
+        &self,
+        st: &mut ConvState,
+        node: &'s Value,
+        base: &Base,
+        value: &Value,
+        stable: bool,
+        memoize: bool,
+    ) -> Option<Value> {
         let key = (addr(node), id_key(value));
         if st.entered.contains(&key) {
             st.cuts += 1;
@@ -1323,7 +1432,15 @@ impl<'s> Ctx<'s> {
     }
 
     /// One node's conversion: its first keyword among const, enum, anyOf, oneOf, allOf, type.
-    fn convert_node(&self, st: &mut ConvState, node: &'s Value, o: &'s JsonMap, b: &Base, value: &Value, stable: bool) -> Option<Value> {
+    fn convert_node(
+        &self,
+        st: &mut ConvState,
+        node: &'s Value,
+        o: &'s JsonMap,
+        b: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
         if let Some(c) = o.get("const") {
             return convert_literal(c, value);
         }
@@ -1349,7 +1466,8 @@ impl<'s> Ctx<'s> {
             let mut current: Option<Value> = None;
             for member in members {
                 let input = current.as_ref().unwrap_or(value);
-                if let Some(next) = self.convert(st, member, b, input, stable && current.is_none()) {
+                if let Some(next) = self.convert(st, member, b, input, stable && current.is_none())
+                {
                     current = Some(next);
                 }
             }
@@ -1389,8 +1507,20 @@ impl<'s> Ctx<'s> {
 
     /// A value one branch accepts stays; else the first branch's conversion the whole node accepts.
     #[allow(clippy::too_many_arguments)]
-    fn convert_union(&self, st: &mut ConvState, node: &'s Value, o: &'s JsonMap, branches: &'s [Value], b: &Base, value: &Value, stable: bool) -> Option<Value> {
-        if branches.iter().any(|s| self.passes(s, b, value) == Some(true)) {
+    fn convert_union(
+        &self,
+        st: &mut ConvState,
+        node: &'s Value,
+        o: &'s JsonMap,
+        branches: &'s [Value],
+        b: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
+        if branches
+            .iter()
+            .any(|s| self.passes(s, b, value) == Some(true))
+        {
             return self.convert_members(st, o, b, value, stable);
         }
         for s in branches {
@@ -1406,15 +1536,32 @@ impl<'s> Ctx<'s> {
     }
 
     /// The object members of a union or intersection node, when it declares any.
-    fn convert_members(&self, st: &mut ConvState, o: &'s JsonMap, b: &Base, value: &Value, stable: bool) -> Option<Value> {
-        if o.contains_key("properties") || o.contains_key("patternProperties") || o.contains_key("additionalProperties") {
+    fn convert_members(
+        &self,
+        st: &mut ConvState,
+        o: &'s JsonMap,
+        b: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
+        if o.contains_key("properties")
+            || o.contains_key("patternProperties")
+            || o.contains_key("additionalProperties")
+        {
             self.convert_object(st, o, b, value, stable)
         } else {
             None
         }
     }
 
-    fn convert_array(&self, st: &mut ConvState, o: &'s JsonMap, b: &Base, value: &Value, stable: bool) -> Option<Value> {
+    fn convert_array(
+        &self,
+        st: &mut ConvState,
+        o: &'s JsonMap,
+        b: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
         let items_schema = o.get("items");
         let prefix = match (items_schema, o.get("prefixItems")) {
             (Some(Value::Array(p)), _) | (_, Some(Value::Array(p))) => Some(p),
@@ -1422,11 +1569,21 @@ impl<'s> Ctx<'s> {
         };
         if let Some(prefix) = prefix {
             // A tuple converts its items and never wraps a single value.
-            let Value::Array(items) = value else { return None };
-            let rest = if matches!(items_schema, Some(Value::Array(_))) { None } else { items_schema };
+            let Value::Array(items) = value else {
+                return None;
+            };
+            let rest = if matches!(items_schema, Some(Value::Array(_))) {
+                None
+            } else {
+                items_schema
+            };
             let mut out: Option<Vec<Value>> = None;
             for (i, item) in items.iter().enumerate() {
-                let s = if i < prefix.len() { prefix.get(i) } else { rest };
+                let s = if i < prefix.len() {
+                    prefix.get(i)
+                } else {
+                    rest
+                };
                 if let Some(next) = s.and_then(|s| self.convert(st, s, b, item, stable)) {
                     out.get_or_insert_with(|| items.clone())[i] = next;
                 }
@@ -1451,7 +1608,14 @@ impl<'s> Ctx<'s> {
         Some(Value::Array(vec![inner.unwrap_or_else(|| value.clone())]))
     }
 
-    fn convert_object(&self, st: &mut ConvState, o: &'s JsonMap, b: &Base, value: &Value, stable: bool) -> Option<Value> {
+    fn convert_object(
+        &self,
+        st: &mut ConvState,
+        o: &'s JsonMap,
+        b: &Base,
+        value: &Value,
+        stable: bool,
+    ) -> Option<Value> {
         let Value::Object(m) = value else { return None };
         let props = o.get("properties").and_then(Value::as_object);
         let pats = pattern_entries(o);
@@ -1480,7 +1644,8 @@ impl<'s> Ctx<'s> {
                 }
             }
             if let Some(next) = current {
-                out.get_or_insert_with(|| m.clone()).insert(key.clone(), next);
+                out.get_or_insert_with(|| m.clone())
+                    .insert(key.clone(), next);
             }
         }
         out.map(Value::Object)
@@ -1488,7 +1653,9 @@ impl<'s> Ctx<'s> {
 
     /// Pass 3, primitive coercion by `type` (Ajv's `coerceTypes`).
     fn coerce_types(&self, value: Value, schema: &'s Value, base: &Base) -> Value {
-        let Value::Object(so) = schema else { return value };
+        let Value::Object(so) = schema else {
+            return value;
+        };
         if !self.deeper() {
             return value;
         }
@@ -1537,7 +1704,10 @@ impl<'s> Ctx<'s> {
     }
 
     fn coerce_union(&self, value: Value, branches: &'s [Value], b: &Base) -> Value {
-        if branches.iter().any(|s| self.passes(s, b, &value) == Some(true)) {
+        if branches
+            .iter()
+            .any(|s| self.passes(s, b, &value) == Some(true))
+        {
             return value;
         }
         for s in branches {
@@ -1614,13 +1784,19 @@ impl<'s> Ctx<'s> {
                     Value::Array(list) => list.iter().map(js_join_string).collect(),
                     other => vec![js_join_string(other)],
                 };
-                out.push(verr(path, &format!("expected {}, got {}", names.join(" or "), type_name(v))));
+                out.push(verr(
+                    path,
+                    &format!("expected {}, got {}", names.join(" or "), type_name(v)),
+                ));
                 return;
             }
         }
         if let Some(Value::Array(values)) = o.get("enum") {
             if !values.iter().any(|e| deep_equal(e, v, 0)) {
-                out.push(verr(path, &format!("expected one of {}", list_values(values))));
+                out.push(verr(
+                    path,
+                    &format!("expected one of {}", list_values(values)),
+                ));
             }
         }
         if let Some(c) = o.get("const") {
@@ -1652,7 +1828,11 @@ impl<'s> Ctx<'s> {
             }
         }
         if let Some(cond) = o.get("if") {
-            let branch = if self.ok(cond, b, v) { o.get("then") } else { o.get("else") };
+            let branch = if self.ok(cond, b, v) {
+                o.get("then")
+            } else {
+                o.get("else")
+            };
             if let Some(s) = branch {
                 self.walk(s, b, v, path, out);
             }
@@ -1664,7 +1844,10 @@ impl<'s> Ctx<'s> {
             self.walk_unevaluated(o, b, v, path, out);
         }
         if out.len() == start && matches!(o.get("$dynamicRef"), Some(Value::String(_))) {
-            out.push(verr(path, "does not match the dynamically referenced schema"));
+            out.push(verr(
+                path,
+                "does not match the dynamically referenced schema",
+            ));
         }
     }
 
@@ -1688,7 +1871,9 @@ impl<'s> Ctx<'s> {
         }
         let mut errors = Vec::new();
         self.walk(t, &tb, v, path, &mut errors);
-        self.walk_memo.borrow_mut().insert(key, (path.to_string(), errors.clone()));
+        self.walk_memo
+            .borrow_mut()
+            .insert(key, (path.to_string(), errors.clone()));
         out.extend(errors);
     }
 
@@ -1696,12 +1881,18 @@ impl<'s> Ctx<'s> {
         let n = || s.chars().count() as f64;
         if let Some(min) = num_kw(o, "minLength") {
             if n() < min {
-                out.push(verr(path, &format!("expected at least {} characters", js_number_string(min))));
+                out.push(verr(
+                    path,
+                    &format!("expected at least {} characters", js_number_string(min)),
+                ));
             }
         }
         if let Some(max) = num_kw(o, "maxLength") {
             if n() > max {
-                out.push(verr(path, &format!("expected at most {} characters", js_number_string(max))));
+                out.push(verr(
+                    path,
+                    &format!("expected at most {} characters", js_number_string(max)),
+                ));
             }
         }
         if let Some(Value::String(p)) = o.get("pattern") {
@@ -1716,7 +1907,15 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    fn walk_object(&self, o: &'s JsonMap, b: &Base, m: &JsonMap, v: &Value, path: &str, out: &mut Vec<VErr>) {
+    fn walk_object(
+        &self,
+        o: &'s JsonMap,
+        b: &Base,
+        m: &JsonMap,
+        v: &Value,
+        path: &str,
+        out: &mut Vec<VErr>,
+    ) {
         let props = o.get("properties").and_then(Value::as_object);
         if let Some(Value::Array(req)) = o.get("required") {
             for k in req {
@@ -1761,12 +1960,18 @@ impl<'s> Ctx<'s> {
         let count = m.len() as f64;
         if let Some(n) = num_kw(o, "minProperties") {
             if count < n {
-                out.push(verr(path, &format!("expected at least {} properties", js_number_string(n))));
+                out.push(verr(
+                    path,
+                    &format!("expected at least {} properties", js_number_string(n)),
+                ));
             }
         }
         if let Some(n) = num_kw(o, "maxProperties") {
             if count > n {
-                out.push(verr(path, &format!("expected at most {} properties", js_number_string(n))));
+                out.push(verr(
+                    path,
+                    &format!("expected at most {} properties", js_number_string(n)),
+                ));
             }
         }
         // `{ ...dependentRequired, ...dependencies }`: the later object's values win.
@@ -1787,7 +1992,10 @@ impl<'s> Ctx<'s> {
                     for r in list {
                         let r = js_to_string(r);
                         if !m.contains_key(&r) {
-                            out.push(verr(&pointer(path, &r), &format!("required when {k} is present")));
+                            out.push(verr(
+                                &pointer(path, &r),
+                                &format!("required when {k} is present"),
+                            ));
                         }
                     }
                 }
@@ -1813,10 +2021,19 @@ impl<'s> Ctx<'s> {
     fn walk_array(&self, o: &'s JsonMap, b: &Base, a: &[Value], path: &str, out: &mut Vec<VErr>) {
         let (prefix, rest) = match o.get("items") {
             Some(Value::Array(items)) => (items.as_slice(), o.get("additionalItems")),
-            items => (o.get("prefixItems").and_then(Value::as_array).map_or(&[][..], |p| p.as_slice()), items),
+            items => (
+                o.get("prefixItems")
+                    .and_then(Value::as_array)
+                    .map_or(&[][..], |p| p.as_slice()),
+                items,
+            ),
         };
         for (i, x) in a.iter().enumerate() {
-            let s = if i < prefix.len() { prefix.get(i) } else { rest };
+            let s = if i < prefix.len() {
+                prefix.get(i)
+            } else {
+                rest
+            };
             if let Some(s) = s {
                 self.walk(s, b, x, &format!("{path}/{i}"), out);
             }
@@ -1824,12 +2041,18 @@ impl<'s> Ctx<'s> {
         let len = a.len() as f64;
         if let Some(n) = num_kw(o, "minItems") {
             if len < n {
-                out.push(verr(path, &format!("expected at least {} items", js_number_string(n))));
+                out.push(verr(
+                    path,
+                    &format!("expected at least {} items", js_number_string(n)),
+                ));
             }
         }
         if let Some(n) = num_kw(o, "maxItems") {
             if len > n {
-                out.push(verr(path, &format!("expected at most {} items", js_number_string(n))));
+                out.push(verr(
+                    path,
+                    &format!("expected at most {} items", js_number_string(n)),
+                ));
             }
         }
         if matches!(o.get("uniqueItems"), Some(Value::Bool(true))) && !unique(a) {
@@ -1843,7 +2066,15 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    fn walk_union(&self, branches: &'s [Value], b: &Base, v: &Value, path: &str, out: &mut Vec<VErr>, exactly_one: bool) {
+    fn walk_union(
+        &self,
+        branches: &'s [Value],
+        b: &Base,
+        v: &Value,
+        path: &str,
+        out: &mut Vec<VErr>,
+        exactly_one: bool,
+    ) {
         let matches = branches.iter().filter(|s| self.ok(s, b, v)).count();
         if matches == 1 || (!exactly_one && matches > 0) {
             return;
@@ -1854,12 +2085,17 @@ impl<'s> Ctx<'s> {
         }
         // A tagged union reports the branch its tag selects.
         if let (Some((key, values)), Value::Object(m)) = (self.explained_tag(branches, b), v) {
-            let i = m.get(key).and_then(|t| values.iter().position(|x| strict_eq(x, t)));
+            let i = m
+                .get(key)
+                .and_then(|t| values.iter().position(|x| strict_eq(x, t)));
             match i.and_then(|i| branches.get(i)) {
                 Some(s) => self.walk(s, b, v, path, out),
                 None => {
                     let listed: Vec<Value> = values.into_iter().cloned().collect();
-                    out.push(verr(&pointer(path, key), &format!("expected one of {}", list_values(&listed))));
+                    out.push(verr(
+                        &pointer(path, key),
+                        &format!("expected one of {}", list_values(&listed)),
+                    ));
                 }
             }
             return;
@@ -1870,7 +2106,9 @@ impl<'s> Ctx<'s> {
         for s in branches {
             let mut errors = Vec::new();
             self.walk(s, b, v, path, &mut errors);
-            let Some(first) = errors.first() else { continue };
+            let Some(first) = errors.first() else {
+                continue;
+            };
             let declared = match v {
                 Value::Object(m) => self.declared_keys(s, b, m),
                 _ => 0,
@@ -1880,7 +2118,8 @@ impl<'s> Ctx<'s> {
                 Some((best_errors, best_declared)) => {
                     declared > *best_declared
                         || (declared == *best_declared
-                            && utf16_len(&first.path) > best_errors.first().map_or(0, |e| utf16_len(&e.path)))
+                            && utf16_len(&first.path)
+                                > best_errors.first().map_or(0, |e| utf16_len(&e.path)))
                 }
             };
             if better {
@@ -1908,13 +2147,21 @@ impl<'s> Ctx<'s> {
             let values: Option<Vec<&'s Value>> = resolved
                 .iter()
                 .map(|s| {
-                    let tag = s.get("properties").and_then(Value::as_object).and_then(|p| p.get(key));
+                    let tag = s
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .and_then(|p| p.get(key));
                     tag.filter(|t| t.is_object()).and_then(|t| t.get("const"))
                 })
                 .collect();
             let Some(values) = values else { continue };
-            let primitive = values.iter().all(|x| !matches!(x, Value::Array(_) | Value::Object(_)));
-            let distinct = values.iter().enumerate().all(|(i, x)| values[..i].iter().all(|y| !strict_eq(x, y)));
+            let primitive = values
+                .iter()
+                .all(|x| !matches!(x, Value::Array(_) | Value::Object(_)));
+            let distinct = values
+                .iter()
+                .enumerate()
+                .all(|(i, x)| values[..i].iter().all(|y| !strict_eq(x, y)));
             if primitive && distinct {
                 return Some((key.as_str(), values));
             }
@@ -1933,7 +2180,14 @@ impl<'s> Ctx<'s> {
         }
     }
 
-    fn walk_unevaluated(&self, o: &'s JsonMap, b: &Base, v: &Value, path: &str, out: &mut Vec<VErr>) {
+    fn walk_unevaluated(
+        &self,
+        o: &'s JsonMap,
+        b: &Base,
+        v: &Value,
+        path: &str,
+        out: &mut Vec<VErr>,
+    ) {
         let mut a = Ann::default();
         self.ann_all(o, b, v, &mut a, true);
         if let (Value::Object(m), Some(up)) = (v, o.get("unevaluatedProperties")) {
@@ -1973,7 +2227,10 @@ impl<'s> Ctx<'s> {
 // ---------------------------------------------------------------------------------------------
 
 fn not_a_schema(node: &Value) -> String {
-    format!("A schema must be an object or a boolean, got {}", js_stringify(node, false))
+    format!(
+        "A schema must be an object or a boolean, got {}",
+        js_stringify(node, false)
+    )
 }
 
 fn has_unevaluated(o: &JsonMap) -> bool {
@@ -1991,15 +2248,32 @@ fn bare_type(o: &JsonMap) -> Option<&str> {
         }
     }
     let t = t?.as_str()?;
-    matches!(t, "string" | "number" | "integer" | "boolean" | "null" | "array" | "object" | "bytes" | "bigint" | "undefined")
-        .then_some(t)
+    matches!(
+        t,
+        "string"
+            | "number"
+            | "integer"
+            | "boolean"
+            | "null"
+            | "array"
+            | "object"
+            | "bytes"
+            | "bigint"
+            | "undefined"
+    )
+    .then_some(t)
 }
 
 /// `prefixItems`/`items`: the tuple prefix and the schema of the items after it (`true`: none).
 fn prefix_and_rest(o: &JsonMap) -> (&[Value], Option<&Value>) {
     let (prefix, rest) = match o.get("items") {
         Some(Value::Array(items)) => (items.as_slice(), o.get("additionalItems")),
-        items => (o.get("prefixItems").and_then(Value::as_array).map_or(&[][..], |p| p.as_slice()), items),
+        items => (
+            o.get("prefixItems")
+                .and_then(Value::as_array)
+                .map_or(&[][..], |p| p.as_slice()),
+            items,
+        ),
     };
     (prefix, rest.filter(|r| !matches!(r, Value::Bool(true))))
 }
@@ -2025,17 +2299,32 @@ fn pattern_entries(o: &JsonMap) -> Vec<(&String, &Value)> {
 }
 
 fn contains_bounds(o: &JsonMap) -> (f64, f64) {
-    (num_kw(o, "minContains").unwrap_or(1.0), num_kw(o, "maxContains").unwrap_or(f64::INFINITY))
+    (
+        num_kw(o, "minContains").unwrap_or(1.0),
+        num_kw(o, "maxContains").unwrap_or(f64::INFINITY),
+    )
 }
 
 fn contains_message(min: f64, max: f64) -> String {
     let noun = |n: f64| if n == 1.0 { "item" } else { "items" };
     if max == f64::INFINITY {
-        format!("expected at least {} matching {}", js_number_string(min), noun(min))
+        format!(
+            "expected at least {} matching {}",
+            js_number_string(min),
+            noun(min)
+        )
     } else if min == 0.0 {
-        format!("expected at most {} matching {}", js_number_string(max), noun(max))
+        format!(
+            "expected at most {} matching {}",
+            js_number_string(max),
+            noun(max)
+        )
     } else {
-        format!("expected between {} and {} matching items", js_number_string(min), js_number_string(max))
+        format!(
+            "expected between {} and {} matching items",
+            js_number_string(min),
+            js_number_string(max)
+        )
     }
 }
 
@@ -2044,11 +2333,18 @@ fn tag_of<'a>(o: &'a JsonMap, key: &str) -> Option<&'a Value> {
     if o.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
-    let Some(Value::Array(required)) = o.get("required") else { return None };
+    let Some(Value::Array(required)) = o.get("required") else {
+        return None;
+    };
     if !required.iter().any(|r| r.as_str() == Some(key)) {
         return None;
     }
-    let tag = o.get("properties")?.as_object()?.get(key)?.as_object()?.get("const")?;
+    let tag = o
+        .get("properties")?
+        .as_object()?
+        .get(key)?
+        .as_object()?
+        .get("const")?;
     (!matches!(tag, Value::Array(_) | Value::Object(_))).then_some(tag)
 }
 
@@ -2088,7 +2384,9 @@ fn type_name_ok(t: &str, v: &Value) -> bool {
 fn type_ok(t: &Value, v: &Value) -> bool {
     match t {
         Value::String(t) => type_name_ok(t, v),
-        Value::Array(list) => list.iter().any(|t| t.as_str().is_some_and(|t| type_name_ok(t, v))),
+        Value::Array(list) => list
+            .iter()
+            .any(|t| t.as_str().is_some_and(|t| type_name_ok(t, v))),
         _ => false,
     }
 }
@@ -2114,7 +2412,7 @@ fn number_ok(o: &JsonMap, x: f64) -> bool {
 }
 
 fn walk_number(o: &JsonMap, x: f64, path: &str, out: &mut Vec<VErr>) {
-    let checks: [(&str, &str, fn(f64, f64) -> bool); 4] = [
+    let checks: [Bound; 4] = [
         ("minimum", ">=", |x, m| x >= m),
         ("maximum", "<=", |x, m| x <= m),
         ("exclusiveMinimum", ">", |x, m| x > m),
@@ -2123,13 +2421,19 @@ fn walk_number(o: &JsonMap, x: f64, path: &str, out: &mut Vec<VErr>) {
     for (k, op, pass) in checks {
         if let Some(m) = num_kw(o, k) {
             if !pass(x, m) {
-                out.push(verr(path, &format!("expected {op} {}", js_number_string(m))));
+                out.push(verr(
+                    path,
+                    &format!("expected {op} {}", js_number_string(m)),
+                ));
             }
         }
     }
     if let Some(d) = num_kw(o, "multipleOf") {
         if !is_multiple(x, d) {
-            out.push(verr(path, &format!("expected a multiple of {}", js_number_string(d))));
+            out.push(verr(
+                path,
+                &format!("expected a multiple of {}", js_number_string(d)),
+            ));
         }
     }
 }
@@ -2143,7 +2447,9 @@ fn is_multiple(v: f64, d: f64) -> bool {
     if !q.is_finite() {
         return v % d == 0.0;
     }
-    let (Some((vc, ve)), Some((dc, de))) = (decimal(v), decimal(d)) else { return false };
+    let (Some((vc, ve)), Some((dc, de))) = (decimal(v), decimal(d)) else {
+        return false;
+    };
     if dc == 0 {
         return false;
     }
@@ -2206,7 +2512,9 @@ fn deep_equal(a: &Value, b: &Value, depth: usize) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| deep_equal(p, q, depth + 1))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| deep_equal(p, q, depth + 1)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| deep_equal(p, q, depth + 1)))
         }
         _ => strict_eq(a, b),
     }
@@ -2256,7 +2564,11 @@ fn canonical(v: &Value, out: &mut String, depth: usize) {
 
 /// A canonical array index key (`"0"`..`"4294967294"`): JS orders those keys first, ascending.
 fn array_index(k: &str) -> Option<u32> {
-    if k.is_empty() || k.len() > 10 || (k.len() > 1 && k.starts_with('0')) || !k.bytes().all(|c| c.is_ascii_digit()) {
+    if k.is_empty()
+        || k.len() > 10
+        || (k.len() > 1 && k.starts_with('0'))
+        || !k.bytes().all(|c| c.is_ascii_digit())
+    {
         return None;
     }
     let n: u64 = k.parse().ok()?;
@@ -2277,7 +2589,11 @@ fn js_entries(m: &JsonMap) -> Vec<(&String, &Value)> {
         return rest;
     }
     indexed.sort_by_key(|e| e.0);
-    indexed.into_iter().map(|(_, k, v)| (k, v)).chain(rest).collect()
+    indexed
+        .into_iter()
+        .map(|(_, k, v)| (k, v))
+        .chain(rest)
+        .collect()
 }
 
 fn js_key_list(m: &JsonMap) -> Vec<String> {
@@ -2355,7 +2671,11 @@ fn write_json(out: &mut String, v: &Value, pretty: bool, depth: usize) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => {
             let x = num_f64(n);
-            out.push_str(&if x.is_finite() { js_number_string(x) } else { "null".to_string() });
+            out.push_str(&if x.is_finite() {
+                js_number_string(x)
+            } else {
+                "null".to_string()
+            });
         }
         Value::String(s) => write_json_string(out, s),
         // Past the depth guard the rest is left out rather than risking the stack.
@@ -2430,7 +2750,11 @@ fn list_values(values: &[Value]) -> String {
         return js_stringify(&Value::Array(values.to_vec()), false);
     }
     let listed = js_stringify(&Value::Array(values[..LISTED].to_vec()), false);
-    format!("{}, ... and {} more]", &listed[..listed.len() - 1], values.len() - LISTED)
+    format!(
+        "{}, ... and {} more]",
+        &listed[..listed.len() - 1],
+        values.len() - LISTED
+    )
 }
 
 fn utf16_len(s: &str) -> usize {
@@ -2438,7 +2762,10 @@ fn utf16_len(s: &str) -> usize {
 }
 
 fn verr(path: &str, message: &str) -> VErr {
-    VErr { path: path.to_string(), message: message.to_string() }
+    VErr {
+        path: path.to_string(),
+        message: message.to_string(),
+    }
 }
 
 /// `path` extended by one JSON Pointer segment.
@@ -2451,19 +2778,42 @@ fn format_path(p: &str) -> String {
     if p.is_empty() {
         return "root".to_string();
     }
-    p[1..].split('/').map(|s| s.replace("~1", "/").replace("~0", "~")).collect::<Vec<_>>().join(".")
+    p[1..]
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The nesting depth of a value, measured without recursion.
+fn value_depth(v: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        max = max.max(d);
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(m) => stack.extend(m.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// Numbers as JSON would carry them out of JS: integral values up to 2^53 as integers.
 fn normalize_numbers(v: Value, depth: usize) -> Value {
     match v {
         Value::Number(n) if n.is_f64() => num_value(num_f64(&n)),
-        Value::Array(a) if depth <= MAX_DEPTH => {
-            Value::Array(a.into_iter().map(|x| normalize_numbers(x, depth + 1)).collect())
-        }
-        Value::Object(m) if depth <= MAX_DEPTH => {
-            Value::Object(m.into_iter().map(|(k, x)| (k, normalize_numbers(x, depth + 1))).collect())
-        }
+        Value::Array(a) if depth <= MAX_DEPTH => Value::Array(
+            a.into_iter()
+                .map(|x| normalize_numbers(x, depth + 1))
+                .collect(),
+        ),
+        Value::Object(m) if depth <= MAX_DEPTH => Value::Object(
+            m.into_iter()
+                .map(|(k, x)| (k, normalize_numbers(x, depth + 1)))
+                .collect(),
+        ),
         other => other,
     }
 }
@@ -2528,7 +2878,9 @@ fn try_number(v: &Value) -> Option<f64> {
             let digits = s.strip_suffix('n')?;
             let unsigned = digits.strip_prefix('-').unwrap_or(digits);
             let canonical = unsigned == "0"
-                || (!unsigned.is_empty() && !unsigned.starts_with('0') && unsigned.bytes().all(|c| c.is_ascii_digit()));
+                || (!unsigned.is_empty()
+                    && !unsigned.starts_with('0')
+                    && unsigned.bytes().all(|c| c.is_ascii_digit()));
             if !canonical || unsigned.len() > 16 {
                 return None;
             }
@@ -2602,7 +2954,11 @@ fn coerce_primitive(v: &Value, t: &str) -> Option<Value> {
             Value::Null => Some(Value::from(0)),
             Value::String(s) if !js_trim(s).is_empty() => {
                 let x = js_string_to_number(s);
-                let accepted = if t == "number" { x.is_finite() } else { x.is_finite() && x.fract() == 0.0 };
+                let accepted = if t == "number" {
+                    x.is_finite()
+                } else {
+                    x.is_finite() && x.fract() == 0.0
+                };
                 accepted.then(|| num_value(x))
             }
             Value::Bool(b) => Some(Value::from(u8::from(*b))),
@@ -2636,8 +2992,14 @@ fn coerce_primitive(v: &Value, t: &str) -> Option<Value> {
 fn is_js_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
-            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
     )
 }
 
@@ -2745,7 +3107,9 @@ fn split_scheme(s: &str) -> Option<(&str, &str)> {
     let scheme = &s[..colon];
     let mut chars = scheme.chars();
     let first = chars.next()?;
-    if !first.is_ascii_alphabetic() || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) {
+    if !first.is_ascii_alphabetic()
+        || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
         return None;
     }
     Some((scheme, &s[colon + 1..]))
@@ -2774,9 +3138,19 @@ fn split_uri(rest: &str) -> UriParts<'_> {
     };
     if let Some(after) = rest.strip_prefix("//") {
         let end = after.find('/').unwrap_or(after.len());
-        return UriParts { authority: Some(&after[..end]), path: &after[end..], query, fragment };
+        return UriParts {
+            authority: Some(&after[..end]),
+            path: &after[end..],
+            query,
+            fragment,
+        };
     }
-    UriParts { authority: None, path: rest, query, fragment }
+    UriParts {
+        authority: None,
+        path: rest,
+        query,
+        fragment,
+    }
 }
 
 fn remove_dot_segments(path: &str) -> String {
@@ -2815,7 +3189,11 @@ fn build_uri(scheme: &str, parts: &UriParts<'_>, path: &str) -> String {
     let mut out = format!("{scheme}:");
     if let Some(a) = parts.authority {
         out.push_str("//");
-        out.push_str(&if special { a.to_ascii_lowercase() } else { a.to_string() });
+        out.push_str(&if special {
+            a.to_ascii_lowercase()
+        } else {
+            a.to_string()
+        });
     }
     if special && path.is_empty() && parts.authority.is_some() {
         out.push('/');
@@ -2850,7 +3228,12 @@ fn url_join(base: &str, r: &str) -> Option<String> {
     if b.authority.is_none() && !b.path.starts_with('/') {
         // A base that cannot be a base takes only fragments.
         if let Some(f) = r.strip_prefix('#') {
-            let parts = UriParts { authority: None, path: b.path, query: b.query, fragment: Some(f) };
+            let parts = UriParts {
+                authority: None,
+                path: b.path,
+                query: b.query,
+                fragment: Some(f),
+            };
             return Some(build_uri(&scheme, &parts, b.path));
         }
         return None;
@@ -2873,7 +3256,12 @@ fn url_join(base: &str, r: &str) -> Option<String> {
         };
         (b.authority, remove_dot_segments(&merged), rp.query)
     };
-    let parts = UriParts { authority, path: &path, query, fragment: rp.fragment };
+    let parts = UriParts {
+        authority,
+        path: &path,
+        query,
+        fragment: rp.fragment,
+    };
     Some(build_uri(&scheme, &parts, &path))
 }
 
@@ -2904,18 +3292,22 @@ fn percent_decode(s: &str) -> Option<String> {
 
 #[derive(Debug, PartialEq)]
 enum TrErr {
-    /// Valid ECMAScript the `regex` crate cannot express (lookaround, backreferences).
+    /// Valid ECMAScript the `regex` crate cannot express (lookaround, backreferences, ...).
     Unsupported,
-    /// Not valid with the `u` flag (the reference then retries without it).
-    Invalid,
+    /// A syntax error, with V8's reason.
+    Syntax(&'static str),
 }
 
 /// ECMAScript `\s`: white space and line terminators.
 const JS_SPACE_CLASS: &str = r"\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
 
+/// A compiled pattern: Ok(None) when the `regex` crate cannot express it, Err(the reference's
+/// compile error) when ECMAScript rejects it with and without the `u` flag.
+type SharedRegex = Result<Option<Regex>, String>;
+
 /// A pattern's regex, shared across calls as the reference shares its RegExps.
-fn shared_regex(p: &str) -> Option<Regex> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+fn shared_regex(p: &str) -> SharedRegex {
+    static CACHE: OnceLock<Mutex<HashMap<String, SharedRegex>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Ok(map) = cache.lock() {
         if let Some(hit) = map.get(p) {
@@ -2933,112 +3325,347 @@ fn shared_regex(p: &str) -> Option<Regex> {
     compiled
 }
 
-/// The reference's `new RegExp(p, "u")`, retried without `u` when that is invalid.
-fn compile_js_regex(p: &str) -> Option<Regex> {
-    let translated = match translate_regex(p, true) {
-        Ok(t) => t,
-        Err(TrErr::Invalid) => translate_regex(p, false).ok()?,
-        Err(TrErr::Unsupported) => return None,
-    };
-    Regex::new(&translated).ok()
+/// The reference's `new RegExp(p, "u")`, retried without `u` (Annex B syntax) when that throws.
+fn compile_js_regex(p: &str) -> SharedRegex {
+    let unicode = translate_regex(p, true, true).is_ok();
+    if !unicode {
+        if let Err(TrErr::Syntax(reason)) = translate_regex(p, false, true) {
+            return Err(format!("Invalid regular expression: /{p}/: {reason}"));
+        }
+    }
+    Ok(translate_regex(p, unicode, false)
+        .ok()
+        .and_then(|t| Regex::new(&t).ok()))
 }
 
-/// Translates ECMAScript regex syntax to the `regex` crate's (`strict`: as the `u` flag parses).
-fn translate_regex(src: &str, strict: bool) -> Result<String, TrErr> {
+/// What the last piece of a pattern was, for the quantifier rules.
+#[derive(Clone, Copy, PartialEq)]
+enum Last {
+    /// Nothing to repeat: the start, or right after `(` or `|`.
+    Nothing,
+    Atom,
+    /// An astral character: without `u` a quantifier would repeat its low surrogate only.
+    Astral,
+    /// `^`, `$`, `\b`, `\B`.
+    Assertion,
+    Lookahead,
+    Lookbehind,
+    Quantifier,
+    LazyQuantifier,
+}
+
+/// Capturing groups and whether any is named, scanned ahead as V8 does for backreferences.
+fn scan_groups(cs: &[char]) -> (usize, bool) {
+    let (mut count, mut named) = (0, false);
+    let mut i = 0;
+    let mut in_class = false;
+    while i < cs.len() {
+        match cs[i] {
+            '\\' => i += 1,
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '(' if !in_class => {
+                if cs.get(i + 1) != Some(&'?') {
+                    count += 1;
+                } else if cs.get(i + 2) == Some(&'<') && !matches!(cs.get(i + 3), Some('=' | '!')) {
+                    count += 1;
+                    named = true;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (count, named)
+}
+
+/// Whether `name` is a capture group name (an identifier).
+fn is_group_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '$' || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || matches!(c, '$' | '_' | '\u{200c}' | '\u{200d}'))
+}
+
+/// Translates ECMAScript regex syntax to the `regex` crate's. `unicode`: parse as the `u` flag
+/// does (else Annex B). `check_only`: the result only tells validity, so what the crate cannot
+/// express becomes a placeholder instead of failing as unsupported.
+fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Result<String, TrErr> {
     let cs: Vec<char> = src.chars().collect();
+    let (total_captures, has_named) = scan_groups(&cs);
     let mut out = String::with_capacity(src.len() + 16);
+    // Open groups (with what they leave for a quantifier), names, backreferences to check.
+    let mut groups: Vec<Last> = Vec::new();
+    let mut captures = 0usize;
+    let mut names: Vec<String> = Vec::new();
+    let mut number_refs: Vec<usize> = Vec::new();
+    let mut name_refs: Vec<String> = Vec::new();
+    let mut last = Last::Nothing;
+    // What cannot be expressed: an error unless only checking.
+    let unsupported = |out: &mut String| -> Result<(), TrErr> {
+        if check_only {
+            out.push_str("(?:)");
+            Ok(())
+        } else {
+            Err(TrErr::Unsupported)
+        }
+    };
     let mut i = 0;
     while i < cs.len() {
         let c = cs[i];
         match c {
             '\\' => {
-                i = translate_escape(&cs, i, &mut out, strict, false)?.0;
+                let Some(&e) = cs.get(i + 1) else {
+                    return Err(TrErr::Syntax("\\ at end of pattern"));
+                };
+                match e {
+                    'b' => {
+                        out.push_str(r"(?-u:\b)");
+                        last = Last::Assertion;
+                        i += 2;
+                    }
+                    'B' => {
+                        unsupported(&mut out)?;
+                        last = Last::Assertion;
+                        i += 2;
+                    }
+                    '1'..='9' => {
+                        let mut j = i + 1;
+                        let mut n = 0usize;
+                        while let Some(v) = cs.get(j).and_then(|c| c.to_digit(10)) {
+                            n = n.saturating_mul(10).saturating_add(v as usize);
+                            j += 1;
+                        }
+                        if unicode || n <= total_captures {
+                            number_refs.push(n);
+                            unsupported(&mut out)?;
+                            i = j;
+                        } else {
+                            // Without `u`, a number above the group count is an octal escape.
+                            let (next, value) = legacy_octal(&cs, i + 1);
+                            push_code_point(&mut out, value);
+                            i = next;
+                        }
+                        last = Last::Atom;
+                    }
+                    'k' if unicode || has_named => {
+                        if cs.get(i + 2) != Some(&'<') {
+                            return Err(TrErr::Syntax("Invalid named reference"));
+                        }
+                        let close = cs[i + 3..].iter().position(|c| *c == '>');
+                        let Some(close) = close else {
+                            return Err(TrErr::Syntax("Invalid capture group name"));
+                        };
+                        let name: String = cs[i + 3..i + 3 + close].iter().collect();
+                        if !is_group_name(&name) {
+                            return Err(TrErr::Syntax("Invalid capture group name"));
+                        }
+                        name_refs.push(name);
+                        unsupported(&mut out)?;
+                        last = Last::Atom;
+                        i += close + 4;
+                    }
+                    _ => {
+                        let (next, value) = translate_escape(&cs, i, &mut out, unicode, false)?;
+                        last = if value.is_some_and(|v| v > 0xFFFF) {
+                            Last::Astral
+                        } else {
+                            Last::Atom
+                        };
+                        i = next;
+                    }
+                }
                 continue;
             }
             '[' => {
-                i = translate_class(&cs, i, &mut out, strict)?;
+                i = translate_class(&cs, i, &mut out, unicode)?;
+                last = Last::Atom;
                 continue;
             }
             // `.` matches anything but line terminators.
-            '.' => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            '.' => {
+                out.push_str(r"[^\n\r\x{2028}\x{2029}]");
+                last = Last::Atom;
+            }
             '(' => {
-                if cs.get(i + 1) == Some(&'?') {
-                    match (cs.get(i + 2), cs.get(i + 3)) {
-                        (Some(':'), _) => {
-                            out.push_str("(?:");
-                            i += 3;
-                            continue;
+                last = Last::Nothing;
+                if cs.get(i + 1) != Some(&'?') {
+                    captures += 1;
+                    groups.push(Last::Atom);
+                    out.push('(');
+                    i += 1;
+                    continue;
+                }
+                match (cs.get(i + 2), cs.get(i + 3)) {
+                    (Some(':'), _) => {
+                        out.push_str("(?:");
+                        groups.push(Last::Atom);
+                        i += 3;
+                    }
+                    (Some('=' | '!'), _) | (Some('<'), Some('=' | '!')) => {
+                        let behind = cs.get(i + 2) == Some(&'<');
+                        if !check_only {
+                            return Err(TrErr::Unsupported);
                         }
-                        (Some('=' | '!'), _) | (Some('<'), Some('=' | '!')) => return Err(TrErr::Unsupported),
-                        (Some('<'), _) => {
-                            let mut j = i + 3;
-                            let mut name = String::new();
-                            while j < cs.len() && cs[j] != '>' {
-                                name.push(cs[j]);
-                                j += 1;
-                            }
-                            if j >= cs.len() || name.is_empty() {
-                                return Err(TrErr::Invalid);
-                            }
-                            let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                                && !name.starts_with(|c: char| c.is_ascii_digit());
-                            if !plain {
-                                return Err(TrErr::Unsupported);
-                            }
+                        out.push_str("(?:");
+                        groups.push(if behind {
+                            Last::Lookbehind
+                        } else {
+                            Last::Lookahead
+                        });
+                        i += if behind { 4 } else { 3 };
+                    }
+                    (Some('<'), _) => {
+                        let close = cs[i + 3..].iter().position(|c| *c == '>');
+                        let Some(close) = close else {
+                            return Err(TrErr::Syntax("Invalid capture group name"));
+                        };
+                        let name: String = cs[i + 3..i + 3 + close].iter().collect();
+                        if !is_group_name(&name) {
+                            return Err(TrErr::Syntax("Invalid capture group name"));
+                        }
+                        if names.contains(&name) {
+                            return Err(TrErr::Syntax("Duplicate capture group name"));
+                        }
+                        if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                             out.push_str("(?<");
                             out.push_str(&name);
                             out.push('>');
-                            i = j + 1;
-                            continue;
+                        } else if check_only {
+                            out.push('(');
+                        } else {
+                            // The crate takes only ASCII names.
+                            return Err(TrErr::Unsupported);
                         }
-                        _ => return Err(TrErr::Invalid),
+                        names.push(name);
+                        captures += 1;
+                        groups.push(Last::Atom);
+                        i += close + 4;
                     }
+                    _ => return Err(TrErr::Syntax("Invalid group")),
                 }
-                out.push('(');
+                continue;
             }
-            ')' | '|' | '^' | '$' | '*' | '+' | '?' => out.push(c),
-            '{' => {
-                if let Some(end) = quantifier_end(&cs, i) {
+            ')' => {
+                let Some(kind) = groups.pop() else {
+                    return Err(TrErr::Syntax("Unmatched ')'"));
+                };
+                out.push(')');
+                last = kind;
+            }
+            '|' => {
+                out.push('|');
+                last = Last::Nothing;
+            }
+            '^' | '$' => {
+                out.push(c);
+                last = Last::Assertion;
+            }
+            '*' | '+' | '?' => {
+                last = quantify(last, c == '?', unicode, check_only)?;
+                out.push(c);
+            }
+            '{' => match quantifier_end(&cs, i) {
+                Some((end, min, max)) => {
+                    last = quantify(last, false, unicode, check_only)?;
+                    if max.is_some_and(|max| max < min) {
+                        return Err(TrErr::Syntax("numbers out of order in {} quantifier"));
+                    }
                     out.extend(&cs[i..=end]);
                     i = end + 1;
                     continue;
                 }
-                if strict {
-                    return Err(TrErr::Invalid);
+                None if unicode => return Err(TrErr::Syntax("Lone quantifier brackets")),
+                None => {
+                    out.push_str(r"\{");
+                    last = Last::Atom;
                 }
-                out.push_str(r"\{");
-            }
+            },
             '}' | ']' => {
-                if strict {
-                    return Err(TrErr::Invalid);
+                if unicode {
+                    return Err(TrErr::Syntax("Lone quantifier brackets"));
                 }
                 out.push('\\');
                 out.push(c);
+                last = Last::Atom;
             }
-            _ => push_literal(&mut out, c),
+            _ => {
+                push_literal(&mut out, c);
+                last = if (c as u32) > 0xFFFF {
+                    Last::Astral
+                } else {
+                    Last::Atom
+                };
+            }
         }
         i += 1;
+    }
+    if !groups.is_empty() {
+        return Err(TrErr::Syntax("Unterminated group"));
+    }
+    if number_refs.iter().any(|n| *n > captures) && unicode {
+        return Err(TrErr::Syntax("Invalid escape"));
+    }
+    if name_refs.iter().any(|n| !names.contains(n)) {
+        return Err(TrErr::Syntax("Invalid named capture referenced"));
     }
     Ok(out)
 }
 
-/// The index of the `}` closing a quantifier `{n}`, `{n,}` or `{n,m}` at `i`.
-fn quantifier_end(cs: &[char], i: usize) -> Option<usize> {
+/// The state after a quantifier: only an atom repeats, once (`?` may follow for laziness);
+/// without `u` a lookahead repeats too.
+fn quantify(last: Last, question: bool, unicode: bool, check_only: bool) -> Result<Last, TrErr> {
+    match last {
+        Last::Quantifier if question => Ok(Last::LazyQuantifier),
+        Last::Atom => Ok(Last::Quantifier),
+        Last::Astral if unicode || check_only => Ok(Last::Quantifier),
+        // Without `u` the quantifier repeats the low surrogate alone: not expressible here.
+        Last::Astral => Err(TrErr::Unsupported),
+        // Annex B lets a lookahead repeat (only checked: lookarounds are placeholders then).
+        Last::Lookahead if !unicode => Ok(Last::Quantifier),
+        Last::Lookahead | Last::Lookbehind => Err(TrErr::Syntax("Invalid quantifier")),
+        _ => Err(TrErr::Syntax("Nothing to repeat")),
+    }
+}
+
+/// Annex B's legacy octal escape at `cs[i]` (a digit): the index after it and its value.
+fn legacy_octal(cs: &[char], i: usize) -> (usize, u32) {
+    let digit = |k: usize| cs.get(k).and_then(|c| c.to_digit(8));
+    let Some(first) = digit(i) else {
+        // `\8` and `\9` are the digits themselves.
+        return (i + 1, cs.get(i).map_or(0, |c| *c as u32));
+    };
+    match (digit(i + 1), digit(i + 2)) {
+        (Some(b), Some(c)) if first <= 3 => (i + 3, first * 64 + b * 8 + c),
+        (Some(b), _) => (i + 2, first * 8 + b),
+        _ => (i + 1, first),
+    }
+}
+
+fn push_code_point(out: &mut String, v: u32) {
+    out.push_str(&format!(r"\x{{{v:X}}}"));
+}
+
+/// The `}` closing a quantifier `{n}`, `{n,}` or `{n,m}` at `i`, with its bounds.
+fn quantifier_end(cs: &[char], i: usize) -> Option<(usize, u128, Option<u128>)> {
+    let number = |j: &mut usize| -> Option<u128> {
+        let start = *j;
+        let mut n: u128 = 0;
+        while let Some(d) = cs.get(*j).and_then(|c| c.to_digit(10)) {
+            n = n.saturating_mul(10).saturating_add(u128::from(d));
+            *j += 1;
+        }
+        (*j > start).then_some(n)
+    };
     let mut j = i + 1;
-    let start = j;
-    while cs.get(j).is_some_and(char::is_ascii_digit) {
-        j += 1;
-    }
-    if j == start {
-        return None;
-    }
+    let min = number(&mut j)?;
+    let mut max = Some(min);
     if cs.get(j) == Some(&',') {
         j += 1;
-        while cs.get(j).is_some_and(char::is_ascii_digit) {
-            j += 1;
-        }
+        max = number(&mut j);
     }
-    (cs.get(j) == Some(&'}')).then_some(j)
+    (cs.get(j) == Some(&'}')).then_some((j, min, max))
 }
 
 fn push_literal(out: &mut String, c: char) {
@@ -3048,106 +3675,104 @@ fn push_literal(out: &mut String, c: char) {
     out.push(c);
 }
 
-/// One escape at `cs[i]` (a backslash): the next index and whether it was a single character
-/// (which may bound a class range).
-fn translate_escape(cs: &[char], i: usize, out: &mut String, strict: bool, in_class: bool) -> Result<(usize, bool), TrErr> {
-    let Some(&e) = cs.get(i + 1) else { return Err(TrErr::Invalid) };
+/// One escape at `cs[i]` (a backslash, not a backreference): the next index and, for a single
+/// character, its code point (which may bound a class range).
+fn translate_escape(
+    cs: &[char],
+    i: usize,
+    out: &mut String,
+    unicode: bool,
+    in_class: bool,
+) -> Result<(usize, Option<u32>), TrErr> {
+    let Some(&e) = cs.get(i + 1) else {
+        return Err(TrErr::Syntax("\\ at end of pattern"));
+    };
     let mut next = i + 2;
-    let lenient = |out: &mut String, c: char| -> Result<(), TrErr> {
-        if strict {
-            return Err(TrErr::Invalid);
+    // An identity escape: the character itself, which the `u` flag allows only for syntax characters.
+    let identity = |out: &mut String, c: char| -> Result<Option<u32>, TrErr> {
+        if unicode && !(r"^$\.*+?()[]{}|/".contains(c) || (in_class && c == '-')) {
+            return Err(TrErr::Syntax("Invalid escape"));
         }
         push_literal(out, c);
-        Ok(())
+        Ok(Some(c as u32))
     };
-    let single = match e {
-        'd' => {
-            out.push_str(if in_class { "0-9" } else { "[0-9]" });
-            false
-        }
-        'D' => {
-            out.push_str("[^0-9]");
-            false
-        }
-        'w' => {
-            out.push_str(if in_class { "0-9A-Za-z_" } else { "[0-9A-Za-z_]" });
-            false
-        }
-        'W' => {
-            out.push_str("[^0-9A-Za-z_]");
-            false
-        }
-        's' => {
-            if in_class {
-                out.push_str(JS_SPACE_CLASS);
-            } else {
-                out.push('[');
-                out.push_str(JS_SPACE_CLASS);
+    let class = |out: &mut String, inside: &str, negated: bool| {
+        match (in_class, negated) {
+            (true, false) => out.push_str(inside),
+            (_, true) => {
+                out.push_str("[^");
+                out.push_str(inside);
                 out.push(']');
             }
-            false
+            (false, false) => {
+                out.push('[');
+                out.push_str(inside);
+                out.push(']');
+            }
         }
-        'S' => {
-            out.push_str("[^");
-            out.push_str(JS_SPACE_CLASS);
-            out.push(']');
-            false
-        }
-        'b' if in_class => {
-            out.push_str(r"\x08");
-            true
-        }
+        Ok(None)
+    };
+    let value = match e {
+        'd' => class(out, "0-9", false),
+        'D' => class(out, "0-9", true),
+        'w' => class(out, "0-9A-Za-z_", false),
+        'W' => class(out, "0-9A-Za-z_", true),
+        's' => class(out, JS_SPACE_CLASS, false),
+        'S' => class(out, JS_SPACE_CLASS, true),
         'b' => {
-            out.push_str(r"(?-u:\b)");
-            false
+            out.push_str(r"\x08");
+            Ok(Some(8))
         }
-        'B' if in_class => {
-            lenient(out, 'B')?;
-            true
-        }
-        'B' => return Err(TrErr::Unsupported),
         'n' | 'r' | 't' | 'f' | 'v' => {
             out.push('\\');
             out.push(e);
-            true
+            Ok(Some(match e {
+                'n' => 10,
+                'r' => 13,
+                't' => 9,
+                'f' => 12,
+                _ => 11,
+            }))
         }
         '0' if !cs.get(i + 2).is_some_and(char::is_ascii_digit) => {
             out.push_str(r"\x00");
-            true
+            Ok(Some(0))
         }
+        '0'..='9' if unicode => Err(TrErr::Syntax("Invalid class escape")),
         '0'..='9' => {
-            if strict && in_class {
-                return Err(TrErr::Invalid);
-            }
-            return Err(TrErr::Unsupported);
+            let (n, v) = legacy_octal(cs, i + 1);
+            next = n;
+            push_code_point(out, v);
+            Ok(Some(v))
         }
         'c' => match cs.get(i + 2) {
-            Some(l) if l.is_ascii_alphabetic() => {
-                out.push_str(&format!(r"\x{{{:X}}}", (*l as u32) % 32));
+            Some(l)
+                if l.is_ascii_alphabetic()
+                    || (!unicode && in_class && (l.is_ascii_digit() || *l == '_')) =>
+            {
+                let v = (*l as u32) % 32;
+                push_code_point(out, v);
                 next = i + 3;
-                true
+                Ok(Some(v))
             }
+            _ if unicode => Err(TrErr::Syntax("Invalid unicode escape")),
             _ => {
-                if strict {
-                    return Err(TrErr::Invalid);
-                }
-                out.push_str(r"\\c");
-                true
+                // Without `u`, a lone `\c` is a backslash and a `c`.
+                out.push_str(r"\\");
+                next = i + 1;
+                Ok(Some('\\' as u32))
             }
         },
         'x' => match hex_value(cs, i + 2, 2) {
             Some(v) => {
-                out.push_str(&format!(r"\x{{{v:X}}}"));
+                push_code_point(out, v);
                 next = i + 4;
-                true
+                Ok(Some(v))
             }
-            None => {
-                lenient(out, 'x')?;
-                true
-            }
+            None => identity(out, 'x'),
         },
         'u' => {
-            if cs.get(i + 2) == Some(&'{') {
+            if unicode && cs.get(i + 2) == Some(&'{') {
                 let mut j = i + 3;
                 let mut v: u32 = 0;
                 while let Some(d) = cs.get(j).and_then(|c| c.to_digit(16)) {
@@ -3155,68 +3780,65 @@ fn translate_escape(cs: &[char], i: usize, out: &mut String, strict: bool, in_cl
                     j += 1;
                 }
                 if j == i + 3 || cs.get(j) != Some(&'}') || v > 0x10FFFF {
-                    lenient(out, 'u')?;
-                    return Ok((next, true));
+                    return Err(TrErr::Syntax("Invalid Unicode escape"));
                 }
-                if (0xD800..=0xDFFF).contains(&v) {
-                    return Err(TrErr::Unsupported);
-                }
-                out.push_str(&format!(r"\x{{{v:X}}}"));
                 next = j + 1;
+                unicode_escape(out, v)
             } else if let Some(v) = hex_value(cs, i + 2, 4) {
                 next = i + 6;
                 let mut cp = v;
-                if (0xD800..=0xDBFF).contains(&v) && cs.get(i + 6) == Some(&'\\') && cs.get(i + 7) == Some(&'u') {
-                    if let Some(low) = hex_value(cs, i + 8, 4).filter(|l| (0xDC00..=0xDFFF).contains(l)) {
+                if (0xD800..=0xDBFF).contains(&v)
+                    && cs.get(i + 6) == Some(&'\\')
+                    && cs.get(i + 7) == Some(&'u')
+                {
+                    if let Some(low) =
+                        hex_value(cs, i + 8, 4).filter(|l| (0xDC00..=0xDFFF).contains(l))
+                    {
                         cp = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00);
                         next = i + 12;
                     }
                 }
-                if (0xD800..=0xDFFF).contains(&cp) {
-                    return Err(TrErr::Unsupported);
-                }
-                out.push_str(&format!(r"\x{{{cp:X}}}"));
+                unicode_escape(out, cp)
+            } else if unicode {
+                Err(TrErr::Syntax("Invalid Unicode escape"))
             } else {
-                lenient(out, 'u')?;
+                identity(out, 'u')
             }
-            true
         }
-        'p' | 'P' if cs.get(i + 2) == Some(&'{') => {
-            let mut j = i + 3;
-            let mut name = String::new();
-            while j < cs.len() && cs[j] != '}' {
-                name.push(cs[j]);
-                j += 1;
+        'p' | 'P' if unicode => {
+            let close = if cs.get(i + 2) == Some(&'{') {
+                cs[i + 3..].iter().position(|c| *c == '}')
+            } else {
+                None
+            };
+            match close {
+                Some(close) if close > 0 => {
+                    out.push('\\');
+                    out.push(e);
+                    out.extend(&cs[i + 2..i + 4 + close]);
+                    next = i + 4 + close;
+                    Ok(None)
+                }
+                _ => Err(TrErr::Syntax("Invalid property name")),
             }
-            if j >= cs.len() || name.is_empty() {
-                return Err(TrErr::Invalid);
-            }
-            out.push('\\');
-            out.push(e);
-            out.push('{');
-            out.push_str(&name);
-            out.push('}');
-            next = j + 1;
-            false
         }
-        'k' if cs.get(i + 2) == Some(&'<') => return Err(TrErr::Unsupported),
+        'B' | 'k' if unicode => Err(TrErr::Syntax("Invalid escape")),
         '-' if in_class => {
             out.push_str(r"\-");
-            true
+            Ok(Some('-' as u32))
         }
-        c if c.is_ascii_alphanumeric() => {
-            lenient(out, c)?;
-            true
-        }
-        c => {
-            if strict && !r"^$\.*+?()[]{}|/".contains(c) {
-                return Err(TrErr::Invalid);
-            }
-            push_literal(out, c);
-            true
-        }
-    };
-    Ok((next, single))
+        c => identity(out, c),
+    }?;
+    Ok((next, value))
+}
+
+/// A code point from a `\u` escape: a lone surrogate matches nothing in a Rust string.
+fn unicode_escape(out: &mut String, cp: u32) -> Result<Option<u32>, TrErr> {
+    if (0xD800..=0xDFFF).contains(&cp) {
+        return Err(TrErr::Unsupported);
+    }
+    push_code_point(out, cp);
+    Ok(Some(cp))
 }
 
 fn hex_value(cs: &[char], start: usize, len: usize) -> Option<u32> {
@@ -3228,7 +3850,7 @@ fn hex_value(cs: &[char], start: usize, len: usize) -> Option<u32> {
 }
 
 /// A character class at `cs[i]` (`[`): the index after its `]`.
-fn translate_class(cs: &[char], i: usize, out: &mut String, strict: bool) -> Result<usize, TrErr> {
+fn translate_class(cs: &[char], i: usize, out: &mut String, unicode: bool) -> Result<usize, TrErr> {
     let mut j = i + 1;
     let negated = cs.get(j) == Some(&'^');
     if negated {
@@ -3236,45 +3858,80 @@ fn translate_class(cs: &[char], i: usize, out: &mut String, strict: bool) -> Res
     }
     if cs.get(j) == Some(&']') {
         // `[]` matches nothing, `[^]` anything.
-        out.push_str(if negated { r"[\x{0}-\x{10FFFF}]" } else { r"[^\x{0}-\x{10FFFF}]" });
+        out.push_str(if negated {
+            r"[\x{0}-\x{10FFFF}]"
+        } else {
+            r"[^\x{0}-\x{10FFFF}]"
+        });
         return Ok(j + 1);
     }
     let mut body = String::new();
-    // Whether the last item is a single character that a `-` may extend into a range.
-    let mut can_range = false;
-    let mut in_range = false;
+    // The last item's code point while it may start a range, and a range's start after its `-`.
+    let mut previous: Option<u32> = None;
+    let mut range_start: Option<u32> = None;
+    // A class escape (`\d`, ...) that a `-` follows, or that follows a `-`: a range needs characters.
+    let mut after_class_escape = false;
     loop {
-        let Some(&c) = cs.get(j) else { return Err(TrErr::Invalid) };
-        let single = match c {
-            ']' => break,
-            '\\' => {
-                let (n, single) = translate_escape(cs, j, &mut body, strict, true)?;
-                j = n;
-                let bound = single && !in_range;
-                can_range = bound;
-                in_range = false;
-                continue;
+        let Some(&c) = cs.get(j) else {
+            return Err(TrErr::Syntax("Unterminated character class"));
+        };
+        if c == ']' {
+            break;
+        }
+        let value = if c == '\\' {
+            let (n, value) = translate_escape(cs, j, &mut body, unicode, true)?;
+            j = n;
+            value
+        } else if c == '-'
+            && cs.get(j + 1).is_some_and(|n| *n != ']')
+            && (previous.is_some() || after_class_escape)
+            && range_start.is_none()
+        {
+            if after_class_escape && unicode {
+                return Err(TrErr::Syntax("Invalid character class"));
             }
-            '-' if can_range && cs.get(j + 1).is_some_and(|n| *n != ']') => {
-                body.push('-');
-                can_range = false;
-                in_range = true;
-                j += 1;
-                continue;
+            match previous {
+                Some(p) => {
+                    body.push('-');
+                    range_start = Some(p);
+                }
+                // Without `u`, a `-` next to a class escape is itself.
+                None => body.push_str(r"\-"),
             }
-            '-' | '[' | '&' | '~' | '^' => {
+            previous = None;
+            after_class_escape = false;
+            j += 1;
+            continue;
+        } else {
+            if matches!(c, '-' | '[' | '&' | '~' | '^') {
                 body.push('\\');
                 body.push(c);
-                true
-            }
-            c => {
+            } else {
                 push_literal(&mut body, c);
-                true
             }
+            j += 1;
+            Some(c as u32)
         };
-        can_range = single && !in_range;
-        in_range = false;
-        j += 1;
+        match (range_start.take(), value) {
+            (Some(start), Some(end)) => {
+                if start > end {
+                    return Err(TrErr::Syntax("Range out of order in character class"));
+                }
+                previous = None;
+                after_class_escape = false;
+            }
+            (Some(_), None) => {
+                if unicode {
+                    return Err(TrErr::Syntax("Invalid character class"));
+                }
+                // Not expressible without the `u` flag's range rules: the class keeps its members.
+                return Err(TrErr::Unsupported);
+            }
+            (None, v) => {
+                previous = v;
+                after_class_escape = v.is_none();
+            }
+        }
     }
     out.push('[');
     if negated {
@@ -3303,15 +3960,27 @@ fn check_format(name: &str, s: &str) -> Option<bool> {
         "ipv4" => format_match(&IPV4, RE_IPV4, false, s),
         "ipv6" => format_match(&IPV6, RE_IPV6, true, s),
         "uri" => format_match(&URI, &RE_URI.replace("{ipv6}", URI_IPV6), true, s),
-        "uri-reference" => format_match(&URI_REFERENCE, &RE_URI_REFERENCE.replace("{ipv6}", URI_IPV6), true, s),
+        "uri-reference" => format_match(
+            &URI_REFERENCE,
+            &RE_URI_REFERENCE.replace("{ipv6}", URI_IPV6),
+            true,
+            s,
+        ),
         "uri-template" => format_match(&URI_TEMPLATE, RE_URI_TEMPLATE, true, s),
         "iri" => is_iri(s),
         "iri-reference" => is_iri_reference(s),
         "url" => url_can_parse(s, false),
         "uuid" => format_match(&UUID, RE_UUID, true, s),
         "json-pointer" => format_match(&JSON_POINTER, RE_JSON_POINTER, false, s),
-        "json-pointer-uri-fragment" => format_match(&JSON_POINTER_URI_FRAGMENT, RE_JSON_POINTER_URI_FRAGMENT, true, s),
-        "relative-json-pointer" => format_match(&RELATIVE_JSON_POINTER, RE_RELATIVE_JSON_POINTER, false, s),
+        "json-pointer-uri-fragment" => format_match(
+            &JSON_POINTER_URI_FRAGMENT,
+            RE_JSON_POINTER_URI_FRAGMENT,
+            true,
+            s,
+        ),
+        "relative-json-pointer" => {
+            format_match(&RELATIVE_JSON_POINTER, RE_RELATIVE_JSON_POINTER, false, s)
+        }
         "regex" => is_regex(s),
         _ => return None,
     })
@@ -3322,7 +3991,7 @@ type LazyRegex = OnceLock<Option<Regex>>;
 /// A format's regex, translated from its ECMAScript source once (`ci`: the `i` flag).
 fn format_regex(cell: &'static LazyRegex, src: &str, ci: bool) -> Option<&'static Regex> {
     cell.get_or_init(|| {
-        let t = translate_regex(src, false).ok()?;
+        let t = translate_regex(src, false, false).ok()?;
         Regex::new(&if ci { format!("(?i){t}") } else { t }).ok()
     })
     .as_ref()
@@ -3354,14 +4023,17 @@ static IDN_EMAIL: LazyRegex = OnceLock::new();
 
 const RE_DURATION: &str = r"^P((\d+Y(\d+M(\d+D)?)?|\d+M(\d+D)?|\d+D)(T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S))?|T(\d+H(\d+M(\d+S)?)?|\d+M(\d+S)?|\d+S)|\d+W)$";
 const RE_EMAIL: &str = r##"^(?:[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[^"\\]|\\[\x20-\x7e])*")@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[(?:IPv6:[a-f0-9:]+|(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3})\])$"##;
-const RE_IPV4: &str = r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$";
+const RE_IPV4: &str =
+    r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$";
 const RE_IPV6: &str = r"^(?:(?:(?:[0-9a-f]{1,4}:){6}|::(?:[0-9a-f]{1,4}:){5}|(?:[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){4}|(?:(?:[0-9a-f]{1,4}:)?[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){3}|(?:(?:[0-9a-f]{1,4}:){0,2}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){2}|(?:(?:[0-9a-f]{1,4}:){0,3}[0-9a-f]{1,4})?::[0-9a-f]{1,4}:|(?:(?:[0-9a-f]{1,4}:){0,4}[0-9a-f]{1,4})?::)(?:[0-9a-f]{1,4}:[0-9a-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[0-9a-f]{1,4}:){0,5}[0-9a-f]{1,4})?::[0-9a-f]{1,4}|(?:(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4})?::)$";
 const RE_UUID: &str = r"^[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}$";
 const RE_JSON_POINTER: &str = r"^(?:\/(?:[^~/]|~0|~1)*)*$";
-const RE_JSON_POINTER_URI_FRAGMENT: &str = r"^#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*$";
+const RE_JSON_POINTER_URI_FRAGMENT: &str =
+    r"^#(?:\/(?:[a-z0-9_\-.!$&'()*+,;:=@]|%[0-9a-f]{2}|~0|~1)*)*$";
 const RE_RELATIVE_JSON_POINTER: &str = r"^(?:0|[1-9][0-9]*)(?:#|(?:\/(?:[^~/]|~0|~1)*)*)$";
 const RE_URI_TEMPLATE: &str = r#"^(?:(?:[^\x00-\x20"<>%\\^`{|}\x7f]|%[0-9a-f]{2})|\{[+#./;?&=,!@|]?(?:[a-z0-9_]|%[0-9a-f]{2})+(?:\.(?:[a-z0-9_]|%[0-9a-f]{2})+)*(?::[1-9]\d{0,3}|\*)?(?:,(?:[a-z0-9_]|%[0-9a-f]{2})+(?:\.(?:[a-z0-9_]|%[0-9a-f]{2})+)*(?::[1-9]\d{0,3}|\*)?)*\})*$"#;
-const RE_TIME: &str = r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))?$";
+const RE_TIME: &str =
+    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))?$";
 
 /// The IPv6 address alternatives of the URI grammar (RFC 3986's IP-literal without brackets).
 const URI_IPV6: &str = r"(?:(?:[\da-f]{1,4}:){6}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|::(?:[\da-f]{1,4}:){5}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:[\da-f]{1,4})?::(?:[\da-f]{1,4}:){4}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,1}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){3}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,2}[\da-f]{1,4})?::(?:[\da-f]{1,4}:){2}(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,3}[\da-f]{1,4})?::[\da-f]{1,4}:(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,4}[\da-f]{1,4})?::(?:[\da-f]{1,4}:[\da-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))|(?:(?:[\da-f]{1,4}:){0,5}[\da-f]{1,4})?::[\da-f]{1,4}|(?:(?:[\da-f]{1,4}:){0,6}[\da-f]{1,4})?::)";
@@ -3371,6 +4043,8 @@ const RE_URI: &str = r"^[a-z][a-z0-9+\-.]*:(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]
 /// The `uri-reference` regex; `{ipv6}` stands for [`URI_IPV6`].
 const RE_URI_REFERENCE: &str = r"^(?:[a-z][a-z0-9+\-.]*:(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:{ipv6}|v[0-9a-f]+\.[-a-z0-9._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)|(?:[-a-z0-9._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:\/\/(?:(?:[-a-z0-9._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:{ipv6}|v[0-9a-f]+\.[-a-z0-9._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)|(?:[-a-z0-9._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[-a-z0-9._~!$&'()*+,;=@]|%[0-9a-f]{2})+(?:\/(?:[-a-z0-9._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?)(?:\?(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[-a-z0-9._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?$";
 
+// `u32::is_multiple_of` is newer than the workspace's minimum Rust version.
+#[allow(unknown_lints, clippy::manual_is_multiple_of)]
 fn is_leap_year(year: u32) -> bool {
     year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
@@ -3380,22 +4054,38 @@ fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits = |r: std::ops::Range<usize>| -> Option<u32> {
         let part = s.get(r)?;
-        part.bytes().all(|c| c.is_ascii_digit()).then(|| part.parse().ok())?
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
     };
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let (Some(year), Some(month), Some(day)) = (digits(0..4), digits(5..7), digits(8..10)) else { return false };
+    let (Some(year), Some(month), Some(day)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+        return false;
+    };
     const DAYS: [u32; 13] = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    let max = if month == 2 && is_leap_year(year) { 29 } else { DAYS.get(month as usize).copied().unwrap_or(0) };
+    let max = if month == 2 && is_leap_year(year) {
+        29
+    } else {
+        DAYS.get(month as usize).copied().unwrap_or(0)
+    };
     (1..=12).contains(&month) && day >= 1 && day <= max
 }
 
 /// RFC 3339 full-time (an offset required), leap seconds only at 23:59:60 UTC.
 fn is_time(s: &str) -> bool {
-    let Some(re) = own_regex(&TIME, RE_TIME) else { return true };
-    let Some(c) = re.captures(s) else { return false };
-    let num = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<i64>().ok()).unwrap_or(0);
+    let Some(re) = own_regex(&TIME, RE_TIME) else {
+        return true;
+    };
+    let Some(c) = re.captures(s) else {
+        return false;
+    };
+    let num = |i: usize| {
+        c.get(i)
+            .and_then(|m| m.as_str().parse::<i64>().ok())
+            .unwrap_or(0)
+    };
     let zulu = c.get(4).is_some();
     let sign = c.get(5).map(|m| m.as_str());
     if !zulu && sign.is_none() {
@@ -3425,10 +4115,15 @@ fn is_date_time(s: &str) -> bool {
 /// `idn-email` (without the reference's NFC normalization, see the module notes).
 fn is_idn_email(s: &str) -> bool {
     const SRC: &str = r#"(?i)^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~\x{80}-\x{10FFFF}\-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~\x{80}-\x{10FFFF}\-]+)*|"(?:[^"\\]|\\[^\n\r\x{2028}\x{2029}])*")@([\p{L}\p{N}][\p{L}\p{N}\-]{0,62}(?:\.[\p{L}\p{N}][\p{L}\p{N}\-]{0,62})*)$"#;
-    let Some(re) = own_regex(&IDN_EMAIL, SRC) else { return true };
-    let Some(c) = re.captures(s) else { return false };
+    let Some(re) = own_regex(&IDN_EMAIL, SRC) else {
+        return true;
+    };
+    let Some(c) = re.captures(s) else {
+        return false;
+    };
     // No domain label may end with a hyphen (a lookbehind in the reference).
-    c.get(1).is_none_or(|d| d.as_str().split('.').all(|label| !label.ends_with('-')))
+    c.get(1)
+        .is_none_or(|d| d.as_str().split('.').all(|label| !label.ends_with('-')))
 }
 
 // --- hostnames (TypeBox's IDNA checks) -------------------------------------------------------
@@ -3459,9 +4154,9 @@ fn is_hebrew(c: char) -> bool {
 }
 
 const VIRAMAS: &[u32] = &[
-    0x094d, 0x09cd, 0x0a4d, 0x0acd, 0x0b4d, 0x0bcd, 0x0c4d, 0x0ccd, 0x0d3b, 0x0d3c, 0x0d4d, 0x0dca, 0x1b44, 0x1baa,
-    0x1bab, 0xa9c0, 0x11046, 0x1107f, 0x110b9, 0x11133, 0x11134, 0x111c0, 0x11235, 0x1134d, 0x11442, 0x114c2,
-    0x115bf, 0x1163f, 0x116b6, 0x11c3f, 0x11d44, 0x11d45,
+    0x094d, 0x09cd, 0x0a4d, 0x0acd, 0x0b4d, 0x0bcd, 0x0c4d, 0x0ccd, 0x0d3b, 0x0d3c, 0x0d4d, 0x0dca,
+    0x1b44, 0x1baa, 0x1bab, 0xa9c0, 0x11046, 0x1107f, 0x110b9, 0x11133, 0x11134, 0x111c0, 0x11235,
+    0x1134d, 0x11442, 0x114c2, 0x115bf, 0x1163f, 0x116b6, 0x11c3f, 0x11d44, 0x11d45,
 ];
 
 /// RFC 5893 bidi class, as coarsely as the reference computes it.
@@ -3475,7 +4170,11 @@ fn bidi_class(c: char) -> &'static str {
         "NSM"
     } else if is_hebrew(c) {
         "R"
-    } else if in_class(&CLS_ARABIC_LETTER, r"^[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Mandaic}]$", c) {
+    } else if in_class(
+        &CLS_ARABIC_LETTER,
+        r"^[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Mandaic}]$",
+        c,
+    ) {
         "AL"
     } else if in_class(&CLS_LETTER, r"^\p{L}$", c) {
         "L"
@@ -3485,7 +4184,8 @@ fn bidi_class(c: char) -> &'static str {
 }
 
 fn has_rtl(s: &str) -> bool {
-    s.chars().any(|c| matches!(bidi_class(c), "R" | "AL" | "AN"))
+    s.chars()
+        .any(|c| matches!(bidi_class(c), "R" | "AL" | "AN"))
 }
 
 fn satisfies_bidi(s: &str) -> bool {
@@ -3500,7 +4200,10 @@ fn satisfies_bidi(s: &str) -> bool {
             rtl = class != "L";
         }
         let allowed = if rtl {
-            matches!(class, "R" | "AL" | "AN" | "EN" | "ES" | "CS" | "ET" | "ON" | "BN" | "NSM")
+            matches!(
+                class,
+                "R" | "AL" | "AN" | "EN" | "ES" | "CS" | "ET" | "ON" | "BN" | "NSM"
+            )
         } else {
             matches!(class, "L" | "EN" | "ES" | "CS" | "ET" | "ON" | "BN" | "NSM")
         };
@@ -3599,12 +4302,14 @@ fn puny_encoded_len(input: &str) -> usize {
     let mut len = basic + usize::from(basic > 0);
     let (mut n, mut delta, mut bias, mut handled) = (128u64, 0u64, 72u64, basic as u64);
     while (handled as usize) < cps.len() {
-        let Some(m) = cps.iter().copied().filter(|c| *c >= n).min() else { break };
-        delta += (m - n) * (handled + 1);
+        let Some(m) = cps.iter().copied().filter(|c| *c >= n).min() else {
+            break;
+        };
+        delta = delta.saturating_add((m - n).saturating_mul(handled + 1));
         n = m;
         for &c in &cps {
             if c < n {
-                delta += 1;
+                delta = delta.saturating_add(1);
             }
             if c == n {
                 let mut q = delta;
@@ -3638,14 +4343,18 @@ fn is_unicode_label(value: &str) -> bool {
         return false;
     }
     let chars: Vec<char> = value.chars().collect();
-    let (Some(first), Some(last)) = (chars.first(), chars.last()) else { return true };
+    let (Some(first), Some(last)) = (chars.first(), chars.last()) else {
+        return true;
+    };
     if *first == '-' || *last == '-' || chars.iter().skip(2).take(2).collect::<String>() == "--" {
         return false;
     }
     if is_combining(*first) {
         return false;
     }
-    const DISALLOWED: &[u32] = &[0x0640, 0x07fa, 0x302e, 0x302f, 0x3031, 0x3032, 0x3033, 0x3034, 0x3035, 0x303b];
+    const DISALLOWED: &[u32] = &[
+        0x0640, 0x07fa, 0x302e, 0x302f, 0x3031, 0x3032, 0x3033, 0x3034, 0x3035, 0x303b,
+    ];
     let permitted = r"^[\p{L}\-+.,:/\p{Nd}\p{Mn}\p{Mc}\x{b7}\x{375}\x{5f3}\x{5f4}\x{200c}\x{200d}\x{30fb}\x{df}\x{3c2}\x{6fd}\x{6fe}\x{f0b}\x{3007}]$";
     let mut japanese = false;
     for (i, &c) in chars.iter().enumerate() {
@@ -3653,7 +4362,11 @@ fn is_unicode_label(value: &str) -> bool {
         if DISALLOWED.contains(&cp) || !in_class(&CLS_PERMITTED, permitted, c) {
             return false;
         }
-        japanese |= in_class(&CLS_JAPANESE, r"^[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]$", c);
+        japanese |= in_class(
+            &CLS_JAPANESE,
+            r"^[\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Han}]$",
+            c,
+        );
         let prev = i.checked_sub(1).and_then(|p| chars.get(p)).copied();
         let next = chars.get(i + 1).copied();
         let ok = match cp {
@@ -3668,14 +4381,16 @@ fn is_unicode_label(value: &str) -> bool {
             return false;
         }
     }
-    !(value.contains('\u{30fb}') && !japanese)
+    japanese || !value.contains('\u{30fb}')
 }
 
 fn is_puny_label(value: &str) -> bool {
     if !is_ace_prefixed(value) {
         return false;
     }
-    let Some(body) = value.get(4..).map(str::to_lowercase) else { return false };
+    let Some(body) = value.get(4..).map(str::to_lowercase) else {
+        return false;
+    };
     if body.rfind('-') == Some(0) {
         return false;
     }
@@ -3689,7 +4404,9 @@ fn is_ascii_label(value: &str) -> bool {
     !value.starts_with('-')
         && !value.ends_with('-')
         && value.get(2..4) != Some("--")
-        && value.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+        && value
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-')
 }
 
 fn is_hostname(value: &str) -> bool {
@@ -3735,11 +4452,19 @@ fn is_idn_hostname(value: &str) -> bool {
 // --- URL-based formats (the WHATWG parser's `URL.canParse`, approximated) ---------------------
 
 fn is_iri(value: &str) -> bool {
-    if value.chars().any(|c| (c as u32) <= 0x20 || "<>^`{|}\\".contains(c)) || has_bad_percent(value) {
+    if value
+        .chars()
+        .any(|c| (c as u32) <= 0x20 || "<>^`{|}\\".contains(c))
+        || has_bad_percent(value)
+    {
         return false;
     }
     // The WHATWG parser rejects IPvFuture literals, which RFC 3987 allows: check one as [::1].
-    let narrowed = if utf16_len(value) < 2048 { narrow_ipv_future(value) } else { value.to_string() };
+    let narrowed = if utf16_len(value) < 2048 {
+        narrow_ipv_future(value)
+    } else {
+        value.to_string()
+    };
     url_can_parse(&narrowed, false)
 }
 
@@ -3752,7 +4477,11 @@ fn narrow_ipv_future(value: &str) -> String {
 }
 
 fn is_iri_reference(value: &str) -> bool {
-    if value.chars().any(|c| (c as u32) <= 0x20 || c == '\u{7f}' || c == '\\') || has_bad_percent(value) {
+    if value
+        .chars()
+        .any(|c| (c as u32) <= 0x20 || c == '\u{7f}' || c == '\\')
+        || has_bad_percent(value)
+    {
         return false;
     }
     let malformed_scheme = split_scheme_prefix_without_colon(value);
@@ -3778,7 +4507,9 @@ fn split_scheme_prefix_without_colon(value: &str) -> bool {
 fn has_bad_percent(value: &str) -> bool {
     let b = value.as_bytes();
     b.iter().enumerate().any(|(i, c)| {
-        *c == b'%' && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+        *c == b'%'
+            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
     })
 }
 
@@ -3786,7 +4517,10 @@ fn has_bad_percent(value: &str) -> bool {
 /// An approximation: schemes, authorities, hosts and ports are checked; IDNA mapping is not.
 fn url_can_parse(input: &str, http_base: bool) -> bool {
     let trimmed = input.trim_matches(|c: char| c <= ' ');
-    let s: String = trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let s: String = trimmed
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
     if let Some((scheme, rest)) = split_scheme(&s) {
         let scheme = scheme.to_ascii_lowercase();
         if is_special_scheme(&scheme) {
@@ -3794,7 +4528,13 @@ fn url_can_parse(input: &str, http_base: bool) -> bool {
             if scheme == "file" {
                 return !slashed || file_host_ok(rest);
             }
-            if http_base && scheme == "http" && !slashed {
+            // The base's own scheme without `//` is relative to the base.
+            let mut after_scheme = rest.chars();
+            let two_slashes = matches!(
+                (after_scheme.next(), after_scheme.next()),
+                (Some('/' | '\\'), Some('/' | '\\'))
+            );
+            if http_base && scheme == "http" && !two_slashes {
                 return true;
             }
             let after = rest.trim_start_matches(['/', '\\']);
@@ -3811,7 +4551,10 @@ fn url_can_parse(input: &str, http_base: bool) -> bool {
         return false;
     }
     let mut chars = s.chars();
-    let two_slashes = matches!((chars.next(), chars.next()), (Some('/' | '\\'), Some('/' | '\\')));
+    let two_slashes = matches!(
+        (chars.next(), chars.next()),
+        (Some('/' | '\\'), Some('/' | '\\'))
+    );
     if two_slashes {
         let after = s[2..].trim_start_matches(['/', '\\']);
         let end = after.find(['/', '\\', '?', '#']).unwrap_or(after.len());
@@ -3821,7 +4564,12 @@ fn url_can_parse(input: &str, http_base: bool) -> bool {
 }
 
 fn file_host_ok(rest: &str) -> bool {
-    let Some(after) = rest.strip_prefix("//").or_else(|| rest.strip_prefix("\\\\")) else { return true };
+    let Some(after) = rest
+        .strip_prefix("//")
+        .or_else(|| rest.strip_prefix("\\\\"))
+    else {
+        return true;
+    };
     let end = after.find(['/', '\\', '?', '#']).unwrap_or(after.len());
     let host = &after[..end];
     host.is_empty() || host_ok(host, true)
@@ -3829,6 +4577,8 @@ fn file_host_ok(rest: &str) -> bool {
 
 fn authority_ok(auth: &str, special: bool) -> bool {
     let host_port = match auth.rfind('@') {
+        // Credentials without a host fail ("host-missing").
+        Some(i) if i + 1 == auth.len() => return false,
         Some(i) => &auth[i + 1..],
         None => auth,
     };
@@ -3844,12 +4594,19 @@ fn authority_ok(auth: &str, special: bool) -> bool {
         }
     };
     if !port.is_empty() {
-        let Some(digits) = port.strip_prefix(':') else { return false };
-        if !digits.bytes().all(|c| c.is_ascii_digit()) || digits.parse::<u64>().map_or(!digits.is_empty(), |p| p > 65535) {
+        let Some(digits) = port.strip_prefix(':') else {
+            return false;
+        };
+        if !digits.bytes().all(|c| c.is_ascii_digit())
+            || digits
+                .parse::<u64>()
+                .map_or(!digits.is_empty(), |p| p > 65535)
+        {
             return false;
         }
     }
-    if special && host.is_empty() {
+    // An empty host fails before a port as it does in a special URL ("host-missing").
+    if host.is_empty() && (special || !port.is_empty()) {
         return false;
     }
     host.is_empty() || host_ok(host, special)
@@ -3857,21 +4614,71 @@ fn authority_ok(auth: &str, special: bool) -> bool {
 
 fn host_ok(host: &str, special: bool) -> bool {
     if let Some(inner) = host.strip_prefix('[') {
-        return inner.strip_suffix(']').is_some_and(|ip| format_match(&IPV6, RE_IPV6, true, ip));
+        return inner
+            .strip_suffix(']')
+            .is_some_and(|ip| format_match(&IPV6, RE_IPV6, true, ip));
     }
     if !special {
-        return !host.chars().any(|c| matches!(c, '\0' | '\t' | '\n' | '\r' | ' ' | '#' | '/' | ':' | '<' | '>' | '?' | '@' | '[' | '\\' | ']' | '^' | '|'));
+        return !host.chars().any(|c| {
+            matches!(
+                c,
+                '\0' | '\t'
+                    | '\n'
+                    | '\r'
+                    | ' '
+                    | '#'
+                    | '/'
+                    | ':'
+                    | '<'
+                    | '>'
+                    | '?'
+                    | '@'
+                    | '['
+                    | '\\'
+                    | ']'
+                    | '^'
+                    | '|'
+            )
+        });
     }
-    let Some(decoded) = percent_decode(host) else { return false };
+    let Some(decoded) = percent_decode(host) else {
+        return false;
+    };
     let domain = decoded.to_lowercase();
     if domain.is_empty()
         || domain.chars().any(|c| {
-            (c as u32) < 0x20 || c == '\u{7f}' || matches!(c, ' ' | '#' | '%' | '/' | ':' | '<' | '>' | '?' | '@' | '[' | '\\' | ']' | '^' | '|')
+            (c as u32) < 0x20
+                || c == '\u{7f}'
+                || matches!(
+                    c,
+                    ' ' | '#'
+                        | '%'
+                        | '/'
+                        | ':'
+                        | '<'
+                        | '>'
+                        | '?'
+                        | '@'
+                        | '['
+                        | '\\'
+                        | ']'
+                        | '^'
+                        | '|'
+                )
         })
     {
         return false;
     }
     let labels: Vec<&str> = domain.split('.').collect();
+    // IDNA decodes `xn--` labels: one that decodes to nothing fails (the other checks of
+    // UTS #46 need its mapping tables and are not made).
+    let bad_ace = |l: &&str| {
+        l.strip_prefix("xn--")
+            .is_some_and(|body| puny_decode(body).is_none_or(|d| d.is_empty()))
+    };
+    if labels.iter().any(bad_ace) {
+        return false;
+    }
     let last = match labels.as_slice() {
         [.., last, ""] if labels.len() > 1 => *last,
         [.., last] => *last,
@@ -3880,7 +4687,8 @@ fn host_ok(host: &str, special: bool) -> bool {
     let numeric = |s: &str| {
         !s.is_empty()
             && (s.bytes().all(|c| c.is_ascii_digit())
-                || s.strip_prefix("0x").is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())))
+                || s.strip_prefix("0x")
+                    .is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit())))
     };
     if numeric(last) {
         return ipv4_host_ok(&domain);
@@ -3899,7 +4707,8 @@ fn ipv4_host_ok(domain: &str) -> bool {
     }
     let mut numbers = Vec::with_capacity(parts.len());
     for p in &parts {
-        let (digits, radix) = if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+        let (digits, radix) = if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X"))
+        {
             (h, 16)
         } else if p.len() > 1 && p.starts_with('0') {
             (&p[1..], 8)
@@ -3909,13 +4718,19 @@ fn ipv4_host_ok(domain: &str) -> bool {
         if p.is_empty() {
             return false;
         }
-        let n = if digits.is_empty() { Some(0) } else { u64::from_str_radix(digits, radix).ok() };
+        let n = if digits.is_empty() {
+            Some(0)
+        } else {
+            u64::from_str_radix(digits, radix).ok()
+        };
         match n {
             Some(n) => numbers.push(n),
             None => return false,
         }
     }
-    let Some((last, init)) = numbers.split_last() else { return false };
+    let Some((last, init)) = numbers.split_last() else {
+        return false;
+    };
     if init.iter().any(|n| *n > 255) {
         return false;
     }
@@ -3924,9 +4739,9 @@ fn ipv4_host_ok(domain: &str) -> bool {
 
 /// `regex`: whether `new RegExp(value, "u")` accepts it.
 fn is_regex(value: &str) -> bool {
-    match translate_regex(value, true) {
+    match translate_regex(value, true, true) {
         Ok(t) => Regex::new(&t).is_ok(),
         Err(TrErr::Unsupported) => true,
-        Err(TrErr::Invalid) => false,
+        Err(TrErr::Syntax(_)) => false,
     }
 }

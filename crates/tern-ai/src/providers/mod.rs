@@ -271,7 +271,7 @@ impl<'a> Output<'a> {
             }),
             Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
                 content_index: index,
-                tool_call: c,
+                tool_call: Box::new(c),
                 partial,
             }),
             _ => {}
@@ -302,7 +302,10 @@ impl<'a> Output<'a> {
     pub fn done(&mut self) {
         let message = self.partial.snapshot();
         let reason = message.stop_reason;
-        self.emit(AssistantMessageEvent::Done { reason, message });
+        self.emit(AssistantMessageEvent::Done {
+            reason,
+            message: Box::new(message),
+        });
     }
 
     /// Ends with `error`: `stopReason` becomes `aborted` or `error` with `message`.
@@ -317,7 +320,10 @@ impl<'a> Output<'a> {
             m.error_message = Some(message);
         });
         let error = self.partial.snapshot();
-        self.emit(AssistantMessageEvent::Error { reason, error });
+        self.emit(AssistantMessageEvent::Error {
+            reason,
+            error: Box::new(error),
+        });
     }
 }
 

@@ -398,17 +398,17 @@ impl EventSink for RecordingSink {
                 ..
             } => {
                 rec.insert("contentIndex".into(), json!(content_index));
-                let tc = serde_json::to_value(ContentBlock::ToolCall(tool_call.clone()))
+                let tc = serde_json::to_value(ContentBlock::ToolCall((**tool_call).clone()))
                     .unwrap_or(Value::Null);
                 rec.insert("toolCall".into(), normalize_tool_call(&self.api, &tc));
             }
             Done { reason, message } => {
                 rec.insert("reason".into(), json!(reason));
-                self.message = Some(message.clone());
+                self.message = Some((**message).clone());
             }
             Error { reason, error } => {
                 rec.insert("reason".into(), json!(reason));
-                self.message = Some(error.clone());
+                self.message = Some((**error).clone());
             }
             Start { .. } => {}
         }

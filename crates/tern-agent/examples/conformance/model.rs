@@ -1,0 +1,267 @@
+//! The scripted model (FORMAT.md 1.4): one scripted response per provider request.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context as TaskContext, Waker};
+
+use serde_json::{json, Map, Value};
+use tern_ai::{
+    assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender,
+    AssistantMessageEventStream, BoxError, ContentBlock, Context, Model, PartialMessage,
+    StopReason, StreamFn, StreamOptions, TextContent, ThinkingContent, ToolCall,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::norm::{js_stringify, norm_of};
+use super::spec::ResponseSpec;
+use super::Harness;
+
+/// The model object the reference runner builds for an id.
+pub fn make_model(id: &str) -> Model {
+    let mut m = Model::new(id, "scripted", "scripted", "");
+    m.reasoning = true;
+    m.input = vec!["text".into()];
+    m.context_window = 100_000;
+    m.max_tokens = 8192;
+    m
+}
+
+pub struct ScriptedModel {
+    pub harness: Weak<Harness>,
+}
+
+impl StreamFn for ScriptedModel {
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        let Some(h) = self.harness.upgrade() else {
+            return Err("scripted model used after the scenario ended".into());
+        };
+        let (n, spec) = h.next_request();
+        let mut entry = Map::new();
+        entry.insert("kind".into(), json!("request"));
+        entry.insert("n".into(), json!(n));
+        entry.insert("model".into(), json!(model.id));
+        entry.insert(
+            "thinkingLevel".into(),
+            json!(options.reasoning.map(|l| l.as_str()).unwrap_or("off")),
+        );
+        entry.insert("messages".into(), norm_of(context.messages.as_slice()));
+        h.push(Value::Object(entry));
+        if let Some(message) = spec.as_ref().and_then(|s| s.throw.clone()) {
+            return Err(message.into());
+        }
+        let (tx, rx) = assistant_stream();
+        start_now(produce(tx, spec, model.clone(), options.signal, n));
+        Ok(rx)
+    }
+}
+
+/// Runs a producer synchronously up to its first wait (like an un-awaited async JS
+/// function), then lets the runtime drive the rest.
+fn start_now(fut: impl Future<Output = ()> + Send + 'static) {
+    let mut fut: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(fut);
+    let mut cx = TaskContext::from_waker(Waker::noop());
+    if fut.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(fut);
+    }
+}
+
+async fn sleep_ms(ms: f64) {
+    if ms > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+    }
+}
+
+fn finish(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+    let reason = message.stop_reason;
+    if matches!(reason, StopReason::Error | StopReason::Aborted) {
+        tx.push(AssistantMessageEvent::Error {
+            reason,
+            error: Box::new(message),
+        });
+    } else {
+        tx.push(AssistantMessageEvent::Done {
+            reason,
+            message: Box::new(message),
+        });
+    }
+}
+
+/// Splits text into chunks of `size` code points; one chunk when `size` is 0; none for "".
+fn chunks(text: &str, size: usize) -> Vec<String> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    if size == 0 {
+        return vec![text.to_string()];
+    }
+    let cps: Vec<char> = text.chars().collect();
+    cps.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+enum Kind {
+    Text,
+    Thinking,
+    ToolCall,
+}
+
+async fn produce(
+    tx: AssistantMessageEventSender,
+    spec: Option<Arc<ResponseSpec>>,
+    model: Model,
+    signal: CancellationToken,
+    n: u64,
+) {
+    let base = AssistantMessage {
+        content: Vec::new(),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        usage: spec.as_ref().map(|s| s.usage.clone()).unwrap_or_default(),
+        stop_reason: StopReason::Pending,
+        timestamp: tern_ai::clock::now_ms(),
+        ..AssistantMessage::default()
+    };
+    let Some(spec) = spec else {
+        finish(
+            &tx,
+            AssistantMessage {
+                stop_reason: StopReason::Error,
+                error_message: Some(format!("No scripted response for request {n}")),
+                ..base
+            },
+        );
+        return;
+    };
+    let final_message = AssistantMessage {
+        content: spec.content.clone(),
+        stop_reason: spec.stop_reason,
+        error_message: spec.error_message.clone(),
+        ..base.clone()
+    };
+    let mut partial = base;
+    let snapshot = |p: &AssistantMessage| PartialMessage::new(p.clone());
+    let aborted = |p: &AssistantMessage| AssistantMessage {
+        stop_reason: StopReason::Aborted,
+        error_message: Some("Request was aborted".into()),
+        ..p.clone()
+    };
+
+    sleep_ms(spec.start_delay_ms).await;
+    if signal.is_cancelled() {
+        return finish(&tx, aborted(&partial));
+    }
+    if spec.final_only {
+        return finish(&tx, final_message);
+    }
+    tx.push(AssistantMessageEvent::Start {
+        partial: snapshot(&partial),
+    });
+    for (index, block) in spec.content.iter().enumerate() {
+        let (kind, text) = match block {
+            ContentBlock::Text(t) => {
+                partial
+                    .content
+                    .push(ContentBlock::Text(TextContent::default()));
+                (Kind::Text, t.text.clone())
+            }
+            ContentBlock::Thinking(t) => {
+                partial
+                    .content
+                    .push(ContentBlock::Thinking(ThinkingContent::default()));
+                (Kind::Thinking, t.thinking.clone())
+            }
+            ContentBlock::ToolCall(c) => {
+                partial.content.push(ContentBlock::ToolCall(ToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: Value::Object(Map::new()),
+                    ..ToolCall::default()
+                }));
+                (Kind::ToolCall, js_stringify(&c.arguments))
+            }
+            // Rejected when the scenario is parsed.
+            ContentBlock::Image(_) => continue,
+        };
+        let start = match kind {
+            Kind::Text => AssistantMessageEvent::TextStart {
+                content_index: index,
+                partial: snapshot(&partial),
+            },
+            Kind::Thinking => AssistantMessageEvent::ThinkingStart {
+                content_index: index,
+                partial: snapshot(&partial),
+            },
+            Kind::ToolCall => AssistantMessageEvent::ToolcallStart {
+                content_index: index,
+                partial: snapshot(&partial),
+            },
+        };
+        tx.push(start);
+        for chunk in chunks(&text, spec.chunk_size) {
+            sleep_ms(spec.delay_ms).await;
+            if signal.is_cancelled() {
+                return finish(&tx, aborted(&partial));
+            }
+            let event = match kind {
+                Kind::Text => {
+                    if let Some(ContentBlock::Text(t)) = partial.content.get_mut(index) {
+                        t.text.push_str(&chunk);
+                    }
+                    AssistantMessageEvent::TextDelta {
+                        content_index: index,
+                        delta: chunk,
+                        partial: snapshot(&partial),
+                    }
+                }
+                Kind::Thinking => {
+                    if let Some(ContentBlock::Thinking(t)) = partial.content.get_mut(index) {
+                        t.thinking.push_str(&chunk);
+                    }
+                    AssistantMessageEvent::ThinkingDelta {
+                        content_index: index,
+                        delta: chunk,
+                        partial: snapshot(&partial),
+                    }
+                }
+                Kind::ToolCall => AssistantMessageEvent::ToolcallDelta {
+                    content_index: index,
+                    delta: chunk,
+                    partial: snapshot(&partial),
+                },
+            };
+            tx.push(event);
+        }
+        let end = match (kind, block) {
+            (Kind::ToolCall, ContentBlock::ToolCall(c)) => {
+                partial.content[index] = block.clone();
+                AssistantMessageEvent::ToolcallEnd {
+                    content_index: index,
+                    tool_call: Box::new(c.clone()),
+                    partial: snapshot(&partial),
+                }
+            }
+            (Kind::Thinking, _) => AssistantMessageEvent::ThinkingEnd {
+                content_index: index,
+                content: text,
+                partial: snapshot(&partial),
+            },
+            _ => AssistantMessageEvent::TextEnd {
+                content_index: index,
+                content: text,
+                partial: snapshot(&partial),
+            },
+        };
+        tx.push(end);
+    }
+    sleep_ms(spec.end_delay_ms).await;
+    if signal.is_cancelled() {
+        return finish(&tx, aborted(&partial));
+    }
+    finish(&tx, final_message);
+}

@@ -1,0 +1,904 @@
+//! The scenario format (FORMAT.md 1), parsed and checked before anything runs, so that a
+//! bad scenario fails with a clear message instead of half a trace.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tern_agent::config::AfterToolCallResult;
+use tern_agent::{QueueMode, ToolExecutionMode, ToolResult};
+use tern_ai::{ContentBlock, Message, StopReason, ThinkingLevel, Usage};
+
+use super::norm::js_template;
+
+pub type R<T> = Result<T, String>;
+
+pub const DEFAULT_MODEL_ID: &str = "model-a";
+
+pub struct Scenario {
+    pub tools: HashMap<String, Arc<ToolDef>>,
+    pub agent: Option<AgentSpec>,
+    pub hooks: HooksSpec,
+    pub listeners: Vec<Arc<ListenerSpec>>,
+    pub model: Vec<Arc<ResponseSpec>>,
+    pub actions: Vec<Arc<ActionSpec>>,
+    pub settle_ms: f64,
+}
+
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub label: String,
+    pub parameters: Value,
+    pub execution_mode: Option<ToolExecutionMode>,
+    pub prepare: Option<Vec<PrepOp>>,
+    pub behavior: Arc<Behaviour>,
+    pub calls: HashMap<String, Arc<Behaviour>>,
+}
+
+pub enum PrepOp {
+    Rename { from: String, to: String },
+    Default { key: String, value: Value },
+    Drop { key: String },
+}
+
+pub struct Behaviour {
+    pub steps: Vec<Step>,
+    pub ignore_abort: bool,
+    pub abort_error: String,
+    pub late_updates: Option<Vec<Step>>,
+    pub throw: Option<String>,
+    pub result: ToolResult,
+}
+
+pub enum Step {
+    Sleep(f64),
+    Update(ToolResult),
+    RunToolCall(CallSpec),
+    Do(Arc<ActionSpec>),
+    Ignored,
+}
+
+#[derive(Clone)]
+pub struct CallSpec {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+pub struct AgentSpec {
+    pub system_prompt: Option<String>,
+    pub model: String,
+    pub thinking_level: ThinkingLevel,
+    pub tools: Vec<String>,
+    pub messages: Vec<Message>,
+    pub tool_execution: Option<ToolExecutionMode>,
+    pub steering_mode: Option<QueueMode>,
+    pub follow_up_mode: Option<QueueMode>,
+}
+
+#[derive(Default)]
+pub struct HooksSpec {
+    pub before_tool_call: Option<Vec<Rule>>,
+    pub after_tool_call: Option<Vec<Rule>>,
+    pub finish_turn: Option<Vec<Rule>>,
+    pub prepare_request: Option<Vec<Rule>>,
+    pub prepare_next_turn: Option<Vec<Rule>>,
+    pub transform_context: Option<TransformSpec>,
+    pub convert_to_llm: Option<HashSet<String>>,
+}
+
+pub struct TransformSpec {
+    pub keep_last: Option<f64>,
+    pub throw: Option<Value>,
+}
+
+/// One hook rule: `match`, side effects, and the outcome keys of every hook kind (each hook
+/// reads the ones it knows).
+#[derive(Default)]
+pub struct Rule {
+    pub matcher: Option<Map<String, Value>>,
+    pub actions: Vec<Arc<ActionSpec>>,
+    pub delay_ms: Option<Value>,
+    pub throw: Option<Value>,
+    // beforeToolCall
+    pub block: Option<Value>,
+    pub reason: Option<Value>,
+    pub terminate: Option<Value>,
+    // afterToolCall: the `result(override)` value and its typed form
+    pub override_: Option<(Value, AfterToolCallResult)>,
+    // finishTurn
+    pub action: Option<Value>,
+    // prepareRequest / prepareNextTurn
+    pub model: Option<String>,
+    pub thinking_level: Option<(String, ThinkingLevel)>,
+    pub context_append: Option<(Value, Vec<Message>)>,
+    pub messages: Option<(Value, Vec<Message>)>,
+}
+
+pub struct ListenerSpec {
+    pub name: Value,
+    pub events: Option<Vec<String>>,
+    pub delay_ms: Option<Value>,
+}
+
+pub struct ResponseSpec {
+    pub content: Vec<ContentBlock>,
+    /// Compact JSON of each toolCall block's arguments, in scenario key order.
+    pub stop_reason: StopReason,
+    pub error_message: Option<String>,
+    pub usage: Usage,
+    pub chunk_size: usize,
+    pub delay_ms: f64,
+    pub start_delay_ms: f64,
+    pub end_delay_ms: f64,
+    pub final_only: bool,
+    pub throw: Option<String>,
+}
+
+pub struct AtSpec {
+    pub event: String,
+    pub nth: f64,
+    pub tool_name: Option<Value>,
+    pub role: Option<Value>,
+    pub update: Option<Value>,
+    pub label: String,
+}
+
+pub struct ActionSpec {
+    pub do_: String,
+    pub at: Option<AtSpec>,
+    pub text: Option<String>,
+    pub messages: Option<Vec<Message>>,
+    pub message: Option<Message>,
+    pub tools: Option<Vec<String>>,
+    pub model: Option<String>,
+    pub thinking_level: Option<ThinkingLevel>,
+    pub tool_execution: Option<ToolExecutionMode>,
+    pub steering_mode: Option<QueueMode>,
+    pub follow_up_mode: Option<QueueMode>,
+    pub ms: f64,
+    pub tool_call: Option<CallSpec>,
+    pub aborted: bool,
+    pub prompts: Vec<Message>,
+    pub ctx_messages: Vec<Message>,
+    pub ctx_tools: Vec<String>,
+    pub cfg_model: String,
+    pub cfg_thinking_level: ThinkingLevel,
+    pub cfg_tool_execution: Option<ToolExecutionMode>,
+}
+
+const ACTIONS: &[&str] = &[
+    "prompt",
+    "continue",
+    "steer",
+    "followUp",
+    "abort",
+    "reset",
+    "set",
+    "sleep",
+    "snapshot",
+    "runToolCall",
+    "agentLoop",
+    "agentLoopContinue",
+    "runAgentLoop",
+    "runAgentLoopContinue",
+];
+
+// ------------------------------------------------------------------ small readers
+
+fn object<'a>(v: &'a Value, path: &str) -> R<&'a Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| format!("{path}: expected an object, got {v}"))
+}
+
+/// A key that is present and not `null` (JavaScript `!== undefined` after JSON parsing;
+/// `null` is treated as absent where the reference would use `??`).
+fn get<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    o.get(key).filter(|v| !v.is_null())
+}
+
+fn opt_string(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<String>> {
+    match get(o, key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(format!("{path}.{key}: expected a string, got {v}")),
+    }
+}
+
+fn opt_number(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<f64>> {
+    match get(o, key) {
+        None => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(v) => Err(format!("{path}.{key}: expected a number, got {v}")),
+    }
+}
+
+fn opt_array<'a>(o: &'a Map<String, Value>, key: &str, path: &str) -> R<Option<&'a Vec<Value>>> {
+    match get(o, key) {
+        None => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(v) => Err(format!("{path}.{key}: expected an array, got {v}")),
+    }
+}
+
+fn string_list(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<String>>> {
+    let Some(items) = opt_array(o, key, path)? else {
+        return Ok(None);
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{path}.{key}[{i}]: expected a string, got {v}"))
+        })
+        .collect::<R<Vec<_>>>()
+        .map(Some)
+}
+
+pub fn parse_thinking_level(s: &str, path: &str) -> R<ThinkingLevel> {
+    ThinkingLevel::parse(s).ok_or_else(|| format!("{path}: unknown thinking level {s:?}"))
+}
+
+fn opt_thinking_level(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<ThinkingLevel>> {
+    match opt_string(o, key, path)? {
+        None => Ok(None),
+        Some(s) => parse_thinking_level(&s, &format!("{path}.{key}")).map(Some),
+    }
+}
+
+fn opt_tool_execution(
+    o: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> R<Option<ToolExecutionMode>> {
+    match opt_string(o, key, path)?.as_deref() {
+        None => Ok(None),
+        Some("parallel") => Ok(Some(ToolExecutionMode::Parallel)),
+        Some("sequential") => Ok(Some(ToolExecutionMode::Sequential)),
+        Some(s) => Err(format!("{path}.{key}: unknown tool execution mode {s:?}")),
+    }
+}
+
+fn opt_queue_mode(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<QueueMode>> {
+    match opt_string(o, key, path)?.as_deref() {
+        None => Ok(None),
+        Some("all") => Ok(Some(QueueMode::All)),
+        Some("one-at-a-time") => Ok(Some(QueueMode::OneAtATime)),
+        Some(s) => Err(format!("{path}.{key}: unknown queue mode {s:?}")),
+    }
+}
+
+/// A scenario message as a runtime message: `timestamp: 0` added when missing (1.1).
+pub fn message(v: &Value, path: &str) -> R<Message> {
+    let mut m = object(v, path)?.clone();
+    if !m.contains_key("timestamp") {
+        m.insert("timestamp".into(), Value::from(0));
+    }
+    serde_json::from_value(Value::Object(m)).map_err(|e| format!("{path}: invalid message: {e}"))
+}
+
+fn messages(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<Message>>> {
+    let Some(items) = opt_array(o, key, path)? else {
+        return Ok(None);
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| message(v, &format!("{path}.{key}[{i}]")))
+        .collect::<R<Vec<_>>>()
+        .map(Some)
+}
+
+/// `result(R)` (1.2): a copy of `R` with `text` turned into a text content block.
+pub fn result_value(v: &Value, path: &str) -> R<Value> {
+    let mut m = object(v, path)?.clone();
+    if let Some(text) = m.shift_remove("text") {
+        // `text` keeps its place as `content` (key order is irrelevant for comparison).
+        m.insert(
+            "content".into(),
+            serde_json::json!([{"type": "text", "text": text}]),
+        );
+    }
+    Ok(Value::Object(m))
+}
+
+fn tool_result(v: &Value, path: &str) -> R<ToolResult> {
+    let value = result_value(v, path)?;
+    serde_json::from_value(value).map_err(|e| format!("{path}: invalid tool result: {e}"))
+}
+
+fn after_result(value: &Value, path: &str) -> R<AfterToolCallResult> {
+    let m = object(value, path)?;
+    let field = |k: &str| get(m, k).cloned();
+    let parse = |k: &str| -> R<Option<Value>> { Ok(field(k)) };
+    let content = match parse("content")? {
+        None => None,
+        Some(c) => Some(
+            serde_json::from_value::<Vec<ContentBlock>>(c)
+                .map_err(|e| format!("{path}.content: {e}"))?,
+        ),
+    };
+    let usage = match parse("usage")? {
+        None => None,
+        Some(u) => {
+            Some(serde_json::from_value::<Usage>(u).map_err(|e| format!("{path}.usage: {e}"))?)
+        }
+    };
+    let flag = |k: &str| -> R<Option<bool>> {
+        match field(k) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(v) => Err(format!("{path}.{k}: expected a boolean, got {v}")),
+        }
+    };
+    Ok(AfterToolCallResult {
+        content,
+        details: field("details"),
+        structured_content: field("structuredContent"),
+        is_error: flag("isError")?,
+        usage,
+        terminate: flag("terminate")?,
+    })
+}
+
+fn duration_value(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Value>> {
+    match get(o, key) {
+        None => Ok(None),
+        Some(v @ Value::Number(_)) => Ok(Some(v.clone())),
+        Some(v) => Err(format!("{path}.{key}: expected a number, got {v}")),
+    }
+}
+
+// ------------------------------------------------------------------ scenario
+
+pub fn parse(v: &Value) -> R<Scenario> {
+    let root = object(v, "scenario")?;
+    let mut tools = HashMap::new();
+    for (i, t) in opt_array(root, "tools", "scenario")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("tools[{i}]");
+        let def = tool_def(t, &path)?;
+        let id = match opt_string(object(t, &path)?, "id", &path)? {
+            Some(id) => id,
+            None => def.name.clone(),
+        };
+        tools.insert(id, Arc::new(def));
+    }
+    let p = Parser {
+        tool_ids: tools.keys().cloned().collect(),
+        check: true,
+    };
+    let agent = match get(root, "agent") {
+        None => None,
+        Some(a) => Some(p.agent(a)?),
+    };
+    // Steps of tool behaviours may hold actions: check their tool references too.
+    for (i, t) in opt_array(root, "tools", "scenario")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        p.check_tool_steps(t, &format!("tools[{i}]"))?;
+    }
+    let hooks = match get(root, "hooks") {
+        None => HooksSpec::default(),
+        Some(h) => p.hooks(h)?,
+    };
+    let mut listeners = Vec::new();
+    for (i, l) in opt_array(root, "listeners", "scenario")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let path = format!("listeners[{i}]");
+        let o = object(l, &path)?;
+        listeners.push(Arc::new(ListenerSpec {
+            name: o.get("name").cloned().unwrap_or(Value::Null),
+            events: string_list(o, "events", &path)?,
+            delay_ms: duration_value(o, "delayMs", &path)?,
+        }));
+    }
+    let mut model = Vec::new();
+    for (i, r) in opt_array(root, "model", "scenario")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        model.push(Arc::new(response(r, &format!("model[{i}]"))?));
+    }
+    let mut actions = Vec::new();
+    for (i, a) in opt_array(root, "actions", "scenario")?
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        actions.push(Arc::new(p.action(a, &format!("actions[{i}]"))?));
+    }
+    let settle_ms = opt_number(root, "settleMs", "scenario")?.unwrap_or(20.0);
+    Ok(Scenario {
+        tools,
+        agent,
+        hooks,
+        listeners,
+        model,
+        actions,
+        settle_ms,
+    })
+}
+
+fn tool_def(v: &Value, path: &str) -> R<ToolDef> {
+    let o = object(v, path)?;
+    let name = opt_string(o, "name", path)?.ok_or_else(|| format!("{path}.name: missing"))?;
+    let prepare = match opt_array(o, "prepareArguments", path)? {
+        None => None,
+        Some(ops) => Some(
+            ops.iter()
+                .enumerate()
+                .map(|(i, op)| prep_op(op, &format!("{path}.prepareArguments[{i}]")))
+                .collect::<R<Vec<_>>>()?,
+        ),
+    };
+    let behavior = match get(o, "behavior") {
+        None => Arc::new(behaviour(&Value::Object(Map::new()), path)?),
+        Some(b) => Arc::new(behaviour(b, &format!("{path}.behavior"))?),
+    };
+    let mut calls = HashMap::new();
+    if let Some(c) = get(o, "calls") {
+        for (id, b) in object(c, &format!("{path}.calls"))? {
+            calls.insert(
+                id.clone(),
+                Arc::new(behaviour(b, &format!("{path}.calls.{id}"))?),
+            );
+        }
+    }
+    Ok(ToolDef {
+        description: opt_string(o, "description", path)?.unwrap_or_default(),
+        label: opt_string(o, "label", path)?.unwrap_or_else(|| name.clone()),
+        parameters: get(o, "parameters")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+        execution_mode: opt_tool_execution(o, "executionMode", path)?,
+        prepare,
+        behavior,
+        calls,
+        name,
+    })
+}
+
+fn prep_op(v: &Value, path: &str) -> R<PrepOp> {
+    let o = object(v, path)?;
+    let key = |k: &str| opt_string(o, k, path)?.ok_or_else(|| format!("{path}.{k}: missing"));
+    match opt_string(o, "op", path)?.as_deref() {
+        Some("rename") => Ok(PrepOp::Rename {
+            from: key("from")?,
+            to: key("to")?,
+        }),
+        Some("default") => Ok(PrepOp::Default {
+            key: key("key")?,
+            value: o.get("value").cloned().unwrap_or(Value::Null),
+        }),
+        Some("drop") => Ok(PrepOp::Drop { key: key("key")? }),
+        other => Err(format!("{path}: unknown prepareArguments op {other:?}")),
+    }
+}
+
+fn behaviour(v: &Value, path: &str) -> R<Behaviour> {
+    let o = object(v, path)?;
+    // Actions inside steps are parsed later (they need the tool ids); see check_tool_steps.
+    let p = Parser {
+        tool_ids: HashSet::new(),
+        check: false,
+    };
+    let steps = match opt_array(o, "steps", path)? {
+        None => Vec::new(),
+        Some(s) => s
+            .iter()
+            .enumerate()
+            .map(|(i, st)| p.step(st, &format!("{path}.steps[{i}]"), false))
+            .collect::<R<Vec<_>>>()?,
+    };
+    let late_updates = match opt_array(o, "lateUpdates", path)? {
+        None => None,
+        Some(s) => Some(
+            s.iter()
+                .enumerate()
+                .map(|(i, st)| p.step(st, &format!("{path}.lateUpdates[{i}]"), true))
+                .collect::<R<Vec<_>>>()?,
+        ),
+    };
+    let throw = get(o, "throw").map(js_template);
+    let result = match get(o, "result") {
+        None => tool_result(&serde_json::json!({"text": "ok"}), path)?,
+        Some(r) => tool_result(r, &format!("{path}.result"))?,
+    };
+    Ok(Behaviour {
+        steps,
+        ignore_abort: get(o, "onAbort").and_then(Value::as_str) == Some("ignore"),
+        abort_error: opt_string(o, "abortError", path)?.unwrap_or_else(|| "Tool aborted".into()),
+        late_updates,
+        throw,
+        result,
+    })
+}
+
+fn call_spec(v: &Value, path: &str) -> R<CallSpec> {
+    let o = object(v, path)?;
+    Ok(CallSpec {
+        id: opt_string(o, "id", path)?.ok_or_else(|| format!("{path}.id: missing"))?,
+        name: opt_string(o, "name", path)?.ok_or_else(|| format!("{path}.name: missing"))?,
+        arguments: get(o, "arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+    })
+}
+
+fn response(v: &Value, path: &str) -> R<ResponseSpec> {
+    let o = object(v, path)?;
+    let content_v = get(o, "content")
+        .cloned()
+        .unwrap_or_else(|| Value::Array(Vec::new()));
+    let Value::Array(blocks) = content_v else {
+        return Err(format!("{path}.content: expected an array"));
+    };
+    let mut content = Vec::new();
+    for (i, b) in blocks.into_iter().enumerate() {
+        let bpath = format!("{path}.content[{i}]");
+        let mut bo = object(&b, &bpath)?.clone();
+        if bo.get("type").and_then(Value::as_str) == Some("toolCall")
+            && !bo.contains_key("arguments")
+        {
+            bo.insert("arguments".into(), Value::Object(Map::new()));
+        }
+        let block: ContentBlock = serde_json::from_value(Value::Object(bo))
+            .map_err(|e| format!("{bpath}: invalid content block: {e}"))?;
+        if matches!(block, ContentBlock::Image(_)) {
+            return Err(format!("{bpath}: image blocks are not assistant content"));
+        }
+        content.push(block);
+    }
+    let has_call = content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall(_)));
+    let stop_reason = match get(o, "stopReason") {
+        None => {
+            if has_call {
+                StopReason::ToolUse
+            } else {
+                StopReason::Stop
+            }
+        }
+        Some(s) => {
+            serde_json::from_value(s.clone()).map_err(|e| format!("{path}.stopReason: {e}"))?
+        }
+    };
+    let usage = match get(o, "usage") {
+        None => Usage::default(),
+        Some(u) => serde_json::from_value(u.clone()).map_err(|e| format!("{path}.usage: {e}"))?,
+    };
+    let chunk = opt_number(o, "chunkSize", path)?.unwrap_or(0.0);
+    Ok(ResponseSpec {
+        content,
+        stop_reason,
+        error_message: opt_string(o, "errorMessage", path)?,
+        usage,
+        chunk_size: if chunk > 0.0 { chunk as usize } else { 0 },
+        delay_ms: opt_number(o, "delayMs", path)?.unwrap_or(0.0),
+        start_delay_ms: opt_number(o, "startDelayMs", path)?.unwrap_or(0.0),
+        end_delay_ms: opt_number(o, "endDelayMs", path)?.unwrap_or(0.0),
+        final_only: get(o, "stream").and_then(Value::as_str) == Some("final-only"),
+        throw: get(o, "throw").map(js_template),
+    })
+}
+
+struct Parser {
+    tool_ids: HashSet<String>,
+    /// Whether tool references are checked (off while tool ids are not known yet).
+    check: bool,
+}
+
+impl Parser {
+    fn tool_refs(&self, o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<String>>> {
+        let refs = string_list(o, key, path)?;
+        if let (true, Some(refs)) = (self.check, &refs) {
+            for r in refs {
+                if !self.tool_ids.contains(r) {
+                    return Err(format!(
+                        "{path}.{key}: scenario references unknown tool {r}"
+                    ));
+                }
+            }
+        }
+        Ok(refs)
+    }
+
+    fn agent(&self, v: &Value) -> R<AgentSpec> {
+        let path = "agent";
+        let o = object(v, path)?;
+        Ok(AgentSpec {
+            system_prompt: opt_string(o, "systemPrompt", path)?,
+            model: opt_string(o, "model", path)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into()),
+            thinking_level: opt_thinking_level(o, "thinkingLevel", path)?.unwrap_or_default(),
+            tools: self.tool_refs(o, "tools", path)?.unwrap_or_default(),
+            messages: messages(o, "messages", path)?.unwrap_or_default(),
+            tool_execution: opt_tool_execution(o, "toolExecution", path)?,
+            steering_mode: opt_queue_mode(o, "steeringMode", path)?,
+            follow_up_mode: opt_queue_mode(o, "followUpMode", path)?,
+        })
+    }
+
+    fn step(&self, v: &Value, path: &str, late: bool) -> R<Step> {
+        let o = object(v, path)?;
+        if let Some(ms) = get(o, "sleep") {
+            let ms = ms
+                .as_f64()
+                .ok_or_else(|| format!("{path}.sleep: expected a number"))?;
+            return Ok(Step::Sleep(ms));
+        }
+        if let Some(u) = get(o, "update") {
+            return Ok(Step::Update(tool_result(u, &format!("{path}.update"))?));
+        }
+        if late {
+            return Ok(Step::Ignored);
+        }
+        if let Some(c) = get(o, "runToolCall") {
+            return Ok(Step::RunToolCall(call_spec(
+                c,
+                &format!("{path}.runToolCall"),
+            )?));
+        }
+        if get(o, "do").is_some() {
+            return Ok(Step::Do(Arc::new(self.action(v, path)?)));
+        }
+        Ok(Step::Ignored)
+    }
+
+    /// Re-parses `do` steps with the tool ids known, for their tool references.
+    fn check_tool_steps(&self, t: &Value, path: &str) -> R<()> {
+        let o = object(t, path)?;
+        let mut behaviours: Vec<(String, &Value)> = Vec::new();
+        if let Some(b) = get(o, "behavior") {
+            behaviours.push((format!("{path}.behavior"), b));
+        }
+        if let Some(Value::Object(c)) = get(o, "calls") {
+            for (id, b) in c {
+                behaviours.push((format!("{path}.calls.{id}"), b));
+            }
+        }
+        for (bpath, b) in behaviours {
+            if let Some(Value::Array(steps)) = b.get("steps") {
+                for (i, st) in steps.iter().enumerate() {
+                    if st.get("do").is_some_and(|d| !d.is_null())
+                        && st.get("sleep").is_none_or(Value::is_null)
+                        && st.get("update").is_none_or(Value::is_null)
+                        && st.get("runToolCall").is_none_or(Value::is_null)
+                    {
+                        self.action(st, &format!("{bpath}.steps[{i}]"))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn hooks(&self, v: &Value) -> R<HooksSpec> {
+        let path = "hooks";
+        let o = object(v, path)?;
+        let rules = |key: &str| -> R<Option<Vec<Rule>>> {
+            match opt_array(o, key, path)? {
+                None => Ok(None),
+                Some(list) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| self.rule(r, &format!("{path}.{key}[{i}]")))
+                    .collect::<R<Vec<_>>>()
+                    .map(Some),
+            }
+        };
+        let transform_context = match get(o, "transformContext") {
+            None => None,
+            Some(t) => {
+                let tp = "hooks.transformContext";
+                let to = object(t, tp)?;
+                Some(TransformSpec {
+                    keep_last: opt_number(to, "keepLast", tp)?,
+                    throw: get(to, "throw").cloned(),
+                })
+            }
+        };
+        let convert_to_llm = match get(o, "convertToLlm") {
+            None => None,
+            Some(c) => {
+                let cp = "hooks.convertToLlm";
+                let co = object(c, cp)?;
+                Some(
+                    string_list(co, "toUser", cp)?
+                        .unwrap_or_default()
+                        .into_iter()
+                        .collect(),
+                )
+            }
+        };
+        Ok(HooksSpec {
+            before_tool_call: rules("beforeToolCall")?,
+            after_tool_call: rules("afterToolCall")?,
+            finish_turn: rules("finishTurn")?,
+            prepare_request: rules("prepareRequest")?,
+            prepare_next_turn: rules("prepareNextTurn")?,
+            transform_context,
+            convert_to_llm,
+        })
+    }
+
+    fn rule(&self, v: &Value, path: &str) -> R<Rule> {
+        let o = object(v, path)?;
+        let matcher = match get(o, "match") {
+            None => None,
+            Some(m) => Some(object(m, &format!("{path}.match"))?.clone()),
+        };
+        let mut actions = Vec::new();
+        for (i, a) in opt_array(o, "actions", path)?
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            actions.push(Arc::new(self.action(a, &format!("{path}.actions[{i}]"))?));
+        }
+        let override_ = match get(o, "override") {
+            Some(ov) if super::norm::truthy(ov) => {
+                let value = result_value(ov, &format!("{path}.override"))?;
+                let typed = after_result(&value, &format!("{path}.override"))?;
+                Some((value, typed))
+            }
+            _ => None,
+        };
+        let thinking_level = match opt_string(o, "thinkingLevel", path)? {
+            None => None,
+            Some(s) => {
+                let level = parse_thinking_level(&s, &format!("{path}.thinkingLevel"))?;
+                Some((s, level))
+            }
+        };
+        let with_messages = |key: &str| -> R<Option<(Value, Vec<Message>)>> {
+            match messages(o, key, path)? {
+                None => Ok(None),
+                Some(list) => Ok(Some((o[key].clone(), list))),
+            }
+        };
+        Ok(Rule {
+            matcher,
+            actions,
+            delay_ms: duration_value(o, "delayMs", path)?,
+            throw: get(o, "throw").cloned(),
+            block: get(o, "block").cloned(),
+            reason: get(o, "reason").cloned(),
+            terminate: get(o, "terminate").cloned(),
+            override_,
+            action: get(o, "action").cloned(),
+            model: opt_string(o, "model", path)?,
+            thinking_level,
+            context_append: with_messages("contextAppend")?,
+            messages: with_messages("messages")?,
+        })
+    }
+
+    fn action(&self, v: &Value, path: &str) -> R<ActionSpec> {
+        let o = object(v, path)?;
+        let do_ = opt_string(o, "do", path)?.ok_or_else(|| format!("{path}.do: missing"))?;
+        if !ACTIONS.contains(&do_.as_str()) {
+            return Err(format!("runner: unknown action {do_} ({path})"));
+        }
+        let at = match get(o, "at") {
+            None => None,
+            Some(at) => Some(at_spec(at, &format!("{path}.at"))?),
+        };
+        let text = opt_string(o, "text", path)?;
+        let msgs = messages(o, "messages", path)?;
+        let message = match get(o, "message") {
+            None => None,
+            Some(m) => Some(message(m, &format!("{path}.message"))?),
+        };
+        match do_.as_str() {
+            "prompt" if text.is_none() && msgs.is_none() => {
+                return Err(format!("{path}: prompt needs `text` or `messages`"))
+            }
+            "steer" | "followUp" if text.is_none() && message.is_none() => {
+                return Err(format!("{path}: {do_} needs `text` or `message`"))
+            }
+            "runToolCall" if get(o, "toolCall").is_none() => {
+                return Err(format!("{path}: runToolCall needs `toolCall`"))
+            }
+            _ => {}
+        }
+        let tool_call = match get(o, "toolCall") {
+            None => None,
+            Some(c) => Some(call_spec(c, &format!("{path}.toolCall"))?),
+        };
+        let (ctx_messages, ctx_tools) = match get(o, "context") {
+            None => (Vec::new(), Vec::new()),
+            Some(c) => {
+                let cp = format!("{path}.context");
+                let co = object(c, &cp)?;
+                (
+                    messages(co, "messages", &cp)?.unwrap_or_default(),
+                    self.tool_refs(co, "tools", &cp)?.unwrap_or_default(),
+                )
+            }
+        };
+        let (cfg_model, cfg_thinking_level, cfg_tool_execution) = match get(o, "config") {
+            None => (DEFAULT_MODEL_ID.to_string(), ThinkingLevel::Off, None),
+            Some(c) => {
+                let cp = format!("{path}.config");
+                let co = object(c, &cp)?;
+                (
+                    opt_string(co, "model", &cp)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into()),
+                    opt_thinking_level(co, "thinkingLevel", &cp)?.unwrap_or_default(),
+                    opt_tool_execution(co, "toolExecution", &cp)?,
+                )
+            }
+        };
+        Ok(ActionSpec {
+            at,
+            text,
+            messages: msgs,
+            message,
+            tools: self.tool_refs(o, "tools", path)?,
+            model: opt_string(o, "model", path)?,
+            thinking_level: opt_thinking_level(o, "thinkingLevel", path)?,
+            tool_execution: opt_tool_execution(o, "toolExecution", path)?,
+            steering_mode: opt_queue_mode(o, "steeringMode", path)?,
+            follow_up_mode: opt_queue_mode(o, "followUpMode", path)?,
+            ms: opt_number(o, "ms", path)?.unwrap_or(0.0),
+            tool_call,
+            aborted: get(o, "aborted").is_some_and(super::norm::truthy),
+            prompts: messages(o, "prompts", path)?.unwrap_or_default(),
+            ctx_messages,
+            ctx_tools,
+            cfg_model,
+            cfg_thinking_level,
+            cfg_tool_execution,
+            do_,
+        })
+    }
+}
+
+fn at_spec(v: &Value, path: &str) -> R<AtSpec> {
+    let o = object(v, path)?;
+    let event = opt_string(o, "event", path)?.ok_or_else(|| format!("{path}.event: missing"))?;
+    let nth = opt_number(o, "nth", path)?.unwrap_or(1.0);
+    let tool_name = get(o, "toolName").cloned();
+    let role = get(o, "role").cloned();
+    let update = get(o, "update").cloned();
+    let filters: Vec<String> = [
+        ("toolName", &tool_name),
+        ("role", &role),
+        ("update", &update),
+    ]
+    .iter()
+    .filter_map(|(k, v)| {
+        v.as_ref()
+            .map(|v| format!("{k}={}", super::norm::js_template(v)))
+    })
+    .collect();
+    let nth_text = super::norm::js_number(&super::norm::int_number(
+        &serde_json::Number::from_f64(nth).unwrap_or_else(|| 1.into()),
+    ));
+    let label = if filters.is_empty() {
+        format!("{event}#{nth_text}")
+    } else {
+        format!("{event}[{}]#{nth_text}", filters.join(","))
+    };
+    Ok(AtSpec {
+        event,
+        nth,
+        tool_name,
+        role,
+        update,
+        label,
+    })
+}

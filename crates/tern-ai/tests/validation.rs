@@ -1,0 +1,76 @@
+//! Conformance of `validate_tool_arguments` with the reference (pi-ai 1.6 `validateToolArguments`
+//! on pi-schema 1.6): every case in `tests/data/validation_cases.json` holds a schema, the call's
+//! arguments (and optionally its `argumentsError`) and what the reference returned for them,
+//! either `{"ok": <validated arguments>}` or `{"err": <error message>}`.
+
+use serde_json::Value;
+use tern_ai::validation::validate_tool_arguments;
+
+/// The tool name every case was run with.
+const TOOL: &str = "t";
+
+/// JSON equality as JS sees it: numbers by value (`1` and `1.0` are one number), key order ignored.
+fn js_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| js_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| js_equal(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn matches_the_reference_on_every_recorded_case() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/validation_cases.json"
+    );
+    let text = std::fs::read_to_string(path).expect("read the recorded cases");
+    let cases: Vec<Value> = serde_json::from_str(&text).expect("parse the recorded cases");
+    assert!(
+        cases.len() >= 60,
+        "expected at least 60 recorded cases, found {}",
+        cases.len()
+    );
+
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("<unnamed>");
+        let arguments_error = case.get("argumentsError").and_then(Value::as_str);
+        let actual =
+            validate_tool_arguments(TOOL, &case["schema"], &case["arguments"], arguments_error);
+        let expected = &case["expected"];
+        let matched = match (
+            &actual,
+            expected.get("ok"),
+            expected.get("err").and_then(Value::as_str),
+        ) {
+            (Ok(value), Some(ok), None) => js_equal(value, ok),
+            (Err(message), None, Some(err)) => message == err,
+            _ => false,
+        };
+        if !matched {
+            failures.push(format!(
+                "case {name}:\n  expected: {expected}\n  actual:   {actual:?}"
+            ));
+        }
+    }
+    println!(
+        "{} passed, {} failed",
+        cases.len() - failures.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from the reference:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
