@@ -120,7 +120,7 @@ impl Streaming {
     fn snapshot(&self) -> Message {
         match self {
             Streaming::Message(m) => m.clone(),
-            Streaming::Partial(p) => Message::Assistant(p.snapshot()),
+            Streaming::Partial(p) => Message::from(p.snapshot()),
         }
     }
     fn role(&self) -> String {
@@ -229,7 +229,7 @@ impl Agent {
             if let Some(first) =
                 create_initial_system_message(options.system_prompt.as_deref(), &decls)
             {
-                messages.insert(0, Message::System(first));
+                messages.insert(0, Message::from(first));
             }
         }
         Agent {
@@ -479,7 +479,7 @@ impl Agent {
         }
         let mut st = self.inner.state.lock();
         let baseline = get_current_system_message(&st.messages);
-        st.messages = baseline.map(Message::System).into_iter().collect();
+        st.messages = baseline.map(Message::from).into_iter().collect();
         st.is_streaming = false;
         st.streaming_message = None;
         st.pending_tool_calls.clear();
@@ -502,7 +502,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         let mut content = vec![ContentBlock::text(text)];
         content.extend(images.into_iter().map(ContentBlock::Image));
-        let m = Message::User(UserMessage {
+        let m = Message::from(UserMessage {
             content: Content::Blocks(content),
             timestamp: tern_ai::clock::now_ms(),
         });
@@ -617,7 +617,7 @@ impl Agent {
 
     async fn handle_run_failure(&self, error: AgentError, signal: &CancellationToken) {
         let model = self.inner.state.lock().model.clone();
-        let failure = Message::Assistant(AssistantMessage {
+        let failure = Message::from(AssistantMessage {
             content: vec![ContentBlock::text("")],
             api: model.api,
             provider: model.provider,
@@ -736,10 +736,10 @@ impl AgentSink {
                 st.streaming_message = None;
                 st.messages.push(message.clone());
             }
-            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                if !st.pending_tool_calls.contains(tool_call_id) {
-                    st.pending_tool_calls.push(tool_call_id.clone());
-                }
+            AgentEvent::ToolExecutionStart { tool_call_id, .. }
+                if !st.pending_tool_calls.contains(tool_call_id) =>
+            {
+                st.pending_tool_calls.push(tool_call_id.clone());
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
                 st.pending_tool_calls.retain(|id| id != tool_call_id);

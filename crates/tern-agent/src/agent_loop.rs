@@ -241,7 +241,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
 
             let message =
                 stream_assistant_response(&mut current, &config, &signal, sink, &stream_fn).await?;
-            new_messages.push(Message::Assistant(message.clone()));
+            new_messages.push(Message::from(message.clone()));
 
             if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
                 if let Some(hook) = &config.finish_turn {
@@ -250,7 +250,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     hook(turn, signal.clone()).await?;
                 }
                 sink.emit(AgentEvent::TurnEnd {
-                    message: Message::Assistant(message),
+                    message: Message::from(message),
                     tool_results: Vec::new(),
                 })
                 .await;
@@ -264,7 +264,6 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             let calls: Vec<_> = message.tool_calls().cloned().collect();
             let mut tool_results = Vec::new();
             has_more_tool_calls = false;
-            let message = Arc::new(message);
             if !calls.is_empty() {
                 // A `length` stop may have cut any call's arguments: run none of them.
                 let batch = if message.stop_reason == StopReason::Length {
@@ -284,8 +283,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 tool_results = batch.messages;
                 let msgs = Arc::make_mut(&mut current.messages);
                 for r in &tool_results {
-                    msgs.push(Message::ToolResult(r.clone()));
-                    new_messages.push(Message::ToolResult(r.clone()));
+                    msgs.push(Message::from(r.clone()));
+                    new_messages.push(Message::from(r.clone()));
                 }
             }
 
@@ -306,7 +305,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 None => None,
             };
             sink.emit(AgentEvent::TurnEnd {
-                message: Message::Assistant(Arc::unwrap_or_clone(message)),
+                message: Message::Assistant(message),
                 tool_results,
             })
             .await;
@@ -345,8 +344,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
 }
 
 fn turn_context(
-    message: &AssistantMessage,
-    tool_results: &[tern_ai::ToolResultMessage],
+    message: &Arc<AssistantMessage>,
+    tool_results: &[Arc<tern_ai::ToolResultMessage>],
     current: &AgentContext,
     new_messages: &[Message],
 ) -> TurnContext {
@@ -379,7 +378,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     signal: &CancellationToken,
     sink: &S,
     stream_fn: &Arc<dyn StreamFn>,
-) -> Result<AssistantMessage, AgentError> {
+) -> Result<Arc<AssistantMessage>, AgentError> {
     let mut messages = current.messages.clone();
     if let Some(t) = &config.transform_context {
         messages = t(messages, signal.clone()).await?;
@@ -410,7 +409,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
             AssistantMessageEvent::Start { partial } => {
                 added_partial = true;
                 sink.emit(AgentEvent::MessageStart {
-                    message: Message::Assistant(partial.snapshot()),
+                    message: Message::from(partial.snapshot()),
                 })
                 .await;
             }
@@ -432,6 +431,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     drop(stream);
     // Record the requested level, whichever stream function answered.
     message.thinking_level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
+    let message = Arc::new(message);
     Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
     if !added_partial {
         sink.emit(AgentEvent::MessageStart {
@@ -468,7 +468,7 @@ fn declare_tool_changes(context: &AgentContext, mut pending: Vec<Message>) -> Ve
             if changes.is_empty() && !original_has_fields {
                 return pending;
             }
-            pending[i] = Message::System(with_tool_changes(&stripped, &changes));
+            pending[i] = Message::from(with_tool_changes(&stripped, &changes));
         }
         return pending;
     }
@@ -489,7 +489,7 @@ fn declare_tool_changes(context: &AgentContext, mut pending: Vec<Message>) -> Ve
         .iter()
         .position(|m| !matches!(m, Message::System(_)))
         .unwrap_or(pending.len());
-    pending.insert(at, Message::System(update));
+    pending.insert(at, Message::from(update));
     pending
 }
 
@@ -506,7 +506,7 @@ fn declared_tools(
     pending: &[Message],
     replace: Option<(usize, &SystemMessage)>,
 ) -> Vec<ToolDeclaration> {
-    let replaced = replace.map(|(i, s)| (i, Message::System(s.clone())));
+    let replaced = replace.map(|(i, s)| (i, Message::from(s.clone())));
     let pending_iter = pending.iter().enumerate().map(|(i, m)| match &replaced {
         Some((j, r)) if *j == i => r,
         _ => m,

@@ -122,9 +122,9 @@ pub struct AfterToolCallResult {
 #[derive(Clone, Debug)]
 pub struct TurnContext {
     /// The turn's assistant message.
-    pub message: AssistantMessage,
+    pub message: Arc<AssistantMessage>,
     /// Its tool results.
-    pub tool_results: Vec<ToolResultMessage>,
+    pub tool_results: Vec<Arc<ToolResultMessage>>,
     /// The run's context.
     pub context: AgentContext,
     /// Messages added by this run so far.

@@ -3,6 +3,8 @@
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::sync::Arc;
+
 use tern_ai::{AssistantMessageEvent, Message, PartialMessage, ToolResultMessage};
 
 use crate::tool::ToolResult;
@@ -28,7 +30,7 @@ pub enum AgentEvent {
         /// The turn's assistant message.
         message: Message,
         /// Its tool results.
-        tool_results: Vec<ToolResultMessage>,
+        tool_results: Vec<Arc<ToolResultMessage>>,
     },
     /// A message starts (complete for non-assistant messages).
     MessageStart {

@@ -32,6 +32,8 @@ pub struct ToolCallOutcome {
     pub duration_ms: Option<u64>,
 }
 
+// Short-lived on the stack; boxing the result would only add an allocation per call.
+#[allow(clippy::large_enum_variant)]
 enum Preparation {
     Immediate(ToolResult),
     Prepared { tool: AgentTool, args: Value },
@@ -307,12 +309,12 @@ pub async fn run_tool_call(tool_call: ToolCall, options: RunToolCallOptions) -> 
 /// The result of one batch: tool-result messages in source order, and whether every
 /// result asked to terminate.
 pub(crate) struct Batch {
-    pub messages: Vec<ToolResultMessage>,
+    pub messages: Vec<Arc<ToolResultMessage>>,
     pub terminate: bool,
 }
 
-fn result_message(o: &ToolCallOutcome) -> ToolResultMessage {
-    ToolResultMessage {
+fn result_message(o: &ToolCallOutcome) -> Arc<ToolResultMessage> {
+    Arc::new(ToolResultMessage {
         tool_call_id: o.tool_call.id.clone(),
         tool_name: o.tool_call.name.clone(),
         content: o.result.content.clone().unwrap_or_default(),
@@ -322,7 +324,7 @@ fn result_message(o: &ToolCallOutcome) -> ToolResultMessage {
         is_error: o.is_error,
         duration_ms: o.duration_ms,
         timestamp: tern_ai::clock::now_ms(),
-    }
+    })
 }
 
 async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &ToolCall) {
@@ -345,13 +347,13 @@ async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome)
     .await;
 }
 
-async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &ToolResultMessage) {
+async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &Arc<ToolResultMessage>) {
     sink.emit(AgentEvent::MessageStart {
-        message: Message::ToolResult(m.clone()),
+        message: Message::from(m.clone()),
     })
     .await;
     sink.emit(AgentEvent::MessageEnd {
-        message: Message::ToolResult(m.clone()),
+        message: Message::from(m.clone()),
     })
     .await;
 }
@@ -395,17 +397,22 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
     }
 }
 
+/// What every call of one batch shares.
+struct BatchEnv<'a, S> {
+    context: &'a AgentContext,
+    assistant: &'a Arc<AssistantMessage>,
+    hooks: &'a ToolHooks,
+    signal: &'a CancellationToken,
+    sink: &'a S,
+}
+
 async fn run_prepared<S: EventSink + Clone + 'static>(
-    context: &AgentContext,
-    assistant: &Arc<AssistantMessage>,
+    env: &BatchEnv<'_, S>,
     call: &ToolCall,
     tool: &AgentTool,
     args: Value,
-    hooks: &ToolHooks,
-    signal: &CancellationToken,
-    sink: &S,
 ) -> ToolCallOutcome {
-    let (sink_owned, call_owned) = (sink.clone(), call.clone());
+    let (sink_owned, call_owned) = (env.sink.clone(), call.clone());
     let start: UpdateStarter = Arc::new(move |partial| {
         let sink = sink_owned.clone();
         let event = AgentEvent::ToolExecutionUpdate {
@@ -416,8 +423,17 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
         };
         Some(Box::pin(async move { sink.emit(event).await }))
     });
-    let executed = execute_prepared(tool, call, args.clone(), signal, start).await;
-    finalize_executed(context, assistant, call, args, executed, hooks, signal).await
+    let executed = execute_prepared(tool, call, args.clone(), env.signal, start).await;
+    finalize_executed(
+        env.context,
+        env.assistant,
+        call,
+        args,
+        executed,
+        env.hooks,
+        env.signal,
+    )
+    .await
 }
 
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
@@ -432,6 +448,13 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
 ) -> Batch {
     let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
     let tools = context.tools.as_slice();
+    let env = BatchEnv {
+        context,
+        assistant,
+        hooks,
+        signal,
+        sink,
+    };
     let any_sequential = calls.iter().any(|c| {
         tools
             .iter()
@@ -446,9 +469,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             emit_start(sink, call).await;
             let o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
                 Preparation::Immediate(r) => immediate(call, r),
-                Preparation::Prepared { tool, args } => {
-                    run_prepared(context, assistant, call, &tool, args, hooks, signal, sink).await
-                }
+                Preparation::Prepared { tool, args } => run_prepared(&env, call, &tool, args).await,
             };
             emit_end(sink, &o).await;
             let m = result_message(&o);
@@ -462,6 +483,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         };
     }
 
+    #[allow(clippy::large_enum_variant)]
     enum Slot {
         Done(ToolCallOutcome),
         Run(AgentTool, Value),
@@ -478,6 +500,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             Preparation::Prepared { tool, args } => slots.push(Slot::Run(tool, args)),
         }
     }
+    let env = &env;
     let outcomes = join_all(
         slots
             .into_iter()
@@ -489,8 +512,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
                         let o = if signal.is_cancelled() {
                             immediate(call, ToolResult::error(OPERATION_ABORTED))
                         } else {
-                            run_prepared(context, assistant, call, &tool, args, hooks, signal, sink)
-                                .await
+                            run_prepared(env, call, &tool, args).await
                         };
                         emit_end(sink, &o).await;
                         o

@@ -61,7 +61,7 @@ impl PartialEq for PartialMessage {
 
 impl Serialize for PartialMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        crate::message::Message::Assistant(self.snapshot()).serialize(s)
+        crate::message::Message::from(self.snapshot()).serialize(s)
     }
 }
 
@@ -282,15 +282,12 @@ impl Serialize for AssistantMessageEvent {
                 m.serialize_entry("reason", reason)?;
                 m.serialize_entry(
                     "message",
-                    &crate::message::Message::Assistant((**message).clone()),
+                    &crate::message::Message::from((**message).clone()),
                 )?;
             }
             Error { reason, error } => {
                 m.serialize_entry("reason", reason)?;
-                m.serialize_entry(
-                    "error",
-                    &crate::message::Message::Assistant((**error).clone()),
-                )?;
+                m.serialize_entry("error", &crate::message::Message::from((**error).clone()))?;
             }
         }
         m.end()

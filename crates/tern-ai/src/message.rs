@@ -13,6 +13,8 @@
 //! assert_eq!(back, r#"{"role":"user","content":"hi","timestamp":0}"#);
 //! ```
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -485,18 +487,22 @@ pub struct ToolReference {
 }
 
 /// One transcript entry.
+///
+/// Each variant holds its message behind an [`Arc`], so a message is stored once however many
+/// places hold it (the agent's state, the loop's context, events, listeners): cloning a
+/// `Message` never copies its content. Use [`Arc::make_mut`] to change one in place.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
     /// `role: "system"`.
-    System(SystemMessage),
+    System(Arc<SystemMessage>),
     /// `role: "user"`.
-    User(UserMessage),
+    User(Arc<UserMessage>),
     /// `role: "assistant"`.
-    Assistant(AssistantMessage),
+    Assistant(Arc<AssistantMessage>),
     /// `role: "toolResult"`.
-    ToolResult(ToolResultMessage),
+    ToolResult(Arc<ToolResultMessage>),
     /// Any other role.
-    Custom(CustomMessage),
+    Custom(Arc<CustomMessage>),
 }
 
 impl Message {
@@ -513,10 +519,10 @@ impl Message {
 
     /// A user message with one text block, as `Agent::prompt("...")` builds it.
     pub fn user_text(text: impl Into<String>) -> Self {
-        Message::User(UserMessage {
+        Message::User(Arc::new(UserMessage {
             content: Content::Blocks(vec![ContentBlock::text(text)]),
             timestamp: crate::clock::now_ms(),
-        })
+        }))
     }
 
     /// The assistant message, if it is one.
@@ -547,26 +553,25 @@ impl Message {
     }
 }
 
-impl From<SystemMessage> for Message {
-    fn from(m: SystemMessage) -> Self {
-        Message::System(m)
-    }
+macro_rules! message_from {
+    ($ty:ty, $variant:ident) => {
+        impl From<$ty> for Message {
+            fn from(m: $ty) -> Self {
+                Message::$variant(Arc::new(m))
+            }
+        }
+        impl From<Arc<$ty>> for Message {
+            fn from(m: Arc<$ty>) -> Self {
+                Message::$variant(m)
+            }
+        }
+    };
 }
-impl From<UserMessage> for Message {
-    fn from(m: UserMessage) -> Self {
-        Message::User(m)
-    }
-}
-impl From<AssistantMessage> for Message {
-    fn from(m: AssistantMessage) -> Self {
-        Message::Assistant(m)
-    }
-}
-impl From<ToolResultMessage> for Message {
-    fn from(m: ToolResultMessage) -> Self {
-        Message::ToolResult(m)
-    }
-}
+message_from!(SystemMessage, System);
+message_from!(UserMessage, User);
+message_from!(AssistantMessage, Assistant);
+message_from!(ToolResultMessage, ToolResult);
+message_from!(CustomMessage, Custom);
 
 #[derive(Serialize)]
 struct Tagged<'a, T> {
@@ -617,15 +622,15 @@ impl<'de> Deserialize<'de> for Message {
             "system" | "user" | "assistant" | "toolResult"
         );
         if !known {
-            return Ok(Message::Custom(CustomMessage(obj)));
+            return Ok(Message::Custom(Arc::new(CustomMessage(obj))));
         }
         obj.remove("role");
         let v = Value::Object(obj);
         let parsed = match role.as_str() {
-            "system" => serde_json::from_value(v).map(Message::System),
-            "user" => serde_json::from_value(v).map(Message::User),
-            "assistant" => serde_json::from_value(v).map(Message::Assistant),
-            _ => serde_json::from_value(v).map(Message::ToolResult),
+            "system" => serde_json::from_value::<SystemMessage>(v).map(Message::from),
+            "user" => serde_json::from_value::<UserMessage>(v).map(Message::from),
+            "assistant" => serde_json::from_value::<AssistantMessage>(v).map(Message::from),
+            _ => serde_json::from_value::<ToolResultMessage>(v).map(Message::from),
         };
         parsed.map_err(|e| D::Error::custom(format!("invalid {role} message: {e}")))
     }

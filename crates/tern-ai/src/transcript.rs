@@ -6,7 +6,7 @@
 //! use tern_ai::{Message, ToolDeclaration};
 //! let tool = ToolDeclaration { name: "read".into(), ..Default::default() };
 //! let first = create_initial_system_message(Some("Be brief."), &[tool]).unwrap();
-//! let messages = vec![Message::System(first)];
+//! let messages = vec![Message::from(first)];
 //! assert_eq!(get_current_system_prompt(&messages), "Be brief.");
 //! ```
 
@@ -44,7 +44,7 @@ pub fn normalize_context(
     match create_initial_system_message(system_prompt, tools) {
         Some(first) => {
             let mut out = Vec::with_capacity(messages.len() + 1);
-            out.push(Message::System(first));
+            out.push(Message::from(first));
             out.extend(messages);
             out
         }
@@ -175,7 +175,7 @@ pub fn collapse_system_messages(messages: &[Message]) -> Vec<Message> {
     let head = get_current_system_message(messages);
     let mut out = Vec::with_capacity(messages.len());
     if let Some(h) = head {
-        out.push(Message::System(h));
+        out.push(Message::from(h));
     }
     out.extend(
         messages

@@ -844,7 +844,7 @@ impl Harness {
                 let agent = self.agent(&a.do_)?;
                 let m = match &a.message {
                     Some(m) => m.clone(),
-                    None => Message::User(UserMessage {
+                    None => Message::from(UserMessage {
                         content: Content::Blocks(vec![ContentBlock::text(
                             a.text.clone().unwrap_or_default(),
                         )]),

@@ -530,7 +530,7 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
         .as_ref()
         .is_some_and(|m| is_context_overflow(m, model.context_window));
     let message = sink.message.as_ref().map(|m| {
-        let mut v = serde_json::to_value(Message::Assistant(m.clone())).unwrap_or(Value::Null);
+        let mut v = serde_json::to_value(Message::from(m.clone())).unwrap_or(Value::Null);
         if let Some(o) = v.as_object_mut() {
             o.remove("timestamp");
             o.remove("durationMs");

@@ -52,7 +52,7 @@ pub fn transform_messages(
     for msg in messages {
         match msg {
             Message::User(u) => {
-                let mut u = u.clone();
+                let mut u = (**u).clone();
                 if !images_ok {
                     if let Content::Blocks(b) = &u.content {
                         u.content = Content::Blocks(replace_images_with_placeholder(
@@ -61,10 +61,10 @@ pub fn transform_messages(
                         ));
                     }
                 }
-                transformed.push(Message::User(u));
+                transformed.push(Message::from(u));
             }
             Message::ToolResult(t) => {
-                let mut t = t.clone();
+                let mut t = (**t).clone();
                 if !images_ok {
                     t.content = replace_images_with_placeholder(
                         &t.content,
@@ -74,12 +74,12 @@ pub fn transform_messages(
                 if let Some(n) = id_map.get(&t.tool_call_id) {
                     t.tool_call_id = n.clone();
                 }
-                transformed.push(Message::ToolResult(t));
+                transformed.push(Message::from(t));
             }
             Message::Assistant(a) => {
                 let same =
                     a.provider == model.provider && a.api == model.api && a.model == model.id;
-                let mut a = a.clone();
+                let mut a = (**a).clone();
                 let mut content = Vec::with_capacity(a.content.len());
                 for b in a.content.drain(..) {
                     match b {
@@ -125,7 +125,7 @@ pub fn transform_messages(
                     }
                 }
                 a.content = content;
-                transformed.push(Message::Assistant(a));
+                transformed.push(Message::from(a));
             }
             other => transformed.push(other.clone()),
         }
@@ -141,7 +141,7 @@ pub fn transform_messages(
                  held: &mut Vec<Message>| {
         for (id, name) in pending.drain(..) {
             if !existing.contains(&id) {
-                result.push(Message::ToolResult(ToolResultMessage {
+                result.push(Message::from(ToolResultMessage {
                     tool_call_id: id,
                     tool_name: name,
                     content: vec![ContentBlock::text("No result provided")],
