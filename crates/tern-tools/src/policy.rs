@@ -405,6 +405,32 @@ impl PermissionGate {
         self
     }
 
+    /// The gate as an agent `before_tool_call` hook: refused calls become error results
+    /// whose text is the policy's reason.
+    ///
+    /// ```
+    /// use tern_tools::{Action, PermissionGate, Policy, Rule};
+    /// let hook = PermissionGate::new(Policy::new(Action::Allow).rule(Rule::deny("bash"))).into_hook();
+    /// let options = tern_agent::AgentOptions { before_tool_call: Some(hook), ..Default::default() };
+    /// # let _ = options;
+    /// ```
+    pub fn into_hook(self) -> tern_agent::config::BeforeToolCallHook {
+        let gate = Arc::new(self);
+        tern_agent::config::before_tool_call(move |ctx, signal| {
+            let gate = gate.clone();
+            async move {
+                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                Ok(verdict
+                    .block
+                    .then(|| tern_agent::config::BeforeToolCallResult {
+                        block: true,
+                        reason: verdict.reason,
+                        terminate: false,
+                    }))
+            }
+        })
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
