@@ -420,13 +420,12 @@ impl PermissionGate {
             let gate = gate.clone();
             async move {
                 let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
-                Ok(verdict
-                    .block
-                    .then(|| tern_agent::config::BeforeToolCallResult {
-                        block: true,
-                        reason: verdict.reason,
-                        terminate: false,
-                    }))
+                let blocked = tern_agent::config::BeforeToolCallResult {
+                    block: true,
+                    reason: verdict.reason,
+                    terminate: false,
+                };
+                Ok(verdict.block.then_some(blocked))
             }
         })
     }
