@@ -173,7 +173,8 @@ struct Settings {
 struct Inner {
     state: Mutex<State>,
     settings: Mutex<Settings>,
-    listeners: Mutex<Vec<(u64, Listener)>>,
+    // Copy-on-write: an event clones the `Arc`, not the list.
+    listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
     next_listener: AtomicU64,
     steering: Mutex<PendingMessageQueue>,
     follow_up: Mutex<PendingMessageQueue>,
@@ -197,7 +198,8 @@ impl Subscription {
     /// Removes the listener.
     pub fn unsubscribe(self) {
         if let Some(inner) = self.inner.upgrade() {
-            inner.listeners.lock().retain(|(id, _)| *id != self.id);
+            let mut l = inner.listeners.lock();
+            Arc::make_mut(&mut l).retain(|(id, _)| *id != self.id);
         }
     }
 }
@@ -259,7 +261,7 @@ impl Agent {
                     tool_execution: options.tool_execution,
                     stream_options: options.stream_options,
                 }),
-                listeners: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(1),
                 steering: Mutex::new(PendingMessageQueue::new(options.steering_mode)),
                 follow_up: Mutex::new(PendingMessageQueue::new(options.follow_up_mode)),
@@ -270,7 +272,7 @@ impl Agent {
 
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        self.inner.listeners.lock().push((id, l));
+        Arc::make_mut(&mut self.inner.listeners.lock()).push((id, l));
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -761,26 +763,24 @@ impl AgentSink {
 impl EventSink for AgentSink {
     async fn emit(&self, event: AgentEvent) {
         self.reduce(&event);
-        let listeners: Vec<Listener> = self
-            .inner
-            .listeners
-            .lock()
+        let listeners = self.inner.listeners.lock().clone();
+        if listeners
             .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        let mut shared: Option<Arc<AgentEvent>> = None;
-        for l in listeners {
-            match l {
-                Listener::Sync(f) => match &shared {
-                    Some(e) => f(e),
-                    None => f(&event),
-                },
-                Listener::Async(f) => {
-                    let e = shared
-                        .get_or_insert_with(|| Arc::new(event.clone()))
-                        .clone();
-                    f(e, self.signal.clone()).await;
+            .all(|(_, l)| matches!(l, Listener::Sync(_)))
+        {
+            for (_, l) in listeners.iter() {
+                if let Listener::Sync(f) = l {
+                    f(&event);
                 }
+            }
+            return;
+        }
+        // Async listeners share one allocation of the event.
+        let event = Arc::new(event);
+        for (_, l) in listeners.iter() {
+            match l {
+                Listener::Sync(f) => f(&event),
+                Listener::Async(f) => f(event.clone(), self.signal.clone()).await,
             }
         }
     }

@@ -25,19 +25,16 @@
 
 use std::sync::Arc;
 
-use tern_ai::transcript::{
-    get_current_tools, get_tool_state_changes, with_tool_changes, ToolChanges,
-};
 use tern_ai::{
-    AssistantMessage, AssistantMessageEvent, Content, Context, EventSender, EventStream, Message,
-    StopReason, StreamEvent, StreamFn, StreamOptions, SystemMessage, ThinkingLevel,
-    ToolDeclaration,
+    AssistantMessage, AssistantMessageEvent, Context, EventSender, EventStream, Message,
+    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{
     reasoning_of, AgentContext, AgentLoopConfig, PrepareRequestContext, TurnContext, TurnDecision,
 };
+use crate::declare::TranscriptIndex;
 use crate::error::AgentError;
 use crate::events::AgentEvent;
 use crate::sink::EventSink;
@@ -119,7 +116,7 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let initial = declare_tool_changes(&context, prompts);
+    let initial = TranscriptIndex::default().declare_tool_changes(&context, prompts);
     let mut current = context;
     Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
     sink.emit(AgentEvent::AgentStart).await;
@@ -181,6 +178,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<(), AgentError> {
     // The last completed turn, kept only when a hook will read it.
+    let mut index = TranscriptIndex::default();
     let mut turn_done = false;
     let mut last_turn: Option<TurnContext> = None;
     let mut explicit_continuation = false;
@@ -195,6 +193,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     if let Some(update) = hook(turn, signal.clone()).await? {
                         if let Some(c) = update.context {
                             current = c;
+                            index.invalidate();
+                            index.invalidate();
                         }
                         prepared = update.messages.unwrap_or_default();
                         if let Some(m) = update.model {
@@ -212,7 +212,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             }
 
             prepared.append(&mut pending);
-            for m in declare_tool_changes(&current, prepared) {
+            for m in index.declare_tool_changes(&current, prepared) {
                 emit_message(sink, &m).await;
                 Arc::make_mut(&mut current.messages).push(m.clone());
                 new_messages.push(m);
@@ -231,6 +231,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 if let Some(update) = update {
                     if let Some(c) = update.context {
                         current = c;
+                        index.invalidate();
                     }
                     if let Some(m) = update.model {
                         config.model = m;
@@ -239,8 +240,15 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 }
             }
 
-            let message =
-                stream_assistant_response(&mut current, &config, &signal, sink, &stream_fn).await?;
+            let message = stream_assistant_response(
+                &mut current,
+                &mut index,
+                &config,
+                &signal,
+                sink,
+                &stream_fn,
+            )
+            .await?;
             new_messages.push(Message::from(message.clone()));
 
             if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
@@ -374,6 +382,7 @@ pub fn default_convert_to_llm(messages: Arc<Vec<Message>>) -> Arc<Vec<Message>> 
 
 async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     current: &mut AgentContext,
+    index: &mut TranscriptIndex,
     config: &AgentLoopConfig,
     signal: &CancellationToken,
     sink: &S,
@@ -385,6 +394,9 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     }
     let llm = match &config.convert_to_llm {
         Some(c) => c(messages).await?,
+        // Without a transform the request is the transcript itself, and the index knows
+        // whether it holds custom messages: no scan, no copy.
+        None if config.transform_context.is_none() && !index.has_custom(current) => messages,
         None => default_convert_to_llm(messages),
     };
     let api_key = match &config.get_api_key {
@@ -444,72 +456,4 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     })
     .await;
     Ok(message)
-}
-
-fn has_tool_fields(s: &SystemMessage) -> bool {
-    s.tools_added.as_ref().is_some_and(|t| !t.is_empty())
-        || s.tools_removed.as_ref().is_some_and(|t| !t.is_empty())
-}
-
-/// Announces the difference between the tools the transcript declares and the tools the
-/// context can execute: a pending system message gets the delta as its tool fields, else a
-/// new system message goes before the first non-system pending message.
-fn declare_tool_changes(context: &AgentContext, mut pending: Vec<Message>) -> Vec<Message> {
-    let system_index = pending
-        .iter()
-        .rposition(|m| matches!(m, Message::System(_)));
-    let no_changes = ToolChanges::default();
-    if let Some(i) = system_index {
-        if let Message::System(s) = &pending[i] {
-            let original_has_fields = has_tool_fields(s);
-            let stripped = with_tool_changes(s, &no_changes);
-            let declared = declared_tools(context, &pending, Some((i, &stripped)));
-            let changes = get_tool_state_changes(&declared, &executable(context));
-            if changes.is_empty() && !original_has_fields {
-                return pending;
-            }
-            pending[i] = Message::from(with_tool_changes(&stripped, &changes));
-        }
-        return pending;
-    }
-    let declared = declared_tools(context, &pending, None);
-    let changes = get_tool_state_changes(&declared, &executable(context));
-    if changes.is_empty() {
-        return pending;
-    }
-    let update = with_tool_changes(
-        &SystemMessage {
-            content: Content::Text(String::new()),
-            timestamp: tern_ai::clock::now_ms(),
-            ..Default::default()
-        },
-        &changes,
-    );
-    let at = pending
-        .iter()
-        .position(|m| !matches!(m, Message::System(_)))
-        .unwrap_or(pending.len());
-    pending.insert(at, Message::from(update));
-    pending
-}
-
-fn executable(context: &AgentContext) -> Vec<ToolDeclaration> {
-    context
-        .tools
-        .iter()
-        .map(|t| t.declaration().clone())
-        .collect()
-}
-
-fn declared_tools(
-    context: &AgentContext,
-    pending: &[Message],
-    replace: Option<(usize, &SystemMessage)>,
-) -> Vec<ToolDeclaration> {
-    let replaced = replace.map(|(i, s)| (i, Message::from(s.clone())));
-    let pending_iter = pending.iter().enumerate().map(|(i, m)| match &replaced {
-        Some((j, r)) if *j == i => r,
-        _ => m,
-    });
-    get_current_tools(context.messages.iter().chain(pending_iter))
 }

@@ -43,6 +43,7 @@
 pub mod agent;
 pub mod agent_loop;
 pub mod config;
+mod declare;
 pub mod error;
 pub mod events;
 pub mod queue;

@@ -71,14 +71,45 @@ pub fn without_initial_system_message(messages: &[Message]) -> &[Message] {
 pub fn get_current_tools<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> Vec<ToolDeclaration> {
-    let mut order: Vec<ToolDeclaration> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut replay = ToolReplay::default();
     for m in messages {
-        let Message::System(s) = m else { continue };
+        if let Message::System(s) = m {
+            replay.apply(s);
+        }
+    }
+    replay.into_tools()
+}
+
+/// Tool-set replay one system message at a time, for callers that follow a growing
+/// transcript without rescanning it.
+///
+/// ```
+/// use tern_ai::transcript::ToolReplay;
+/// use tern_ai::{SystemMessage, ToolDeclaration, ToolReference};
+/// let mut replay = ToolReplay::default();
+/// replay.apply(&SystemMessage {
+///     tools_added: Some(vec![ToolDeclaration { name: "a".into(), ..Default::default() }]),
+///     ..Default::default()
+/// });
+/// replay.apply(&SystemMessage {
+///     tools_removed: Some(vec![ToolReference { name: "a".into() }]),
+///     ..Default::default()
+/// });
+/// assert!(replay.tools().is_empty());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ToolReplay {
+    order: Vec<ToolDeclaration>,
+    index: HashMap<String, usize>,
+}
+
+impl ToolReplay {
+    /// Applies one system message: its removals, then its additions.
+    pub fn apply(&mut self, s: &SystemMessage) {
         for r in s.tools_removed.iter().flatten() {
-            if let Some(i) = index.remove(&r.name) {
-                order.remove(i);
-                for v in index.values_mut() {
+            if let Some(i) = self.index.remove(&r.name) {
+                self.order.remove(i);
+                for v in self.index.values_mut() {
                     if *v > i {
                         *v -= 1;
                     }
@@ -86,17 +117,26 @@ pub fn get_current_tools<'a>(
             }
         }
         for t in s.tools_added.iter().flatten() {
-            match index.get(&t.name) {
+            match self.index.get(&t.name) {
                 // A JS Map keeps the position of a key that is set again.
-                Some(&i) => order[i] = t.clone(),
+                Some(&i) => self.order[i] = t.clone(),
                 None => {
-                    index.insert(t.name.clone(), order.len());
-                    order.push(t.clone());
+                    self.index.insert(t.name.clone(), self.order.len());
+                    self.order.push(t.clone());
                 }
             }
         }
     }
-    order
+
+    /// The current tools.
+    pub fn tools(&self) -> &[ToolDeclaration] {
+        &self.order
+    }
+
+    /// The current tools, by value.
+    pub fn into_tools(self) -> Vec<ToolDeclaration> {
+        self.order
+    }
 }
 
 /// Replays every system message into one: contents joined with a blank line, sections
