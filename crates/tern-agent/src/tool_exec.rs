@@ -8,7 +8,7 @@ use futures::future::{join_all, BoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
-use tern_ai::{AssistantMessage, Message, ToolCall, ToolResultMessage};
+use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -412,13 +412,22 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
     tool: &AgentTool,
     args: Value,
 ) -> ToolCallOutcome {
-    let (sink_owned, call_owned) = (env.sink.clone(), call.clone());
+    // The call is found again in the shared message on update, so a tool that never
+    // reports progress costs no copy of its call.
+    let (sink_owned, message) = (env.sink.clone(), env.assistant.clone());
+    let block = message
+        .content
+        .iter()
+        .position(|b| matches!(b, ContentBlock::ToolCall(c) if std::ptr::eq(c, call)));
     let start: UpdateStarter = Arc::new(move |partial| {
         let sink = sink_owned.clone();
+        let Some(ContentBlock::ToolCall(call)) = block.and_then(|i| message.content.get(i)) else {
+            return None;
+        };
         let event = AgentEvent::ToolExecutionUpdate {
-            tool_call_id: call_owned.id.clone(),
-            tool_name: call_owned.name.clone(),
-            args: call_owned.arguments.clone(),
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
             partial_result: partial,
         };
         Some(Box::pin(async move { sink.emit(event).await }))
