@@ -107,6 +107,8 @@ async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io:
                 sock.write_all(STREAM_HEAD).await?;
                 chunk(&mut sock, &stats, prefix).await?;
                 tokio::time::sleep(Duration::from_millis(50)).await;
+                // Linger 0 does not block on drop; it makes the close a reset.
+                #[allow(deprecated)]
                 sock.set_linger(Some(Duration::ZERO))?;
                 return Ok(()); // dropped with linger 0: RST
             }

@@ -1118,7 +1118,7 @@ pub(crate) async fn read_body(
         }
     }
     if let Some((msg, aborted)) = failure {
-        apply_details(&out, &st);
+        apply_details(out, &st);
         out.fail(msg, aborted || options.signal.is_cancelled());
         return;
     }
@@ -1126,7 +1126,7 @@ pub(crate) async fn read_body(
     let count = out.len();
     for idx in 0..count {
         if st.thinking == Some(idx) {
-            apply_details(&out, &st);
+            apply_details(out, &st);
             out.end_block(idx);
         } else if let Some(t) = st.tools.iter().find(|t| t.index == idx) {
             out.finish_tool_call(idx, &t.args);
