@@ -447,10 +447,10 @@ fn check(events: &[AgentEvent], initial: &[Message], agent: &Agent) -> Result<()
                 }
                 *ended.entry(tool_call_id.clone()).or_default() += 1;
             }
-            AgentEvent::ToolExecutionUpdate { tool_call_id, .. } => {
-                if !started.contains_key(tool_call_id) || ended.contains_key(tool_call_id) {
-                    return Err(format!("update outside execution of {tool_call_id}"));
-                }
+            AgentEvent::ToolExecutionUpdate { tool_call_id, .. }
+                if !started.contains_key(tool_call_id) || ended.contains_key(tool_call_id) =>
+            {
+                return Err(format!("update outside execution of {tool_call_id}"));
             }
             _ => {}
         }
