@@ -1,10 +1,11 @@
 //! Tool execution: preflight (lookup, argument preparation, validation, `before_tool_call`),
 //! execution with updates, `after_tool_call`, and the parallel and sequential batch runners.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::{join_all, BoxFuture};
+use futures::future::{join_all, BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
@@ -140,12 +141,21 @@ async fn execute_prepared(
         let _ = tx.send(handling);
     });
     let started_at = Instant::now();
-    let mut run = tool.execute(ToolCallInput {
+    // A panicking tool becomes an error result instead of unwinding through the loop
+    // (which left the agent running forever).
+    let input = ToolCallInput {
         tool_call_id: tool_call.id.clone(),
         args,
         signal: signal.clone(),
         updater: updater.clone(),
-    });
+    };
+    let mut run = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(input))) {
+        Ok(fut) => AssertUnwindSafe(fut)
+            .catch_unwind()
+            .map(|r| r.unwrap_or_else(|p| Err(panic_message(p).into())))
+            .boxed(),
+        Err(p) => futures::future::ready(Err(panic_message(p).into())).boxed(),
+    };
     let mut in_flight = FuturesUnordered::new();
     let output = loop {
         tokio::select! {
@@ -174,6 +184,15 @@ async fn execute_prepared(
             duration_ms,
         },
     }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".into());
+    format!("Tool panicked: {text}")
 }
 
 async fn finalize_executed(

@@ -9,19 +9,53 @@
 //! use tern_ai::sse::SseDecoder;
 //! let mut d = SseDecoder::new();
 //! let mut out = Vec::new();
-//! d.feed(b"event: ping\r", &mut |e| out.push(e));
-//! d.feed(b"\ndata: {\"a\":", &mut |e| out.push(e));
-//! d.feed(b"1}\n\n: comment\n\n", &mut |e| out.push(e));
+//! d.feed(b"event: ping\r", &mut |e| out.push(e)).unwrap();
+//! d.feed(b"\ndata: {\"a\":", &mut |e| out.push(e)).unwrap();
+//! d.feed(b"1}\n\n: comment\n\n", &mut |e| out.push(e)).unwrap();
 //! assert_eq!(out.len(), 1);
 //! assert_eq!(out[0].event.as_deref(), Some("ping"));
 //! assert_eq!(out[0].data, "{\"a\":1}");
 //! ```
+//!
+//! Memory is bounded: a single line, a single event's data or a single Gemini record larger
+//! than the limit ([`MAX_EVENT_BYTES`] by default) makes `feed` return [`TooLong`] and the
+//! decoder stops buffering (every later `feed` fails the same way).
+
+/// Default cap on one SSE line, one event's joined data, or one Gemini record: 16 MiB.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// A line, event or record exceeded the decoder's limit; the stream cannot be read further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLong {
+    /// The limit in bytes.
+    pub limit: usize,
+}
+
+impl std::fmt::Display for TooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "A server-sent event exceeded {} bytes (the limit on one line or event); the stream was abandoned",
+            self.limit
+        )
+    }
+}
+
+impl std::error::Error for TooLong {}
 
 /// Splits bytes into lines ending at `\n`, `\r` or `\r\n`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LineSplitter {
     tail: Vec<u8>,
     skip_lf: bool,
+    limit: usize,
+    failed: bool,
+}
+
+impl Default for LineSplitter {
+    fn default() -> Self {
+        Self::with_limit(MAX_EVENT_BYTES)
+    }
 }
 
 impl LineSplitter {
@@ -30,8 +64,28 @@ impl LineSplitter {
         Self::default()
     }
 
-    /// Feeds a chunk; `on_line` gets every completed line (without its terminator).
-    pub fn feed(&mut self, chunk: &[u8], on_line: &mut dyn FnMut(&[u8])) {
+    /// A splitter that refuses lines longer than `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        LineSplitter {
+            tail: Vec::new(),
+            skip_lf: false,
+            limit,
+            failed: false,
+        }
+    }
+
+    fn fail(&mut self) -> Result<(), TooLong> {
+        self.failed = true;
+        self.tail = Vec::new();
+        Err(TooLong { limit: self.limit })
+    }
+
+    /// Feeds a chunk; `on_line` gets every completed line (without its terminator). Fails
+    /// once a line is longer than the limit.
+    pub fn feed(&mut self, chunk: &[u8], on_line: &mut dyn FnMut(&[u8])) -> Result<(), TooLong> {
+        if self.failed {
+            return Err(TooLong { limit: self.limit });
+        }
         let mut start = 0;
         let mut i = 0;
         if self.skip_lf {
@@ -44,6 +98,9 @@ impl LineSplitter {
         while i < chunk.len() {
             let b = chunk[i];
             if b == b'\n' || b == b'\r' {
+                if self.tail.len() + (i - start) > self.limit {
+                    return self.fail();
+                }
                 if self.tail.is_empty() {
                     on_line(&chunk[start..i]);
                 } else {
@@ -67,8 +124,12 @@ impl LineSplitter {
             }
         }
         if start < chunk.len() {
+            if self.tail.len() + (chunk.len() - start) > self.limit {
+                return self.fail();
+            }
             self.tail.extend_from_slice(&chunk[start..]);
         }
+        Ok(())
     }
 
     /// The unterminated last line at the end of the body, if any.
@@ -103,17 +164,43 @@ impl SseDecoder {
         Self::default()
     }
 
-    /// Feeds a chunk; `on_event` gets every dispatched record.
-    pub fn feed(&mut self, chunk: &[u8], on_event: &mut dyn FnMut(SseEvent)) {
+    /// A decoder that refuses a line or an event's data longer than `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        SseDecoder {
+            lines: LineSplitter::with_limit(limit),
+            ..Self::default()
+        }
+    }
+
+    /// Feeds a chunk; `on_event` gets every dispatched record. Fails once a line or the data
+    /// of one event is longer than the limit; the decoder then stays failed.
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut dyn FnMut(SseEvent),
+    ) -> Result<(), TooLong> {
         let Self {
             lines,
             event,
             data,
             data_lines,
         } = self;
+        let limit = lines.limit;
+        let mut too_long = false;
         lines.feed(chunk, &mut |line| {
-            decode_line(line, event, data, data_lines, on_event)
-        });
+            if too_long {
+                return;
+            }
+            decode_line(line, event, data, data_lines, on_event);
+            if data.len() > limit {
+                too_long = true;
+                *data = String::new();
+            }
+        })?;
+        if too_long {
+            return lines.fail();
+        }
+        Ok(())
     }
 
     /// Ends the body: the unterminated last line is read, but a record without its blank line
@@ -189,11 +276,19 @@ fn decode_line(
 
 /// Gemini's record splitter (the `@google/genai` SDK's): records end at the first of `\n\n`,
 /// `\r\r` or `\r\n\r\n`; a trimmed record is used only when it starts with `data:`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GeminiRecordSplitter {
     buf: Vec<u8>,
     start: usize,
     scanned: usize,
+    limit: usize,
+    failed: bool,
+}
+
+impl Default for GeminiRecordSplitter {
+    fn default() -> Self {
+        Self::with_limit(MAX_EVENT_BYTES)
+    }
 }
 
 /// What [`GeminiRecordSplitter`] hands out.
@@ -211,8 +306,27 @@ impl GeminiRecordSplitter {
         Self::default()
     }
 
-    /// Feeds a chunk; `on_record` gets every complete record.
-    pub fn feed(&mut self, chunk: &[u8], on_record: &mut dyn FnMut(GeminiRecord)) {
+    /// A splitter that refuses records longer than `limit` bytes.
+    pub fn with_limit(limit: usize) -> Self {
+        GeminiRecordSplitter {
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            limit,
+            failed: false,
+        }
+    }
+
+    /// Feeds a chunk; `on_record` gets every complete record. Fails once a record is longer
+    /// than the limit; the splitter then stays failed.
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        on_record: &mut dyn FnMut(GeminiRecord),
+    ) -> Result<(), TooLong> {
+        if self.failed {
+            return Err(TooLong { limit: self.limit });
+        }
         if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.scanned -= self.start;
@@ -258,6 +372,14 @@ impl GeminiRecordSplitter {
                 }
             }
         }
+        if self.buf.len() - self.start > self.limit {
+            self.failed = true;
+            self.buf = Vec::new();
+            self.start = 0;
+            self.scanned = 0;
+            return Err(TooLong { limit: self.limit });
+        }
+        Ok(())
     }
 
     /// Ends the body; returns the leftover text when it is not blank.
@@ -284,18 +406,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn limits_are_enforced_and_sticky() {
+        let mut d = SseDecoder::with_limit(8);
+        let mut n = 0;
+        assert!(d.feed(b"data: 1\n\n", &mut |_| n += 1).is_ok());
+        assert_eq!(n, 1);
+        // A long line split over chunks.
+        assert!(d.feed(b"data: 12", &mut |_| n += 1).is_ok());
+        assert!(d.feed(b"3456789", &mut |_| n += 1).is_err());
+        assert!(d.feed(b"\n\n", &mut |_| n += 1).is_err());
+        // A long line inside one chunk.
+        let mut d = SseDecoder::with_limit(8);
+        assert!(d.feed(b"data: 123456789\n", &mut |_| {}).is_err());
+        // Many short data lines in one event.
+        let mut d = SseDecoder::with_limit(8);
+        assert!(d.feed(b"data: 12345\ndata: 12345\n", &mut |_| {}).is_err());
+        let mut g = GeminiRecordSplitter::with_limit(8);
+        assert!(g.feed(b"data: 1\n\n", &mut |_| {}).is_ok());
+        assert!(g.feed(b"data: 123456789", &mut |_| {}).is_err());
+        assert!(g.feed(b"\n\n", &mut |_| {}).is_err());
+    }
+
+    #[test]
     fn split_everywhere_gives_same_events() {
         let body = "data: {\"a\":\"é\"}\r\n\r\n: c\n\nevent: x\rdata: 1\rdata: 2\r\r";
         let bytes = body.as_bytes();
         let mut whole = Vec::new();
-        SseDecoder::new().feed(bytes, &mut |e| whole.push(e));
+        SseDecoder::new()
+            .feed(bytes, &mut |e| whole.push(e))
+            .unwrap();
         assert_eq!(whole.len(), 2);
         assert_eq!(whole[1].data, "1\n2");
         for cut in 0..bytes.len() {
             let mut d = SseDecoder::new();
             let mut got = Vec::new();
-            d.feed(&bytes[..cut], &mut |e| got.push(e));
-            d.feed(&bytes[cut..], &mut |e| got.push(e));
+            d.feed(&bytes[..cut], &mut |e| got.push(e)).unwrap();
+            d.feed(&bytes[cut..], &mut |e| got.push(e)).unwrap();
             assert_eq!(got, whole, "cut at {cut}");
         }
     }
@@ -307,8 +453,8 @@ mod tests {
         for cut in 0..body.len() {
             let mut s = GeminiRecordSplitter::new();
             let mut got = Vec::new();
-            s.feed(&body[..cut], &mut |r| got.push(r));
-            s.feed(&body[cut..], &mut |r| got.push(r));
+            s.feed(&body[..cut], &mut |r| got.push(r)).unwrap();
+            s.feed(&body[cut..], &mut |r| got.push(r)).unwrap();
             assert_eq!(
                 got,
                 vec![

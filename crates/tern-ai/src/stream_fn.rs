@@ -69,6 +69,10 @@ pub struct StreamOptions {
     pub thinking_budgets: Option<ThinkingBudgets>,
     /// Request timeout in ms.
     pub timeout_ms: Option<u64>,
+    /// Longest silence allowed from the server, in ms: waiting for the response head and
+    /// between two body chunks. `None` means the default (120 000); `Some(0)` disables it.
+    /// A stall past it ends the stream with an error saying so.
+    pub idle_timeout_ms: Option<u64>,
     /// Maximum client-side retries.
     pub max_retries: Option<u32>,
     /// Tool choice sent to the provider (`auto`, `none`, `required`, or a provider object).

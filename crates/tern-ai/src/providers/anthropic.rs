@@ -812,7 +812,7 @@ pub async fn run(
         return;
     }
     let req = build_request(model, context, options);
-    let mut response = match http::send(&req, options, &sdk_message).await {
+    let response = match http::send(&req, options, &sdk_message).await {
         Ok(r) => r,
         Err(e) => {
             let (msg, aborted) = match e {
@@ -824,12 +824,22 @@ pub async fn run(
             return;
         }
     };
+    read_body(model, options, &mut out, http::Body::Http(response)).await;
+}
+
+/// Maps a streaming response body to events (everything after the response head).
+pub(crate) async fn read_body(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    mut body: http::Body,
+) {
     out.start();
     let mut st = State::default();
     let mut decoder = SseDecoder::new();
     let mut events: Vec<(Option<String>, String)> = Vec::new();
     let result: Result<(), (String, bool)> = 'read: loop {
-        let chunk = match http::next_chunk(&mut response, options).await {
+        let chunk = match body.next_chunk(options).await {
             Ok(Some(c)) => Some(c),
             Ok(None) => None,
             Err(SendError::Aborted) => break Err(("Request was aborted".into(), true)),
@@ -837,11 +847,15 @@ pub async fn run(
             Err(SendError::Status(f)) => break Err((sdk_message(&f), false)),
         };
         match &chunk {
-            Some(c) => decoder.feed(c, &mut |e| events.push((e.event, e.data))),
+            Some(c) => {
+                if let Err(e) = decoder.feed(c, &mut |e| events.push((e.event, e.data))) {
+                    break Err((e.to_string(), false));
+                }
+            }
             None => decoder.finish_and_flush(&mut |e| events.push((e.event, e.data))),
         }
         for (ev, data) in events.drain(..) {
-            if let Err(m) = process(ev.as_deref(), &data, model, &mut out, &mut st) {
+            if let Err(m) = process(ev.as_deref(), &data, model, out, &mut st) {
                 break 'read Err((m, false));
             }
         }

@@ -681,7 +681,7 @@ pub async fn run(
         return;
     }
     let req = build_request(model, context, options);
-    let mut response = match http::send(&req, options, &sdk_message).await {
+    let response = match http::send(&req, options, &sdk_message).await {
         Ok(r) => r,
         Err(e) => {
             let (msg, aborted) = match e {
@@ -693,12 +693,22 @@ pub async fn run(
             return;
         }
     };
+    read_body(model, options, &mut out, http::Body::Http(response)).await;
+}
+
+/// Maps a streaming response body to events (everything after the response head).
+pub(crate) async fn read_body(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    mut body: http::Body,
+) {
     out.start();
     let mut st = State::default();
     let mut splitter = GeminiRecordSplitter::new();
     let mut records: Vec<GeminiRecord> = Vec::new();
     let result: Result<(), (String, bool)> = 'read: loop {
-        let chunk = match http::next_chunk(&mut response, options).await {
+        let chunk = match body.next_chunk(options).await {
             Ok(c) => c,
             Err(SendError::Aborted) => break Err(("Request was aborted".into(), true)),
             Err(SendError::Network(m) | SendError::Message(m)) => break Err((m, false)),
@@ -710,10 +720,12 @@ pub async fn run(
             }
             break Ok(());
         };
-        splitter.feed(&chunk, &mut |r| records.push(r));
+        if let Err(e) = splitter.feed(&chunk, &mut |r| records.push(r)) {
+            break Err((e.to_string(), false));
+        }
         for r in records.drain(..) {
             if let GeminiRecord::Data(d) = r {
-                if let Err(m) = process(&d, model, &mut out, &mut st) {
+                if let Err(m) = process(&d, model, out, &mut st) {
                     break 'read Err((m, false));
                 }
             }
@@ -723,7 +735,7 @@ pub async fn run(
         out.fail(m, aborted || options.signal.is_cancelled());
         return;
     }
-    close_current(&mut out, &mut st);
+    close_current(out, &mut st);
     if options.signal.is_cancelled() {
         out.fail("Request was aborted".into(), true);
         return;

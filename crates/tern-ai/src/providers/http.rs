@@ -50,6 +50,30 @@ pub enum SendError {
     Message(String),
 }
 
+/// Default for [`StreamOptions::idle_timeout_ms`]: two minutes of silence.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 120_000;
+
+/// The idle timeout of these options; `None` when disabled.
+pub fn idle_timeout(options: &StreamOptions) -> Option<Duration> {
+    match options.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS) {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    }
+}
+
+fn idle_message(options: &StreamOptions, what: &str) -> String {
+    let ms = options.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS);
+    format!("Idle timeout: the server sent nothing for {ms} ms while {what} (idle_timeout_ms)")
+}
+
+/// Awaits `fut`, giving up after the idle timeout.
+async fn idle<F: std::future::Future>(options: &StreamOptions, fut: F) -> Option<F::Output> {
+    match idle_timeout(options) {
+        Some(d) => tokio::time::timeout(d, fut).await.ok(),
+        None => Some(fut.await),
+    }
+}
+
 fn client() -> &'static reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
@@ -72,10 +96,16 @@ async fn send_once(
     if let Some(ms) = options.timeout_ms {
         builder = builder.timeout(Duration::from_millis(ms));
     }
-    let fut = builder.body(body.clone()).send();
+    let fut = idle(options, builder.body(body.clone()).send());
     let res = tokio::select! {
         r = fut => r,
         _ = options.signal.cancelled() => return Err(SendError::Aborted),
+    };
+    let Some(res) = res else {
+        return Err(SendError::Network(idle_message(
+            options,
+            "waiting for the response head",
+        )));
     };
     let response = res.map_err(|e| SendError::Network(network_message(&e)))?;
     let status = response.status();
@@ -85,7 +115,10 @@ async fn send_once(
     let headers = response.headers().clone();
     let status_text = status.canonical_reason().unwrap_or("").to_string();
     let body = tokio::select! {
-        b = response.bytes() => b.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default(),
+        b = idle(options, response.bytes()) => match b {
+            Some(b) => b.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default(),
+            None => idle_message(options, "reading an error response"),
+        },
         _ = options.signal.cancelled() => return Err(SendError::Aborted),
     };
     Err(SendError::Status(HttpFailure {
@@ -161,13 +194,38 @@ pub async fn send(
     }
 }
 
-/// The next body chunk; `Ok(None)` at the end, `Err` on a read failure or abort.
-pub async fn next_chunk(
-    response: &mut reqwest::Response,
-    options: &StreamOptions,
-) -> Result<Option<Bytes>, SendError> {
-    tokio::select! {
-        c = response.chunk() => c.map_err(|e| SendError::Network(network_message(&e))),
-        _ = options.signal.cancelled() => Err(SendError::Aborted),
+/// Where a provider reads a streaming response body from: the network, or bytes already in
+/// memory (fuzzing and tests map a body to events this way, see
+/// [`map_body`](super::map_body)).
+#[derive(Debug)]
+pub enum Body {
+    /// A live HTTP response.
+    Http(reqwest::Response),
+    /// Chunks handed out in order, then the end.
+    Chunks(std::collections::VecDeque<Bytes>),
+}
+
+impl Body {
+    /// The next body chunk; `Ok(None)` at the end, `Err` on a read failure, an abort or
+    /// when the server stays silent longer than the idle timeout.
+    pub async fn next_chunk(
+        &mut self,
+        options: &StreamOptions,
+    ) -> Result<Option<Bytes>, SendError> {
+        match self {
+            Body::Http(response) => tokio::select! {
+                c = idle(options, response.chunk()) => match c {
+                    Some(c) => c.map_err(|e| SendError::Network(network_message(&e))),
+                    None => Err(SendError::Message(idle_message(options, "streaming the response"))),
+                },
+                _ = options.signal.cancelled() => Err(SendError::Aborted),
+            },
+            Body::Chunks(chunks) => {
+                if options.signal.is_cancelled() {
+                    return Err(SendError::Aborted);
+                }
+                Ok(chunks.pop_front())
+            }
+        }
     }
 }

@@ -79,6 +79,29 @@ pub async fn run(
     }
 }
 
+/// Maps a response body already in memory to events, as the provider of `model.api` would
+/// map a `200` streaming response made of these chunks: no request, no network. The entry
+/// point of the provider fuzz targets and of body-level tests.
+pub async fn map_body(
+    model: &Model,
+    options: &StreamOptions,
+    chunks: Vec<bytes::Bytes>,
+    sink: &mut dyn EventSink,
+) {
+    let mut out = Output::new(model, sink);
+    let body = http::Body::Chunks(chunks.into());
+    match model.api.as_str() {
+        "openai-completions" => openai_completions::read_body(model, options, &mut out, body).await,
+        "openai-responses" => openai_responses::read_body(model, options, &mut out, body).await,
+        "anthropic-messages" => anthropic::read_body(model, options, &mut out, body).await,
+        "google-generative-ai" => google::read_body(model, options, &mut out, body).await,
+        other => out.fail(
+            format!("No API provider registered for api: {other}"),
+            false,
+        ),
+    }
+}
+
 /// Starts the provider of `model.api` on the current tokio runtime and returns its stream.
 pub fn stream(
     model: &Model,

@@ -1045,7 +1045,7 @@ pub async fn run(
 ) {
     let mut out = Output::new(model, sink);
     let req = build_request(model, context, options);
-    let mut response = match http::send(&req, options, &sdk_message).await {
+    let response = match http::send(&req, options, &sdk_message).await {
         Ok(r) => r,
         Err(e) => {
             let (msg, aborted) = match e {
@@ -1057,18 +1057,28 @@ pub async fn run(
             return;
         }
     };
+    read_body(model, options, &mut out, http::Body::Http(response)).await;
+}
+
+/// Maps a streaming response body to events (everything after the response head).
+pub(crate) async fn read_body(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    mut body: http::Body,
+) {
     out.start();
     let mut st = State::default();
     let mut decoder = SseDecoder::new();
     let mut events: Vec<(Option<String>, String)> = Vec::new();
     let mut failure: Option<(String, bool)> = None;
     'read: loop {
-        let chunk = match http::next_chunk(&mut response, options).await {
+        let chunk = match body.next_chunk(options).await {
             Ok(Some(c)) => c,
             Ok(None) => {
                 decoder.finish(&mut |e| events.push((e.event, e.data)));
                 for (ev, data) in events.drain(..) {
-                    match process_event(&data, ev.as_deref(), model, &mut out, &mut st) {
+                    match process_event(&data, ev.as_deref(), model, out, &mut st) {
                         Ok(Flow::Continue) => {}
                         Ok(Flow::Stop) => break 'read,
                         Err(m) => {
@@ -1092,9 +1102,12 @@ pub async fn run(
                 break;
             }
         };
-        decoder.feed(&chunk, &mut |e| events.push((e.event, e.data)));
+        if let Err(e) = decoder.feed(&chunk, &mut |e| events.push((e.event, e.data))) {
+            failure = Some((e.to_string(), false));
+            break;
+        }
         for (ev, data) in events.drain(..) {
-            match process_event(&data, ev.as_deref(), model, &mut out, &mut st) {
+            match process_event(&data, ev.as_deref(), model, out, &mut st) {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Stop) => break 'read,
                 Err(m) => {
@@ -1105,7 +1118,7 @@ pub async fn run(
         }
     }
     if let Some((msg, aborted)) = failure {
-        apply_details(&out, &st);
+        apply_details(out, &st);
         out.fail(msg, aborted || options.signal.is_cancelled());
         return;
     }
@@ -1113,7 +1126,7 @@ pub async fn run(
     let count = out.len();
     for idx in 0..count {
         if st.thinking == Some(idx) {
-            apply_details(&out, &st);
+            apply_details(out, &st);
             out.end_block(idx);
         } else if let Some(t) = st.tools.iter().find(|t| t.index == idx) {
             out.finish_tool_call(idx, &t.args);

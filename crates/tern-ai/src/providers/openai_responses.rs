@@ -871,7 +871,7 @@ pub async fn run(
     let mut out = Output::new(model, sink);
     let pfx = prefix(model);
     let req = build_request(model, context, options);
-    let mut response = match http::send(&req, options, &sdk_message).await {
+    let response = match http::send(&req, options, &sdk_message).await {
         Ok(r) => r,
         Err(e) => {
             let (msg, aborted) = match e {
@@ -883,23 +883,38 @@ pub async fn run(
             return;
         }
     };
+    read_body(model, options, &mut out, http::Body::Http(response)).await;
+}
+
+/// Maps a streaming response body to events (everything after the response head).
+pub(crate) async fn read_body(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    mut body: http::Body,
+) {
+    let pfx = prefix(model);
     out.start();
     let mut st = State::default();
     let mut decoder = SseDecoder::new();
     let mut events: Vec<(Option<String>, String)> = Vec::new();
     let result: Result<(), (String, bool)> = 'read: loop {
-        let chunk = match http::next_chunk(&mut response, options).await {
+        let chunk = match body.next_chunk(options).await {
             Ok(c) => c,
             Err(SendError::Aborted) => break Err(("Request was aborted".into(), true)),
             Err(SendError::Network(m) | SendError::Message(m)) => break Err((m, false)),
             Err(SendError::Status(f)) => break Err((http_error_message(&f, Some(&pfx)), false)),
         };
         match &chunk {
-            Some(c) => decoder.feed(c, &mut |e| events.push((e.event, e.data))),
+            Some(c) => {
+                if let Err(e) = decoder.feed(c, &mut |e| events.push((e.event, e.data))) {
+                    break Err((e.to_string(), false));
+                }
+            }
             None => decoder.finish(&mut |e| events.push((e.event, e.data))),
         }
         for (ev, data) in events.drain(..) {
-            match process(&data, ev.as_deref(), model, &mut out, &mut st) {
+            match process(&data, ev.as_deref(), model, out, &mut st) {
                 Ok(true) => {}
                 Ok(false) => break 'read Ok(()),
                 Err(m) => break 'read Err((m, false)),
