@@ -21,7 +21,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt};
 use parking_lot::Mutex;
 use tern_ai::transcript::{
     create_initial_system_message, get_current_system_message, get_current_system_prompt,
@@ -555,8 +555,14 @@ impl Agent {
             inner: self.inner.clone(),
             signal: run.signal.clone(),
         };
-        let result =
-            run_agent_loop_continue(context, config, &sink, run.signal.clone(), stream_fn).await;
+        let result = contain_panics(run_agent_loop_continue(
+            context,
+            config,
+            &sink,
+            run.signal.clone(),
+            stream_fn,
+        ))
+        .await;
         self.end(run, result.err()).await;
         Ok(())
     }
@@ -591,14 +597,14 @@ impl Agent {
             inner: self.inner.clone(),
             signal: run.signal.clone(),
         };
-        let result = run_agent_loop(
+        let result = contain_panics(run_agent_loop(
             messages,
             context,
             config,
             &sink,
             run.signal.clone(),
             stream_fn,
-        )
+        ))
         .await;
         self.end(run, result.err()).await;
     }
@@ -710,6 +716,20 @@ impl Agent {
             tool_hooks: s.tool_hooks.clone(),
         };
         (context, config, s.stream_fn.clone())
+    }
+}
+
+/// A panic in a hook or listener fails the run like a hook error instead of unwinding
+/// through the agent, which would leave it busy forever.
+async fn contain_panics<T>(
+    run: impl Future<Output = Result<T, AgentError>>,
+) -> Result<T, AgentError> {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(result) => result,
+        Err(payload) => Err(AgentError::Failed(format!(
+            "Run panicked: {}",
+            crate::tool_exec::panic_text(payload.as_ref())
+        ))),
     }
 }
 

@@ -187,12 +187,16 @@ async fn execute_prepared(
 }
 
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    let text = payload
+    format!("Tool panicked: {}", panic_text(payload.as_ref()))
+}
+
+/// The text of a panic payload (`&str` or `String`), for error messages.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".into());
-    format!("Tool panicked: {text}")
+        .unwrap_or_else(|| "unknown panic payload".into())
 }
 
 async fn finalize_executed(
