@@ -275,3 +275,106 @@ pub fn messages(body: &Value) -> Vec<Value> {
 pub fn text_of(body: &Value) -> String {
     body["messages"].to_string()
 }
+
+/// A running `tern --mode rpc` with a line reader on its stdout.
+pub struct Rpc {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    rx: std::sync::mpsc::Receiver<Value>,
+    /// Every record read so far.
+    pub seen: Vec<Value>,
+}
+
+impl Rpc {
+    /// Spawns the command (args already set) in RPC mode.
+    pub fn spawn(mut c: Command) -> Rpc {
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = c.spawn().expect("spawn tern --mode rpc");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Rpc {
+            child,
+            stdin,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Writes one command.
+    pub fn send(&mut self, cmd: Value) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        writeln!(s, "{cmd}").expect("write command");
+        s.flush().expect("flush");
+    }
+
+    /// Writes raw bytes (for malformed input).
+    pub fn send_raw(&mut self, raw: &str) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        s.write_all(raw.as_bytes()).expect("write");
+        s.flush().expect("flush");
+    }
+
+    /// Reads records until one satisfies `pred` (10 s at most) and returns it.
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) => {
+                    self.seen.push(v.clone());
+                    if pred(&v) {
+                        return v;
+                    }
+                }
+                Err(_) => panic!("timed out waiting for {what}; seen: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// The first record at or after index `mark` of `seen` satisfying `pred`, waiting for it
+    /// when it was not read yet.
+    pub fn since(&mut self, mark: usize, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen.iter().skip(mark).find(|v| pred(v)) {
+            return v.clone();
+        }
+        self.wait_for(what, pred)
+    }
+
+    /// Sends a command with `id` and returns its response.
+    pub fn call(&mut self, id: &str, mut cmd: Value) -> Value {
+        cmd["id"] = json!(id);
+        self.send(cmd);
+        self.wait_for(&format!("response {id}"), |v| {
+            v["type"] == "response" && v["id"] == id
+        })
+    }
+
+    /// Closes stdin and waits for the exit code.
+    pub fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
