@@ -38,7 +38,11 @@ fn main() {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
-            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }
@@ -81,9 +85,10 @@ async fn run(args: Args) -> Result<i32, UsageError> {
 
     // The demo runs in a temp folder holding the lesson's file.
     let demo_dir = if args.demo {
-        Some(demo::materialize().map_err(|e| {
-            UsageError(format!("cannot create the demo's temp folder: {e}"))
-        })?)
+        Some(
+            demo::materialize()
+                .map_err(|e| UsageError(format!("cannot create the demo's temp folder: {e}")))?,
+        )
     } else {
         None
     };
@@ -121,7 +126,11 @@ async fn run(args: Args) -> Result<i32, UsageError> {
         .unwrap_or_else(|| setup::default_system_prompt(&tool_cwd, &tools));
     let timeout = match args.timeout.or(config.timeout) {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(UsageError(format!("--timeout must be a positive number of seconds, not {s}"))),
+        Some(s) => {
+            return Err(UsageError(format!(
+                "--timeout must be a positive number of seconds, not {s}"
+            )))
+        }
         None => None,
     };
     let limits = Limits {
@@ -150,7 +159,11 @@ async fn run(args: Args) -> Result<i32, UsageError> {
                  scripted; the loop, the read tool and the session file are real."
             )
         );
-        eprintln!("{} {}", oneshot::paint("33", "[demo] prompt:"), demo::PROMPT);
+        eprintln!(
+            "{} {}",
+            oneshot::paint("33", "[demo] prompt:"),
+            demo::PROMPT
+        );
         demo::PROMPT.to_string()
     } else {
         let stdin = if interactive {
@@ -167,10 +180,11 @@ async fn run(args: Args) -> Result<i32, UsageError> {
     }
 
     let session = setup::session_source(&args, &cwd)?;
-    let asker = if interactive {
-        Some(interactive::asker())
+    let (asker, questions) = if interactive {
+        let (ask, rx) = interactive::asker();
+        (Some(ask), Some(rx))
     } else {
-        None
+        (None, None)
     };
     let rt = setup::build(BuildOptions {
         stream_fn,
@@ -189,7 +203,10 @@ async fn run(args: Args) -> Result<i32, UsageError> {
     let code = match args.mode {
         Mode::Rpc => rpc::run(rt).await,
         Mode::Json => oneshot::run(&rt, prompt, oneshot::Output::Json).await,
-        Mode::Text if interactive => interactive::run(rt, prompt).await,
+        Mode::Text if interactive => match questions {
+            Some(q) => interactive::run(rt, prompt, q).await,
+            None => exit::USAGE,
+        },
         Mode::Text if args.demo => oneshot::run(&rt, prompt, oneshot::Output::Stream).await,
         Mode::Text => oneshot::run(&rt, prompt, oneshot::Output::Print).await,
     };

@@ -174,7 +174,11 @@ fn stream_event(e: &AgentEvent) {
         } if !a.text().is_empty() => out_line(""),
         AgentEvent::ToolExecutionStart {
             tool_name, args, ..
-        } => eprintln!("{} {}", paint("36", &format!("→ {tool_name}")), short_args(args)),
+        } => eprintln!(
+            "{} {}",
+            paint("36", &format!("→ {tool_name}")),
+            short_args(args)
+        ),
         AgentEvent::ToolExecutionEnd {
             result, is_error, ..
         } => {
@@ -183,7 +187,11 @@ fn stream_event(e: &AgentEvent) {
             let first = text.lines().next().unwrap_or("");
             eprintln!(
                 "{} {} ({lines} lines)",
-                if *is_error { paint("31", "✗") } else { paint("32", "✓") },
+                if *is_error {
+                    paint("31", "✗")
+                } else {
+                    paint("32", "✓")
+                },
                 truncate(first, 80)
             );
         }

@@ -150,7 +150,10 @@ impl Rpc {
             }
             "new_session" => {
                 if self.running() {
-                    return Err("cannot start a new session while the agent is running; send abort first".into());
+                    return Err(
+                        "cannot start a new session while the agent is running; send abort first"
+                            .into(),
+                    );
                 }
                 self.rt.new_session()?;
                 Ok(Some(json!({"cancelled": false})))
@@ -187,8 +190,14 @@ impl Rpc {
                 Ok(Some(json!({ "text": text })))
             }
             "set_model" => {
-                let provider = cmd.get("provider").and_then(Value::as_str).unwrap_or_default();
-                let id = cmd.get("modelId").and_then(Value::as_str).unwrap_or_default();
+                let provider = cmd
+                    .get("provider")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let id = cmd
+                    .get("modelId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let current = agent.state().model;
                 let model = catalog::get_model(provider, id)
                     .or_else(|| {
@@ -246,11 +255,9 @@ pub async fn run(rt: Runtime) -> i32 {
         }
     });
     let events_tx = tx.clone();
-    let sub = rt
-        .agent
-        .subscribe_sync(move |e| {
-            let _ = events_tx.send(wire::event_json(e).to_string());
-        });
+    let sub = rt.agent.subscribe_sync(move |e| {
+        let _ = events_tx.send(wire::event_json(e).to_string());
+    });
     let (idle, _) = watch::channel(true);
     let rpc = Arc::new(Rpc {
         rt: Arc::new(rt),
@@ -285,7 +292,11 @@ pub async fn run(rt: Runtime) -> i32 {
         // Commands are handled in order; a prompt's run goes on in its own task.
         {
             let id = cmd.get("id").cloned();
-            let command = cmd.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+            let command = cmd
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let mut resp = match rpc.handle(cmd).await {
                 Ok(data) => {
                     let mut r = json!({"type": "response", "command": command, "success": true});
@@ -294,7 +305,9 @@ pub async fn run(rt: Runtime) -> i32 {
                     }
                     r
                 }
-                Err(e) => json!({"type": "response", "command": command, "success": false, "error": e}),
+                Err(e) => {
+                    json!({"type": "response", "command": command, "success": false, "error": e})
+                }
             };
             if let Some(id) = id {
                 resp["id"] = id;

@@ -92,7 +92,13 @@ pub fn cwd_folder(root: &Path, cwd: &Path) -> PathBuf {
     let trimmed = s.trim_start_matches(['/', '\\']);
     let name: String = trimmed
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
         .collect();
     root.join(format!("--{name}--"))
 }
@@ -261,7 +267,9 @@ pub fn load(path: &Path) -> Result<LoadedSession, String> {
                 }
                 match serde_json::from_value::<Message>(m) {
                     Ok(msg) => out.messages.push(msg),
-                    Err(err) => out.warnings.push(format!("skipped an unreadable message: {err}")),
+                    Err(err) => out
+                        .warnings
+                        .push(format!("skipped an unreadable message: {err}")),
                 }
             }
             "model_change" => {

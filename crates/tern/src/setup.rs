@@ -104,8 +104,7 @@ pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageE
             ))
         })?,
         (None, Some(id)) => {
-            let mut found: Vec<&Model> =
-                catalog::models().iter().filter(|m| m.id == id).collect();
+            let mut found: Vec<&Model> = catalog::models().iter().filter(|m| m.id == id).collect();
             found.sort_by_key(|m| !has_key(&m.provider));
             found.first().map(|m| (*m).clone()).ok_or_else(|| {
                 UsageError(format!(
@@ -140,7 +139,10 @@ pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageE
     };
     if !has_key(&model.provider) {
         let vars = catalog::env_api_key_vars(&model.provider);
-        let var = vars.last().copied().unwrap_or("the provider's API key variable");
+        let var = vars
+            .last()
+            .copied()
+            .unwrap_or("the provider's API key variable");
         return Err(UsageError(format!(
             "no API key for provider {} (set {var} or pass --api-key), so nothing was run.\n{}",
             model.provider,
@@ -472,15 +474,15 @@ pub fn build(o: BuildOptions) -> Runtime {
                     }
                 }
             }
-            if let Some(t) = loaded.thinking_level.as_deref().and_then(ThinkingLevel::parse) {
+            if let Some(t) = loaded
+                .thinking_level
+                .as_deref()
+                .and_then(ThinkingLevel::parse)
+            {
                 thinking = t;
             }
             let file = SessionFile::resume(&path, &loaded, &o.cwd);
-            (
-                loaded.messages,
-                path.parent().map(Path::to_path_buf),
-                file,
-            )
+            (loaded.messages, path.parent().map(Path::to_path_buf), file)
         }
     };
     let fresh = messages.is_empty();
@@ -501,10 +503,8 @@ pub fn build(o: BuildOptions) -> Runtime {
         before_tool_call: Some(before_tool_call(move |ctx, signal| {
             let gate = gate.clone();
             async move {
-                let verdict = gate
-                    .evaluate(&ctx.tool_call.name, &ctx.args, &signal)
-                    .await;
-                Ok(verdict.block.then(|| BeforeToolCallResult {
+                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                Ok(verdict.block.then_some(BeforeToolCallResult {
                     block: true,
                     reason: verdict.reason,
                     terminate: false,

@@ -21,7 +21,14 @@ fn print_mode_answers_after_a_tool_round_trip() {
         Reply::text("The code is TANGO-42."),
     ]);
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--model", "whatever-local", "-p", "What is the code?"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "--model",
+        "whatever-local",
+        "-p",
+        "What is the code?",
+    ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "The code is TANGO-42.");
@@ -40,7 +47,11 @@ fn provider_error_exits_1_with_the_reason_on_stderr() {
     c.args(["--base-url", &server.url, "-p", "hi"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("model overloaded by test"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("model overloaded by test"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stdout(&o).is_empty());
 }
 
@@ -52,16 +63,29 @@ fn no_key_and_no_base_url_runs_nothing_and_says_how() {
     let o = run(c);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.lines().next().unwrap_or("").contains("no API key"), "{err}");
+    assert!(
+        err.lines().next().unwrap_or("").contains("no API key"),
+        "{err}"
+    );
     assert!(err.contains("--base-url") && err.contains("--demo"));
-    assert!(!home.path().join("sessions").exists(), "nothing ran, nothing saved");
+    assert!(
+        !home.path().join("sessions").exists(),
+        "nothing ran, nothing saved"
+    );
 }
 
 #[test]
 fn usage_errors_exit_2() {
     let (home, cwd) = dirs();
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", "http://127.0.0.1:9/v1", "--tools", "read,teleport", "-p", "hi"]);
+    c.args([
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--tools",
+        "read,teleport",
+        "-p",
+        "hi",
+    ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown tool teleport"));
@@ -76,7 +100,14 @@ fn piped_stdin_and_at_file_join_the_prompt() {
     std::fs::write(cwd.path().join("spec.md"), "SPEC-BODY").unwrap();
     let server = Server::start(vec![Reply::text("ok")]);
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "-p", "@spec.md", "review", "this"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "-p",
+        "@spec.md",
+        "review",
+        "this",
+    ]);
     c.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -89,7 +120,12 @@ fn piped_stdin_and_at_file_join_the_prompt() {
     let o = common::wait_output(child, std::time::Duration::from_secs(30));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let msgs = common::messages(&server.requests()[0]);
-    let user = msgs.iter().rev().find(|m| m["role"] == "user").unwrap().to_string();
+    let user = msgs
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .to_string();
     let (a, b, c) = (
         user.find("PIPED-DIFF").unwrap(),
         user.find("SPEC-BODY").unwrap(),
@@ -113,7 +149,13 @@ fn json_mode_lines_follow_the_event_grammar() {
         Reply::text("It says alpha."),
     ]);
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--mode", "json", "what is in a.txt?"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "--mode",
+        "json",
+        "what is in a.txt?",
+    ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let lines = parse_lines(&stdout(&o));
@@ -145,7 +187,10 @@ fn json_mode_lines_follow_the_event_grammar() {
         assert!((0..=1).contains(&depth));
     }
     // message_update is delta-only, with usage, as pi writes it.
-    let update = lines.iter().find(|l| l["type"] == "message_update").unwrap();
+    let update = lines
+        .iter()
+        .find(|l| l["type"] == "message_update")
+        .unwrap();
     assert!(update.get("message").is_none());
     assert!(update["usage"].is_object());
     assert!(update["assistantMessageEvent"].get("partial").is_none());
@@ -165,10 +210,21 @@ fn max_turns_ends_the_run_with_code_3() {
         .collect();
     let server = Server::start(script);
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--max-turns", "2", "-p", "loop forever"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "--max-turns",
+        "2",
+        "-p",
+        "loop forever",
+    ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("not confirmed complete"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not confirmed complete"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(server.requests().len(), 2);
 }
 

@@ -10,12 +10,23 @@ fn rpc_prompt_steer_abort_and_state() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
     let server = Server::start(vec![
-        Reply::tool("call_1", "bash", json!({"command": "sleep 1.5; echo slept"})),
+        Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": "sleep 1.5; echo slept"}),
+        ),
         Reply::text("Noted the banana."),
         Reply::Hang,
     ]);
     let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "rpc", "--base-url", &server.url, "--tools", "read,bash"]);
+    c.args([
+        "--mode",
+        "rpc",
+        "--base-url",
+        &server.url,
+        "--tools",
+        "read,bash",
+    ]);
     let mut rpc = Rpc::spawn(c);
 
     // Malformed input and unknown commands get error responses, not a crash.
@@ -25,16 +36,29 @@ fn rpc_prompt_steer_abort_and_state() {
     let unknown = rpc.call("u", json!({"type": "teleport"}));
     assert_eq!(unknown["success"], false);
 
-    let r = rpc.call("1", json!({"type": "prompt", "message": "run the slow thing"}));
+    let r = rpc.call(
+        "1",
+        json!({"type": "prompt", "message": "run the slow thing"}),
+    );
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(r["data"]["disposition"], "started");
 
     // Steer while the slow tool runs.
-    rpc.wait_for("tool_execution_start", |v| v["type"] == "tool_execution_start");
-    let r = rpc.call("2", json!({"type": "steer", "message": "also mention banana"}));
+    rpc.wait_for("tool_execution_start", |v| {
+        v["type"] == "tool_execution_start"
+    });
+    let r = rpc.call(
+        "2",
+        json!({"type": "steer", "message": "also mention banana"}),
+    );
     assert_eq!(r["data"]["disposition"], "queued");
     // queue_update is written before the steer's response.
-    let q = rpc.seen.iter().find(|v| v["type"] == "queue_update").unwrap().clone();
+    let q = rpc
+        .seen
+        .iter()
+        .find(|v| v["type"] == "queue_update")
+        .unwrap()
+        .clone();
     assert_eq!(q["steering"], json!(["also mention banana"]));
     let settled = rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
     assert_eq!(settled["aborted"], false);
@@ -76,7 +100,10 @@ fn rpc_prompt_steer_abort_and_state() {
     // Settings.
     let r = rpc.call("9", json!({"type": "set_steering_mode", "mode": "all"}));
     assert_eq!(r["success"], true);
-    let r = rpc.call("10", json!({"type": "set_steering_mode", "mode": "sometimes"}));
+    let r = rpc.call(
+        "10",
+        json!({"type": "set_steering_mode", "mode": "sometimes"}),
+    );
     assert_eq!(r["success"], false);
     let r = rpc.call("11", json!({"type": "set_thinking_level", "level": "high"}));
     assert_eq!(r["success"], true);

@@ -47,7 +47,10 @@ fn resumed_session_gives_the_model_the_same_transcript() {
     let mut c = command(home_a.path(), cwd.path());
     c.args(["--mode", "rpc", "--base-url", &server_a.url]);
     let mut rpc = Rpc::spawn(c);
-    rpc.call("1", json!({"type": "prompt", "message": "what is in a.txt?"}));
+    rpc.call(
+        "1",
+        json!({"type": "prompt", "message": "what is in a.txt?"}),
+    );
     rpc.wait_for("settle 1", |v| v["type"] == "agent_settled");
     rpc.call("2", json!({"type": "prompt", "message": "and now?"}));
     rpc.wait_for("settle 2", |v| v["type"] == "agent_settled");
@@ -67,14 +70,22 @@ fn resumed_session_gives_the_model_the_same_transcript() {
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Second answer.");
-    assert_eq!(session_files(home_b.path()).len(), 1, "--continue appends to the same file");
+    assert_eq!(
+        session_files(home_b.path()).len(),
+        1,
+        "--continue appends to the same file"
+    );
 
     let (ra, rb) = (server_a.requests(), server_b.requests());
     assert_eq!(ra.len(), 3);
     assert_eq!(rb.len(), 3);
     assert_eq!(messages(&ra[2]), messages(&rb[2]));
     assert_eq!(ra[2]["tools"], rb[2]["tools"]);
-    assert_eq!(messages(&rb[2]).len(), 6, "system, user, assistant, tool, assistant, user");
+    assert_eq!(
+        messages(&rb[2]).len(),
+        6,
+        "system, user, assistant, tool, assistant, user"
+    );
 
     // The file: a pi header, then message entries chained by parentId.
     let entries = lines(&files[0]);
@@ -94,7 +105,15 @@ fn resumed_session_gives_the_model_the_same_transcript() {
         .collect();
     assert_eq!(
         roles,
-        ["system", "user", "assistant", "toolResult", "assistant", "user", "assistant"]
+        [
+            "system",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "user",
+            "assistant"
+        ]
     );
 }
 
@@ -102,7 +121,11 @@ fn resumed_session_gives_the_model_the_same_transcript() {
 fn resume_by_id_and_no_session() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::text("one"), Reply::text("two"), Reply::text("three")]);
+    let server = Server::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+    ]);
     let mut c = command(home.path(), cwd.path());
     c.args(["--base-url", &server.url, "--no-session", "-p", "ephemeral"]);
     assert_eq!(run(c).status.code(), Some(0));
@@ -114,7 +137,14 @@ fn resume_by_id_and_no_session() {
     let file = session_files(home.path()).remove(0);
     let id = lines(&file)[0]["id"].as_str().unwrap().to_string();
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--resume", &id[..8], "-p", "second"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "--resume",
+        &id[..8],
+        "-p",
+        "second",
+    ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let body = server.requests()[2].to_string();
@@ -139,7 +169,13 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     c.args(["--base-url", &server.url, "-p", "first question"]);
     assert_eq!(run(c).status.code(), Some(0));
     let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--continue", "-p", "second question"]);
+    c.args([
+        "--base-url",
+        &server.url,
+        "--continue",
+        "-p",
+        "second question",
+    ]);
     assert_eq!(run(c).status.code(), Some(0));
     let file = session_files(home.path()).remove(0);
     let complete = lines(&file).len();
@@ -160,14 +196,22 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
 
     // Every complete entry reached the model; the torn one did not.
     let body = server.requests()[2].to_string();
-    for s in ["first question", "first answer", "second question", "third question"] {
+    for s in [
+        "first question",
+        "first answer",
+        "second question",
+        "third question",
+    ] {
         assert!(body.contains(s), "{s} missing from {body}");
     }
     assert!(!body.contains("second answer"));
     // The file is whole again: the torn tail was cut before the new entries.
     let after = lines(&file);
     assert_eq!(after.len(), complete - 1 + 2);
-    assert_eq!(after.last().unwrap()["message"]["content"][0]["text"], "third answer");
+    assert_eq!(
+        after.last().unwrap()["message"]["content"][0]["text"],
+        "third answer"
+    );
 }
 
 #[test]
@@ -194,7 +238,11 @@ fn a_pi_session_file_is_read_and_continued() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let msgs = messages(&server.requests()[0]);
     let all = serde_json::to_string(&msgs).unwrap();
-    assert!(all.contains("Hello from pi") && all.contains("Hi from pi!") && all.contains("and from tern"));
+    assert!(
+        all.contains("Hello from pi")
+            && all.contains("Hi from pi!")
+            && all.contains("and from tern")
+    );
     assert!(all.contains("You are an expert coding assistant."), "{all}");
     // New entries attach to pi's leaf: tern's tools are declared in a system message (pi's
     // file declared none), then the prompt and the answer.

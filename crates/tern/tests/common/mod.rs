@@ -62,7 +62,11 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(script.into_iter().collect::<std::collections::VecDeque<_>>()));
+        let script = Arc::new(Mutex::new(
+            script
+                .into_iter()
+                .collect::<std::collections::VecDeque<_>>(),
+        ));
         let reqs = requests.clone();
         thread::spawn(move || {
             for stream in listener.incoming() {
@@ -131,11 +135,10 @@ fn serve(
     reader.read_exact(&mut body)?;
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     reqs.lock().unwrap().push(body);
-    let reply = script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or(Reply::Error(400, "the test script has no more replies".into()));
+    let reply = script.lock().unwrap().pop_front().unwrap_or(Reply::Error(
+        400,
+        "the test script has no more replies".into(),
+    ));
     if let Reply::Error(status, msg) = &reply {
         let b = json!({"error": {"message": msg, "type": "invalid_request_error"}}).to_string();
         write!(
@@ -162,7 +165,10 @@ fn serve(
             send(chunk(json!({"role": "assistant", "content": ""}), None))?;
             let chars: Vec<char> = text.chars().collect();
             for piece in chars.chunks(8) {
-                send(chunk(json!({"content": piece.iter().collect::<String>()}), None))?;
+                send(chunk(
+                    json!({"content": piece.iter().collect::<String>()}),
+                    None,
+                ))?;
             }
             send(chunk(json!({}), Some("stop")))?;
         }
@@ -180,7 +186,10 @@ fn serve(
             send(chunk(json!({}), Some("tool_calls")))?;
         }
         Reply::Hang => {
-            send(chunk(json!({"role": "assistant", "content": "Thinking about it"}), None))?;
+            send(chunk(
+                json!({"role": "assistant", "content": "Thinking about it"}),
+                None,
+            ))?;
             thread::sleep(Duration::from_secs(60));
             return Ok(());
         }
