@@ -56,6 +56,10 @@ pub struct Args {
     #[arg(long)]
     pub thinking: Option<String>,
 
+    /// Sampling temperature (e.g. 0 for small local models).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+
     /// System prompt (replaces the default).
     #[arg(long)]
     pub system_prompt: Option<String>,

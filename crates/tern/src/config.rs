@@ -31,6 +31,8 @@ pub struct Config {
     pub api_key: Option<String>,
     /// Thinking level.
     pub thinking: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
     /// Tools, comma-separated.
     pub tools: Option<String>,
     /// System prompt.

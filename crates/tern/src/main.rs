@@ -190,6 +190,7 @@ async fn run(args: Args) -> Result<i32, UsageError> {
         stream_fn,
         model,
         api_key,
+        temperature: args.temperature.or(config.temperature),
         tools,
         policy,
         asker,

@@ -424,6 +424,8 @@ pub struct BuildOptions {
     pub model: Model,
     /// Explicit API key.
     pub api_key: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
     /// Tools.
     pub tools: Vec<AgentTool>,
     /// Policy.
@@ -488,6 +490,7 @@ pub fn build(o: BuildOptions) -> Runtime {
     let fresh = messages.is_empty();
     let stream_options = StreamOptions {
         api_key: o.api_key,
+        temperature: o.temperature,
         session_id: Some(session_file.id.clone()),
         ..Default::default()
     };

@@ -253,3 +253,39 @@ fn demo_runs_offline_and_is_labelled() {
     assert!(stdout(&o).contains("first([])"));
     assert!(stdout(&o).contains("undefined"));
 }
+
+#[test]
+fn the_config_file_supplies_defaults() {
+    let (home, cwd) = dirs();
+    let server = Server::start(vec![Reply::text("configured")]);
+    let mut c = command(home.path(), cwd.path());
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "base_url = \"{}\"\nmodel = \"cfg-model\"\ntemperature = 0.0\ntools = \"read,ls\"\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    c.args(["-p", "hi"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "configured");
+    let req = &server.requests()[0];
+    assert_eq!(req["model"], "cfg-model");
+    assert_eq!(req["temperature"], 0.0);
+    let tools: Vec<&str> = req["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "ls"]);
+
+    let mut c = common::command(home.path(), cwd.path());
+    std::fs::write(home.path().join("config.toml"), "modle = 1\n").unwrap();
+    c.args(["-p", "hi"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("config file"), "{}", stderr(&o));
+}
