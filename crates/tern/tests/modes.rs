@@ -289,3 +289,25 @@ fn the_config_file_supplies_defaults() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("config file"), "{}", stderr(&o));
 }
+
+#[test]
+fn ctrl_c_in_print_mode_aborts_with_130() {
+    let (home, cwd) = dirs();
+    let server = Server::start(vec![Reply::Hang]);
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--base-url", &server.url, "-p", "hang"]);
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    server.wait_requests(1);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = common::wait_output(child, std::time::Duration::from_secs(15));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("aborted"));
+}

@@ -111,6 +111,21 @@ fn rpc_prompt_steer_abort_and_state() {
     assert_eq!(state["data"]["steeringMode"], "all");
     assert_eq!(state["data"]["thinkingLevel"], "high");
 
+    // Models: an id the catalog does not know works on the same local server.
+    let r = rpc.call(
+        "m1",
+        json!({"type": "set_model", "provider": "local", "modelId": "other-local"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["id"], "other-local");
+    assert_eq!(r["data"]["baseUrl"], server.url);
+    let r = rpc.call(
+        "m2",
+        json!({"type": "set_model", "provider": "nowhere", "modelId": "x"}),
+    );
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("Model not found"));
+
     // Queue and new session.
     rpc.call("13", json!({"type": "follow_up", "message": "later"}));
     let r = rpc.call("14", json!({"type": "clear_queue"}));
