@@ -71,7 +71,7 @@ fn main() {
     std::process::exit(code);
 }
 
-async fn run(args: Args) -> Result<i32, UsageError> {
+async fn run(mut args: Args) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
     let cwd = match &args.cwd {
         Some(d) => d
@@ -97,13 +97,38 @@ async fn run(args: Args) -> Result<i32, UsageError> {
         .map(|d| d.path().to_path_buf())
         .unwrap_or_else(|| cwd.clone());
 
+    // A resumed session keeps its model and thinking level unless the command line names them.
+    // The demo keeps its scripted transcript out of this directory's sessions (so a later
+    // --continue does not pick it up) unless --session names a file.
+    let session = if args.demo && args.session.is_none() {
+        setup::SessionSource::None
+    } else {
+        setup::session_source(&args, &cwd)?
+    };
+    let mut session_thinking = None;
+    if let setup::SessionSource::Existing(_, loaded) = &session {
+        let named = args.model.is_some() || args.provider.is_some() || args.base_url.is_some();
+        if let (false, Some((p, id))) = (named, &loaded.model) {
+            if tern_ai::providers::catalog::get_model(p, id).is_some() {
+                args.provider = Some(p.clone());
+                args.model = Some(id.clone());
+            }
+        }
+        session_thinking = loaded.thinking_level.clone();
+    }
+
     let (stream_fn, model, api_key) = if args.demo {
         (demo::model(), setup::demo_model(), None)
     } else {
         let choice = setup::resolve_model(&args, &config)?;
         (setup::providers(), choice.model, choice.api_key)
     };
-    let thinking = match args.thinking.as_deref().or(config.thinking.as_deref()) {
+    let thinking = match args
+        .thinking
+        .as_deref()
+        .or(session_thinking.as_deref())
+        .or(config.thinking.as_deref())
+    {
         Some(t) => setup::parse_thinking(t)?,
         None => Default::default(),
     };
@@ -156,7 +181,7 @@ async fn run(args: Args) -> Result<i32, UsageError> {
             oneshot::paint(
                 "33",
                 "[demo] tern's built-in scripted model: no network, no API key. The answers are \
-                 scripted; the loop, the read tool and the session file are real."
+                 scripted; the agent loop and the read tool are real."
             )
         );
         eprintln!(
@@ -179,7 +204,6 @@ async fn run(args: Args) -> Result<i32, UsageError> {
         ));
     }
 
-    let session = setup::session_source(&args, &cwd)?;
     let (asker, questions) = if interactive {
         let (ask, rx) = interactive::asker();
         (Some(ask), Some(rx))
@@ -211,9 +235,13 @@ async fn run(args: Args) -> Result<i32, UsageError> {
         Mode::Text if args.demo => oneshot::run(&rt, prompt, oneshot::Output::Stream).await,
         Mode::Text => oneshot::run(&rt, prompt, oneshot::Output::Print).await,
     };
-    if let (Some(dir), Some(file)) = (&demo_dir, rt_session_file) {
+    if let Some(dir) = &demo_dir {
+        let saved = rt_session_file
+            .map(|f| format!("; the run was saved to {f}"))
+            .unwrap_or_default();
         eprintln!(
-            "{} the agent read {}/sample.ts; the run was saved to {file}",
+            "{} the agent read {}/sample.ts with the real read tool{saved}. Next: set a provider \
+             key (e.g. ANTHROPIC_API_KEY) or --base-url, and run `tern \"your question\"`.",
             oneshot::paint("33", "[demo]"),
             dir.path().display()
         );

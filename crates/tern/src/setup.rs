@@ -452,7 +452,7 @@ pub fn build(o: BuildOptions) -> Runtime {
     }
     let gate = Arc::new(gate);
     let limits = o.limits.clone();
-    let (mut model, mut thinking) = (o.model, o.thinking);
+    let (model, thinking) = (o.model, o.thinking);
     let (messages, session_root, session_file) = match o.session {
         SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
         SessionSource::New(root) => (
@@ -466,23 +466,6 @@ pub fn build(o: BuildOptions) -> Runtime {
             SessionFile::create_at(&path, &o.cwd),
         ),
         SessionSource::Existing(path, loaded) => {
-            if let Some((p, id)) = &loaded.model {
-                // The session's model is used unless a matching one was chosen explicitly.
-                if (p, id) != (&model.provider, &model.id) {
-                    if let Some(m) = catalog::get_model(p, id) {
-                        if model.base_url.is_empty() || m.base_url == model.base_url {
-                            model = m;
-                        }
-                    }
-                }
-            }
-            if let Some(t) = loaded
-                .thinking_level
-                .as_deref()
-                .and_then(ThinkingLevel::parse)
-            {
-                thinking = t;
-            }
             let file = SessionFile::resume(&path, &loaded, &o.cwd);
             (loaded.messages, path.parent().map(Path::to_path_buf), file)
         }
