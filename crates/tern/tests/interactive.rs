@@ -19,6 +19,7 @@ fn interactive_mode_in_tmux() {
     let server = Server::start(vec![
         Reply::tool("call_1", "bash", json!({"command": "sleep 3; echo slept"})),
         Reply::text("Noted the banana."),
+        Reply::text("Summary done."),
         Reply::Hang,
     ]);
     let tmp = tempfile::tempdir().unwrap();
@@ -38,8 +39,8 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        3,
-        "prompt, steered follow-up request, hung request"
+        4,
+        "prompt, after steering, after the follow-up, hung"
     );
     let body = text_of(&reqs[1]);
     let (slept, banana) = (body.find("slept").unwrap(), body.find("banana").unwrap());
@@ -47,4 +48,12 @@ fn interactive_mode_in_tmux() {
         slept < banana,
         "the steering message follows the tool result: {body}"
     );
+    assert!(
+        !body.contains("then summarize"),
+        "the follow-up waits until the agent would stop"
+    );
+    let body = text_of(&reqs[2]);
+    let noted = body.find("Noted the banana").unwrap();
+    let summarize = body.find("then summarize").unwrap();
+    assert!(noted < summarize, "{body}");
 }

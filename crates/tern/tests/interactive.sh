@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Drives `tern`'s interactive mode in tmux: a prompt, a permission question answered "y", a
-# steering message typed while a slow tool runs, Ctrl+C abort of a hung turn, Ctrl+D exit.
+# steering message (Enter) and a follow-up (Alt+Enter) typed while a slow tool runs, Ctrl+C
+# abort of a hung turn, history, Ctrl+D exit.
 #
 # Needs: tmux (apt-get install -y tmux), TERN_BIN (the binary) and TERN_TEST_URL (a scripted
 # OpenAI-compatible server answering: 1) a bash tool call `sleep 3; echo slept`, 2) text
-# "Noted the banana.", 3) a hung stream). The cargo test `tests/interactive.rs` starts that
+# "Noted the banana.", 3) text "Summary done.", 4) a hung stream). The cargo test `tests/interactive.rs` starts that
 # server and runs this script:
 #
 #     cargo test -p tern --test interactive -- --nocapture
@@ -52,7 +53,10 @@ tmux send-keys -t "$S" y
 wait_for "sleep 3" "tool-running"
 tmux send-keys -t "$S" "also mention banana" Enter
 wait_for "queued steer: also mention banana" "steer-queued"
+tmux send-keys -t "$S" "then summarize" M-Enter
+wait_for "queued follow-up: then summarize" "follow-up-queued"
 wait_for "Noted the banana." "answer-after-steer" 20
+wait_for "Summary done." "answer-after-follow-up" 20
 wait_for "ready" "idle-again"
 tmux send-keys -t "$S" "hang please" Enter
 wait_for "Thinking about it" "hung-turn"
