@@ -471,4 +471,66 @@ mod tests {
         let p = cwd_folder(Path::new("/r"), Path::new("/home/u/proj"));
         assert_eq!(p, Path::new("/r/--home-u-proj--"));
     }
+
+    fn write(lines: &[Value]) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().expect("temp file");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(f.path(), text).expect("write");
+        f
+    }
+
+    fn user(id: &str, parent: Option<&str>, text: &str) -> Value {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2024-12-03T14:00:00.000Z",
+               "message": {"role": "user", "content": text, "timestamp": 1}})
+    }
+
+    #[test]
+    fn load_follows_the_branch_of_the_last_entry() {
+        let f = write(&[
+            json!({"type": "session", "version": 3, "id": "s1", "cwd": "/p"}),
+            user("a", None, "root"),
+            user("b", Some("a"), "abandoned branch"),
+            user("c", Some("a"), "active branch"),
+            json!({"type": "thinking_level_change", "id": "d", "parentId": "c", "thinkingLevel": "high"}),
+        ]);
+        let s = load(f.path()).expect("load");
+        let texts: Vec<String> = s
+            .messages
+            .iter()
+            .map(|m| m.content_json().to_string())
+            .collect();
+        assert_eq!(texts, ["\"root\"", "\"active branch\""]);
+        assert_eq!(s.leaf.as_deref(), Some("d"));
+        assert_eq!(s.thinking_level.as_deref(), Some("high"));
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn version_1_files_are_linear() {
+        let f = write(&[
+            json!({"type": "session", "id": "old"}),
+            json!({"type": "message", "message": {"role": "user", "content": "one", "timestamp": 1}}),
+            json!({"type": "message", "message": {"role": "user", "content": "two", "timestamp": 2}}),
+        ]);
+        assert_eq!(load(f.path()).expect("load").messages.len(), 2);
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_before_appending() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(
+            &path,
+            "{\"type\":\"session\",\"version\":3,\"id\":\"x\"}\n{\"type\":\"mess",
+        )
+        .expect("write");
+        let loaded = load(&path).expect("load");
+        assert_eq!(loaded.warnings.len(), 1);
+        let mut s = SessionFile::resume(&path, &loaded, Path::new("/p"));
+        s.append_message(&Message::user_text("after"))
+            .expect("append");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.lines().count(), 2);
+        assert!(load(&path).expect("reload").warnings.is_empty());
+    }
 }
