@@ -214,7 +214,7 @@ impl Ui {
             self.flush_partial();
             self.partial_kind = kind;
         }
-        self.partial.push_str(delta);
+        self.partial.push_str(&clean(delta));
         let w = self.width.saturating_sub(1).max(10);
         let mut done = Vec::new();
         while let Some(i) = self.partial.find('\n') {
@@ -256,7 +256,7 @@ impl Ui {
             AgentEvent::MessageStart {
                 message: Message::User(u),
             } => {
-                let text = u.content.text(" ");
+                let text = clean(&u.content.text(" ")).replace('\n', " ");
                 self.print(&paint("1", &format!("› {}", truncate(&text, 500))));
             }
             AgentEvent::MessageEnd {
@@ -307,7 +307,7 @@ impl Ui {
                     .position(|(id, _)| id == tool_call_id)
                     .map(|i| self.tools.remove(i).1)
                     .unwrap_or_else(|| tool_name.clone());
-                let text = tern_ai::content_text(result.content(), "\n");
+                let text = clean(&tern_ai::content_text(result.content(), "\n"));
                 let first = text.lines().next().unwrap_or("").to_string();
                 let n = text.lines().count();
                 let mark = if *is_error {
@@ -345,6 +345,21 @@ impl Ui {
             None => self.redraw(),
         }
     }
+}
+
+/// Model and tool text made safe for the screen: tabs become spaces, other control characters
+/// (escape sequences included) are dropped, newlines stay.
+fn clean(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn tail(s: &str, n: usize) -> String {
