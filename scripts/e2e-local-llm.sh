@@ -42,7 +42,10 @@ cargo build -q -p tern
 TERN="$CARGO_TARGET_DIR/debug/tern"
 
 WORK="$(mktemp -d)"
-printf 'Mission notes\nThe secret launch code is %s.\n' "$CODE" > "$WORK/notes.txt"
+# One line, as ../shared/local-llm/toolchat.py writes it: the 1.5B model fills every optional
+# parameter of `read` (offset 1, limit 1), so with a heading line first it reads only the
+# heading and then invents a code. Checked by hand; see the crate README.
+printf 'The secret launch code is %s.\n' "$CODE" > "$WORK/notes.txt"
 cd "$WORK"
 CMD=("$TERN" --base-url "$URL" --model local --tools read --temperature 0 --no-session
      --max-turns 4 --timeout 300 -p "What is the secret launch code written in notes.txt?")

@@ -238,8 +238,11 @@ pub fn build_policy(
 pub fn default_system_prompt(cwd: &Path, tools: &[AgentTool]) -> String {
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     format!(
-        "You are tern, a coding assistant working in {}. Use the tools ({}) to look at files \
-         before answering questions about them; never invent file contents. Answer concisely.",
+        "You are tern, a coding assistant. The working directory is {}; give tool paths \
+         relative to it (e.g. `src/main.rs`). Use the tools ({}) to look at files before \
+         answering questions about them; never invent file contents. To read a whole file, \
+         call read with only its path (offset and limit are for files too long to read at \
+         once). Answer concisely, from what the tools returned.",
         cwd.display(),
         if names.is_empty() {
             "none".to_string()
