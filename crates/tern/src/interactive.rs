@@ -328,6 +328,8 @@ impl Ui {
     fn on_settled(&mut self) {
         self.running = false;
         self.hint = None;
+        // A question left open by an aborted run was already answered "no" by the gate.
+        self.asking = None;
         self.tools.clear();
         self.flush_partial();
         let l = &self.rt.limits;
@@ -448,7 +450,7 @@ pub async fn run(
         .unwrap_or_else(|| "session not saved (--no-session)".into());
     ui.print(&paint(
         "2",
-        &format!("tern · {} · {session}\r\n{HELP}", rt.agent.state().model.id),
+        &format!("tern · {} · {session}\n{HELP}", rt.agent.state().model.id),
     ));
     let history_len = rt.agent.message_count();
     if history_len > 1 {

@@ -87,7 +87,8 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
     }
     let code = outcome(rt);
     if output == Output::Json {
-        out_line(&wire::settled(code == exit::ABORTED || code == exit::LIMIT).to_string());
+        let aborted = code == exit::ABORTED || rt.limits.timed_out.load(Ordering::SeqCst);
+        out_line(&wire::settled(aborted).to_string());
     }
     if output == Output::Print {
         let text = last_text(rt);
