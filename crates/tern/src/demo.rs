@@ -36,8 +36,8 @@ pub fn model() -> Arc<dyn StreamFn> {
     Arc::new(
         FauxModel::new(vec![
             FauxResponse::tool_call("call_1", "read", json!({"path": "sample.ts"}))
-                .with_thinking("The user asks about sample.ts; read it before answering.")
-                .with_text_first("I'll read the file first."),
+                .with_text_first("I'll read the file first.")
+                .with_thinking("The user asks about sample.ts; read it before answering."),
             FauxResponse::text(EXPLANATION),
         ])
         .streaming(6, Duration::from_millis(12)),

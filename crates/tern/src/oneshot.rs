@@ -96,9 +96,6 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
             out_line(&text);
         }
     }
-    if output == Output::Stream {
-        out_line("");
-    }
     code
 }
 
