@@ -1,0 +1,120 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// How tern talks to its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Text: the interactive terminal UI on a terminal, else print mode.
+    Text,
+    /// One JSON event per line on stdout.
+    Json,
+    /// JSONL commands on stdin, responses and events on stdout.
+    Rpc,
+}
+
+/// `tern [options] [@files...] [messages...]`
+#[derive(Debug, Parser)]
+#[command(
+    name = "tern",
+    version,
+    about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
+    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nExit codes: 0 done, 1 provider/tool error, 2 usage error, 3 limit reached, 130 aborted."
+)]
+pub struct Args {
+    /// Prompt words; `@path` includes a file's contents.
+    pub messages: Vec<String>,
+
+    /// Run once and print the final answer (default when stdin or stdout is not a terminal).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output interface.
+    #[arg(long, value_enum, default_value = "text")]
+    pub mode: Mode,
+
+    /// Provider id (openai, anthropic, google, openrouter, ...; any name with --base-url).
+    #[arg(long)]
+    pub provider: Option<String>,
+
+    /// Model id (`provider/id` accepted).
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Base URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM): uses the Chat
+    /// Completions API; any model id works.
+    #[arg(long)]
+    pub base_url: Option<String>,
+
+    /// API key (otherwise from the provider's environment variable, e.g. OPENAI_API_KEY).
+    #[arg(long)]
+    pub api_key: Option<String>,
+
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
+    #[arg(long)]
+    pub thinking: Option<String>,
+
+    /// Sampling temperature (e.g. 0 for small local models).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+
+    /// System prompt (replaces the default).
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+
+    /// Comma-separated tools: read, write, edit, bash, ls, grep, find, or `all`
+    /// (default: read,grep,find,ls).
+    #[arg(short = 't', long)]
+    pub tools: Option<String>,
+
+    /// Working directory for tools and sessions.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+
+    /// Allow tool calls matching `TOOL` or `TOOL:GLOB` without asking (repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// Refuse tool calls matching `TOOL` or `TOOL:GLOB` (repeatable; checked before --allow).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub deny: Vec<String>,
+
+    /// End the run after N turns that still call tools (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Abort the run after SECS seconds (exit code 3).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// Continue the most recent session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+
+    /// Resume the session with this id (full or a unique prefix).
+    #[arg(short = 'r', long, value_name = "ID")]
+    pub resume: Option<String>,
+
+    /// Use this session file (created when missing; pi's session files work too).
+    #[arg(long, value_name = "FILE")]
+    pub session: Option<PathBuf>,
+
+    /// Where sessions are stored (default: the user's data dir, or TERN_SESSION_DIR).
+    #[arg(long, value_name = "DIR", env = "TERN_SESSION_DIR")]
+    pub session_dir: Option<PathBuf>,
+
+    /// Keep the session in memory only.
+    #[arg(long)]
+    pub no_session: bool,
+
+    /// Config file (default: <config dir>/tern/config.toml, or TERN_CONFIG).
+    #[arg(long, value_name = "FILE", env = "TERN_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Run the built-in scripted demo (offline, no API key): the agent reads sample.ts and
+    /// explains what `first([])` returns.
+    #[arg(long)]
+    pub demo: bool,
+}

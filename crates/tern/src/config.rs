@@ -1,0 +1,80 @@
+//! The user's config file: defaults for the command-line options, in TOML.
+//!
+//! ```toml
+//! # ~/.config/tern/config.toml
+//! provider = "openai"
+//! model = "gpt-4o-mini"
+//! # base_url = "http://127.0.0.1:8080/v1"
+//! thinking = "low"
+//! tools = "read,grep,find,ls"
+//! allow = ["bash:git status*"]
+//! deny = ["bash:rm *"]
+//! max_turns = 30
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Defaults read from the config file; every field is optional and a command-line option
+/// wins over it.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Provider id.
+    pub provider: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible server.
+    pub base_url: Option<String>,
+    /// API key (prefer the provider's environment variable).
+    pub api_key: Option<String>,
+    /// Thinking level.
+    pub thinking: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Tools, comma-separated.
+    pub tools: Option<String>,
+    /// System prompt.
+    pub system_prompt: Option<String>,
+    /// Allow rules.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Deny rules.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Turn limit.
+    pub max_turns: Option<u32>,
+    /// Timeout in seconds.
+    pub timeout: Option<f64>,
+}
+
+/// The default config path: `<config dir>/tern/config.toml`.
+pub fn default_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("tern").join("config.toml"))
+}
+
+/// Loads the config file. A missing default file is an empty config; a missing explicit file
+/// or a malformed one is an error that names the file.
+pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+    let (path, required) = match explicit {
+        Some(p) => (p.to_path_buf(), true),
+        None => match default_path() {
+            Some(p) => (p, false),
+            None => return Ok(Config::default()),
+        },
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+            return Ok(Config::default())
+        }
+        Err(e) => return Err(format!("cannot read config file {}: {e}", path.display())),
+    };
+    toml::from_str(&text).map_err(|e| {
+        format!(
+            "config file {} is not valid: {e}\n(fix the file, or pass --config with another one)",
+            path.display()
+        )
+    })
+}

@@ -1,0 +1,45 @@
+//! `tern --demo`: the first seed lesson with tern's scripted model, offline.
+//!
+//! The fixture `sample.ts` ships inside the binary and is written to a temp folder; the
+//! agent gets the real `read` tool confined to that folder. The scripted model asks to read
+//! the file, then explains what `first([])` returns. Everything else (the loop, the tool
+//! call, events, the session file) is the real thing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tern_ai::faux::{FauxModel, FauxResponse};
+use tern_ai::StreamFn;
+
+/// The lesson's fixture.
+pub const SAMPLE_TS: &str = include_str!("../fixtures/sample.ts");
+
+/// The demo's prompt.
+pub const PROMPT: &str = "Read sample.ts and explain what first([]) returns and why.";
+
+/// The scripted answer.
+pub const EXPLANATION: &str = "`first` returns `items[0]`. An empty array has no element 0, so \
+indexing it gives `undefined`: `first([])` returns `undefined`, which the signature admits \
+with its `T | undefined` return type. The file's first call, `first([1, 2, 3])`, prints 1; \
+the second prints `undefined`.";
+
+/// A temp folder holding `sample.ts` (removed when dropped).
+pub fn materialize() -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("tern-demo-").tempdir()?;
+    std::fs::write(dir.path().join("sample.ts"), SAMPLE_TS)?;
+    Ok(dir)
+}
+
+/// The scripted model: a tool call to `read`, then the explanation, streamed.
+pub fn model() -> Arc<dyn StreamFn> {
+    Arc::new(
+        FauxModel::new(vec![
+            FauxResponse::tool_call("call_1", "read", json!({"path": "sample.ts"}))
+                .with_text_first("I'll read the file first.")
+                .with_thinking("The user asks about sample.ts; read it before answering."),
+            FauxResponse::text(EXPLANATION),
+        ])
+        .streaming(6, Duration::from_millis(12)),
+    )
+}

@@ -1,0 +1,251 @@
+//! `tern`: a coding agent on the command line. See the crate README and `tern --help`.
+
+mod cli;
+mod config;
+mod demo;
+mod input;
+mod interactive;
+mod oneshot;
+mod rpc;
+mod session;
+mod setup;
+mod wire;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+use cli::{Args, Mode};
+use setup::{BuildOptions, Limits, UsageError};
+
+/// Exit codes.
+pub mod exit {
+    /// The run finished.
+    pub const OK: i32 = 0;
+    /// A provider or tool error ended the run.
+    pub const ERROR: i32 = 1;
+    /// Bad arguments or configuration.
+    pub const USAGE: i32 = 2;
+    /// `--max-turns` or `--timeout` ended the run.
+    pub const LIMIT: i32 = 3;
+    /// The user aborted the run.
+    pub const ABORTED: i32 = 130;
+}
+
+fn main() {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("tern: cannot start the async runtime: {e}");
+            std::process::exit(exit::ERROR);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match run(args).await {
+            Ok(code) => code,
+            Err(UsageError(msg)) => {
+                eprintln!("tern: {msg}");
+                exit::USAGE
+            }
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    std::process::exit(code);
+}
+
+async fn run(mut args: Args) -> Result<i32, UsageError> {
+    let config = config::load(args.config.as_deref()).map_err(UsageError)?;
+    let cwd = match &args.cwd {
+        Some(d) => d
+            .canonicalize()
+            .map_err(|e| UsageError(format!("--cwd {}: {e}", d.display())))?,
+        None => std::env::current_dir()
+            .map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?,
+    };
+    let interactive_tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let interactive = args.mode == Mode::Text && !args.print && interactive_tty && !args.demo;
+
+    // The demo runs in a temp folder holding the lesson's file.
+    let demo_dir = if args.demo {
+        Some(
+            demo::materialize()
+                .map_err(|e| UsageError(format!("cannot create the demo's temp folder: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let tool_cwd: PathBuf = demo_dir
+        .as_ref()
+        .map(|d| d.path().to_path_buf())
+        .unwrap_or_else(|| cwd.clone());
+
+    // A resumed session keeps its model and thinking level unless the command line names them.
+    // The demo keeps its scripted transcript out of this directory's sessions (so a later
+    // --continue does not pick it up) unless --session names a file.
+    let session = if args.demo && args.session.is_none() {
+        setup::SessionSource::None
+    } else {
+        setup::session_source(&args, &cwd)?
+    };
+    let mut session_thinking = None;
+    if let setup::SessionSource::Existing(_, loaded) = &session {
+        let named = args.model.is_some() || args.provider.is_some() || args.base_url.is_some();
+        if let (false, Some((p, id))) = (named, &loaded.model) {
+            if tern_ai::providers::catalog::get_model(p, id).is_some() {
+                args.provider = Some(p.clone());
+                args.model = Some(id.clone());
+            }
+        }
+        session_thinking = loaded.thinking_level.clone();
+    }
+
+    let (stream_fn, model, api_key) = if args.demo {
+        (demo::model(), setup::demo_model(), None)
+    } else {
+        let choice = setup::resolve_model(&args, &config)?;
+        (setup::providers(), choice.model, choice.api_key)
+    };
+    let thinking = match args
+        .thinking
+        .as_deref()
+        .or(session_thinking.as_deref())
+        .or(config.thinking.as_deref())
+    {
+        Some(t) => setup::parse_thinking(t)?,
+        None => Default::default(),
+    };
+    let tool_config = tern_tools::ToolConfig::new(&tool_cwd);
+    let tools_spec = args
+        .tools
+        .clone()
+        .or(config.tools.clone())
+        .unwrap_or_else(|| setup::DEFAULT_TOOLS.to_string());
+    let tools = setup::select_tools(&tools_spec, &tool_config)?;
+    let mut allow = config.allow.clone();
+    allow.extend(args.allow.iter().cloned());
+    let mut deny = config.deny.clone();
+    deny.extend(args.deny.iter().cloned());
+    let policy = setup::build_policy(&allow, &deny, interactive, &tool_cwd)?;
+    let system_prompt = args
+        .system_prompt
+        .clone()
+        .or(config.system_prompt.clone())
+        .unwrap_or_else(|| setup::default_system_prompt(&tool_cwd, &tools));
+    let timeout = match args.timeout.or(config.timeout) {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(UsageError(format!(
+                "--timeout must be a positive number of seconds, not {s}"
+            )))
+        }
+        None => None,
+    };
+    let limits = Limits {
+        max_turns: args.max_turns.or(config.max_turns),
+        timeout,
+        ..Default::default()
+    };
+    if limits.max_turns == Some(0) {
+        return Err(UsageError("--max-turns must be at least 1".into()));
+    }
+
+    // The first prompt (not in RPC mode, where prompts come as commands).
+    let prompt = if args.mode == Mode::Rpc {
+        if args.messages.iter().any(|m| m.starts_with('@')) {
+            return Err(UsageError(
+                "RPC mode takes no @file arguments; send prompts as `prompt` commands".into(),
+            ));
+        }
+        String::new()
+    } else if args.demo {
+        eprintln!(
+            "{}",
+            oneshot::paint(
+                "33",
+                "[demo] tern's built-in scripted model: no network, no API key. The answers are \
+                 scripted; the agent loop and the read tool are real."
+            )
+        );
+        eprintln!(
+            "{} {}",
+            oneshot::paint("33", "[demo] prompt:"),
+            demo::PROMPT
+        );
+        demo::PROMPT.to_string()
+    } else {
+        let stdin = if interactive {
+            None
+        } else {
+            input::read_piped_stdin()?
+        };
+        input::build_prompt(&args.messages, &cwd, stdin)?
+    };
+    if prompt.trim().is_empty() && !interactive && args.mode != Mode::Rpc {
+        return Err(UsageError(
+            "no prompt given; pass it as an argument (tern -p \"...\") or on stdin".into(),
+        ));
+    }
+
+    let (asker, questions) = if interactive {
+        let (ask, rx) = interactive::asker();
+        (Some(ask), Some(rx))
+    } else {
+        (None, None)
+    };
+    let rt = setup::build(BuildOptions {
+        stream_fn,
+        model,
+        api_key,
+        temperature: args.temperature.or(config.temperature),
+        tools,
+        policy,
+        asker,
+        system_prompt,
+        thinking,
+        limits,
+        session,
+        cwd: cwd.clone(),
+    });
+    let rt_session_file = if args.demo { rt.session_file() } else { None };
+    let code = match args.mode {
+        Mode::Rpc => rpc::run(rt).await,
+        Mode::Json => oneshot::run(&rt, prompt, oneshot::Output::Json).await,
+        Mode::Text if interactive => match questions {
+            Some(q) => interactive::run(rt, prompt, q).await,
+            None => exit::USAGE,
+        },
+        Mode::Text if args.demo => oneshot::run(&rt, prompt, oneshot::Output::Stream).await,
+        Mode::Text => oneshot::run(&rt, prompt, oneshot::Output::Print).await,
+    };
+    if let Some(dir) = &demo_dir {
+        let saved = rt_session_file
+            .map(|f| format!("; the run was saved to {f}"))
+            .unwrap_or_default();
+        eprintln!(
+            "{} the agent read {}/sample.ts with the real read tool{saved}. Next: set a provider \
+             key (e.g. ANTHROPIC_API_KEY) or --base-url, and run `tern \"your question\"`.",
+            oneshot::paint("33", "[demo]"),
+            dir.path().display()
+        );
+    }
+    drop(demo_dir);
+    Ok(code)
+}

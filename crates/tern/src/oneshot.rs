@@ -1,0 +1,208 @@
+//! Print mode and JSON mode: run one prompt, then exit with a code that says how it ended.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+use tern_agent::AgentEvent;
+use tern_ai::{AssistantMessageEvent, Message, StopReason};
+
+use crate::exit;
+use crate::session::{iso_time, now_ms};
+use crate::setup::Runtime;
+use crate::wire;
+
+/// How the output looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The final answer on stdout.
+    Print,
+    /// The answer streamed to stdout, tool calls and thinking on stderr (the demo).
+    Stream,
+    /// One JSON event per line on stdout.
+    Json,
+}
+
+fn out_line(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{s}");
+    let _ = o.flush();
+}
+
+/// A one-line summary of a tool call's arguments.
+pub fn short_args(args: &serde_json::Value) -> String {
+    let s = args.to_string();
+    truncate(&s, 100)
+}
+
+/// Cuts `s` to `n` characters, marking the cut.
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// Runs `prompt` and returns the exit code.
+pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
+    let agent = &rt.agent;
+    if output == Output::Json {
+        let header = json!({
+            "type": "session", "version": crate::session::VERSION, "id": rt.session_id(),
+            "timestamp": iso_time(now_ms()), "cwd": rt.cwd.to_string_lossy(),
+        });
+        out_line(&header.to_string());
+    }
+    let sub = match output {
+        Output::Json => Some(agent.subscribe_sync(|e| out_line(&wire::event_json(e).to_string()))),
+        Output::Stream => Some(agent.subscribe_sync(stream_event)),
+        Output::Print => None,
+    };
+    rt.limits.reset_run();
+    let timer = rt.limits.start_timer(agent);
+    let ctrl_c = {
+        let agent = agent.clone();
+        let flag = rt.limits.user_aborted.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                flag.store(true, Ordering::SeqCst);
+                agent.abort();
+            }
+        })
+    };
+    let result = agent.prompt(&prompt).await;
+    if let Some(t) = timer {
+        t.abort();
+    }
+    ctrl_c.abort();
+    agent.wait_for_idle().await;
+    if let Some(s) = sub {
+        s.unsubscribe();
+    }
+    if let Err(e) = result {
+        eprintln!("tern: {e}");
+        return exit::ERROR;
+    }
+    let code = outcome(rt);
+    if output == Output::Json {
+        let aborted = code == exit::ABORTED || rt.limits.timed_out.load(Ordering::SeqCst);
+        out_line(&wire::settled(aborted).to_string());
+    }
+    if output == Output::Print {
+        let text = last_text(rt);
+        if !text.is_empty() {
+            out_line(&text);
+        }
+    }
+    code
+}
+
+/// The text of the last assistant message.
+pub fn last_text(rt: &Runtime) -> String {
+    rt.agent.with_messages(|m| {
+        m.iter()
+            .rev()
+            .find_map(Message::as_assistant)
+            .map(|a| a.text())
+            .unwrap_or_default()
+    })
+}
+
+/// The exit code of the run that just ended; explains non-zero ones on stderr.
+pub fn outcome(rt: &Runtime) -> i32 {
+    let l = &rt.limits;
+    if l.user_aborted.load(Ordering::SeqCst) {
+        eprintln!("tern: aborted");
+        return exit::ABORTED;
+    }
+    if l.timed_out.load(Ordering::SeqCst) {
+        eprintln!(
+            "tern: timeout reached after {:.0} s (--timeout); the run was aborted and the task was not confirmed complete",
+            l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default()
+        );
+        return exit::LIMIT;
+    }
+    if l.turn_limit_hit.load(Ordering::SeqCst) {
+        eprintln!(
+            "tern: turn limit reached ({} turns, --max-turns); the run was stopped and the task was not confirmed complete",
+            l.max_turns.unwrap_or_default()
+        );
+        return exit::LIMIT;
+    }
+    let last = rt
+        .agent
+        .with_messages(|m| m.iter().rev().find_map(Message::as_assistant).cloned());
+    match last {
+        Some(a) if a.stop_reason == StopReason::Error => {
+            eprintln!(
+                "tern: the model request failed: {}",
+                a.error_message.as_deref().unwrap_or("unknown error")
+            );
+            exit::ERROR
+        }
+        Some(a) if a.stop_reason == StopReason::Aborted => {
+            eprintln!("tern: aborted");
+            exit::ABORTED
+        }
+        _ => exit::OK,
+    }
+}
+
+fn stream_event(e: &AgentEvent) {
+    match e {
+        AgentEvent::MessageUpdate {
+            assistant_message_event,
+            ..
+        } => match assistant_message_event {
+            AssistantMessageEvent::TextDelta { delta, .. } => {
+                let mut o = std::io::stdout().lock();
+                let _ = write!(o, "{delta}");
+                let _ = o.flush();
+            }
+            AssistantMessageEvent::ThinkingDelta { delta, .. } => {
+                eprint!("{}", paint("2", delta));
+            }
+            AssistantMessageEvent::ThinkingEnd { .. } => eprintln!(),
+            _ => {}
+        },
+        AgentEvent::MessageEnd {
+            message: Message::Assistant(a),
+        } if !a.text().is_empty() => out_line(""),
+        AgentEvent::ToolExecutionStart {
+            tool_name, args, ..
+        } => eprintln!(
+            "{} {}",
+            paint("36", &format!("→ {tool_name}")),
+            short_args(args)
+        ),
+        AgentEvent::ToolExecutionEnd {
+            result, is_error, ..
+        } => {
+            let text = tern_ai::content_text(result.content(), "\n");
+            let lines = text.lines().count();
+            let first = text.lines().next().unwrap_or("");
+            eprintln!(
+                "{} {} ({lines} lines)",
+                if *is_error {
+                    paint("31", "✗")
+                } else {
+                    paint("32", "✓")
+                },
+                truncate(first, 80)
+            );
+        }
+        _ => {}
+    }
+}
+
+/// `s` in the SGR style `code` when stderr is a terminal, else plain.
+pub fn paint(code: &str, s: &str) -> String {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        format!("\x1b[{code}m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,389 @@
+//! Test helpers: a scripted OpenAI-compatible Chat Completions server on 127.0.0.1 (real HTTP,
+//! real SSE) that records every request body, and a runner for the real `tern` binary.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// One scripted response.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// Streamed text.
+    Text(String),
+    /// A tool call (after optional text).
+    Tool {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        args: Value,
+    },
+    /// An HTTP error status with a JSON error body.
+    Error(u16, String),
+    /// Headers, one text chunk, then nothing for a minute (a hung model).
+    Hang,
+}
+
+impl Reply {
+    /// A text reply.
+    pub fn text(s: &str) -> Self {
+        Reply::Text(s.to_string())
+    }
+
+    /// A tool-call reply.
+    pub fn tool(id: &str, name: &str, args: Value) -> Self {
+        Reply::Tool {
+            id: id.to_string(),
+            name: name.to_string(),
+            args,
+        }
+    }
+}
+
+/// The server: its base URL and the request bodies it received, in order.
+pub struct Server {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Server {
+    /// Starts a server answering requests with `script` in order (then with an error).
+    pub fn start(script: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("local addr").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(
+            script
+                .into_iter()
+                .collect::<std::collections::VecDeque<_>>(),
+        ));
+        let reqs = requests.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let reqs = reqs.clone();
+                let script = script.clone();
+                thread::spawn(move || {
+                    let _ = serve(stream, &reqs, &script);
+                });
+            }
+        });
+        Server {
+            url: format!("http://127.0.0.1:{port}/v1"),
+            requests,
+        }
+    }
+
+    /// The request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until `n` requests arrived (10 s at most).
+    pub fn wait_requests(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let r = self.requests();
+            if r.len() >= n {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.requests()
+    }
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let v = json!({
+        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {v}\n\n")
+}
+
+fn serve(
+    mut stream: TcpStream,
+    reqs: &Mutex<Vec<Value>>,
+    script: &Mutex<std::collections::VecDeque<Reply>>,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut len = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let l = line.trim_end().to_ascii_lowercase();
+        if l.is_empty() {
+            break;
+        }
+        if let Some(v) = l.strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body)?;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    reqs.lock().unwrap().push(body);
+    let reply = script.lock().unwrap().pop_front().unwrap_or(Reply::Error(
+        400,
+        "the test script has no more replies".into(),
+    ));
+    if let Reply::Error(status, msg) = &reply {
+        let b = json!({"error": {"message": msg, "type": "invalid_request_error"}}).to_string();
+        write!(
+            stream,
+            "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )?;
+        return stream.flush();
+    }
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    )?;
+    stream.flush()?;
+    let mut send = |s: String| -> std::io::Result<()> {
+        stream.write_all(s.as_bytes())?;
+        stream.flush()?;
+        thread::sleep(Duration::from_millis(5));
+        Ok(())
+    };
+    let usage = json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
+    match reply {
+        Reply::Text(text) => {
+            send(chunk(json!({"role": "assistant", "content": ""}), None))?;
+            let chars: Vec<char> = text.chars().collect();
+            for piece in chars.chunks(8) {
+                send(chunk(
+                    json!({"content": piece.iter().collect::<String>()}),
+                    None,
+                ))?;
+            }
+            send(chunk(json!({}), Some("stop")))?;
+        }
+        Reply::Tool { id, name, args } => {
+            let a = args.to_string();
+            let (first, rest) = a.split_at(a.len() / 2);
+            send(chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": first}}]}),
+                None,
+            ))?;
+            send(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": rest}}]}),
+                None,
+            ))?;
+            send(chunk(json!({}), Some("tool_calls")))?;
+        }
+        Reply::Hang => {
+            send(chunk(
+                json!({"role": "assistant", "content": "Thinking about it"}),
+                None,
+            ))?;
+            thread::sleep(Duration::from_secs(60));
+            return Ok(());
+        }
+        Reply::Error(..) => unreachable!(),
+    }
+    send(format!("data: {usage}\n\n"))?;
+    send("data: [DONE]\n\n".to_string())?;
+    Ok(())
+}
+
+/// The tern binary.
+pub fn tern() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tern"))
+}
+
+/// A command for the binary with a clean environment: no API keys, sessions and config in
+/// `home`, working directory `cwd`.
+pub fn command(home: &Path, cwd: &Path) -> Command {
+    let mut c = Command::new(tern());
+    c.current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("TERN_SESSION_DIR", home.join("sessions"))
+        .env("TERN_CONFIG", home.join("config.toml"))
+        .env("NO_COLOR", "1");
+    std::fs::write(home.join("config.toml"), "").expect("write empty config");
+    c
+}
+
+/// Runs the command with stdin closed and returns its output (30 s at most).
+pub fn run(mut c: Command) -> Output {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().expect("spawn tern");
+    wait_output(child, Duration::from_secs(30))
+}
+
+/// Waits for a child with a deadline (kills it after), reading its pipes meanwhile.
+pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let t_out = thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut v);
+        }
+        v
+    });
+    let t_err = thread::spawn(move || {
+        let mut v = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut v);
+        }
+        v
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break child.wait().expect("wait for tern");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    }
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// The `messages` of a Chat Completions request body.
+pub fn messages(body: &Value) -> Vec<Value> {
+    body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// All the text of a request's messages, for `contains` checks.
+pub fn text_of(body: &Value) -> String {
+    body["messages"].to_string()
+}
+
+/// A running `tern --mode rpc` with a line reader on its stdout.
+pub struct Rpc {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    rx: std::sync::mpsc::Receiver<Value>,
+    /// Every record read so far.
+    pub seen: Vec<Value>,
+}
+
+impl Rpc {
+    /// Spawns the command (args already set) in RPC mode.
+    pub fn spawn(mut c: Command) -> Rpc {
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = c.spawn().expect("spawn tern --mode rpc");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Rpc {
+            child,
+            stdin,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Writes one command.
+    pub fn send(&mut self, cmd: Value) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        writeln!(s, "{cmd}").expect("write command");
+        s.flush().expect("flush");
+    }
+
+    /// Writes raw bytes (for malformed input).
+    pub fn send_raw(&mut self, raw: &str) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        s.write_all(raw.as_bytes()).expect("write");
+        s.flush().expect("flush");
+    }
+
+    /// Reads records until one satisfies `pred` (10 s at most) and returns it.
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(v) => {
+                    self.seen.push(v.clone());
+                    if pred(&v) {
+                        return v;
+                    }
+                }
+                Err(_) => panic!("timed out waiting for {what}; seen: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// The first record at or after index `mark` of `seen` satisfying `pred`, waiting for it
+    /// when it was not read yet.
+    pub fn since(&mut self, mark: usize, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen.iter().skip(mark).find(|v| pred(v)) {
+            return v.clone();
+        }
+        self.wait_for(what, pred)
+    }
+
+    /// Sends a command with `id` and returns its response.
+    pub fn call(&mut self, id: &str, mut cmd: Value) -> Value {
+        cmd["id"] = json!(id);
+        self.send(cmd);
+        self.wait_for(&format!("response {id}"), |v| {
+            v["type"] == "response" && v["id"] == id
+        })
+    }
+
+    /// Closes stdin and waits for the exit code.
+    pub fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return s.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return None;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Runs `tests/interactive.sh` (tmux drives the interactive UI) against the scripted server.
+//! Skipped, with a note, only when tmux is not installed.
+
+mod common;
+
+use common::{text_of, Reply, Server};
+use serde_json::json;
+
+#[test]
+fn interactive_mode_in_tmux() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+        return;
+    }
+    let server = Server::start(vec![
+        Reply::tool("call_1", "bash", json!({"command": "sleep 3; echo slept"})),
+        Reply::text("Noted the banana."),
+        Reply::text("Summary done."),
+        Reply::Hang,
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    // TERN_TEST_OUT keeps the captured panes for a look.
+    let out = std::env::var_os("TERN_TEST_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interactive.sh");
+    let status = std::process::Command::new("bash")
+        .arg(script)
+        .env("TERN_BIN", env!("CARGO_BIN_EXE_tern"))
+        .env("TERN_TEST_URL", &server.url)
+        .env("TERN_TEST_OUT", &out)
+        .status()
+        .expect("run interactive.sh");
+    assert!(status.success(), "interactive.sh failed");
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        4,
+        "prompt, after steering, after the follow-up, hung"
+    );
+    let body = text_of(&reqs[1]);
+    let (slept, banana) = (body.find("slept").unwrap(), body.find("banana").unwrap());
+    assert!(
+        slept < banana,
+        "the steering message follows the tool result: {body}"
+    );
+    assert!(
+        !body.contains("then summarize"),
+        "the follow-up waits until the agent would stop"
+    );
+    let body = text_of(&reqs[2]);
+    let noted = body.find("Noted the banana").unwrap();
+    let summarize = body.find("then summarize").unwrap();
+    assert!(noted < summarize, "{body}");
+}

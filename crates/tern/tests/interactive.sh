@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Drives `tern`'s interactive mode in tmux: a prompt, a permission question answered "y", a
+# steering message (Enter) and a follow-up (Alt+Enter) typed while a slow tool runs, Ctrl+C
+# abort of a hung turn, history, Ctrl+D exit.
+#
+# Needs: tmux (apt-get install -y tmux), TERN_BIN (the binary) and TERN_TEST_URL (a scripted
+# OpenAI-compatible server answering: 1) a bash tool call `sleep 3; echo slept`, 2) text
+# "Noted the banana.", 3) text "Summary done.", 4) a hung stream). The cargo test `tests/interactive.rs` starts that
+# server and runs this script:
+#
+#     cargo test -p tern --test interactive -- --nocapture
+#
+# Writes the captured panes to $TERN_TEST_OUT (default: a temp dir) and exits non-zero with
+# the last pane on the first failed expectation.
+set -euo pipefail
+
+: "${TERN_BIN:?set TERN_BIN to the tern binary}"
+: "${TERN_TEST_URL:?set TERN_TEST_URL to the scripted server (see the header)}"
+command -v tmux >/dev/null || { echo "tmux is missing: apt-get install -y tmux" >&2; exit 77; }
+
+OUT="${TERN_TEST_OUT:-$(mktemp -d)}"
+WORK="$(mktemp -d)"
+S="tern-it-$$"
+mkdir -p "$WORK/home" "$WORK/cwd"
+cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; }
+trap cleanup EXIT
+
+step=0
+capture() { step=$((step + 1)); tmux capture-pane -p -t "$S" > "$OUT/pane-$step-$1.txt"; }
+
+# wait_for TEXT NAME [SECONDS]: polls the pane until TEXT shows.
+wait_for() {
+  local text="$1" name="$2" secs="${3:-15}"
+  for _ in $(seq 1 $((secs * 10))); do
+    if tmux capture-pane -p -t "$S" | grep -qF -- "$text"; then capture "$name"; return 0; fi
+    sleep 0.1
+  done
+  capture "FAILED-$name"
+  echo "expected '$text' on screen ($name); the pane was:" >&2
+  cat "$OUT/pane-$step-FAILED-$name.txt" >&2
+  exit 1
+}
+
+tmux new-session -d -s "$S" -x 110 -y 36 \
+  "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
+   '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash; \
+   echo \"TERN-EXIT=\$?\"; sleep 30"
+
+wait_for "ready" "started"
+tmux send-keys -t "$S" "run the slow thing" Enter
+wait_for "Allow bash" "permission-question"
+tmux send-keys -t "$S" y
+wait_for "sleep 3" "tool-running"
+tmux send-keys -t "$S" "also mention banana" Enter
+wait_for "queued steer: also mention banana" "steer-queued"
+tmux send-keys -t "$S" "then summarize" M-Enter
+wait_for "queued follow-up: then summarize" "follow-up-queued"
+wait_for "Noted the banana." "answer-after-steer" 20
+wait_for "Summary done." "answer-after-follow-up" 20
+wait_for "ready" "idle-again"
+tmux send-keys -t "$S" "hang please" Enter
+wait_for "Thinking about it" "hung-turn"
+tmux send-keys -t "$S" C-c
+wait_for "aborted; the session is kept" "aborted"
+tmux send-keys -t "$S" Up
+wait_for "> hang please" "history-up"
+tmux send-keys -t "$S" C-u C-d
+wait_for "TERN-EXIT=0" "exited"
+echo "interactive: all steps passed; panes in $OUT"

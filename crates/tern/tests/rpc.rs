@@ -1,0 +1,139 @@
+//! RPC mode against the scripted HTTP server: prompt, steer while a tool runs, abort, state.
+
+mod common;
+
+use common::{command, text_of, Reply, Rpc, Server};
+use serde_json::json;
+
+#[test]
+fn rpc_prompt_steer_abort_and_state() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![
+        Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": "sleep 1.5; echo slept"}),
+        ),
+        Reply::text("Noted the banana."),
+        Reply::Hang,
+    ]);
+    let mut c = command(home.path(), cwd.path());
+    c.args([
+        "--mode",
+        "rpc",
+        "--base-url",
+        &server.url,
+        "--tools",
+        "read,bash",
+    ]);
+    let mut rpc = Rpc::spawn(c);
+
+    // Malformed input and unknown commands get error responses, not a crash.
+    rpc.send_raw("{not json\n");
+    let parse = rpc.wait_for("parse error", |v| v["command"] == "parse");
+    assert_eq!(parse["success"], false);
+    let unknown = rpc.call("u", json!({"type": "teleport"}));
+    assert_eq!(unknown["success"], false);
+
+    let r = rpc.call(
+        "1",
+        json!({"type": "prompt", "message": "run the slow thing"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["disposition"], "started");
+
+    // Steer while the slow tool runs.
+    rpc.wait_for("tool_execution_start", |v| {
+        v["type"] == "tool_execution_start"
+    });
+    let r = rpc.call(
+        "2",
+        json!({"type": "steer", "message": "also mention banana"}),
+    );
+    assert_eq!(r["data"]["disposition"], "queued");
+    // queue_update is written before the steer's response.
+    let q = rpc
+        .seen
+        .iter()
+        .find(|v| v["type"] == "queue_update")
+        .unwrap()
+        .clone();
+    assert_eq!(q["steering"], json!(["also mention banana"]));
+    let settled = rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], false);
+
+    // The steering message reached the next request, after the tool result.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let body = text_of(&reqs[1]);
+    let (slept, banana) = (body.find("slept").unwrap(), body.find("banana").unwrap());
+    assert!(slept < banana, "{body}");
+    assert!(!text_of(&reqs[0]).contains("banana"));
+
+    let r = rpc.call("3", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(r["data"]["text"], "Noted the banana.");
+
+    // A hung model: a prompt without streamingBehavior is refused while running, abort ends it.
+    rpc.call("4", json!({"type": "prompt", "message": "hang please"}));
+    server.wait_requests(3);
+    let r = rpc.call("5", json!({"type": "prompt", "message": "another"}));
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("streamingBehavior"));
+    let mark = rpc.seen.len();
+    let r = rpc.call("6", json!({"type": "abort"}));
+    assert_eq!(r["success"], true);
+    let settled = rpc.since(mark, "aborted settle", |v| v["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], true);
+
+    let state = rpc.call("7", json!({"type": "get_state"}));
+    let d = &state["data"];
+    assert_eq!(d["isStreaming"], false);
+    assert_eq!(d["model"]["baseUrl"], server.url);
+    assert!(d["sessionFile"].as_str().unwrap().ends_with(".jsonl"));
+    let msgs = rpc.call("8", json!({"type": "get_messages"}));
+    let n = msgs["data"]["messages"].as_array().unwrap().len();
+    assert_eq!(d["messageCount"], n);
+    let last = &msgs["data"]["messages"][n - 1];
+    assert_eq!(last["stopReason"], "aborted");
+
+    // Settings.
+    let r = rpc.call("9", json!({"type": "set_steering_mode", "mode": "all"}));
+    assert_eq!(r["success"], true);
+    let r = rpc.call(
+        "10",
+        json!({"type": "set_steering_mode", "mode": "sometimes"}),
+    );
+    assert_eq!(r["success"], false);
+    let r = rpc.call("11", json!({"type": "set_thinking_level", "level": "high"}));
+    assert_eq!(r["success"], true);
+    let state = rpc.call("12", json!({"type": "get_state"}));
+    assert_eq!(state["data"]["steeringMode"], "all");
+    assert_eq!(state["data"]["thinkingLevel"], "high");
+
+    // Models: an id the catalog does not know works on the same local server.
+    let r = rpc.call(
+        "m1",
+        json!({"type": "set_model", "provider": "local", "modelId": "other-local"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["id"], "other-local");
+    assert_eq!(r["data"]["baseUrl"], server.url);
+    let r = rpc.call(
+        "m2",
+        json!({"type": "set_model", "provider": "nowhere", "modelId": "x"}),
+    );
+    assert_eq!(r["success"], false);
+    assert!(r["error"].as_str().unwrap().contains("Model not found"));
+
+    // Queue and new session.
+    rpc.call("13", json!({"type": "follow_up", "message": "later"}));
+    let r = rpc.call("14", json!({"type": "clear_queue"}));
+    assert_eq!(r["data"]["followUp"], json!(["later"]));
+    let r = rpc.call("15", json!({"type": "new_session"}));
+    assert_eq!(r["data"]["cancelled"], false);
+    let state = rpc.call("16", json!({"type": "get_state"}));
+    assert_ne!(state["data"]["sessionId"], d["sessionId"]);
+
+    assert_eq!(rpc.finish(), Some(0));
+}
