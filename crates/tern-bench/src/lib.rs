@@ -8,10 +8,12 @@
 //!
 //! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
 //! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
+//! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
 //! - [`util`]: medians, RSS, CPU time and argument parsing.
 
 #![warn(missing_docs)]
 
 pub mod fixtures;
+pub mod probe;
 pub mod util;
 pub mod workloads;

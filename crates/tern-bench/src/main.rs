@@ -88,7 +88,8 @@ fn run(which: &str, a: &Args) -> Result<Value, String> {
                 mt_threads: a.int("mt_threads", d.mt_threads),
             })
         }
-        other => Err(format!("unknown workload {other:?} (w1..w6, all)")),
+        "probe" => Ok(tern_bench::probe::probe()),
+        other => Err(format!("unknown workload {other:?} (w1..w6, all, probe)")),
     }
 }
 
