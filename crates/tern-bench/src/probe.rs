@@ -1,11 +1,10 @@
 //! Micro-measurements of the suspected hot spots, one operation at a time, with the public
-//! APIs of tern-ai and tern-agent (`tern-bench probe`). Each figure is the median ns per
-//! operation over several batches. They price what the profiles attribute to each function,
+//! APIs of tern-ai and tern-agent (`tern-bench probe`). Each figure is the median thread-CPU
+//! ns per operation over several batches. They price what the profiles attribute to each function,
 //! and what a proposed change would save.
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -19,15 +18,25 @@ use crate::fixtures::{n_schema, noop_tool, SYSTEM_PROMPT};
 use crate::util::median;
 use crate::workloads::w5_transcript;
 
-/// Median ns per call of `f` (`n` calls per batch, 7 batches).
+/// CPU time of this thread, ns (so that preemption on a loaded machine does not count).
+fn thread_cpu_ns() -> f64 {
+    // SAFETY: clock_gettime fills the zeroed timespec it is given.
+    unsafe {
+        let mut t: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t);
+        t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
+    }
+}
+
+/// Median thread-CPU ns per call of `f` (`n` calls per batch, 7 batches).
 fn ns_per(n: usize, mut f: impl FnMut(usize)) -> f64 {
     let mut v = Vec::new();
     for _ in 0..7 {
-        let t = Instant::now();
+        let t = thread_cpu_ns();
         for i in 0..n {
             f(i);
         }
-        v.push(t.elapsed().as_nanos() as f64 / n as f64);
+        v.push((thread_cpu_ns() - t) / n as f64);
     }
     median(&v)
 }
@@ -162,7 +171,7 @@ pub fn probe() -> Value {
         let mut v = Vec::new();
         for _ in 0..7 {
             let mut d = SseDecoder::new();
-            let t = Instant::now();
+            let t = thread_cpu_ns();
             for _ in 0..20 {
                 for piece in body.chunks(65_536) {
                     d.feed(piece, &mut |e| {
@@ -170,7 +179,7 @@ pub fn probe() -> Value {
                     });
                 }
             }
-            v.push(t.elapsed().as_nanos() as f64 / (20 * lines.len()) as f64);
+            v.push((thread_cpu_ns() - t) / (20 * lines.len()) as f64);
         }
         median(&v)
     };
