@@ -951,6 +951,8 @@ pub fn w6(p: &W6Params) -> Res {
         out["mt_mb_per_s"] = json!(body / 1e6 / (mm / 1000.0));
         out["mt_client_cpu_ms_median"] =
             json!(median(&mt.iter().map(|x| x.cpu).collect::<Vec<_>>()));
+        out["mt_time_to_first_delta_ms_median"] =
+            json!(median(&mt.iter().map(|x| x.ttfd).collect::<Vec<_>>()));
     }
     Ok(out)
 }
