@@ -71,6 +71,21 @@ pub fn trim_heap() {
     }
 }
 
+/// Bytes of malloc'd memory in use (glibc `mallinfo2().uordblks`, chunk headers included):
+/// the nearest thing to the reference's "heap used". `None` off glibc.
+pub fn heap_in_use_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 has no preconditions.
+        let m = unsafe { libc::mallinfo2() };
+        Some((m.uordblks + m.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
 /// Bytes to MiB.
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64

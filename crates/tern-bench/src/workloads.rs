@@ -479,6 +479,7 @@ pub fn w4(p: &W4Params) -> Res {
         }
         trim_heap();
         let rss0 = rss_bytes();
+        let heap0 = heap_in_use_bytes();
         let tool = noop_tool();
         let events = Arc::new(AtomicUsize::new(0));
         let t0 = Instant::now();
@@ -493,6 +494,7 @@ pub fn w4(p: &W4Params) -> Res {
         }
         let t1 = Instant::now();
         let rss_constructed = rss_bytes();
+        let heap_constructed = heap_in_use_bytes();
         let results: Vec<Result<(), String>> = if p.threads == 0 {
             join_all(agents.iter().map(|a| a.prompt("go")))
                 .await
@@ -524,6 +526,12 @@ pub fn w4(p: &W4Params) -> Res {
         let rss_after_run = rss_bytes();
         trim_heap();
         let rss_retained = rss_bytes();
+        let heap_retained = heap_in_use_bytes();
+        let heap_kb = |h: Option<u64>| {
+            heap0
+                .zip(h)
+                .map(|(h0, h)| (h as f64 - h0 as f64) / a_n as f64 / 1024.0)
+        };
         let expected = a_n * loop_events(turns);
         let n = events.load(Ordering::Relaxed);
         check(n == expected, || format!("events {n} != {expected}"))?;
@@ -548,7 +556,8 @@ pub fn w4(p: &W4Params) -> Res {
             "peak_rss_mb": mib(peak),
             "peak_rss_per_agent_kb": (peak as f64 - rss0 as f64) / a_n as f64 / 1024.0,
             "retained_rss_per_agent_kb_after_gc": (rss_retained as f64 - rss0 as f64) / a_n as f64 / 1024.0,
-            "retained_heap_per_agent_kb_after_gc": Value::Null,
+            "retained_heap_per_agent_kb_after_gc": heap_kb(heap_retained),
+            "constructed_heap_per_agent_kb": heap_kb(heap_constructed),
             "impl": "tern",
         }))
     })
@@ -681,16 +690,21 @@ pub fn w5(p: &W5Params) -> Res {
     let sf = idle_stream_fn();
     trim_heap();
     let rss0 = rss_bytes();
+    let heap0 = heap_in_use_bytes();
     let t0 = Instant::now();
     let agents: Vec<Agent> = (0..a_n).map(|i| w5_agent(i, &tool, &sf)).collect();
     let t1 = Instant::now();
     trim_heap();
     let rss1 = rss_bytes();
+    let heap1 = heap_in_use_bytes();
     check(agents[a_n - 1].message_count() == 101, || {
         "messages".to_string()
     })?;
     let per = (rss1 as f64 - rss0 as f64) / a_n as f64;
     let over = per - W5_RAW_TEXT_BYTES as f64;
+    let heap_per = heap0
+        .zip(heap1)
+        .map(|(h0, h1)| (h1 as f64 - h0 as f64) / a_n as f64);
     let sizes = json!({
         "Message": std::mem::size_of::<Message>(),
         "AssistantMessage": std::mem::size_of::<AssistantMessage>(),
@@ -713,8 +727,9 @@ pub fn w5(p: &W5Params) -> Res {
         "peak_rss_mb": mib(max_rss_bytes()),
         "rss_per_agent_bytes": per,
         "rss_overhead_per_agent_bytes": over,
-        "heap_per_agent_bytes": Value::Null,
-        "heap_overhead_per_agent_bytes": Value::Null,
+        "heap_per_agent_bytes": heap_per,
+        "heap_overhead_per_agent_bytes": heap_per.map(|h| h - W5_RAW_TEXT_BYTES as f64),
+        "heap_note": "glibc malloc in use (mallinfo2), chunk headers included",
         "overhead_per_message_bytes_rss": over / 100.0,
         "type_sizes_bytes": sizes,
         "impl": "tern",
