@@ -7,6 +7,7 @@
 #        CARGO_TARGET_DIR                     (default <repo>/target)
 #        W7_RUNS   hyperfine runs for W7      (default 20)
 #        ONLY      e.g. "w1 w2" to run a subset of W1-W6 (W7 is skipped unless listed)
+#        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO)
 # Output: $CARGO_TARGET_DIR/bench-results/<stamp>/{results.jsonl,env.txt,w7-hyperfine.json,table.md}
 set -euo pipefail
 ROUNDS=${1:-3}
@@ -39,8 +40,9 @@ if [ ! -d "$NODE_DIR/node_modules/@earendil-works/pi-agent-core" ] ||
 fi
 
 # tern, release build.
-(cd "$ROOT" && cargo build --release -p tern-bench --bins >&2)
-BIN=$TARGET/release
+PROFILE=${BENCH_PROFILE:-release}
+(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
+if [ "$PROFILE" = release ]; then BIN=$TARGET/release; else BIN=$TARGET/$PROFILE; fi
 
 OUT=$TARGET/bench-results/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
@@ -48,7 +50,7 @@ J=$OUT/results.jsonl
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "host: $(uname -srm); $(nproc) cpus; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-	echo "node $(node --version); $(rustc --version); tern $(cd "$ROOT" && git rev-parse --short HEAD)"
+	echo "node $(node --version); $(rustc --version); tern $(cd "$ROOT" && git rev-parse --short HEAD), profile $PROFILE"
 	echo "rounds=$ROUNDS"
 } | tee "$OUT/env.txt" >&2
 
