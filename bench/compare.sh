@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs the Node reference (WORKLOADS.md W1-W7) and tern's tern-bench alternately, ROUNDS
+# rounds in one session, then prints a table of medians and ratios.
+#
+# Usage: bench/compare.sh [ROUNDS]            (default 3)
+# Env:   REF_DIR   the reference scripts      (default /work/shared/bench/node, read-only is fine)
+#        CARGO_TARGET_DIR                     (default <repo>/target)
+#        W7_RUNS   hyperfine runs for W7      (default 20)
+#        ONLY      e.g. "w1 w2" to run a subset of W1-W6 (W7 is skipped unless listed)
+#        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO)
+# Output: $CARGO_TARGET_DIR/bench-results/<stamp>/{results.jsonl,env.txt,w7-hyperfine.json,table.md}
+set -euo pipefail
+ROUNDS=${1:-3}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REF_DIR=${REF_DIR:-/work/shared/bench/node}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+export CARGO_TARGET_DIR=$TARGET
+NODE_DIR=$TARGET/bench-node
+ONLY=${ONLY:-"w1 w2 w3 w4 w5 w6 w7"}
+W7_RUNS=${W7_RUNS:-20}
+
+need() { command -v "$1" >/dev/null || { echo "compare.sh: needs $1 ($2)" >&2; exit 1; }; }
+need node "Node 20+"
+need npm "npm"
+need cargo "Rust toolchain"
+if ! command -v hyperfine >/dev/null; then
+	echo "installing hyperfine (Debian package)" >&2
+	if [ "$(id -u)" = 0 ]; then apt-get install -y hyperfine >/dev/null; else sudo apt-get install -y hyperfine >/dev/null; fi
+fi
+
+# The reference scripts, in a writable copy with the pinned packages installed (npm ci).
+mkdir -p "$NODE_DIR"
+for f in "$REF_DIR"/*.mjs "$REF_DIR"/package.json "$REF_DIR"/package-lock.json; do
+	cmp -s "$f" "$NODE_DIR/$(basename "$f")" || cp -f "$f" "$NODE_DIR/"
+done
+chmod -R u+w "$NODE_DIR"
+if [ ! -d "$NODE_DIR/node_modules/@earendil-works/pi-agent-core" ] ||
+	! cmp -s "$NODE_DIR/package-lock.json" "$NODE_DIR/node_modules/.package-lock.json.ci"; then
+	(cd "$NODE_DIR" && npm ci --no-audit --no-fund >&2 && cp package-lock.json node_modules/.package-lock.json.ci)
+fi
+
+# tern, release build.
+PROFILE=${BENCH_PROFILE:-release}
+(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
+if [ "$PROFILE" = release ]; then BIN=$TARGET/release; else BIN=$TARGET/$PROFILE; fi
+
+OUT=$TARGET/bench-results/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+J=$OUT/results.jsonl
+{
+	echo "date: $(date -u +%FT%TZ)"
+	echo "host: $(uname -srm); $(nproc) cpus; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+	echo "node $(node --version); $(rustc --version); tern $(cd "$ROOT" && git rev-parse --short HEAD), profile $PROFILE"
+	echo "rounds=$ROUNDS"
+} | tee "$OUT/env.txt" >&2
+
+node_w() {
+	case $1 in
+	w1) node w1-loop.mjs ;; w2) node w2-stream.mjs ;; w3) node w3-parallel.mjs ;;
+	w4) node --expose-gc w4-many.mjs ;; w5) node --expose-gc w5-idle.mjs ;; w6) node w6-sse.mjs ;;
+	esac
+}
+tern_w() {
+	if [ "$1" = w6 ]; then "$BIN/tern-bench" w6 --server "$NODE_DIR/w6-server.mjs"; else "$BIN/tern-bench" "$1"; fi
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+	echo "== round $r loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
+	for w in w1 w2 w3 w4 w5 w6; do
+		case " $ONLY " in *" $w "*) ;; *) continue ;; esac
+		# Alternate who goes first, round by round.
+		if [ $((r % 2)) = 1 ]; then
+			(cd "$NODE_DIR" && node_w $w) >>"$J"
+			tern_w $w >>"$J"
+		else
+			tern_w $w >>"$J"
+			(cd "$NODE_DIR" && node_w $w) >>"$J"
+		fi
+		echo "   $w done, loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
+	done
+done
+
+case " $ONLY " in *" w7 "*)
+	echo "== W7 loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
+	(cd "$NODE_DIR" && hyperfine -N --warmup 3 --runs "$W7_RUNS" --export-json "$OUT/w7-hyperfine.json" \
+		'node w7-cold.mjs' "$BIN/tern-w7" 'node -e 0' "$BIN/tern-empty" >&2)
+	;;
+esac
+echo "end loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
+
+node "$ROOT/bench/summarize.mjs" "$OUT" | tee "$OUT/table.md"
+echo "results in $OUT" >&2

@@ -1,0 +1,3 @@
+//! W7 baseline: an empty `main` (the compiled counterpart of `node -e 0`).
+
+fn main() {}

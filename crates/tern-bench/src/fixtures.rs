@@ -1,0 +1,333 @@
+//! The common fixtures of WORKLOADS.md §0: the model, the tools, the scripted stream function
+//! (built like a provider: one shared [`PartialMessage`] updated in place, every event carrying
+//! a clone of the handle) and the loop script `L(T)`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tern_agent::{Agent, AgentOptions, AgentTool, ToolResult};
+use tern_ai::clock::now_ms;
+use tern_ai::{
+    assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
+    BoxError, ContentBlock, Context, Model, ModelCost, PartialMessage, StopReason, StreamFn,
+    StreamOptions, ToolCall, Usage,
+};
+
+/// The system prompt of every agent (26 bytes).
+pub const SYSTEM_PROMPT: &str = "You are a benchmark agent.";
+
+/// The model object of §0.2 with the given base URL.
+pub fn bench_model_at(base_url: &str) -> Model {
+    Model {
+        id: "bench-model".into(),
+        name: "bench-model".into(),
+        api: "openai-completions".into(),
+        provider: "bench".into(),
+        base_url: base_url.into(),
+        reasoning: false,
+        input: vec!["text".into()],
+        cost: ModelCost::default(),
+        context_window: 128_000,
+        max_tokens: 4096,
+        ..Model::default()
+    }
+}
+
+/// The model object of §0.2 (never contacted by W1–W5 and W7).
+pub fn bench_model() -> Model {
+    bench_model_at("http://127.0.0.1:9/v1")
+}
+
+/// The parameter schema of `noop` and `sleep`.
+pub fn n_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": false
+    })
+}
+
+/// The `noop` tool: returns `ok` at once (an already-resolved future), `details: {}`.
+pub fn noop_tool() -> AgentTool {
+    AgentTool::dynamic("noop", "Does nothing.", n_schema(), |_call| {
+        std::future::ready(Ok(
+            ToolResult::text("ok").with_details(Value::Object(Map::new()))
+        ))
+    })
+}
+
+/// The `sleep` tool (W3): waits `ms` on the tokio timer, then returns `slept`.
+pub fn sleep_tool(ms: u64) -> AgentTool {
+    AgentTool::dynamic("sleep", "Sleeps.", n_schema(), move |_call| async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(ToolResult::text("slept").with_details(Value::Object(Map::new())))
+    })
+}
+
+/// One content block of a scripted response.
+#[derive(Clone, Debug)]
+pub enum Block {
+    /// A text block: `delta` appended `repeat` times, one `text_delta` each.
+    Text {
+        /// The delta string.
+        delta: String,
+        /// How many deltas.
+        repeat: usize,
+    },
+    /// A tool call with its arguments (one `toolcall_delta` with the arguments' JSON).
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        args: Value,
+    },
+}
+
+/// Builds one scripted response into a fresh assistant-message stream, synchronously, the
+/// way a provider does (§0.4): one shared partial message, updated in place, every event
+/// carrying a clone of its handle; `start`, per block `*_start`/`*_delta`…/`*_end`, `done`.
+pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> AssistantMessageEventStream {
+    use AssistantMessageEvent as E;
+    let (tx, rx) = assistant_stream();
+    let partial = PartialMessage::new(AssistantMessage {
+        content: Vec::new(),
+        api: "openai-completions".into(),
+        provider: "bench".into(),
+        model: "bench-model".into(),
+        usage: Usage::default(),
+        stop_reason,
+        timestamp: now_ms(),
+        ..AssistantMessage::default()
+    });
+    tx.push(E::Start {
+        partial: partial.clone(),
+    });
+    for b in blocks {
+        match b {
+            Block::Text { delta, repeat } => {
+                let idx = partial.update(|m| {
+                    m.content.push(ContentBlock::text(""));
+                    m.content.len() - 1
+                });
+                tx.push(E::TextStart {
+                    content_index: idx,
+                    partial: partial.clone(),
+                });
+                for _ in 0..*repeat {
+                    partial.update(|m| {
+                        if let ContentBlock::Text(t) = &mut m.content[idx] {
+                            t.text.push_str(delta);
+                        }
+                    });
+                    tx.push(E::TextDelta {
+                        content_index: idx,
+                        delta: delta.clone(),
+                        partial: partial.clone(),
+                    });
+                }
+                let content =
+                    partial.with(|m| m.content[idx].as_text().unwrap_or_default().to_string());
+                tx.push(E::TextEnd {
+                    content_index: idx,
+                    content,
+                    partial: partial.clone(),
+                });
+            }
+            Block::ToolCall { id, name, args } => {
+                let idx = partial.update(|m| {
+                    m.content.push(ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: Value::Object(Map::new()),
+                        ..ToolCall::default()
+                    }));
+                    m.content.len() - 1
+                });
+                tx.push(E::ToolcallStart {
+                    content_index: idx,
+                    partial: partial.clone(),
+                });
+                let call = partial.update(|m| match &mut m.content[idx] {
+                    ContentBlock::ToolCall(c) => {
+                        c.arguments = args.clone();
+                        c.clone()
+                    }
+                    _ => unreachable!("block {idx} is a tool call"),
+                });
+                tx.push(E::ToolcallDelta {
+                    content_index: idx,
+                    delta: args.to_string(),
+                    partial: partial.clone(),
+                });
+                tx.push(E::ToolcallEnd {
+                    content_index: idx,
+                    tool_call: Box::new(call),
+                    partial: partial.clone(),
+                });
+            }
+        }
+    }
+    tx.push(E::Done {
+        reason: stop_reason,
+        message: Box::new(partial.snapshot()),
+    });
+    rx
+}
+
+/// A one-block text response (`delta` × `repeat`), stopReason `stop`.
+pub fn text_response(delta: &str, repeat: usize) -> AssistantMessageEventStream {
+    scripted_response(
+        &[Block::Text {
+            delta: delta.to_string(),
+            repeat,
+        }],
+        StopReason::Stop,
+    )
+}
+
+/// The loop script `L(T)` (§0.4): call `k < T−1` is one `noop` call `call_<k>` with
+/// `{"n":k}` (`toolUse`), call `T−1` is the text `done` (`stop`). [`reset`](Self::reset)
+/// before each prompt.
+#[derive(Debug)]
+pub struct LoopScript {
+    turns: usize,
+    k: AtomicUsize,
+}
+
+impl LoopScript {
+    /// A script of `turns` responses.
+    pub fn new(turns: usize) -> Self {
+        LoopScript {
+            turns,
+            k: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sets the call counter back to 0.
+    pub fn reset(&self) {
+        self.k.store(0, Ordering::Relaxed);
+    }
+
+    /// Calls made since the last reset.
+    pub fn calls(&self) -> usize {
+        self.k.load(Ordering::Relaxed)
+    }
+}
+
+impl StreamFn for LoopScript {
+    fn stream(
+        &self,
+        _model: &Model,
+        _context: Context,
+        _options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        let k = self.k.fetch_add(1, Ordering::Relaxed);
+        if k + 1 < self.turns {
+            Ok(scripted_response(
+                &[Block::ToolCall {
+                    id: format!("call_{k}"),
+                    name: "noop".into(),
+                    args: json!({ "n": k }),
+                }],
+                StopReason::ToolUse,
+            ))
+        } else {
+            Ok(text_response("done", 1))
+        }
+    }
+}
+
+/// The W2 script: one text block of `delta` × `repeat`, every call.
+#[derive(Debug, Clone)]
+pub struct TextScript {
+    /// The delta string.
+    pub delta: String,
+    /// Deltas per response.
+    pub repeat: usize,
+}
+
+impl StreamFn for TextScript {
+    fn stream(
+        &self,
+        _model: &Model,
+        _context: Context,
+        _options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        Ok(text_response(&self.delta, self.repeat))
+    }
+}
+
+/// The W3 script: response 0 is `n` parallel `sleep` calls, response 1 the text `done`.
+#[derive(Debug)]
+pub struct ParallelScript {
+    n: usize,
+    k: AtomicUsize,
+}
+
+impl ParallelScript {
+    /// A script whose first response calls `sleep` `n` times.
+    pub fn new(n: usize) -> Self {
+        ParallelScript {
+            n,
+            k: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sets the call counter back to 0.
+    pub fn reset(&self) {
+        self.k.store(0, Ordering::Relaxed);
+    }
+}
+
+impl StreamFn for ParallelScript {
+    fn stream(
+        &self,
+        _model: &Model,
+        _context: Context,
+        _options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        if self.k.fetch_add(1, Ordering::Relaxed) == 0 {
+            let blocks: Vec<Block> = (0..self.n)
+                .map(|i| Block::ToolCall {
+                    id: format!("call_{i}"),
+                    name: "sleep".into(),
+                    args: json!({ "n": i }),
+                })
+                .collect();
+            Ok(scripted_response(&blocks, StopReason::ToolUse))
+        } else {
+            Ok(text_response("done", 1))
+        }
+    }
+}
+
+/// An agent of §0.1: the benchmark system prompt and model, parallel tools, no hooks.
+pub fn bench_agent(tools: Vec<AgentTool>, stream_fn: Arc<dyn StreamFn>) -> Agent {
+    Agent::new(AgentOptions {
+        system_prompt: Some(SYSTEM_PROMPT.into()),
+        model: Some(bench_model()),
+        tools,
+        stream_fn: Some(stream_fn),
+        ..AgentOptions::default()
+    })
+}
+
+/// The text of the last message of the agent's transcript (empty if not an assistant).
+pub fn last_text(agent: &Agent) -> String {
+    agent.with_messages(|m| {
+        m.last()
+            .and_then(|m| m.as_assistant())
+            .map(|a| a.text())
+            .unwrap_or_default()
+    })
+}
+
+/// Agent events of one `L(T)` prompt: `4 + 11(T−1) + 7` (§0.5).
+pub fn loop_events(turns: usize) -> usize {
+    4 + 11 * (turns - 1) + 7
+}

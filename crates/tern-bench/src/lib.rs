@@ -1,0 +1,19 @@
+//! # tern-bench
+//!
+//! The performance workloads W1–W7 (`/work/shared/bench/WORKLOADS.md`) run on tern, doing the
+//! same work as the Node reference scripts: the same messages, the same events in the same
+//! order, the same tool calls and the same bytes on the wire. Each workload function returns
+//! the JSON line the matching Node script prints (same field names), after checking the
+//! workload's event and transcript arithmetic.
+//!
+//! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
+//! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
+//! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
+//! - [`util`]: medians, RSS, CPU time and argument parsing.
+
+#![warn(missing_docs)]
+
+pub mod fixtures;
+pub mod probe;
+pub mod util;
+pub mod workloads;

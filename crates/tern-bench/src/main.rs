@@ -1,0 +1,114 @@
+//! `tern-bench <w1|w2|w3|w4|w5|w6> [--name value ...]`: runs one workload and prints one JSON
+//! line with the Node reference's field names (see WORKLOADS.md). `tern-bench all` runs W1–W6.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tern_bench::util::Args;
+use tern_bench::workloads::*;
+
+fn run(which: &str, a: &Args) -> Result<Value, String> {
+    match which {
+        "w1" => {
+            let d = W1Params::default();
+            w1(&W1Params {
+                turns: a.int("turns", d.turns),
+                warmup: a.int("warmup", d.warmup),
+                reps: a.int("reps", d.reps),
+                async_listener: a.int("async_listener", 1) != 0,
+            })
+        }
+        "w2" => {
+            let d = W2Params::default();
+            w2(&W2Params {
+                deltas: a.int("deltas", d.deltas),
+                warmup: a.int("warmup", d.warmup),
+                reps: a.int("reps", d.reps),
+            })
+        }
+        "w3" => {
+            let d = W3Params::default();
+            w3(&W3Params {
+                tools: a.int("tools", d.tools),
+                sleep_ms: a.int("sleep", d.sleep_ms as usize) as u64,
+                warmup: a.int("warmup", d.warmup),
+                reps: a.int("reps", d.reps),
+            })
+        }
+        "w4" => {
+            let d = W4Params::default();
+            let p = W4Params {
+                agents: a.int("agents", d.agents),
+                turns: a.int("turns", d.turns),
+                threads: a.int("threads", 0),
+            };
+            let mut out = w4(&p)?;
+            // Multi-thread figures come from a fresh process (peak RSS is per process).
+            let mt = a.int("mt_threads", 2);
+            if a.str("threads").is_none() && mt > 0 {
+                let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+                let child = std::process::Command::new(exe)
+                    .args(["w4", "--agents", &p.agents.to_string()])
+                    .args([
+                        "--turns",
+                        &p.turns.to_string(),
+                        "--threads",
+                        &mt.to_string(),
+                    ])
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                if !child.status.success() {
+                    return Err(String::from_utf8_lossy(&child.stderr).into_owned());
+                }
+                let v: Value = serde_json::from_slice(&child.stdout).map_err(|e| e.to_string())?;
+                for k in [
+                    "threads",
+                    "run_wall_ms",
+                    "construct_ms",
+                    "us_per_agent_turn",
+                    "peak_rss_per_agent_kb",
+                    "retained_rss_per_agent_kb_after_gc",
+                ] {
+                    out[format!("mt_{k}")] = v[k].clone();
+                }
+            }
+            Ok(out)
+        }
+        "w5" => w5(&W5Params {
+            agents: a.int("agents", W5Params::default().agents),
+        }),
+        "w6" => {
+            let d = W6Params::default();
+            w6(&W6Params {
+                chunks: a.int("chunks", d.chunks),
+                warmup: a.int("warmup", d.warmup),
+                reps: a.int("reps", d.reps),
+                agent_reps: a.int("agent_reps", d.agent_reps),
+                server: a.str("server").map(PathBuf::from).unwrap_or(d.server),
+                mt_threads: a.int("mt_threads", d.mt_threads),
+            })
+        }
+        "probe" => Ok(tern_bench::probe::probe()),
+        other => Err(format!("unknown workload {other:?} (w1..w6, all, probe)")),
+    }
+}
+
+fn main() {
+    let mut argv = std::env::args().skip(1);
+    let which = argv.next().unwrap_or_else(|| "all".into()).to_lowercase();
+    let args = Args::parse(argv);
+    let list: Vec<&str> = if which == "all" {
+        vec!["w1", "w2", "w3", "w4", "w5", "w6"]
+    } else {
+        vec![which.as_str()]
+    };
+    for w in list {
+        match run(w, &args) {
+            Ok(v) => println!("{v}"),
+            Err(e) => {
+                eprintln!("{w}: check failed: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Measurement helpers: medians, process RSS and CPU time, `--name value` arguments.
+
+use std::collections::HashMap;
+
+/// The median of `xs` (mean of the two middle values for an even count); `NaN` when empty.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// The smallest of `xs`.
+pub fn min(xs: &[f64]) -> f64 {
+    xs.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The largest of `xs`.
+pub fn max(xs: &[f64]) -> f64 {
+    xs.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// Resident set size of this process now, in bytes (`/proc/self/statm`).
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    pages * page
+}
+
+fn rusage() -> libc::rusage {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    unsafe {
+        let mut r: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut r);
+        r
+    }
+}
+
+/// Peak resident set size of the process so far (`getrusage` maxrss), in bytes.
+pub fn max_rss_bytes() -> u64 {
+    rusage().ru_maxrss as u64 * 1024
+}
+
+/// CPU time (user + system, all threads) the process has used so far, in milliseconds.
+pub fn cpu_ms() -> f64 {
+    let r = rusage();
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+/// Gives freed heap pages back to the kernel (`malloc_trim(0)`): the nearest thing to the
+/// reference's forced GC before an RSS reading.
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Bytes of malloc'd memory in use (glibc `mallinfo2().uordblks`, chunk headers included):
+/// the nearest thing to the reference's "heap used". `None` off glibc.
+pub fn heap_in_use_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 has no preconditions.
+        let m = unsafe { libc::mallinfo2() };
+        Some((m.uordblks + m.hblkhd) as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
+/// Bytes to MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// Rounds to `digits` decimals (for the `*_all` lists).
+pub fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// `--name value` arguments, with `BENCH_NAME=value` from the environment as fallback (as the
+/// reference scripts read them).
+#[derive(Debug, Default, Clone)]
+pub struct Args {
+    map: HashMap<String, String>,
+}
+
+impl Args {
+    /// Parses `--name value` pairs; a `--flag` without a value is `"1"`.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Self {
+        let mut map = HashMap::new();
+        let mut it = args.into_iter().peekable();
+        while let Some(a) = it.next() {
+            if let Some(name) = a.strip_prefix("--") {
+                let value = match it.peek() {
+                    Some(v) if !v.starts_with("--") => it.next().unwrap_or_default(),
+                    _ => "1".to_string(),
+                };
+                map.insert(name.to_string(), value);
+            }
+        }
+        Args { map }
+    }
+
+    /// The string value of `--name` or `BENCH_NAME`.
+    pub fn str(&self, name: &str) -> Option<String> {
+        self.map
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(format!("BENCH_{}", name.to_uppercase())).ok())
+    }
+
+    /// The integer value of `--name` or `BENCH_NAME`, else `default`.
+    pub fn int(&self, name: &str, default: usize) -> usize {
+        self.str(name)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    }
+}
