@@ -468,6 +468,33 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
     .await
 }
 
+/// A call of a parallel batch after preflight: finished already, or ready to execute.
+#[allow(clippy::large_enum_variant)]
+enum Slot {
+    Done(ToolCallOutcome),
+    Run(AgentTool, Value),
+}
+
+async fn finish_slot<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    slot: Slot,
+    call: &ToolCall,
+) -> ToolCallOutcome {
+    match slot {
+        Slot::Done(o) => o,
+        Slot::Run(tool, args) => {
+            // The executor checks the signal once more right before `execute`.
+            let o = if env.signal.is_cancelled() {
+                immediate(call, ToolResult::error(OPERATION_ABORTED))
+            } else {
+                run_prepared(env, call, &tool, args).await
+            };
+            emit_end(env.sink, &o).await;
+            o
+        }
+    }
+}
+
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
 /// tool is sequential, else preflight one by one and execute concurrently.
 pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
@@ -515,11 +542,6 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         };
     }
 
-    #[allow(clippy::large_enum_variant)]
-    enum Slot {
-        Done(ToolCallOutcome),
-        Run(AgentTool, Value),
-    }
     let mut slots = Vec::with_capacity(calls.len());
     for call in &calls {
         emit_start(sink, call).await;
@@ -533,26 +555,22 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         }
     }
     let env = &env;
-    let outcomes = join_all(
-        slots
-            .into_iter()
-            .zip(calls.iter())
-            .map(|(slot, call)| async move {
-                match slot {
-                    Slot::Done(o) => o,
-                    Slot::Run(tool, args) => {
-                        let o = if signal.is_cancelled() {
-                            immediate(call, ToolResult::error(OPERATION_ABORTED))
-                        } else {
-                            run_prepared(env, call, &tool, args).await
-                        };
-                        emit_end(sink, &o).await;
-                        o
-                    }
-                }
-            }),
-    )
-    .await;
+    let outcomes = if slots.len() == 1 {
+        // One call needs no join.
+        let mut outcomes = Vec::with_capacity(1);
+        for (slot, call) in slots.into_iter().zip(calls.iter()) {
+            outcomes.push(finish_slot(env, slot, call).await);
+        }
+        outcomes
+    } else {
+        join_all(
+            slots
+                .into_iter()
+                .zip(calls.iter())
+                .map(|(slot, call)| finish_slot(env, slot, call)),
+        )
+        .await
+    };
     let mut messages = Vec::with_capacity(outcomes.len());
     for o in &outcomes {
         let m = result_message(o);

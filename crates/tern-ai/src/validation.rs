@@ -91,6 +91,9 @@ pub fn validate_tool_arguments(
     if let Some(e) = arguments_error {
         return Err(format!("Invalid arguments for tool \"{tool_name}\": {e}"));
     }
+    if let Some(valid) = already_valid(schema, arguments) {
+        return Ok(valid);
+    }
     if value_depth(arguments) > MAX_DEPTH {
         // Deeper than the checks may recurse (serde_json itself parses at most 128 levels):
         // reported as the reference reports a recursion that exhausts its stack.
@@ -134,6 +137,103 @@ pub fn validate_tool_arguments(
         lines.join("\n"),
         js_stringify(arguments, true)
     ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast path
+// ---------------------------------------------------------------------------------------------
+
+/// Most tool schemas are an object of primitive-typed properties, and most calls already
+/// match them exactly. For those the full check would coerce nothing and normalize nothing,
+/// so the arguments are returned as they are without building a validator. Anything else
+/// (another schema shape, a value needing coercion, an integral float) returns `None` and
+/// takes the full path, so results are identical either way.
+fn already_valid(schema: &Value, arguments: &Value) -> Option<Value> {
+    // Keywords that carry no check and no subschema (so nothing that could fail to compile).
+    let inert = |k: &str| {
+        matches!(
+            k,
+            "$schema"
+                | "$comment"
+                | "title"
+                | "description"
+                | "default"
+                | "examples"
+                | "deprecated"
+                | "readOnly"
+                | "writeOnly"
+        )
+    };
+    let s = schema.as_object()?;
+    let args = arguments.as_object()?;
+    let mut properties = None;
+    let mut required = None;
+    let mut closed = false;
+    for (k, v) in s {
+        match k.as_str() {
+            "type" if v == "object" => {}
+            "properties" => properties = Some(v.as_object()?),
+            "required" => required = Some(v.as_array()?),
+            "additionalProperties" => closed = !v.as_bool()?,
+            k if inert(k) => {}
+            _ => return None,
+        }
+    }
+    // The whole schema must have the simple shape, used or not: the reference compiles all
+    // of it and fails on any malformed part.
+    let mut types: Vec<(&str, &str)> = Vec::new();
+    for (name, sub) in properties? {
+        let mut ty = None;
+        for (k, v) in sub.as_object()? {
+            match k.as_str() {
+                "type" => ty = Some(v.as_str()?),
+                k if inert(k) => {}
+                _ => return None,
+            }
+        }
+        let ty = ty?;
+        if !matches!(ty, "string" | "boolean" | "integer" | "number") {
+            return None;
+        }
+        types.push((name.as_str(), ty));
+    }
+    for name in required.into_iter().flatten() {
+        if !args.contains_key(name.as_str()?) {
+            return None;
+        }
+    }
+    for (name, value) in args {
+        let Some(&(_, ty)) = types.iter().find(|(n, _)| n == name) else {
+            if closed || !plain_value(value, 0) {
+                return None;
+            }
+            continue;
+        };
+        let ok = match (ty, value) {
+            ("string", Value::String(_)) | ("boolean", Value::Bool(_)) => true,
+            ("integer", Value::Number(n)) => n.is_i64() || n.is_u64(),
+            ("number", Value::Number(n)) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() != 0.0)
+            }
+            _ => false,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    Some(arguments.clone())
+}
+
+/// A value that number normalization leaves unchanged (no integral floats), not too deep.
+fn plain_value(v: &Value, depth: usize) -> bool {
+    match v {
+        Value::Number(n) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() != 0.0)
+        }
+        Value::Array(a) => depth < 32 && a.iter().all(|x| plain_value(x, depth + 1)),
+        Value::Object(o) => depth < 32 && o.values().all(|x| plain_value(x, depth + 1)),
+        _ => true,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
