@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for a bounded time: scripts/fuzz.sh [SECONDS] [TARGET...]
-#   SECONDS  per target (default 60; a CI smoke can use 5).
+# Runs every fuzz target for a bounded time: scripts/fuzz.sh [SECONDS|smoke] [TARGET...]
+#   SECONDS  per target (default 60).
+#   smoke    a deterministic smoke for CI: a fixed seed and a fixed number of runs per target,
+#            so the same commit always fuzzes the same inputs.
 #   TARGET   any of: sse json_parse openai_completions openai_responses anthropic google
 # Needs cargo-fuzz (installed from crates.io if missing) and libFuzzer flags that only
 # nightly accepts: uses the nightly toolchain when rustup has one, else stable with
@@ -30,10 +32,18 @@ summary=()
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
   log="$(mktemp)"
-  if "${fuzz[@]}" run "$t" "corpus/$t" "seeds/$t" -- \
-      -max_total_time="$duration" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
+  if [ "$duration" = smoke ]; then
+    # A fresh corpus each time: the smoke depends only on the seeds and the commit.
+    corpus="$(mktemp -d)"
+    limits=(-seed=1 -runs="${FUZZ_SMOKE_RUNS:-5000}")
+  else
+    corpus="corpus/$t"
+    limits=(-max_total_time="$duration")
+  fi
+  if "${fuzz[@]}" run "$t" "$corpus" "seeds/$t" -- \
+      "${limits[@]}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 >"$log" 2>&1; then
     runs="$(grep -oE 'Done [0-9]+ runs' "$log" | grep -oE '[0-9]+' | tail -1)"
-    summary+=("$t: ${runs:-?} runs in ${duration}s, no crash")
+    summary+=("$t: ${runs:-?} runs (${duration}), no crash")
   else
     status=1
     summary+=("$t: CRASH, see $(grep -oE 'artifacts/[^ ]+' "$log" | tail -1)")

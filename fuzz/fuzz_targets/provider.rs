@@ -70,6 +70,8 @@ pub fn check(api: &str, provider: &str, data: &[u8]) {
     assert!(events.last().is_some_and(terminal), "last event is not terminal");
     assert_eq!(events.iter().filter(|e| terminal(e)).count(), 1);
     if let Some(AssistantMessageEvent::Error { error, .. }) = events.last() {
-        assert!(error.error_message.as_deref().is_some_and(|m| !m.is_empty()));
+        // Present, but possibly empty: an Anthropic `error` event with empty data gives an
+        // empty message in the reference too (`throw new Error(sse.data)`).
+        assert!(error.error_message.is_some());
     }
 }
