@@ -135,6 +135,29 @@ impl StreamFn for Providers {
     }
 }
 
+/// Sends `req`; when that fails, ends `out` with the failure's text (`status_message` words
+/// HTTP error statuses) and returns `None`.
+pub(crate) async fn send_or_fail(
+    req: &http::HttpRequest,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    sdk_message: &(dyn Fn(&http::HttpFailure) -> String + Sync),
+    status_message: impl Fn(&http::HttpFailure) -> String,
+) -> Option<reqwest::Response> {
+    match http::send(req, options, sdk_message).await {
+        Ok(r) => Some(r),
+        Err(e) => {
+            let (msg, aborted) = match e {
+                http::SendError::Status(f) => (status_message(&f), false),
+                http::SendError::Network(m) | http::SendError::Message(m) => (m, false),
+                http::SendError::Aborted => ("Request was aborted".to_string(), true),
+            };
+            out.fail(msg, aborted || options.signal.is_cancelled());
+            None
+        }
+    }
+}
+
 /// The message being built plus the sink: every provider reports through this, so event
 /// order and failure shape are the same everywhere.
 pub(crate) struct Output<'a> {

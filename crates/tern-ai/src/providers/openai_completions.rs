@@ -1045,17 +1045,12 @@ pub async fn run(
 ) {
     let mut out = Output::new(model, sink);
     let req = build_request(model, context, options);
-    let response = match http::send(&req, options, &sdk_message).await {
-        Ok(r) => r,
-        Err(e) => {
-            let (msg, aborted) = match e {
-                SendError::Status(f) => (http_error_message(&f, None), false),
-                SendError::Network(m) | SendError::Message(m) => (m, false),
-                SendError::Aborted => ("Request was aborted".to_string(), true),
-            };
-            out.fail(msg, aborted || options.signal.is_cancelled());
-            return;
-        }
+    let Some(response) = super::send_or_fail(&req, options, &mut out, &sdk_message, |f| {
+        http_error_message(f, None)
+    })
+    .await
+    else {
+        return;
     };
     read_body(model, options, &mut out, http::Body::Http(response)).await;
 }
