@@ -555,15 +555,15 @@ impl Agent {
             inner: self.inner.clone(),
             signal: run.signal.clone(),
         };
-        let result = contain_panics(run_agent_loop_continue(
+        let result = contain_panics(Box::pin(run_agent_loop_continue(
             context,
             config,
             &sink,
             run.signal.clone(),
             stream_fn,
-        ))
+        )))
         .await;
-        self.end(run, result.err()).await;
+        Box::pin(self.end(run, result.err())).await;
         Ok(())
     }
 
@@ -597,16 +597,16 @@ impl Agent {
             inner: self.inner.clone(),
             signal: run.signal.clone(),
         };
-        let result = contain_panics(run_agent_loop(
+        let result = contain_panics(Box::pin(run_agent_loop(
             messages,
             context,
             config,
             &sink,
             run.signal.clone(),
             stream_fn,
-        ))
+        )))
         .await;
-        self.end(run, result.err()).await;
+        Box::pin(self.end(run, result.err())).await;
     }
 
     async fn end(&self, run: RunHandle, error: Option<AgentError>) {
@@ -721,8 +721,11 @@ impl Agent {
 
 /// A panic in a hook or listener fails the run like a hook error instead of unwinding
 /// through the agent, which would leave it busy forever.
-async fn contain_panics<T>(
-    run: impl Future<Output = Result<T, AgentError>>,
+///
+/// Callers pass the run boxed: an agent's prompt future then stays small, which matters when
+/// thousands of agents wait at once.
+async fn contain_panics<T, F: Future<Output = Result<T, AgentError>>>(
+    run: std::pin::Pin<Box<F>>,
 ) -> Result<T, AgentError> {
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
         Ok(result) => result,
