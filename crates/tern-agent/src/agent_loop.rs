@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, Context, EventSender, EventStream, Message,
-    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel,
+    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel, ToolCall,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -269,12 +269,12 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 return Ok(());
             }
 
-            let calls: Vec<_> = message.tool_calls().cloned().collect();
             let mut tool_results = Vec::new();
             has_more_tool_calls = false;
-            if !calls.is_empty() {
+            if message.tool_calls().next().is_some() {
                 // A `length` stop may have cut any call's arguments: run none of them.
                 let batch = if message.stop_reason == StopReason::Length {
+                    let calls: Vec<&ToolCall> = message.tool_calls().collect();
                     fail_truncated(&calls, sink).await
                 } else {
                     execute_tool_calls(

@@ -66,8 +66,8 @@ pub enum AgentEvent {
         tool_name: String,
         /// Raw arguments of the call.
         args: Value,
-        /// The partial result.
-        partial_result: ToolResult,
+        /// The partial result (boxed to keep every event small).
+        partial_result: Box<ToolResult>,
     },
     /// A tool call finished.
     ToolExecutionEnd {
@@ -75,8 +75,8 @@ pub enum AgentEvent {
         tool_call_id: String,
         /// Tool name.
         tool_name: String,
-        /// The finalized result.
-        result: ToolResult,
+        /// The finalized result (boxed to keep every event small).
+        result: Box<ToolResult>,
         /// The finalized error flag.
         is_error: bool,
         /// How long `execute` ran, when it ran.

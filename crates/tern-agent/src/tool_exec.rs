@@ -363,7 +363,7 @@ async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome)
     sink.emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: o.tool_call.id.clone(),
         tool_name: o.tool_call.name.clone(),
-        result: o.result.clone(),
+        result: Box::new(o.result.clone()),
         is_error: o.is_error,
         duration_ms: o.duration_ms,
     })
@@ -396,7 +396,7 @@ fn immediate(tool_call: &ToolCall, result: ToolResult) -> ToolCallOutcome {
 
 /// Fails every call of a message cut off by the token limit: their arguments may be truncated.
 pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
-    calls: &[ToolCall],
+    calls: &[&ToolCall],
     sink: &S,
 ) -> Batch {
     let mut messages = Vec::with_capacity(calls.len());
@@ -451,7 +451,7 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.arguments.clone(),
-            partial_result: partial,
+            partial_result: Box::new(partial),
         };
         Some(Box::pin(async move { sink.emit(event).await }))
     });
