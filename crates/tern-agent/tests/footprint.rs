@@ -20,3 +20,13 @@ fn a_waiting_prompt_future_is_small() {
     let size = std::mem::size_of_val(&resume);
     assert!(size <= 1024, "continue future is {size} bytes");
 }
+
+#[test]
+fn events_are_small() {
+    // Every event is moved through the sink and the listeners; tool results and final
+    // messages are boxed so that no variant carries them inline.
+    let size = std::mem::size_of::<tern_agent::AgentEvent>();
+    assert!(size <= 128, "AgentEvent is {size} bytes");
+    let size = std::mem::size_of::<tern_ai::AssistantMessageEvent>();
+    assert!(size <= 64, "AssistantMessageEvent is {size} bytes");
+}
