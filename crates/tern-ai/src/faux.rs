@@ -164,7 +164,7 @@ impl StreamFn for FauxModel {
         };
         let chunk = self.chunk_chars;
         if self.delay.is_zero() {
-            play(&tx, base, response, chunk, None, &options);
+            play(&tx, base, response, chunk, &options);
         } else {
             let delay = self.delay;
             tokio::spawn(async move {
@@ -186,112 +186,183 @@ fn chunks(text: &str, size: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-/// The events of one response, in order (without the final one).
-fn script(partial: &PartialMessage, response: &FauxResponse, chunk: usize) -> Vec<Step> {
-    let mut steps = vec![Step::Event(AssistantMessageEvent::Start {
-        partial: partial.clone(),
-    })];
-    for (i, block) in response.content.iter().enumerate() {
-        steps.push(Step::Block(i, block.clone(), chunk));
-    }
-    steps
+/// A change to the partial message, applied right before its event is sent, so a listener
+/// reading the partial sees exactly what the events so far announced.
+enum Edit {
+    None,
+    Push(ContentBlock),
+    Append(usize, String),
+    Set(usize, ContentBlock),
 }
 
-enum Step {
-    Event(AssistantMessageEvent),
-    Block(usize, ContentBlock, usize),
+fn apply(partial: &PartialMessage, edit: Edit) {
+    partial.update(|m| match edit {
+        Edit::None => {}
+        Edit::Push(b) => m.content.push(b),
+        Edit::Append(i, d) => match m.content.get_mut(i) {
+            Some(ContentBlock::Text(t)) => t.text.push_str(&d),
+            Some(ContentBlock::Thinking(t)) => t.thinking.push_str(&d),
+            _ => {}
+        },
+        Edit::Set(i, b) => {
+            if let Some(slot) = m.content.get_mut(i) {
+                *slot = b;
+            }
+        }
+    });
 }
 
-fn block_events(
+/// The response as (edit, event) steps in order, without the final event.
+fn steps(
     partial: &PartialMessage,
-    i: usize,
-    block: &ContentBlock,
+    response: &FauxResponse,
     chunk: usize,
-) -> Vec<AssistantMessageEvent> {
+) -> Vec<(Edit, AssistantMessageEvent)> {
     let p = || partial.clone();
-    let mut out = Vec::new();
-    match block {
-        ContentBlock::Text(t) => {
-            partial.update(|m| m.content.push(ContentBlock::Text(TextContent::default())));
-            out.push(AssistantMessageEvent::TextStart {
-                content_index: i,
-                partial: p(),
-            });
-            for d in chunks(&t.text, chunk) {
-                partial.update(|m| {
-                    if let Some(ContentBlock::Text(x)) = m.content.get_mut(i) {
-                        x.text.push_str(&d);
-                    }
-                });
-                out.push(AssistantMessageEvent::TextDelta {
-                    content_index: i,
-                    delta: d,
-                    partial: p(),
-                });
+    let mut out = vec![(Edit::None, AssistantMessageEvent::Start { partial: p() })];
+    for (i, block) in response.content.iter().enumerate() {
+        match block {
+            ContentBlock::Text(t) => {
+                out.push((
+                    Edit::Push(ContentBlock::Text(TextContent::default())),
+                    AssistantMessageEvent::TextStart {
+                        content_index: i,
+                        partial: p(),
+                    },
+                ));
+                for d in chunks(&t.text, chunk) {
+                    out.push((
+                        Edit::Append(i, d.clone()),
+                        AssistantMessageEvent::TextDelta {
+                            content_index: i,
+                            delta: d,
+                            partial: p(),
+                        },
+                    ));
+                }
+                out.push((
+                    Edit::None,
+                    AssistantMessageEvent::TextEnd {
+                        content_index: i,
+                        content: t.text.clone(),
+                        partial: p(),
+                    },
+                ));
             }
-            out.push(AssistantMessageEvent::TextEnd {
-                content_index: i,
-                content: t.text.clone(),
-                partial: p(),
-            });
-        }
-        ContentBlock::Thinking(t) => {
-            partial.update(|m| {
-                m.content
-                    .push(ContentBlock::Thinking(ThinkingContent::default()))
-            });
-            out.push(AssistantMessageEvent::ThinkingStart {
-                content_index: i,
-                partial: p(),
-            });
-            for d in chunks(&t.thinking, chunk) {
-                partial.update(|m| {
-                    if let Some(ContentBlock::Thinking(x)) = m.content.get_mut(i) {
-                        x.thinking.push_str(&d);
-                    }
-                });
-                out.push(AssistantMessageEvent::ThinkingDelta {
-                    content_index: i,
-                    delta: d,
-                    partial: p(),
-                });
+            ContentBlock::Thinking(t) => {
+                out.push((
+                    Edit::Push(ContentBlock::Thinking(ThinkingContent::default())),
+                    AssistantMessageEvent::ThinkingStart {
+                        content_index: i,
+                        partial: p(),
+                    },
+                ));
+                for d in chunks(&t.thinking, chunk) {
+                    out.push((
+                        Edit::Append(i, d.clone()),
+                        AssistantMessageEvent::ThinkingDelta {
+                            content_index: i,
+                            delta: d,
+                            partial: p(),
+                        },
+                    ));
+                }
+                out.push((
+                    Edit::None,
+                    AssistantMessageEvent::ThinkingEnd {
+                        content_index: i,
+                        content: t.thinking.clone(),
+                        partial: p(),
+                    },
+                ));
             }
-            out.push(AssistantMessageEvent::ThinkingEnd {
-                content_index: i,
-                content: t.thinking.clone(),
-                partial: p(),
-            });
-        }
-        ContentBlock::ToolCall(c) => {
-            partial.update(|m| {
-                m.content.push(ContentBlock::ToolCall(ToolCall {
+            ContentBlock::ToolCall(c) => {
+                let empty = ToolCall {
                     arguments: Value::Object(Default::default()),
                     ..c.clone()
-                }))
-            });
-            out.push(AssistantMessageEvent::ToolcallStart {
-                content_index: i,
-                partial: p(),
-            });
-            out.push(AssistantMessageEvent::ToolcallDelta {
-                content_index: i,
-                delta: c.arguments.to_string(),
-                partial: p(),
-            });
-            partial.update(|m| {
-                if let Some(slot) = m.content.get_mut(i) {
-                    *slot = ContentBlock::ToolCall(c.clone());
-                }
-            });
-            out.push(AssistantMessageEvent::ToolcallEnd {
-                content_index: i,
-                tool_call: Box::new(c.clone()),
-                partial: p(),
-            });
+                };
+                out.push((
+                    Edit::Push(ContentBlock::ToolCall(empty)),
+                    AssistantMessageEvent::ToolcallStart {
+                        content_index: i,
+                        partial: p(),
+                    },
+                ));
+                out.push((
+                    Edit::None,
+                    AssistantMessageEvent::ToolcallDelta {
+                        content_index: i,
+                        delta: c.arguments.to_string(),
+                        partial: p(),
+                    },
+                ));
+                out.push((
+                    Edit::Set(i, ContentBlock::ToolCall(c.clone())),
+                    AssistantMessageEvent::ToolcallEnd {
+                        content_index: i,
+                        tool_call: Box::new(c.clone()),
+                        partial: p(),
+                    },
+                ));
+            }
+            ContentBlock::Image(_) => {}
         }
-        ContentBlock::Image(_) => {}
     }
     out
+}
+
+fn new_partial(base: &AssistantMessage) -> PartialMessage {
+    PartialMessage::new(AssistantMessage {
+        stop_reason: StopReason::Pending,
+        ..base.clone()
+    })
+}
+
+/// Pushes the whole response at once (no delay).
+fn play(
+    tx: &AssistantMessageEventSender,
+    base: AssistantMessage,
+    response: FauxResponse,
+    chunk: usize,
+    options: &StreamOptions,
+) {
+    let partial = new_partial(&base);
+    if options.signal.is_cancelled() {
+        tx.push(aborted(&partial));
+        return;
+    }
+    for (edit, event) in steps(&partial, &response, chunk) {
+        apply(&partial, edit);
+        tx.push(event);
+    }
+    tx.push(final_event(base, &response));
+}
+
+/// Pushes the response with `delay` before each delta, checking the signal.
+async fn play_async(
+    tx: AssistantMessageEventSender,
+    base: AssistantMessage,
+    response: FauxResponse,
+    chunk: usize,
+    delay: Duration,
+    options: StreamOptions,
+) {
+    let partial = new_partial(&base);
+    for (edit, event) in steps(&partial, &response, chunk) {
+        if event.delta().is_some() {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = options.signal.cancelled() => {}
+            }
+        }
+        if options.signal.is_cancelled() {
+            tx.push(aborted(&partial));
+            return;
+        }
+        apply(&partial, edit);
+        tx.push(event);
+    }
+    tx.push(final_event(base, &response));
 }
 
 fn final_event(base: AssistantMessage, response: &FauxResponse) -> AssistantMessageEvent {
@@ -324,65 +395,60 @@ fn aborted(partial: &PartialMessage) -> AssistantMessageEvent {
     }
 }
 
-fn play(
-    tx: &AssistantMessageEventSender,
-    base: AssistantMessage,
-    response: FauxResponse,
-    chunk: usize,
-    _delay: Option<Duration>,
-    options: &StreamOptions,
-) {
-    let partial = PartialMessage::new(AssistantMessage {
-        stop_reason: StopReason::Pending,
-        ..base.clone()
-    });
-    if options.signal.is_cancelled() {
-        tx.push(aborted(&partial));
-        return;
-    }
-    for step in script(&partial, &response, chunk) {
-        match step {
-            Step::Event(e) => tx.push(e),
-            Step::Block(i, b, c) => {
-                for e in block_events(&partial, i, &b, c) {
-                    tx.push(e);
-                }
-            }
-        }
-    }
-    tx.push(final_event(base, &response));
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-async fn play_async(
-    tx: AssistantMessageEventSender,
-    base: AssistantMessage,
-    response: FauxResponse,
-    chunk: usize,
-    delay: Duration,
-    options: StreamOptions,
-) {
-    let partial = PartialMessage::new(AssistantMessage {
-        stop_reason: StopReason::Pending,
-        ..base.clone()
-    });
-    for step in script(&partial, &response, chunk) {
-        let events = match step {
-            Step::Event(e) => vec![e],
-            Step::Block(i, b, c) => block_events(&partial, i, &b, c),
-        };
-        for e in events {
-            if e.delta().is_some() {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = options.signal.cancelled() => {}
-                }
+    async fn check_partials(model: FauxModel) {
+        let mut stream = model
+            .stream(
+                &Model::default(),
+                Context::default(),
+                StreamOptions::default(),
+            )
+            .unwrap();
+        let mut seen = String::new();
+        let mut deltas = 0;
+        while let Some(event) = stream.next().await {
+            if let AssistantMessageEvent::TextDelta { delta, partial, .. } = &event {
+                seen.push_str(delta);
+                deltas += 1;
+                // The partial shows exactly the text announced so far, never more.
+                assert_eq!(partial.snapshot().text(), seen);
             }
-            if options.signal.is_cancelled() {
-                tx.push(aborted(&partial));
-                return;
-            }
-            tx.push(e);
         }
+        assert_eq!(deltas, 3);
+        assert_eq!(stream.result().await.text(), "abcdef");
     }
-    tx.push(final_event(base, &response));
+
+    #[tokio::test]
+    async fn partial_follows_the_deltas_when_streamed() {
+        check_partials(
+            FauxModel::new(vec![FauxResponse::text("abcdef")])
+                .streaming(2, Duration::from_millis(1)),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn partial_is_complete_when_prefilled() {
+        // Without a delay everything is pushed before the consumer reads, like the
+        // reference's pre-filled streams: the shared partial then already holds all text.
+        let model = FauxModel::new(vec![FauxResponse::text("abcdef")]).streaming(2, Duration::ZERO);
+        let mut stream = model
+            .stream(
+                &Model::default(),
+                Context::default(),
+                StreamOptions::default(),
+            )
+            .unwrap();
+        let mut deltas = 0;
+        while let Some(event) = stream.next().await {
+            if let AssistantMessageEvent::TextDelta { partial, .. } = &event {
+                deltas += 1;
+                assert_eq!(partial.snapshot().text(), "abcdef");
+            }
+        }
+        assert_eq!(deltas, 3);
+    }
 }
