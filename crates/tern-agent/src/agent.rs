@@ -754,7 +754,8 @@ impl AgentSink {
             AgentEvent::MessageStart { message } => {
                 st.streaming_message = Some(Streaming::Message(message.clone()))
             }
-            AgentEvent::MessageUpdate { message, .. } => {
+            // Every delta of one response carries the same handle: keep the stored one.
+            AgentEvent::MessageUpdate { message, .. } if !matches!(&st.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(message)) => {
                 st.streaming_message = Some(Streaming::Partial(message.clone()))
             }
             AgentEvent::MessageEnd { message } => {

@@ -416,6 +416,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         .map_err(AgentError::from)?;
 
     let mut added_partial = false;
+    let mut last = None;
     while let Some(event) = stream.next().await {
         match event {
             AssistantMessageEvent::Start { partial } => {
@@ -425,7 +426,13 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
                 })
                 .await;
             }
-            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. } => break,
+            // The final event carries the result: take it rather than copy it out of the
+            // stream again (a long answer is megabytes).
+            AssistantMessageEvent::Done { message, .. }
+            | AssistantMessageEvent::Error { error: message, .. } => {
+                last = Some(*message);
+                break;
+            }
             event => {
                 if added_partial {
                     if let Some(partial) = event.partial().cloned() {
@@ -439,7 +446,10 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
             }
         }
     }
-    let mut message = stream.result().await;
+    let mut message = match last {
+        Some(m) => m,
+        None => stream.result().await,
+    };
     drop(stream);
     // Record the requested level, whichever stream function answered.
     message.thinking_level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
