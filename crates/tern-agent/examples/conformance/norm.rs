@@ -18,10 +18,6 @@ pub fn norm_of<T: Serialize + ?Sized>(v: &T) -> Value {
 
 /// FORMAT.md 2.1: drop `timestamp`, mark `durationMs`, drop all-zero `usage`, drop
 /// `api`/`provider` on assistant messages; integral numbers become integers.
-///
-/// The library always serializes an assistant message's `model`, with `""` for a message
-/// that never had one (the reference omits the key then), so an empty `model` on an
-/// assistant message is dropped too.
 pub fn norm(v: &Value) -> Value {
     match v {
         Value::Array(items) => Value::Array(items.iter().map(norm).collect()),
@@ -37,7 +33,6 @@ pub fn norm(v: &Value) -> Value {
                     }
                     "usage" if is_zero_usage(x) => continue,
                     "api" | "provider" if is_assistant => continue,
-                    "model" if is_assistant && x.as_str() == Some("") => continue,
                     _ => {}
                 }
                 out.insert(k.clone(), norm(x));
