@@ -107,11 +107,9 @@ async fn main() {
     let subscription = agent.subscribe_sync(|event| match event {
         AgentEvent::TurnStart => eprintln!("[turn_start]"),
         AgentEvent::MessageEnd { message } => eprintln!("[message_end] {}", message.role()),
-        AgentEvent::ToolExecutionStart {
-            tool_name,
-            tool_call_id,
-            ..
-        } => eprintln!("[tool_start] {tool_name} {tool_call_id}"),
+        AgentEvent::ToolExecutionStart { tool_call } => {
+            eprintln!("[tool_start] {} {}", tool_call.name, tool_call.id)
+        }
         AgentEvent::ToolExecutionEnd { is_error, .. } => eprintln!("[tool_end] {is_error}"),
         AgentEvent::TurnEnd { tool_results, .. } => {
             eprintln!("[turn_end] {}", tool_results.len())

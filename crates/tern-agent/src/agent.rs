@@ -28,7 +28,7 @@ use tern_ai::transcript::{
 };
 use tern_ai::{
     AssistantMessage, BoxError, Content, ContentBlock, ImageContent, Message, Model,
-    PartialMessage, StopReason, StreamFn, StreamOptions, ThinkingLevel, ToolDeclaration,
+    PartialMessage, StopReason, StreamFn, StreamOptions, ThinkingLevel, ToolCall, ToolDeclaration,
     UserMessage,
 };
 use tokio::sync::watch;
@@ -138,7 +138,8 @@ struct State {
     thinking_level: ThinkingLevel,
     is_streaming: bool,
     streaming_message: Option<Streaming>,
-    pending_tool_calls: Vec<String>,
+    // The calls themselves: their ids are read only when someone asks.
+    pending_tool_calls: Vec<Arc<ToolCall>>,
     error_message: Option<String>,
 }
 
@@ -202,6 +203,10 @@ impl Subscription {
             Arc::make_mut(&mut l).retain(|(id, _)| *id != self.id);
         }
     }
+}
+
+fn pending_ids(calls: &[Arc<ToolCall>]) -> Vec<String> {
+    calls.iter().map(|c| c.id.clone()).collect()
 }
 
 fn default_model() -> Model {
@@ -305,7 +310,7 @@ impl Agent {
             messages: st.messages.clone(),
             is_streaming: st.is_streaming,
             streaming_message: st.streaming_message.as_ref().map(Streaming::snapshot),
-            pending_tool_calls: st.pending_tool_calls.clone(),
+            pending_tool_calls: pending_ids(&st.pending_tool_calls),
             error_message: st.error_message.clone(),
         }
     }
@@ -352,7 +357,7 @@ impl Agent {
 
     /// Tool calls in flight.
     pub fn pending_tool_calls(&self) -> Vec<String> {
-        self.inner.state.lock().pending_tool_calls.clone()
+        pending_ids(&self.inner.state.lock().pending_tool_calls)
     }
 
     /// The last run's error text.
@@ -551,10 +556,7 @@ impl Agent {
         }
         let run = self.begin(AgentError::ContinueWhileRunning)?;
         let (context, config, stream_fn) = self.loop_setup(false);
-        let sink = AgentSink {
-            inner: self.inner.clone(),
-            signal: run.signal.clone(),
-        };
+        let sink = AgentSink::new(self.inner.clone(), run.signal.clone());
         let result = contain_panics(Box::pin(run_agent_loop_continue(
             context,
             config,
@@ -593,10 +595,7 @@ impl Agent {
         skip_initial_steering: bool,
     ) {
         let (context, config, stream_fn) = self.loop_setup(skip_initial_steering);
-        let sink = AgentSink {
-            inner: self.inner.clone(),
-            signal: run.signal.clone(),
-        };
+        let sink = AgentSink::new(self.inner.clone(), run.signal.clone());
         let result = contain_panics(Box::pin(run_agent_loop(
             messages,
             context,
@@ -639,10 +638,7 @@ impl Agent {
             timestamp: tern_ai::clock::now_ms(),
             ..Default::default()
         });
-        let sink = AgentSink {
-            inner: self.inner.clone(),
-            signal: signal.clone(),
-        };
+        let sink = AgentSink::new(self.inner.clone(), signal.clone());
         sink.emit(AgentEvent::MessageStart {
             message: failure.clone(),
         })
@@ -741,15 +737,22 @@ struct RunHandle {
     done: watch::Sender<bool>,
 }
 
+/// The run's view of the agent. Shared: the tool executor clones it for every call.
 #[derive(Clone)]
-struct AgentSink {
+struct AgentSink(Arc<SinkInner>);
+
+struct SinkInner {
     inner: Arc<Inner>,
     signal: CancellationToken,
 }
 
 impl AgentSink {
+    fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
+        AgentSink(Arc::new(SinkInner { inner, signal }))
+    }
+
     fn reduce(&self, event: &AgentEvent) {
-        let mut st = self.inner.state.lock();
+        let mut st = self.0.inner.state.lock();
         match event {
             AgentEvent::MessageStart { message } => {
                 st.streaming_message = Some(Streaming::Message(message.clone()))
@@ -762,13 +765,13 @@ impl AgentSink {
                 st.streaming_message = None;
                 st.messages.push(message.clone());
             }
-            AgentEvent::ToolExecutionStart { tool_call_id, .. }
-                if !st.pending_tool_calls.contains(tool_call_id) =>
+            AgentEvent::ToolExecutionStart { tool_call }
+                if !st.pending_tool_calls.iter().any(|c| c.id == tool_call.id) =>
             {
-                st.pending_tool_calls.push(tool_call_id.clone());
+                st.pending_tool_calls.push(tool_call.clone());
             }
-            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                st.pending_tool_calls.retain(|id| id != tool_call_id);
+            AgentEvent::ToolExecutionEnd { tool_call, .. } => {
+                st.pending_tool_calls.retain(|c| c.id != tool_call.id);
             }
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),
@@ -787,7 +790,7 @@ impl AgentSink {
 impl EventSink for AgentSink {
     async fn emit(&self, event: AgentEvent) {
         self.reduce(&event);
-        let listeners = self.inner.listeners.lock().clone();
+        let listeners = self.0.inner.listeners.lock().clone();
         if listeners
             .iter()
             .all(|(_, l)| matches!(l, Listener::Sync(_)))
@@ -804,7 +807,7 @@ impl EventSink for AgentSink {
         for (_, l) in listeners.iter() {
             match l {
                 Listener::Sync(f) => f(&event),
-                Listener::Async(f) => f(event.clone(), self.signal.clone()).await,
+                Listener::Async(f) => f(event.clone(), self.0.signal.clone()).await,
             }
         }
     }

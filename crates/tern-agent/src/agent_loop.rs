@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, Context, EventSender, EventStream, Message,
-    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel, ToolCall,
+    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -274,8 +274,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             if message.tool_calls().next().is_some() {
                 // A `length` stop may have cut any call's arguments: run none of them.
                 let batch = if message.stop_reason == StopReason::Length {
-                    let calls: Vec<&ToolCall> = message.tool_calls().collect();
-                    fail_truncated(&calls, sink).await
+                    fail_truncated(&message, sink).await
                 } else {
                     execute_tool_calls(
                         &current,
@@ -430,7 +429,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
             // stream again (a long answer is megabytes).
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
-                last = Some(*message);
+                last = Some(message);
                 break;
             }
             event => {
@@ -450,10 +449,13 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         Some(m) => m,
         None => stream.result().await,
     };
+    // The stream's result slot shares the message: drop it so that recording the requested
+    // level, whichever stream function answered, changes the message in place.
     drop(stream);
-    // Record the requested level, whichever stream function answered.
-    message.thinking_level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
-    let message = Arc::new(message);
+    let level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
+    if message.thinking_level != level {
+        Arc::make_mut(&mut message).thinking_level = level;
+    }
     Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
     if !added_partial {
         sink.emit(AgentEvent::MessageStart {

@@ -2,10 +2,9 @@
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 use std::sync::Arc;
 
-use tern_ai::{AssistantMessageEvent, Message, PartialMessage, ToolResultMessage};
+use tern_ai::{AssistantMessageEvent, Message, PartialMessage, ToolCall, ToolResultMessage};
 
 use crate::tool::ToolResult;
 
@@ -49,32 +48,23 @@ pub enum AgentEvent {
         /// The message.
         message: Message,
     },
-    /// A tool call starts.
+    /// A tool call starts. The call gives `toolCallId` (`id`), `toolName` (`name`) and
+    /// `args` (the raw `arguments`).
     ToolExecutionStart {
-        /// Call id.
-        tool_call_id: String,
-        /// Tool name.
-        tool_name: String,
-        /// Raw arguments of the call.
-        args: Value,
+        /// The call, shared with the assistant message it came from.
+        tool_call: Arc<ToolCall>,
     },
     /// A tool reported a partial result.
     ToolExecutionUpdate {
-        /// Call id.
-        tool_call_id: String,
-        /// Tool name.
-        tool_name: String,
-        /// Raw arguments of the call.
-        args: Value,
+        /// The call.
+        tool_call: Arc<ToolCall>,
         /// The partial result (boxed to keep every event small).
         partial_result: Box<ToolResult>,
     },
     /// A tool call finished.
     ToolExecutionEnd {
-        /// Call id.
-        tool_call_id: String,
-        /// Tool name.
-        tool_name: String,
+        /// The call.
+        tool_call: Arc<ToolCall>,
         /// The finalized result (boxed to keep every event small).
         result: Box<ToolResult>,
         /// The finalized error flag.
@@ -98,6 +88,26 @@ impl AgentEvent {
             AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
             AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
+        }
+    }
+
+    /// The tool call of a `tool_execution_*` event.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_agent::AgentEvent;
+    /// use tern_ai::ToolCall;
+    /// let call = Arc::new(ToolCall { id: "c1".into(), name: "read".into(), ..Default::default() });
+    /// let event = AgentEvent::ToolExecutionStart { tool_call: call };
+    /// assert_eq!(event.tool_call().map(|c| c.name.as_str()), Some("read"));
+    /// assert!(AgentEvent::TurnStart.tool_call().is_none());
+    /// ```
+    pub fn tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            AgentEvent::ToolExecutionStart { tool_call }
+            | AgentEvent::ToolExecutionUpdate { tool_call, .. }
+            | AgentEvent::ToolExecutionEnd { tool_call, .. } => Some(tool_call),
+            _ => None,
         }
     }
 }
@@ -131,35 +141,28 @@ impl Serialize for AgentEvent {
                 m.serialize_entry("message", message)?;
                 m.serialize_entry("assistantMessageEvent", assistant_message_event)?;
             }
-            AgentEvent::ToolExecutionStart {
-                tool_call_id,
-                tool_name,
-                args,
-            } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
-                m.serialize_entry("args", args)?;
+            AgentEvent::ToolExecutionStart { tool_call } => {
+                m.serialize_entry("toolCallId", &tool_call.id)?;
+                m.serialize_entry("toolName", &tool_call.name)?;
+                m.serialize_entry("args", &tool_call.arguments)?;
             }
             AgentEvent::ToolExecutionUpdate {
-                tool_call_id,
-                tool_name,
-                args,
+                tool_call,
                 partial_result,
             } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
-                m.serialize_entry("args", args)?;
+                m.serialize_entry("toolCallId", &tool_call.id)?;
+                m.serialize_entry("toolName", &tool_call.name)?;
+                m.serialize_entry("args", &tool_call.arguments)?;
                 m.serialize_entry("partialResult", partial_result)?;
             }
             AgentEvent::ToolExecutionEnd {
-                tool_call_id,
-                tool_name,
+                tool_call,
                 result,
                 is_error,
                 duration_ms,
             } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
+                m.serialize_entry("toolCallId", &tool_call.id)?;
+                m.serialize_entry("toolName", &tool_call.name)?;
                 m.serialize_entry("result", result)?;
                 m.serialize_entry("isError", is_error)?;
                 if let Some(d) = duration_ms {

@@ -110,26 +110,58 @@ impl ToolResult {
 /// assert_eq!(rx.try_recv().unwrap(), ToolResult::text("50%"));
 /// assert!(rx.try_recv().is_err());
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct ToolUpdater {
-    handler: Option<Arc<dyn Fn(ToolResult) + Send + Sync>>,
-    open: Arc<AtomicBool>,
+    // One allocation per updater: the open flag lives with whatever takes the updates.
+    target: Option<Arc<dyn UpdateTarget>>,
+}
+
+/// Where a [`ToolUpdater`]'s updates go: the loop's executor, or a handler closure.
+pub(crate) trait UpdateTarget: Send + Sync {
+    /// Takes one update (only called while open).
+    fn update(&self, partial: ToolResult);
+    /// Whether updates are still taken.
+    fn is_open(&self) -> bool;
+    /// Stops taking updates.
+    fn close(&self);
+}
+
+struct Handler<F> {
+    open: AtomicBool,
+    handler: F,
+}
+
+impl<F: Fn(ToolResult) + Send + Sync> UpdateTarget for Handler<F> {
+    fn update(&self, partial: ToolResult) {
+        (self.handler)(partial)
+    }
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
+    }
+    fn close(&self) {
+        self.open.store(false, Ordering::SeqCst)
+    }
 }
 
 impl ToolUpdater {
     /// An updater whose updates go nowhere.
     pub fn noop() -> Self {
-        ToolUpdater {
-            handler: None,
-            open: Arc::new(AtomicBool::new(false)),
-        }
+        ToolUpdater { target: None }
     }
 
     /// An updater that hands each update to `handler`, synchronously, until closed.
     pub fn new(handler: impl Fn(ToolResult) + Send + Sync + 'static) -> Self {
         ToolUpdater {
-            handler: Some(Arc::new(handler)),
-            open: Arc::new(AtomicBool::new(true)),
+            target: Some(Arc::new(Handler {
+                open: AtomicBool::new(true),
+                handler,
+            })),
+        }
+    }
+
+    pub(crate) fn to(target: Arc<dyn UpdateTarget>) -> Self {
+        ToolUpdater {
+            target: Some(target),
         }
     }
 
@@ -146,16 +178,15 @@ impl ToolUpdater {
 
     /// Stops accepting updates; later calls of [`update`](Self::update) are dropped.
     pub fn close(&self) {
-        self.open.store(false, Ordering::SeqCst);
+        if let Some(t) = &self.target {
+            t.close();
+        }
     }
 
     /// Reports a partial result. Never blocks.
     pub fn update(&self, partial: ToolResult) {
-        if !self.open.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Some(h) = &self.handler {
-            h(partial);
+        if let Some(t) = self.target.as_ref().filter(|t| t.is_open()) {
+            t.update(partial);
         }
     }
 }

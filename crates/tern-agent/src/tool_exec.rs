@@ -1,22 +1,29 @@
 //! Tool execution: preflight (lookup, argument preparation, validation, `before_tool_call`),
 //! execution with updates, `after_tool_call`, and the parallel and sequential batch runners.
 
+use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use futures::future::{join_all, BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::task::AtomicWaker;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
-use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
-use tokio::sync::mpsc;
+use tern_ai::{AssistantMessage, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AfterToolCallContext, AgentContext, BeforeToolCallContext, ToolHooks};
 use crate::events::AgentEvent;
 use crate::sink::EventSink;
-use crate::tool::{AgentTool, ToolCallInput, ToolExecutionMode, ToolResult, ToolUpdater};
+use crate::tool::{
+    AgentTool, ToolCallInput, ToolExecutionMode, ToolResult, ToolUpdater, UpdateTarget,
+};
 
 const OPERATION_ABORTED: &str = "Operation aborted";
 
@@ -24,7 +31,7 @@ const OPERATION_ABORTED: &str = "Operation aborted";
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCallOutcome {
     /// The call.
-    pub tool_call: ToolCall,
+    pub tool_call: Arc<ToolCall>,
     /// The finalized result.
     pub result: ToolResult,
     /// The finalized error flag.
@@ -43,7 +50,7 @@ enum Preparation {
 async fn prepare_tool_call(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
-    tool_call: &ToolCall,
+    tool_call: &Arc<ToolCall>,
     hooks: &ToolHooks,
     signal: &CancellationToken,
     tools: &[AgentTool],
@@ -73,7 +80,7 @@ async fn prepare_tool_call(
         let decision = before(
             BeforeToolCallContext {
                 assistant_message: assistant.clone(),
-                tool_call: tool_call.clone(),
+                tool_call: (**tool_call).clone(),
                 args: args.clone(),
                 context: context.clone(),
             },
@@ -111,22 +118,28 @@ struct Executed {
     duration_ms: u64,
 }
 
-/// Starts the handling of one update and returns what is left of it, if anything.
-type UpdateStarter = Arc<dyn Fn(ToolResult) -> Option<BoxFuture<'static, ()>> + Send + Sync>;
+/// The executor's side of a call's [`ToolUpdater`]: `start` begins the handling of one
+/// update and returns what is left of it; leftovers queue here until the executor polls
+/// them. Built once per call and allocation-free until a tool sends an update.
+struct Updates<F> {
+    open: AtomicBool,
+    started: Mutex<VecDeque<BoxFuture<'static, ()>>>,
+    waker: AtomicWaker,
+    start: F,
+}
 
-/// Runs `execute`. Each update's handling starts inside the tool's `update` call and runs
-/// alongside the tool, as the reference's un-awaited emits do; all of them are awaited after
-/// `execute` settles. Updates sent after that are dropped.
-async fn execute_prepared(
-    tool: &AgentTool,
-    tool_call: &ToolCall,
-    args: Value,
-    signal: &CancellationToken,
-    start_update: UpdateStarter,
-) -> Executed {
-    let (tx, mut started) = mpsc::unbounded_channel::<BoxFuture<'static, ()>>();
-    let updater = ToolUpdater::new(move |partial| {
-        let Some(mut handling) = start_update(partial) else {
+impl<F> Updates<F> {
+    fn pop(&self) -> Option<BoxFuture<'static, ()>> {
+        self.started.lock().pop_front()
+    }
+}
+
+impl<F> UpdateTarget for Updates<F>
+where
+    F: Fn(ToolResult) -> Option<BoxFuture<'static, ()>> + Send + Sync,
+{
+    fn update(&self, partial: ToolResult) {
+        let Some(mut handling) = (self.start)(partial) else {
             return;
         };
         // Run the handling up to its first wait now, so it is seen before whatever the tool
@@ -138,37 +151,74 @@ async fn execute_prepared(
                 return;
             }
         }
-        let _ = tx.send(handling);
+        self.started.lock().push_back(handling);
+        self.waker.wake();
+    }
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::SeqCst)
+    }
+    fn close(&self) {
+        self.open.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Runs `execute`. Each update's handling starts inside the tool's `update` call and runs
+/// alongside the tool, as the reference's un-awaited emits do; all of them are awaited after
+/// `execute` settles. Updates sent after that are dropped.
+async fn execute_prepared<F>(
+    tool: &AgentTool,
+    tool_call: &ToolCall,
+    args: Value,
+    signal: &CancellationToken,
+    start_update: F,
+) -> Executed
+where
+    F: Fn(ToolResult) -> Option<BoxFuture<'static, ()>> + Send + Sync + 'static,
+{
+    let updates = Arc::new(Updates {
+        open: AtomicBool::new(true),
+        started: Mutex::new(VecDeque::new()),
+        waker: AtomicWaker::new(),
+        start: start_update,
     });
     let started_at = Instant::now();
-    // A panicking tool becomes an error result instead of unwinding through the loop
-    // (which left the agent running forever).
     let input = ToolCallInput {
         tool_call_id: tool_call.id.clone(),
         args,
         signal: signal.clone(),
-        updater: updater.clone(),
+        updater: ToolUpdater::to(updates.clone()),
     };
-    let mut run = match std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(input))) {
-        Ok(fut) => AssertUnwindSafe(fut)
-            .catch_unwind()
-            .map(|r| r.unwrap_or_else(|p| Err(panic_message(p).into())))
-            .boxed(),
-        Err(p) => futures::future::ready(Err(panic_message(p).into())).boxed(),
-    };
+    // A panicking tool becomes an error result instead of unwinding through the loop
+    // (which left the agent running forever).
     let mut in_flight = FuturesUnordered::new();
-    let output = loop {
-        tokio::select! {
-            biased;
-            out = &mut run => break out,
-            Some(handling) = started.recv() => in_flight.push(handling),
-            Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
-        }
-    };
+    let output: crate::tool::ToolOutput =
+        match std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(input))) {
+            Err(p) => Err(panic_message(p).into()),
+            Ok(fut) => {
+                let mut run = AssertUnwindSafe(fut).catch_unwind();
+                // The tool first, then one queued handling, then the handlings in flight;
+                // the tool again after each step (the order of a biased select over the
+                // three).
+                poll_fn(|cx| loop {
+                    if let Poll::Ready(r) = run.poll_unpin(cx) {
+                        return Poll::Ready(r.unwrap_or_else(|p| Err(panic_message(p).into())));
+                    }
+                    updates.waker.register(cx.waker());
+                    if let Some(handling) = updates.pop() {
+                        in_flight.push(handling);
+                        continue;
+                    }
+                    match in_flight.poll_next_unpin(cx) {
+                        Poll::Ready(Some(())) => continue,
+                        _ => return Poll::Pending,
+                    }
+                })
+                .await
+            }
+        };
     let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
-    updater.close();
-    drop(updater);
-    while let Ok(handling) = started.try_recv() {
+    updates.close();
+    while let Some(handling) = updates.pop() {
         in_flight.push(handling);
     }
     while in_flight.next().await.is_some() {}
@@ -202,7 +252,7 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 async fn finalize_executed(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
-    tool_call: &ToolCall,
+    tool_call: &Arc<ToolCall>,
     args: Value,
     executed: Executed,
     hooks: &ToolHooks,
@@ -217,7 +267,7 @@ async fn finalize_executed(
         let outcome = after(
             AfterToolCallContext {
                 assistant_message: assistant.clone(),
-                tool_call: tool_call.clone(),
+                tool_call: (**tool_call).clone(),
                 args,
                 result: result.clone(),
                 is_error,
@@ -288,6 +338,7 @@ pub struct RunToolCallOptions {
 /// Tools that call other tools use it so that hooks (permission checks) apply to them too.
 /// Failures come back as `is_error: true`, never as a panic or `Err`.
 pub async fn run_tool_call(tool_call: ToolCall, options: RunToolCallOptions) -> ToolCallOutcome {
+    let tool_call = Arc::new(tool_call);
     let assistant = Arc::new(options.assistant_message);
     let preparation = prepare_tool_call(
         &options.context,
@@ -299,23 +350,16 @@ pub async fn run_tool_call(tool_call: ToolCall, options: RunToolCallOptions) -> 
     )
     .await;
     let (tool, args) = match preparation {
-        Preparation::Immediate(result) => {
-            return ToolCallOutcome {
-                tool_call,
-                result,
-                is_error: true,
-                duration_ms: None,
-            }
-        }
+        Preparation::Immediate(result) => return immediate(&tool_call, result),
         Preparation::Prepared { tool, args } => (tool, args),
     };
     let on_update = options.on_update.clone();
-    let start: UpdateStarter = Arc::new(move |u| {
+    let start = move |u| {
         if let Some(f) = &on_update {
             f(u);
         }
         None
-    });
+    };
     let executed = execute_prepared(&tool, &tool_call, args.clone(), &options.signal, start).await;
     finalize_executed(
         &options.context,
@@ -336,13 +380,14 @@ pub(crate) struct Batch {
     pub terminate: bool,
 }
 
-fn result_message(o: &ToolCallOutcome) -> Arc<ToolResultMessage> {
+/// The tool-result message of an outcome (after its `tool_execution_end` was emitted).
+fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
     Arc::new(ToolResultMessage {
         tool_call_id: o.tool_call.id.clone(),
         tool_name: o.tool_call.name.clone(),
-        content: o.result.content.clone().unwrap_or_default(),
-        details: o.result.details.clone(),
-        usage: o.result.usage.clone(),
+        content: o.result.content.unwrap_or_default(),
+        details: o.result.details,
+        usage: o.result.usage,
         nested_calls: None,
         is_error: o.is_error,
         duration_ms: o.duration_ms,
@@ -350,19 +395,16 @@ fn result_message(o: &ToolCallOutcome) -> Arc<ToolResultMessage> {
     })
 }
 
-async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &ToolCall) {
+async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &Arc<ToolCall>) {
     sink.emit(AgentEvent::ToolExecutionStart {
-        tool_call_id: c.id.clone(),
-        tool_name: c.name.clone(),
-        args: c.arguments.clone(),
+        tool_call: c.clone(),
     })
     .await;
 }
 
 async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome) {
     sink.emit(AgentEvent::ToolExecutionEnd {
-        tool_call_id: o.tool_call.id.clone(),
-        tool_name: o.tool_call.name.clone(),
+        tool_call: o.tool_call.clone(),
         result: Box::new(o.result.clone()),
         is_error: o.is_error,
         duration_ms: o.duration_ms,
@@ -385,7 +427,7 @@ fn terminates(outcomes: &[ToolCallOutcome]) -> bool {
     !outcomes.is_empty() && outcomes.iter().all(|o| o.result.terminate == Some(true))
 }
 
-fn immediate(tool_call: &ToolCall, result: ToolResult) -> ToolCallOutcome {
+fn immediate(tool_call: &Arc<ToolCall>, result: ToolResult) -> ToolCallOutcome {
     ToolCallOutcome {
         tool_call: tool_call.clone(),
         result,
@@ -394,13 +436,22 @@ fn immediate(tool_call: &ToolCall, result: ToolResult) -> ToolCallOutcome {
     }
 }
 
+/// The calls of `assistant` as shared handles: events, outcomes and hooks all refer to them.
+fn shared_calls(assistant: &AssistantMessage) -> Vec<Arc<ToolCall>> {
+    assistant
+        .tool_calls()
+        .map(|c| Arc::new(c.clone()))
+        .collect()
+}
+
 /// Fails every call of a message cut off by the token limit: their arguments may be truncated.
 pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
-    calls: &[&ToolCall],
+    assistant: &AssistantMessage,
     sink: &S,
 ) -> Batch {
+    let calls = shared_calls(assistant);
     let mut messages = Vec::with_capacity(calls.len());
-    for c in calls {
+    for c in &calls {
         emit_start(sink, c).await;
         let o = immediate(
             c,
@@ -410,7 +461,7 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
             )),
         );
         emit_end(sink, &o).await;
-        let m = result_message(&o);
+        let m = result_message(o);
         emit_result(sink, &m).await;
         messages.push(m);
     }
@@ -431,30 +482,19 @@ struct BatchEnv<'a, S> {
 
 async fn run_prepared<S: EventSink + Clone + 'static>(
     env: &BatchEnv<'_, S>,
-    call: &ToolCall,
+    call: &Arc<ToolCall>,
     tool: &AgentTool,
     args: Value,
 ) -> ToolCallOutcome {
-    // The call is found again in the shared message on update, so a tool that never
-    // reports progress costs no copy of its call.
-    let (sink_owned, message) = (env.sink.clone(), env.assistant.clone());
-    let block = message
-        .content
-        .iter()
-        .position(|b| matches!(b, ContentBlock::ToolCall(c) if std::ptr::eq(c, call)));
-    let start: UpdateStarter = Arc::new(move |partial| {
-        let sink = sink_owned.clone();
-        let Some(ContentBlock::ToolCall(call)) = block.and_then(|i| message.content.get(i)) else {
-            return None;
-        };
+    let (sink, shared) = (env.sink.clone(), call.clone());
+    let start = move |partial| -> Option<BoxFuture<'static, ()>> {
+        let sink = sink.clone();
         let event = AgentEvent::ToolExecutionUpdate {
-            tool_call_id: call.id.clone(),
-            tool_name: call.name.clone(),
-            args: call.arguments.clone(),
+            tool_call: shared.clone(),
             partial_result: Box::new(partial),
         };
         Some(Box::pin(async move { sink.emit(event).await }))
-    });
+    };
     let executed = execute_prepared(tool, call, args.clone(), env.signal, start).await;
     finalize_executed(
         env.context,
@@ -478,7 +518,7 @@ enum Slot {
 async fn finish_slot<S: EventSink + Clone + 'static>(
     env: &BatchEnv<'_, S>,
     slot: Slot,
-    call: &ToolCall,
+    call: &Arc<ToolCall>,
 ) -> ToolCallOutcome {
     match slot {
         Slot::Done(o) => o,
@@ -495,6 +535,24 @@ async fn finish_slot<S: EventSink + Clone + 'static>(
     }
 }
 
+/// Emits the tool-result messages in source order and tells whether the batch terminates.
+async fn finish_batch<S: EventSink + Clone + 'static>(
+    sink: &S,
+    outcomes: Vec<ToolCallOutcome>,
+) -> Batch {
+    let terminate = terminates(&outcomes);
+    let mut messages = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        let m = result_message(o);
+        emit_result(sink, &m).await;
+        messages.push(m);
+    }
+    Batch {
+        messages,
+        terminate,
+    }
+}
+
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
 /// tool is sequential, else preflight one by one and execute concurrently.
 pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
@@ -505,7 +563,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     signal: &CancellationToken,
     sink: &S,
 ) -> Batch {
-    let calls: Vec<&ToolCall> = assistant.tool_calls().collect();
+    let calls = shared_calls(assistant);
     let tools = context.tools.as_slice();
     let env = BatchEnv {
         context,
@@ -522,23 +580,23 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             == Some(ToolExecutionMode::Sequential)
     });
     if mode == ToolExecutionMode::Sequential || any_sequential {
-        let mut outcomes = Vec::with_capacity(calls.len());
         let mut messages = Vec::with_capacity(calls.len());
-        for call in calls {
+        let mut terminate = !calls.is_empty();
+        for call in &calls {
             emit_start(sink, call).await;
             let o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
                 Preparation::Immediate(r) => immediate(call, r),
                 Preparation::Prepared { tool, args } => run_prepared(&env, call, &tool, args).await,
             };
             emit_end(sink, &o).await;
-            let m = result_message(&o);
+            terminate &= o.result.terminate == Some(true);
+            let m = result_message(o);
             emit_result(sink, &m).await;
-            outcomes.push(o);
             messages.push(m);
         }
         return Batch {
             messages,
-            terminate: terminates(&outcomes),
+            terminate,
         };
     }
 
@@ -571,14 +629,5 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         )
         .await
     };
-    let mut messages = Vec::with_capacity(outcomes.len());
-    for o in &outcomes {
-        let m = result_message(o);
-        emit_result(sink, &m).await;
-        messages.push(m);
-    }
-    Batch {
-        messages,
-        terminate: terminates(&outcomes),
-    }
+    finish_batch(sink, outcomes).await
 }

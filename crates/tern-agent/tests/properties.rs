@@ -438,19 +438,19 @@ fn check(events: &[AgentEvent], initial: &[Message], agent: &Agent) -> Result<()
     let mut ended: HashMap<String, usize> = HashMap::new();
     for e in events {
         match e {
-            AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
-                *started.entry(tool_call_id.clone()).or_default() += 1;
+            AgentEvent::ToolExecutionStart { tool_call } => {
+                *started.entry(tool_call.id.clone()).or_default() += 1;
             }
-            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                if !started.contains_key(tool_call_id) {
-                    return Err(format!("end before start for {tool_call_id}"));
+            AgentEvent::ToolExecutionEnd { tool_call, .. } => {
+                if !started.contains_key(&tool_call.id) {
+                    return Err(format!("end before start for {}", tool_call.id));
                 }
-                *ended.entry(tool_call_id.clone()).or_default() += 1;
+                *ended.entry(tool_call.id.clone()).or_default() += 1;
             }
-            AgentEvent::ToolExecutionUpdate { tool_call_id, .. }
-                if !started.contains_key(tool_call_id) || ended.contains_key(tool_call_id) =>
+            AgentEvent::ToolExecutionUpdate { tool_call, .. }
+                if !started.contains_key(&tool_call.id) || ended.contains_key(&tool_call.id) =>
             {
-                return Err(format!("update outside execution of {tool_call_id}"));
+                return Err(format!("update outside execution of {}", tool_call.id));
             }
             _ => {}
         }

@@ -143,8 +143,8 @@ pub enum AssistantMessageEvent {
     ToolcallEnd {
         /// Index of the block in `content`.
         content_index: usize,
-        /// The complete call (boxed to keep every event small).
-        tool_call: Box<ToolCall>,
+        /// The complete call (shared, to keep every event small).
+        tool_call: Arc<ToolCall>,
         /// The message being built.
         partial: PartialMessage,
     },
@@ -152,15 +152,15 @@ pub enum AssistantMessageEvent {
     Done {
         /// Why it ended.
         reason: StopReason,
-        /// The final message (boxed to keep every event small).
-        message: Box<AssistantMessage>,
+        /// The final message (shared: the stream's result is the same message).
+        message: Arc<AssistantMessage>,
     },
     /// The response failed (`error`) or was aborted (`aborted`).
     Error {
         /// `error` or `aborted`.
         reason: StopReason,
-        /// The final message, with `errorMessage` (boxed).
-        error: Box<AssistantMessage>,
+        /// The final message, with `errorMessage` (shared like `Done`'s).
+        error: Arc<AssistantMessage>,
     },
 }
 

@@ -12,6 +12,7 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -154,7 +155,7 @@ impl StreamFn for FauxModel {
         let Some(response) = self.responses.lock().pop_front() else {
             tx.push(AssistantMessageEvent::Error {
                 reason: StopReason::Error,
-                error: Box::new(AssistantMessage {
+                error: Arc::new(AssistantMessage {
                     stop_reason: StopReason::Error,
                     error_message: Some("The scripted model has no response left".into()),
                     ..base
@@ -300,7 +301,7 @@ fn steps(
                     Edit::Set(i, ContentBlock::ToolCall(c.clone())),
                     AssistantMessageEvent::ToolcallEnd {
                         content_index: i,
-                        tool_call: Box::new(c.clone()),
+                        tool_call: Arc::new(c.clone()),
                         partial: p(),
                     },
                 ));
@@ -376,11 +377,11 @@ fn final_event(base: AssistantMessage, response: &FauxResponse) -> AssistantMess
     match response.stop_reason {
         StopReason::Error | StopReason::Aborted => AssistantMessageEvent::Error {
             reason: response.stop_reason,
-            error: Box::new(message),
+            error: Arc::new(message),
         },
         reason => AssistantMessageEvent::Done {
             reason,
-            message: Box::new(message),
+            message: Arc::new(message),
         },
     }
 }
@@ -391,7 +392,7 @@ fn aborted(partial: &PartialMessage) -> AssistantMessageEvent {
     m.error_message = Some("Request was aborted".into());
     AssistantMessageEvent::Error {
         reason: StopReason::Aborted,
-        error: Box::new(m),
+        error: Arc::new(m),
     }
 }
 

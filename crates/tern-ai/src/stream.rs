@@ -10,7 +10,7 @@
 //! use tern_ai::{assistant_stream, AssistantMessage, AssistantMessageEvent, StopReason};
 //! let (tx, mut stream) = assistant_stream();
 //! let message = AssistantMessage { timestamp: tern_ai::clock::now_ms(), ..Default::default() };
-//! tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(message) });
+//! tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: std::sync::Arc::new(message) });
 //! assert_eq!(stream.next().await.map(|e| e.kind()), Some("done"));
 //! assert!(stream.next().await.is_none());
 //! assert!(stream.result().await.duration_ms.is_some());
@@ -201,11 +201,11 @@ impl<E: StreamEvent + Unpin> futures::Stream for EventStream<E> {
 }
 
 impl StreamEvent for AssistantMessageEvent {
-    type Output = AssistantMessage;
-    fn completes(&self) -> Option<AssistantMessage> {
+    type Output = Arc<AssistantMessage>;
+    fn completes(&self) -> Option<Arc<AssistantMessage>> {
         match self {
-            AssistantMessageEvent::Done { message, .. } => Some((**message).clone()),
-            AssistantMessageEvent::Error { error, .. } => Some((**error).clone()),
+            AssistantMessageEvent::Done { message, .. } => Some(message.clone()),
+            AssistantMessageEvent::Error { error, .. } => Some(error.clone()),
             _ => None,
         }
     }
@@ -237,7 +237,7 @@ pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEvent
 }
 
 impl AssistantMessageEventSender {
-    fn time(&self, message: &mut AssistantMessage) {
+    fn time(&self, message: &mut Arc<AssistantMessage>) {
         // A message that already has a duration, or that started before this stream (a
         // forwarded response), stays untimed.
         if self.inner.is_done()
@@ -246,7 +246,9 @@ impl AssistantMessageEventSender {
         {
             return;
         }
-        message.duration_ms = Some((self.started.elapsed().as_secs_f64() * 1000.0).round() as u64);
+        // Unshared at push time in every producer, so this copies nothing.
+        Arc::make_mut(message).duration_ms =
+            Some((self.started.elapsed().as_secs_f64() * 1000.0).round() as u64);
     }
 
     /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.
@@ -261,7 +263,8 @@ impl AssistantMessageEventSender {
 
     /// Ends the stream with a final message when no `done`/`error` event gave one.
     pub fn end(&self, result: Option<AssistantMessage>) {
-        let result = result.map(|mut m| {
+        let result = result.map(|m| {
+            let mut m = Arc::new(m);
             self.time(&mut m);
             m
         });
@@ -280,19 +283,19 @@ impl AssistantMessageEventStream {
         self.inner.next().await
     }
 
-    /// The final message. A producer that went away without a final event yields an `error`
-    /// message saying so, never a hang.
-    pub async fn result(&self) -> AssistantMessage {
+    /// The final message (shared with the final event). A producer that went away without a
+    /// final event yields an `error` message saying so, never a hang.
+    pub async fn result(&self) -> Arc<AssistantMessage> {
         match self.inner.final_result().await {
             Some(m) => m,
-            None => AssistantMessage {
+            None => Arc::new(AssistantMessage {
                 stop_reason: StopReason::Error,
                 error_message: Some(
                     "The response stream ended without a final message".to_string(),
                 ),
                 timestamp: now_ms(),
                 ..AssistantMessage::default()
-            },
+            }),
         }
     }
 }

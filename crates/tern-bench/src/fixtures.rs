@@ -166,7 +166,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
                 tx.push(E::ToolcallEnd {
                     content_index: idx,
-                    tool_call: Box::new(call),
+                    tool_call: Arc::new(call),
                     partial: partial.clone(),
                 });
             }
@@ -174,7 +174,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
     }
     tx.push(E::Done {
         reason: stop_reason,
-        message: Box::new(partial.snapshot()),
+        message: Arc::new(partial.snapshot()),
     });
     rx
 }

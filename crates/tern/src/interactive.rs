@@ -282,21 +282,16 @@ impl Ui {
                 self.turns += 1;
                 self.redraw();
             }
-            AgentEvent::ToolExecutionStart {
-                tool_call_id,
-                tool_name,
-                args,
-            } => {
+            AgentEvent::ToolExecutionStart { tool_call } => {
                 self.flush_partial();
                 self.tools.push((
-                    tool_call_id.clone(),
-                    format!("{tool_name} {}", short_args(args)),
+                    tool_call.id.clone(),
+                    format!("{} {}", tool_call.name, short_args(&tool_call.arguments)),
                 ));
                 self.redraw();
             }
             AgentEvent::ToolExecutionEnd {
-                tool_call_id,
-                tool_name,
+                tool_call,
                 result,
                 is_error,
                 ..
@@ -304,9 +299,9 @@ impl Ui {
                 let label = self
                     .tools
                     .iter()
-                    .position(|(id, _)| id == tool_call_id)
+                    .position(|(id, _)| *id == tool_call.id)
                     .map(|i| self.tools.remove(i).1)
-                    .unwrap_or_else(|| tool_name.clone());
+                    .unwrap_or_else(|| tool_call.name.clone());
                 let text = clean(&tern_ai::content_text(result.content(), "\n"));
                 let first = text.lines().next().unwrap_or("").to_string();
                 let n = text.lines().count();

@@ -170,12 +170,10 @@ fn stream_event(e: &AgentEvent) {
         AgentEvent::MessageEnd {
             message: Message::Assistant(a),
         } if !a.text().is_empty() => out_line(""),
-        AgentEvent::ToolExecutionStart {
-            tool_name, args, ..
-        } => eprintln!(
+        AgentEvent::ToolExecutionStart { tool_call } => eprintln!(
             "{} {}",
-            paint("36", &format!("→ {tool_name}")),
-            short_args(args)
+            paint("36", &format!("→ {}", tool_call.name)),
+            short_args(&tool_call.arguments)
         ),
         AgentEvent::ToolExecutionEnd {
             result, is_error, ..

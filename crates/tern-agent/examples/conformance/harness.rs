@@ -372,9 +372,11 @@ fn norm_event(event: &AgentEvent) -> Value {
 /// The fields triggers filter on: `toolName`, `message.role`, `assistantMessageEvent.type`.
 fn event_filters(event: &AgentEvent) -> (Option<String>, Option<String>, Option<&'static str>) {
     match event {
-        AgentEvent::ToolExecutionStart { tool_name, .. }
-        | AgentEvent::ToolExecutionUpdate { tool_name, .. }
-        | AgentEvent::ToolExecutionEnd { tool_name, .. } => (Some(tool_name.clone()), None, None),
+        AgentEvent::ToolExecutionStart { tool_call }
+        | AgentEvent::ToolExecutionUpdate { tool_call, .. }
+        | AgentEvent::ToolExecutionEnd { tool_call, .. } => {
+            (Some(tool_call.name.clone()), None, None)
+        }
         AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
             (None, Some(message.role().to_string()), None)
         }

@@ -82,12 +82,12 @@ fn finish(tx: &AssistantMessageEventSender, message: AssistantMessage) {
     if matches!(reason, StopReason::Error | StopReason::Aborted) {
         tx.push(AssistantMessageEvent::Error {
             reason,
-            error: Box::new(message),
+            error: Arc::new(message),
         });
     } else {
         tx.push(AssistantMessageEvent::Done {
             reason,
-            message: Box::new(message),
+            message: Arc::new(message),
         });
     }
 }
@@ -242,7 +242,7 @@ async fn produce(
                 partial.content[index] = block.clone();
                 AssistantMessageEvent::ToolcallEnd {
                     content_index: index,
-                    tool_call: Box::new(c.clone()),
+                    tool_call: Arc::new(c.clone()),
                     partial: snapshot(&partial),
                 }
             }

@@ -23,6 +23,8 @@ pub mod replay;
 pub mod retry;
 pub mod transform;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::clock::now_ms;
@@ -317,7 +319,7 @@ impl<'a> Output<'a> {
             }),
             Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
                 content_index: index,
-                tool_call: Box::new(c),
+                tool_call: Arc::new(c),
                 partial,
             }),
             _ => {}
@@ -350,7 +352,7 @@ impl<'a> Output<'a> {
         let reason = message.stop_reason;
         self.emit(AssistantMessageEvent::Done {
             reason,
-            message: Box::new(message),
+            message: Arc::new(message),
         });
     }
 
@@ -368,7 +370,7 @@ impl<'a> Output<'a> {
         let error = self.partial.snapshot();
         self.emit(AssistantMessageEvent::Error {
             reason,
-            error: Box::new(error),
+            error: Arc::new(error),
         });
     }
 }
