@@ -24,6 +24,9 @@ pub(crate) struct TranscriptIndex {
     custom: usize,
     tools_at: usize,
     executable: Vec<ToolDeclaration>,
+    // The declared and the executable tools were found equal, and neither changed since:
+    // the per-request check is then free.
+    in_step: bool,
 }
 
 impl TranscriptIndex {
@@ -34,10 +37,14 @@ impl TranscriptIndex {
             self.len = 0;
             self.replay = ToolReplay::default();
             self.custom = 0;
+            self.in_step = false;
         }
         for m in &context.messages[self.len..] {
             match m {
-                Message::System(s) => self.replay.apply(s),
+                Message::System(s) => {
+                    self.replay.apply(s);
+                    self.in_step &= !has_tool_fields(s);
+                }
                 Message::Custom(_) => self.custom += 1,
                 _ => {}
             }
@@ -46,6 +53,7 @@ impl TranscriptIndex {
         let tools_at = Arc::as_ptr(&context.tools) as usize;
         if tools_at != self.tools_at {
             self.tools_at = tools_at;
+            self.in_step = false;
             self.executable = context
                 .tools
                 .iter()
@@ -79,8 +87,12 @@ impl TranscriptIndex {
             .iter()
             .rposition(|m| matches!(m, Message::System(_)));
         let Some(i) = system_index else {
+            if self.in_step {
+                return pending;
+            }
             let changes = get_tool_state_changes(self.replay.tools(), &self.executable);
             if changes.is_empty() {
+                self.in_step = true;
                 return pending;
             }
             let update = with_tool_changes(

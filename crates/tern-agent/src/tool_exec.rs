@@ -190,7 +190,8 @@ where
     };
     // A panicking tool becomes an error result instead of unwinding through the loop
     // (which left the agent running forever).
-    let mut in_flight = FuturesUnordered::new();
+    // Built on the first update: most tools send none.
+    let mut in_flight: Option<FuturesUnordered<BoxFuture<'static, ()>>> = None;
     let output: crate::tool::ToolOutput =
         match std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(input))) {
             Err(p) => Err(panic_message(p).into()),
@@ -205,11 +206,13 @@ where
                     }
                     updates.waker.register(cx.waker());
                     if let Some(handling) = updates.pop() {
-                        in_flight.push(handling);
+                        in_flight
+                            .get_or_insert_with(FuturesUnordered::new)
+                            .push(handling);
                         continue;
                     }
-                    match in_flight.poll_next_unpin(cx) {
-                        Poll::Ready(Some(())) => continue,
+                    match in_flight.as_mut().map(|f| f.poll_next_unpin(cx)) {
+                        Some(Poll::Ready(Some(()))) => continue,
                         _ => return Poll::Pending,
                     }
                 })
@@ -218,6 +221,7 @@ where
         };
     let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
     updates.close();
+    let mut in_flight = in_flight.unwrap_or_default();
     while let Some(handling) = updates.pop() {
         in_flight.push(handling);
     }
@@ -253,7 +257,7 @@ async fn finalize_executed(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     tool_call: &Arc<ToolCall>,
-    args: Value,
+    args: Option<Value>,
     executed: Executed,
     hooks: &ToolHooks,
     signal: &CancellationToken,
@@ -268,7 +272,7 @@ async fn finalize_executed(
             AfterToolCallContext {
                 assistant_message: assistant.clone(),
                 tool_call: (**tool_call).clone(),
-                args,
+                args: args.unwrap_or_default(),
                 result: result.clone(),
                 is_error,
                 context: context.clone(),
@@ -360,12 +364,14 @@ pub async fn run_tool_call(tool_call: ToolCall, options: RunToolCallOptions) -> 
         }
         None
     };
-    let executed = execute_prepared(&tool, &tool_call, args.clone(), &options.signal, start).await;
+    // The validated arguments go to the tool; `after_tool_call` sees a copy.
+    let hook_args = options.hooks.after_tool_call.as_ref().map(|_| args.clone());
+    let executed = execute_prepared(&tool, &tool_call, args, &options.signal, start).await;
     finalize_executed(
         &options.context,
         &assistant,
         &tool_call,
-        args,
+        hook_args,
         executed,
         &options.hooks,
         &options.signal,
@@ -495,12 +501,13 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
         };
         Some(Box::pin(async move { sink.emit(event).await }))
     };
-    let executed = execute_prepared(tool, call, args.clone(), env.signal, start).await;
+    let hook_args = env.hooks.after_tool_call.as_ref().map(|_| args.clone());
+    let executed = execute_prepared(tool, call, args, env.signal, start).await;
     finalize_executed(
         env.context,
         env.assistant,
         call,
-        args,
+        hook_args,
         executed,
         env.hooks,
         env.signal,

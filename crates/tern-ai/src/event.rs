@@ -14,6 +14,96 @@ use serde::{Serialize, Serializer};
 
 use crate::message::{AssistantMessage, StopReason, ToolCall};
 
+/// The text of one streamed delta (`text_delta`, `thinking_delta`, `toolcall_delta`).
+///
+/// It reads as a `&str`. Deltas of up to 24 bytes, the usual size of a token or two, are
+/// stored inline: a delta event then costs no allocation.
+///
+/// ```
+/// use tern_ai::Delta;
+/// let d = Delta::from("Hel");
+/// assert_eq!(d, "Hel");
+/// assert_eq!(d.len(), 3);
+/// assert_eq!(format!("{d}lo"), "Hello");
+/// assert_eq!(serde_json::to_string(&d).unwrap(), r#""Hel""#);
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Delta(compact_str::CompactString);
+
+impl Delta {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::ops::Deref for Delta {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl AsRef<str> for Delta {
+    fn as_ref(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl From<&str> for Delta {
+    fn from(s: &str) -> Self {
+        Delta(s.into())
+    }
+}
+
+impl From<String> for Delta {
+    fn from(s: String) -> Self {
+        Delta(s.into())
+    }
+}
+
+impl From<Delta> for String {
+    fn from(d: Delta) -> Self {
+        d.0.into_string()
+    }
+}
+
+impl std::fmt::Display for Delta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Debug for Delta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<str> for Delta {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Delta {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Delta {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl Serialize for Delta {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self)
+    }
+}
+
 /// A shared, growing assistant message.
 ///
 /// ```
@@ -85,7 +175,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block in `content`.
         content_index: usize,
         /// The new text.
-        delta: String,
+        delta: Delta,
         /// The message being built.
         partial: PartialMessage,
     },
@@ -110,7 +200,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block in `content`.
         content_index: usize,
         /// The new text.
-        delta: String,
+        delta: Delta,
         /// The message being built.
         partial: PartialMessage,
     },
@@ -135,7 +225,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block in `content`.
         content_index: usize,
         /// The raw fragment.
-        delta: String,
+        delta: Delta,
         /// The message being built.
         partial: PartialMessage,
     },

@@ -236,7 +236,7 @@ fn steps(
                         Edit::Append(i, d.clone()),
                         AssistantMessageEvent::TextDelta {
                             content_index: i,
-                            delta: d,
+                            delta: d.into(),
                             partial: p(),
                         },
                     ));
@@ -263,7 +263,7 @@ fn steps(
                         Edit::Append(i, d.clone()),
                         AssistantMessageEvent::ThinkingDelta {
                             content_index: i,
-                            delta: d,
+                            delta: d.into(),
                             partial: p(),
                         },
                     ));
@@ -293,7 +293,7 @@ fn steps(
                     Edit::None,
                     AssistantMessageEvent::ToolcallDelta {
                         content_index: i,
-                        delta: c.arguments.to_string(),
+                        delta: c.arguments.to_string().into(),
                         partial: p(),
                     },
                 ));

@@ -33,7 +33,7 @@ pub mod stream_fn;
 pub mod transcript;
 pub mod validation;
 
-pub use event::{AssistantMessageEvent, PartialMessage};
+pub use event::{AssistantMessageEvent, Delta, PartialMessage};
 pub use message::{
     content_text, AssistantMessage, Content, ContentBlock, Cost, CustomMessage, ImageContent,
     JsonObject, Message, StopReason, SystemMessage, TextContent, ThinkingContent, ThinkingLevel,

@@ -20,7 +20,6 @@
 //! # }
 //! ```
 
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -41,8 +40,70 @@ pub trait StreamEvent {
     fn completes(&self) -> Option<Self::Output>;
 }
 
+/// A FIFO that grows by whole chunks, so pushing never copies earlier events: a response
+/// can queue 100k deltas before its consumer first runs.
+struct Chunks<E> {
+    full: Vec<Vec<E>>,
+    last: Vec<E>,
+}
+
+impl<E> Chunks<E> {
+    const fn new() -> Self {
+        Chunks {
+            full: Vec::new(),
+            last: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, event: E) {
+        if self.last.len() == self.last.capacity() {
+            let cap = (self.last.capacity() * 2).clamp(8, 4096);
+            let full = std::mem::replace(&mut self.last, Vec::with_capacity(cap));
+            if !full.is_empty() {
+                self.full.push(full);
+            }
+        }
+        self.last.push(event);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.last.is_empty() && self.full.is_empty()
+    }
+}
+
+/// The consumer's side of [`Chunks`]: taken in one lock, handed out one by one.
+struct Drain<E> {
+    current: std::vec::IntoIter<E>,
+    rest: std::vec::IntoIter<Vec<E>>,
+}
+
+impl<E> Drain<E> {
+    fn new() -> Self {
+        Drain {
+            current: Vec::new().into_iter(),
+            rest: Vec::new().into_iter(),
+        }
+    }
+
+    fn pop(&mut self) -> Option<E> {
+        loop {
+            if let Some(e) = self.current.next() {
+                return Some(e);
+            }
+            self.current = self.rest.next()?.into_iter();
+        }
+    }
+
+    /// Takes everything queued (the drain is empty when this is called).
+    fn refill(&mut self, chunks: &mut Chunks<E>) {
+        let mut full = std::mem::take(&mut chunks.full);
+        full.push(std::mem::take(&mut chunks.last));
+        self.rest = full.into_iter();
+    }
+}
+
 struct State<E: StreamEvent> {
-    queue: VecDeque<E>,
+    queue: Chunks<E>,
     done: bool,
     result: Option<E::Output>,
     consumer: Option<Waker>,
@@ -80,14 +141,14 @@ pub struct EventSender<E: StreamEvent> {
 pub struct EventStream<E: StreamEvent> {
     shared: Arc<Shared<E>>,
     // Events taken from the shared queue in one lock, handed out one by one.
-    local: VecDeque<E>,
+    local: Drain<E>,
 }
 
 /// A connected sender and stream.
 pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
-            queue: VecDeque::new(),
+            queue: Chunks::new(),
             done: false,
             result: None,
             consumer: None,
@@ -100,7 +161,7 @@ pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
         },
         EventStream {
             shared,
-            local: VecDeque::new(),
+            local: Drain::new(),
         },
     )
 }
@@ -120,7 +181,7 @@ impl<E: StreamEvent> EventSender<E> {
                 st.result = Some(r);
                 wakers = std::mem::take(&mut st.result_waiters);
             }
-            st.queue.push_back(event);
+            st.queue.push(event);
             for w in wakers {
                 w.wake();
             }
@@ -159,14 +220,14 @@ impl<E: StreamEvent> EventStream<E> {
     }
 
     fn poll_next_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
-        if let Some(e) = self.local.pop_front() {
+        if let Some(e) = self.local.pop() {
             return Poll::Ready(Some(e));
         }
         let mut st = self.shared.state.lock();
         if !st.queue.is_empty() {
-            std::mem::swap(&mut st.queue, &mut self.local);
+            self.local.refill(&mut st.queue);
             drop(st);
-            return Poll::Ready(self.local.pop_front());
+            return Poll::Ready(self.local.pop());
         }
         if st.done {
             return Poll::Ready(None);

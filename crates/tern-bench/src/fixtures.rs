@@ -126,7 +126,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                     });
                     tx.push(E::TextDelta {
                         content_index: idx,
-                        delta: delta.clone(),
+                        delta: delta.as_str().into(),
                         partial: partial.clone(),
                     });
                 }
@@ -161,7 +161,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
                 tx.push(E::ToolcallDelta {
                     content_index: idx,
-                    delta: args.to_string(),
+                    delta: args.to_string().into(),
                     partial: partial.clone(),
                 });
                 tx.push(E::ToolcallEnd {

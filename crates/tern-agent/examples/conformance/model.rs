@@ -215,7 +215,7 @@ async fn produce(
                     }
                     AssistantMessageEvent::TextDelta {
                         content_index: index,
-                        delta: chunk,
+                        delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
                 }
@@ -225,13 +225,13 @@ async fn produce(
                     }
                     AssistantMessageEvent::ThinkingDelta {
                         content_index: index,
-                        delta: chunk,
+                        delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
                 }
                 Kind::ToolCall => AssistantMessageEvent::ToolcallDelta {
                     content_index: index,
-                    delta: chunk,
+                    delta: chunk.into(),
                     partial: snapshot(&partial),
                 },
             };

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::event::{AssistantMessageEvent, PartialMessage};
+use crate::event::{AssistantMessageEvent, Delta, PartialMessage};
 use crate::message::{AssistantMessage, ContentBlock, StopReason, ThinkingLevel, Usage};
 use crate::model::Model;
 use crate::stream::{assistant_stream, AssistantMessageEventSender, AssistantMessageEventStream};
@@ -250,12 +250,12 @@ impl<'a> Output<'a> {
         match is_thinking {
             Some(false) => self.emit(AssistantMessageEvent::TextDelta {
                 content_index: index,
-                delta: delta.to_string(),
+                delta: delta.into(),
                 partial,
             }),
             Some(true) => self.emit(AssistantMessageEvent::ThinkingDelta {
                 content_index: index,
-                delta: delta.to_string(),
+                delta: delta.into(),
                 partial,
             }),
             None => {}
@@ -267,7 +267,7 @@ impl<'a> Output<'a> {
         let is_thinking =
             self.with(|m| matches!(m.content.get(index), Some(ContentBlock::Thinking(_))));
         let partial = self.partial.clone();
-        let delta = delta.to_string();
+        let delta = Delta::from(delta);
         self.emit(if is_thinking {
             AssistantMessageEvent::ThinkingDelta {
                 content_index: index,
@@ -288,7 +288,7 @@ impl<'a> Output<'a> {
         let partial = self.partial.clone();
         self.emit(AssistantMessageEvent::ToolcallDelta {
             content_index: index,
-            delta: delta.to_string(),
+            delta: delta.into(),
             partial,
         });
     }
