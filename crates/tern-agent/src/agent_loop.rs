@@ -116,7 +116,9 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let initial = TranscriptIndex::default().declare_tool_changes(&context, prompts);
+    // One index for the whole run: the initial declaration and every turn's.
+    let mut index = TranscriptIndex::default();
+    let initial = index.declare_tool_changes(&context, prompts);
     let mut current = context;
     Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
     sink.emit(AgentEvent::AgentStart).await;
@@ -125,7 +127,13 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
         emit_message(sink, m).await;
     }
     let mut new_messages = initial;
-    run_loop(current, &mut new_messages, config, signal, sink, stream_fn).await?;
+    let run = Run {
+        index,
+        config,
+        signal,
+        stream_fn,
+    };
+    run_loop(current, &mut new_messages, run, sink).await?;
     Ok(new_messages)
 }
 
@@ -141,7 +149,13 @@ pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     sink.emit(AgentEvent::AgentStart).await;
     sink.emit(AgentEvent::TurnStart).await;
     let mut new_messages = Vec::new();
-    run_loop(context, &mut new_messages, config, signal, sink, stream_fn).await?;
+    let run = Run {
+        index: TranscriptIndex::default(),
+        config,
+        signal,
+        stream_fn,
+    };
+    run_loop(context, &mut new_messages, run, sink).await?;
     Ok(new_messages)
 }
 
@@ -169,16 +183,27 @@ fn apply_level(
     }
 }
 
+/// What a run carries from turn to turn besides its transcript.
+struct Run {
+    index: TranscriptIndex,
+    config: AgentLoopConfig,
+    signal: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+}
+
 async fn run_loop<S: EventSink + Clone + 'static>(
     mut current: AgentContext,
     new_messages: &mut Vec<Message>,
-    mut config: AgentLoopConfig,
-    signal: CancellationToken,
+    run: Run,
     sink: &S,
-    stream_fn: Arc<dyn StreamFn>,
 ) -> Result<(), AgentError> {
+    let Run {
+        mut index,
+        mut config,
+        signal,
+        stream_fn,
+    } = run;
     // The last completed turn, kept only when a hook will read it.
-    let mut index = TranscriptIndex::default();
     let mut turn_done = false;
     let mut last_turn: Option<TurnContext> = None;
     let mut explicit_continuation = false;
@@ -193,7 +218,6 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     if let Some(update) = hook(turn, signal.clone()).await? {
                         if let Some(c) = update.context {
                             current = c;
-                            index.invalidate();
                             index.invalidate();
                         }
                         prepared = update.messages.unwrap_or_default();
