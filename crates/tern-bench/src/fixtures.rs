@@ -91,7 +91,10 @@ pub enum Block {
 /// Builds one scripted response into a fresh assistant-message stream, synchronously, the
 /// way a provider does (§0.4): one shared partial message, updated in place, every event
 /// carrying a clone of its handle; `start`, per block `*_start`/`*_delta`…/`*_end`, `done`.
-pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> AssistantMessageEventStream {
+pub fn scripted_response(
+    blocks: Vec<Block>,
+    stop_reason: StopReason,
+) -> AssistantMessageEventStream {
     use AssistantMessageEvent as E;
     let (tx, rx) = assistant_stream();
     let partial = PartialMessage::new(AssistantMessage {
@@ -118,10 +121,10 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                     content_index: idx,
                     partial: partial.clone(),
                 });
-                for _ in 0..*repeat {
+                for _ in 0..repeat {
                     partial.update(|m| {
                         if let ContentBlock::Text(t) = &mut m.content[idx] {
-                            t.text.push_str(delta);
+                            t.text.push_str(&delta);
                         }
                     });
                     tx.push(E::TextDelta {
@@ -139,10 +142,12 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
             }
             Block::ToolCall { id, name, args } => {
+                // The script's values move into the message, as the reference assigns them.
+                let delta = args.to_string();
                 let idx = partial.update(|m| {
                     m.content.push(ContentBlock::ToolCall(ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
+                        id,
+                        name,
                         arguments: Value::Object(Map::new()),
                         ..ToolCall::default()
                     }));
@@ -154,14 +159,14 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
                 let call = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::ToolCall(c) => {
-                        c.arguments = args.clone();
+                        c.arguments = args;
                         c.clone()
                     }
                     _ => unreachable!("block {idx} is a tool call"),
                 });
                 tx.push(E::ToolcallDelta {
                     content_index: idx,
-                    delta: args.to_string().into(),
+                    delta: delta.into(),
                     partial: partial.clone(),
                 });
                 tx.push(E::ToolcallEnd {
@@ -182,7 +187,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
 /// A one-block text response (`delta` × `repeat`), stopReason `stop`.
 pub fn text_response(delta: &str, repeat: usize) -> AssistantMessageEventStream {
     scripted_response(
-        &[Block::Text {
+        vec![Block::Text {
             delta: delta.to_string(),
             repeat,
         }],
@@ -229,7 +234,7 @@ impl StreamFn for LoopScript {
         let k = self.k.fetch_add(1, Ordering::Relaxed);
         if k + 1 < self.turns {
             Ok(scripted_response(
-                &[Block::ToolCall {
+                vec![Block::ToolCall {
                     id: format!("call_{k}"),
                     name: "noop".into(),
                     args: json!({ "n": k }),
@@ -299,7 +304,7 @@ impl StreamFn for ParallelScript {
                     args: json!({ "n": i }),
                 })
                 .collect();
-            Ok(scripted_response(&blocks, StopReason::ToolUse))
+            Ok(scripted_response(blocks, StopReason::ToolUse))
         } else {
             Ok(text_response("done", 1))
         }
