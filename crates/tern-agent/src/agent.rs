@@ -221,7 +221,7 @@ impl Agent {
     /// the initial messages already start with one.
     pub fn new(options: AgentOptions) -> Self {
         let mut messages = options.messages;
-        let decls: Vec<ToolDeclaration> = options
+        let decls: Vec<Arc<ToolDeclaration>> = options
             .tools
             .iter()
             .map(|t| t.declaration().clone())

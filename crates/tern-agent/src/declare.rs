@@ -23,7 +23,7 @@ pub(crate) struct TranscriptIndex {
     replay: ToolReplay,
     custom: usize,
     tools_at: usize,
-    executable: Vec<ToolDeclaration>,
+    executable: Vec<Arc<ToolDeclaration>>,
 }
 
 impl TranscriptIndex {

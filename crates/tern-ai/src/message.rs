@@ -331,9 +331,10 @@ pub struct SystemMessage {
     /// Named prompt sections; later messages replace them by name, `null` removes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sections: Option<Map<String, Value>>,
-    /// Complete declarations of the tools that become available here.
+    /// Complete declarations of the tools that become available here (shared: a
+    /// declaration is stored once however many transcripts announce it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools_added: Option<Vec<ToolDeclaration>>,
+    pub tools_added: Option<Vec<Arc<ToolDeclaration>>>,
     /// Tools that stop being available here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_removed: Option<Vec<ToolReference>>,

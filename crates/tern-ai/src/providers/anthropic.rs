@@ -218,7 +218,7 @@ fn convert_messages(
 }
 
 fn convert_tools(
-    tools: &[crate::message::ToolDeclaration],
+    tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
     eager: bool,
     cache_control: Option<&Value>,
 ) -> Value {

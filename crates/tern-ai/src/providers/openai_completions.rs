@@ -301,7 +301,7 @@ fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
-fn convert_tools(tools: &[crate::message::ToolDeclaration], c: &Compat) -> Value {
+fn convert_tools(tools: &[std::sync::Arc<crate::message::ToolDeclaration>], c: &Compat) -> Value {
     Value::Array(
         tools
             .iter()
