@@ -441,7 +441,7 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
     let block = message
         .content
         .iter()
-        .position(|b| matches!(b, ContentBlock::ToolCall(c) if std::ptr::eq(c, call)));
+        .position(|b| matches!(b, ContentBlock::ToolCall(c) if std::ptr::eq(&**c, call)));
     let start: UpdateStarter = Arc::new(move |partial| {
         let sink = sink_owned.clone();
         let Some(ContentBlock::ToolCall(call)) = block.and_then(|i| message.content.get(i)) else {

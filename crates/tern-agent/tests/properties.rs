@@ -243,7 +243,7 @@ fn faux_replies(s: &Scenario) -> Vec<FauxResponse> {
                     }),
                     Block::Call(tool, valid) => {
                         n += 1;
-                        ContentBlock::ToolCall(ToolCall {
+                        ContentBlock::tool_call(ToolCall {
                             id: format!("call-{n}"),
                             name: KNOWN_TOOLS
                                 .get(*tool)

@@ -143,8 +143,9 @@ pub enum AssistantMessageEvent {
     ToolcallEnd {
         /// Index of the block in `content`.
         content_index: usize,
-        /// The complete call (boxed to keep every event small).
-        tool_call: Box<ToolCall>,
+        /// The complete call (shared with the block of the message, so the event stays small
+        /// and carries no copy).
+        tool_call: Arc<ToolCall>,
         /// The message being built.
         partial: PartialMessage,
     },

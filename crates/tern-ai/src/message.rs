@@ -127,8 +127,10 @@ pub enum ContentBlock {
     Thinking(ThinkingContent),
     /// A base64 image.
     Image(ImageContent),
-    /// A call of a tool by the model.
-    ToolCall(ToolCall),
+    /// A call of a tool by the model. Shared: snapshots, events and the loop clone the
+    /// `Arc`; a provider that updates a call while streaming uses [`Arc::make_mut`], which
+    /// copies the call only when a snapshot still shares it.
+    ToolCall(Arc<ToolCall>),
 }
 
 impl ContentBlock {
@@ -138,6 +140,11 @@ impl ContentBlock {
             text: text.into(),
             text_signature: None,
         })
+    }
+
+    /// A tool-call block.
+    pub fn tool_call(call: ToolCall) -> Self {
+        ContentBlock::ToolCall(Arc::new(call))
     }
 
     /// The block's text when it is a text block.
@@ -212,6 +219,12 @@ pub struct ToolCall {
     /// and validation fails with this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
+}
+
+impl From<ToolCall> for ContentBlock {
+    fn from(call: ToolCall) -> Self {
+        ContentBlock::tool_call(call)
+    }
 }
 
 /// Content that may be a plain string or a list of blocks (system and user messages).

@@ -235,9 +235,9 @@ pub fn collapse_system_messages(messages: &[Message]) -> Vec<Message> {
 pub fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bool {
     std::ptr::eq(a, b)
         || a.name == b.name
-        && a.description == b.description
-        && a.constrained_sampling == b.constrained_sampling
-        && json_identical(&a.parameters, &b.parameters)
+            && a.description == b.description
+            && a.constrained_sampling == b.constrained_sampling
+            && json_identical(&a.parameters, &b.parameters)
 }
 
 // Equality that also requires the same key order, like comparing `JSON.stringify` output.

@@ -140,7 +140,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
             }
             Block::ToolCall { id, name, args } => {
                 let idx = partial.update(|m| {
-                    m.content.push(ContentBlock::ToolCall(ToolCall {
+                    m.content.push(ContentBlock::tool_call(ToolCall {
                         id: id.clone(),
                         name: name.clone(),
                         arguments: Value::Object(Map::new()),
@@ -154,7 +154,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
                 let call = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::ToolCall(c) => {
-                        c.arguments = args.clone();
+                        Arc::make_mut(c).arguments = args.clone();
                         c.clone()
                     }
                     _ => unreachable!("block {idx} is a tool call"),
@@ -166,7 +166,7 @@ pub fn scripted_response(blocks: &[Block], stop_reason: StopReason) -> Assistant
                 });
                 tx.push(E::ToolcallEnd {
                     content_index: idx,
-                    tool_call: Box::new(call),
+                    tool_call: call,
                     partial: partial.clone(),
                 });
             }

@@ -622,7 +622,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
         msgs.push(Message::from(assistant(
             vec![
                 ContentBlock::text(next(128)),
-                ContentBlock::ToolCall(ToolCall {
+                ContentBlock::tool_call(ToolCall {
                     id: format!("call_{c}"),
                     name: "noop".into(),
                     arguments: json!({ "n": c }),

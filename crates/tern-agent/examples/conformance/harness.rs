@@ -293,7 +293,7 @@ async fn abortable_sleep(ms: f64, signal: &CancellationToken) -> Result<(), ()> 
 
 fn synthetic_assistant(call: &ToolCall) -> AssistantMessage {
     AssistantMessage {
-        content: vec![ContentBlock::ToolCall(call.clone())],
+        content: vec![ContentBlock::tool_call(call.clone())],
         api: "scripted".into(),
         provider: "scripted".into(),
         model: spec::DEFAULT_MODEL_ID.into(),

@@ -626,7 +626,7 @@ fn handle_event(
                     );
                 }
                 "tool_use" => {
-                    let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+                    let i = out.push_block(ContentBlock::tool_call(ToolCall {
                         id: s("id"),
                         name: s("name"),
                         arguments: cb

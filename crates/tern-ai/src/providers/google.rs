@@ -592,7 +592,7 @@ fn handle_chunk(
                     .cloned()
                     .unwrap_or(json!({}));
                 let delta = compact(&args);
-                let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+                let i = out.push_block(ContentBlock::tool_call(ToolCall {
                     id,
                     name,
                     arguments: args,

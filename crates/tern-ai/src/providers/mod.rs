@@ -23,6 +23,8 @@ pub mod replay;
 pub mod retry;
 pub mod transform;
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::clock::now_ms;
@@ -295,7 +297,7 @@ impl<'a> Output<'a> {
     pub fn set_tool_arguments(&self, index: usize, args: Value) {
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-                c.arguments = args;
+                Arc::make_mut(c).arguments = args;
             }
         });
     }
@@ -317,7 +319,7 @@ impl<'a> Output<'a> {
             }),
             Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
                 content_index: index,
-                tool_call: Box::new(c),
+                tool_call: c,
                 partial,
             }),
             _ => {}
@@ -333,6 +335,7 @@ impl<'a> Output<'a> {
         let (value, error) = args.finish();
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                let c = Arc::make_mut(c);
                 c.arguments = value;
                 c.arguments_error = error;
             }

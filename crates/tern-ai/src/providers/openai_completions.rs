@@ -924,7 +924,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
             let slot = match slot {
                 Some(s) => s,
                 None => {
-                    let index = out.push_block(ContentBlock::ToolCall(ToolCall {
+                    let index = out.push_block(ContentBlock::tool_call(ToolCall {
                         id: id.unwrap_or("").to_string(),
                         name: name.unwrap_or("").to_string(),
                         arguments: Value::Object(Map::new()),
@@ -946,6 +946,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
             let index = st.tools[slot].index;
             out.update(|m| {
                 if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                    let c = std::sync::Arc::make_mut(c);
                     if c.id.is_empty() {
                         if let Some(i) = id {
                             c.id = i.to_string();

@@ -454,7 +454,7 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 Some(Value::Null) | None => "undefined".to_string(),
                 Some(other) => other.to_string(),
             };
-            let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+            let i = out.push_block(ContentBlock::tool_call(ToolCall {
                 id: format!("{}|{}", id_part("call_id"), id_part("id")),
                 name: s("name"),
                 arguments,
@@ -760,7 +760,8 @@ fn handle(ev: &Value, model: &Model, out: &mut Output<'_>, st: &mut State) -> Re
                                     if let Some(ContentBlock::ToolCall(c)) =
                                         m.content.get_mut(index)
                                     {
-                                        c.namespace = Some(ns.to_string());
+                                        std::sync::Arc::make_mut(c).namespace =
+                                            Some(ns.to_string());
                                     }
                                 });
                             }

@@ -398,7 +398,7 @@ impl EventSink for RecordingSink {
                 ..
             } => {
                 rec.insert("contentIndex".into(), json!(content_index));
-                let tc = serde_json::to_value(ContentBlock::ToolCall((**tool_call).clone()))
+                let tc = serde_json::to_value(ContentBlock::ToolCall(tool_call.clone()))
                     .unwrap_or(Value::Null);
                 rec.insert("toolCall".into(), normalize_tool_call(&self.api, &tc));
             }

@@ -112,6 +112,7 @@ pub fn transform_messages(
                         }
                         ContentBlock::ToolCall(mut c) => {
                             if !same {
+                                let c = std::sync::Arc::make_mut(&mut c);
                                 c.thought_signature = None;
                                 let n = normalize_id(&c.id);
                                 if n != c.id {
