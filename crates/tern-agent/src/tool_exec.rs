@@ -342,7 +342,7 @@ fn result_message(o: &ToolCallOutcome) -> Arc<ToolResultMessage> {
         tool_name: o.tool_call.name.clone(),
         content: o.result.content.clone().unwrap_or_default(),
         details: o.result.details.clone(),
-        usage: o.result.usage.clone(),
+        usage: o.result.usage.clone().map(Box::new),
         nested_calls: None,
         is_error: o.is_error,
         duration_ms: o.duration_ms,

@@ -394,18 +394,18 @@ pub struct AssistantMessage {
     /// The thinking level the agent loop requested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<ThinkingLevel>,
-    /// Provider diagnostics, kept as JSON.
+    /// Provider diagnostics, kept as JSON (boxed: rarely present, and a `Value` is 72 bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Value>,
+    pub diagnostics: Option<Box<Value>>,
     /// Tokens and cost.
     #[serde(default)]
     pub usage: Usage,
     /// Why the response ended.
     #[serde(default)]
     pub stop_reason: StopReason,
-    /// Deferred-response handle, kept as JSON.
+    /// Deferred-response handle, kept as JSON (boxed: rarely present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deferred: Option<Value>,
+    pub deferred: Option<Box<Value>>,
     /// Why the request failed (with `error`/`aborted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
@@ -448,12 +448,12 @@ pub struct ToolResultMessage {
     /// Tool-specific data for applications (not sent to the model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    /// Usage of a model the tool called, if any.
+    /// Usage of a model the tool called, if any (boxed: most tools call no model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Nested tool calls record, kept as JSON.
+    pub usage: Option<Box<Usage>>,
+    /// Nested tool calls record, kept as JSON (boxed: rarely present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nested_calls: Option<Value>,
+    pub nested_calls: Option<Box<Value>>,
     /// Whether the call failed.
     #[serde(default)]
     pub is_error: bool,
