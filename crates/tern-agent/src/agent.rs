@@ -159,6 +159,14 @@ struct ActiveRun {
 
 struct Settings {
     stream_fn: Arc<dyn StreamFn>,
+    tool_execution: ToolExecutionMode,
+    // Hooks and request options, out of line: most agents set none of them, and inline they
+    // would be most of an idle agent's footprint. `None` means all of them are defaults.
+    custom: Option<Box<CustomSettings>>,
+}
+
+#[derive(Default)]
+struct CustomSettings {
     convert_to_llm: Option<ConvertToLlmHook>,
     transform_context: Option<TransformContextHook>,
     get_api_key: Option<GetApiKeyHook>,
@@ -166,8 +174,67 @@ struct Settings {
     finish_turn: Option<FinishTurnHook>,
     prepare_request: Option<PrepareRequestHook>,
     prepare_next_turn: Option<PrepareNextTurnHook>,
-    tool_execution: ToolExecutionMode,
     stream_options: StreamOptions,
+}
+
+impl CustomSettings {
+    // Whether these settings behave as the defaults do. The options' signal does not count:
+    // every request gets the run's signal instead.
+    fn is_default(&self) -> bool {
+        let CustomSettings {
+            convert_to_llm,
+            transform_context,
+            get_api_key,
+            tool_hooks:
+                ToolHooks {
+                    before_tool_call,
+                    after_tool_call,
+                },
+            finish_turn,
+            prepare_request,
+            prepare_next_turn,
+            stream_options,
+        } = self;
+        let StreamOptions {
+            reasoning,
+            api_key,
+            signal: _,
+            session_id,
+            max_tokens,
+            temperature,
+            headers,
+            max_retry_delay_ms,
+            thinking_budgets,
+            timeout_ms,
+            idle_timeout_ms,
+            max_retries,
+            tool_choice,
+            cache_retention,
+            metadata,
+        } = stream_options;
+        convert_to_llm.is_none()
+            && transform_context.is_none()
+            && get_api_key.is_none()
+            && before_tool_call.is_none()
+            && after_tool_call.is_none()
+            && finish_turn.is_none()
+            && prepare_request.is_none()
+            && prepare_next_turn.is_none()
+            && reasoning.is_none()
+            && api_key.is_none()
+            && session_id.is_none()
+            && max_tokens.is_none()
+            && temperature.is_none()
+            && headers.is_empty()
+            && max_retry_delay_ms.is_none()
+            && thinking_budgets.is_none()
+            && timeout_ms.is_none()
+            && idle_timeout_ms.is_none()
+            && max_retries.is_none()
+            && tool_choice.is_none()
+            && cache_retention.is_none()
+            && metadata.is_none()
+    }
 }
 
 struct Inner {
@@ -234,6 +301,19 @@ impl Agent {
                 messages.insert(0, Message::from(first));
             }
         }
+        let custom = CustomSettings {
+            convert_to_llm: options.convert_to_llm,
+            transform_context: options.transform_context,
+            get_api_key: options.get_api_key,
+            tool_hooks: ToolHooks {
+                before_tool_call: options.before_tool_call,
+                after_tool_call: options.after_tool_call,
+            },
+            finish_turn: options.finish_turn,
+            prepare_request: options.prepare_request,
+            prepare_next_turn: options.prepare_next_turn,
+            stream_options: options.stream_options,
+        };
         Agent {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
@@ -248,18 +328,8 @@ impl Agent {
                 }),
                 settings: Mutex::new(Settings {
                     stream_fn: options.stream_fn.unwrap_or_else(no_stream_fn),
-                    convert_to_llm: options.convert_to_llm,
-                    transform_context: options.transform_context,
-                    get_api_key: options.get_api_key,
-                    tool_hooks: ToolHooks {
-                        before_tool_call: options.before_tool_call,
-                        after_tool_call: options.after_tool_call,
-                    },
-                    finish_turn: options.finish_turn,
-                    prepare_request: options.prepare_request,
-                    prepare_next_turn: options.prepare_next_turn,
                     tool_execution: options.tool_execution,
-                    stream_options: options.stream_options,
+                    custom: Some(Box::new(custom)).filter(|c| !c.is_default()),
                 }),
                 listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(1),
@@ -272,7 +342,11 @@ impl Agent {
 
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        Arc::make_mut(&mut self.inner.listeners.lock()).push((id, l));
+        let mut listeners = self.inner.listeners.lock();
+        let list = Arc::make_mut(&mut listeners);
+        // Agents usually have one or two listeners: no room for four.
+        list.reserve_exact(1);
+        list.push((id, l));
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -674,7 +748,15 @@ impl Agent {
                 st.thinking_level,
             )
         };
-        let s = self.inner.settings.lock();
+        let settings = self.inner.settings.lock();
+        let defaults;
+        let s = match &settings.custom {
+            Some(custom) => custom,
+            None => {
+                defaults = CustomSettings::default();
+                &defaults
+            }
+        };
         let weak = Arc::downgrade(&self.inner);
         let skip = Arc::new(AtomicBool::new(skip_initial_steering));
         let steering: MessageSource = Arc::new(move || {
@@ -712,10 +794,10 @@ impl Agent {
             prepare_next_turn: s.prepare_next_turn.clone(),
             get_steering_messages: Some(steering),
             get_follow_up_messages: Some(follow),
-            tool_execution: s.tool_execution,
+            tool_execution: settings.tool_execution,
             tool_hooks: s.tool_hooks.clone(),
         };
-        (context, config, s.stream_fn.clone())
+        (context, config, settings.stream_fn.clone())
     }
 }
 
@@ -769,6 +851,10 @@ impl AgentSink {
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
                 st.pending_tool_calls.retain(|id| id != tool_call_id);
+                if st.pending_tool_calls.is_empty() {
+                    // An idle agent keeps no room for calls.
+                    st.pending_tool_calls = Vec::new();
+                }
             }
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),
