@@ -298,7 +298,11 @@ impl Agent {
             if let Some(first) =
                 create_initial_system_message(options.system_prompt.as_deref(), &decls)
             {
-                messages.insert(0, Message::from(first));
+                // Not `insert`: a full vector would double its capacity for one message.
+                let mut with_first = Vec::with_capacity(messages.len() + 1);
+                with_first.push(Message::from(first));
+                with_first.append(&mut messages);
+                messages = with_first;
             }
         }
         let custom = CustomSettings {
