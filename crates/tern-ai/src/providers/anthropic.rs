@@ -556,7 +556,7 @@ fn handle_event(
                 }
                 if let Some(rm) = msg.get("model").and_then(Value::as_str) {
                     if rm != model.id {
-                        m.response_model = Some(rm.to_string());
+                        m.extra_mut().response_model = Some(rm.to_string());
                     }
                 }
                 m.usage.input = count(u.get("input_tokens")).unwrap_or(0);

@@ -824,9 +824,12 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
         if let Some(cm) = chunk.get("model").and_then(Value::as_str) {
             if !cm.is_empty()
                 && cm != model.id
-                && m.response_model.as_deref().is_none_or(str::is_empty)
+                && m.extra()
+                    .response_model
+                    .as_deref()
+                    .is_none_or(str::is_empty)
             {
-                m.response_model = Some(cm.to_string());
+                m.extra_mut().response_model = Some(cm.to_string());
             }
         }
     });
