@@ -341,9 +341,10 @@ pub struct Cost {
 pub struct SystemMessage {
     /// Instruction text (the base prompt on the leading message; additions later).
     pub content: Content,
-    /// Named prompt sections; later messages replace them by name, `null` removes one.
+    /// Named prompt sections; later messages replace them by name, `null` removes one
+    /// (boxed: most system messages have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sections: Option<Map<String, Value>>,
+    pub sections: Option<Box<Map<String, Value>>>,
     /// Complete declarations of the tools that become available here (shared: a
     /// declaration is stored once however many transcripts announce it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -157,7 +157,7 @@ pub fn get_current_system_message(messages: &[Message]) -> Option<SystemMessage>
         if !text.is_empty() {
             content.push(text);
         }
-        for (name, value) in s.sections.iter().flatten() {
+        for (name, value) in s.sections.iter().flat_map(|m| m.iter()) {
             if value.is_null() {
                 sections.shift_remove(name);
             } else {
@@ -171,7 +171,7 @@ pub fn get_current_system_message(messages: &[Message]) -> Option<SystemMessage>
     }
     Some(SystemMessage {
         content: Content::Text(content.join("\n\n")),
-        sections: (!sections.is_empty()).then_some(sections),
+        sections: (!sections.is_empty()).then(|| Box::new(sections)),
         tools_added: (!tools.is_empty()).then_some(tools),
         tools_removed: None,
         timestamp: timestamp.unwrap_or(0),
@@ -204,7 +204,7 @@ pub fn render_system_message_update(message: &SystemMessage) -> String {
     if !text.is_empty() {
         parts.push(text);
     }
-    for (name, value) in message.sections.iter().flatten() {
+    for (name, value) in message.sections.iter().flat_map(|m| m.iter()) {
         match value.as_str() {
             Some(v) => parts.push(format!("Updated system prompt section \"{name}\":\n\n{v}")),
             None => parts.push(format!("Removed system prompt section \"{name}\".")),
