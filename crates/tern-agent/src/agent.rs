@@ -51,8 +51,9 @@ use crate::tool::{AgentTool, ToolExecutionMode};
 pub struct AgentOptions {
     /// The system prompt (becomes the leading system message together with the tools).
     pub system_prompt: Option<String>,
-    /// The model; default is a placeholder named `unknown`.
-    pub model: Option<Model>,
+    /// The model; default is a placeholder named `unknown`. Shared: agents built with
+    /// clones of one `Arc` hold one copy of it (`Some(model.into())` for a fresh one).
+    pub model: Option<Arc<Model>>,
     /// Requested thinking level.
     pub thinking_level: ThinkingLevel,
     /// Executable tools.
@@ -134,7 +135,7 @@ impl Streaming {
 struct State {
     messages: Vec<Message>,
     tools: Vec<AgentTool>,
-    model: Model,
+    model: Arc<Model>,
     thinking_level: ThinkingLevel,
     is_streaming: bool,
     streaming_message: Option<Streaming>,
@@ -271,8 +272,11 @@ impl Subscription {
     }
 }
 
-fn default_model() -> Model {
-    Model::new("unknown", "unknown", "unknown", "")
+fn default_model() -> Arc<Model> {
+    static UNKNOWN: std::sync::OnceLock<Arc<Model>> = std::sync::OnceLock::new();
+    UNKNOWN
+        .get_or_init(|| Arc::new(Model::new("unknown", "unknown", "unknown", "")))
+        .clone()
 }
 
 fn no_stream_fn() -> Arc<dyn StreamFn> {
@@ -377,7 +381,7 @@ impl Agent {
         let st = self.inner.state.lock();
         AgentState {
             system_prompt: get_current_system_prompt(&st.messages),
-            model: st.model.clone(),
+            model: Model::clone(&st.model),
             thinking_level: st.thinking_level,
             tools: st.tools.clone(),
             messages: st.messages.clone(),
@@ -449,8 +453,8 @@ impl Agent {
     }
 
     /// Replaces the model.
-    pub fn set_model(&self, model: Model) {
-        self.inner.state.lock().model = model;
+    pub fn set_model(&self, model: impl Into<Arc<Model>>) {
+        self.inner.state.lock().model = model.into();
     }
 
     /// Sets the thinking level.
@@ -705,9 +709,9 @@ impl Agent {
         let model = self.inner.state.lock().model.clone();
         let failure = Message::from(AssistantMessage {
             content: vec![ContentBlock::text("")],
-            api: model.api,
-            provider: model.provider,
-            model: model.id,
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
             stop_reason: if signal.is_cancelled() {
                 StopReason::Aborted
             } else {
@@ -748,7 +752,7 @@ impl Agent {
             let st = self.inner.state.lock();
             (
                 AgentContext::new(st.messages.clone(), st.tools.clone()),
-                st.model.clone(),
+                Model::clone(&st.model),
                 st.thinking_level,
             )
         };

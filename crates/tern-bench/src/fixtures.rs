@@ -40,6 +40,12 @@ pub fn bench_model() -> Model {
     bench_model_at("http://127.0.0.1:9/v1")
 }
 
+/// [`bench_model`] as one object shared by every agent, like the reference scripts' `MODEL`.
+pub fn shared_bench_model() -> Arc<Model> {
+    static MODEL: std::sync::OnceLock<Arc<Model>> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| Arc::new(bench_model())).clone()
+}
+
 /// The parameter schema of `noop` and `sleep`.
 pub fn n_schema() -> Value {
     json!({
@@ -310,7 +316,7 @@ impl StreamFn for ParallelScript {
 pub fn bench_agent(tools: Vec<AgentTool>, stream_fn: Arc<dyn StreamFn>) -> Agent {
     Agent::new(AgentOptions {
         system_prompt: Some(SYSTEM_PROMPT.into()),
-        model: Some(bench_model()),
+        model: Some(shared_bench_model()),
         tools,
         stream_fn: Some(stream_fn),
         ..AgentOptions::default()

@@ -469,7 +469,7 @@ impl Harness {
             let hooks = self.hooks();
             let agent = Agent::new(AgentOptions {
                 system_prompt: a.system_prompt.clone(),
-                model: Some(make_model(&a.model)),
+                model: Some(make_model(&a.model).into()),
                 thinking_level: a.thinking_level,
                 tools: self.tools_for(&a.tools),
                 messages: a.messages.clone(),
