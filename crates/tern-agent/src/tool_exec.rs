@@ -64,7 +64,7 @@ async fn prepare_tool_call(
         &tool_call.name,
         tool.parameters(),
         raw,
-        tool_call.arguments_error.as_deref(),
+        tool_call.extra().arguments_error.as_deref(),
     ) {
         Ok(a) => a,
         Err(message) => return Preparation::Immediate(ToolResult::error(message)),

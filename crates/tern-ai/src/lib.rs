@@ -37,8 +37,8 @@ pub use event::{AssistantMessageEvent, PartialMessage};
 pub use message::{
     content_text, AssistantExtra, AssistantMessage, Content, ContentBlock, Cost, CustomMessage,
     ImageContent, JsonObject, Message, StopReason, SystemMessage, TextContent, ThinkingContent,
-    ThinkingLevel, Timestamp, ToolCall, ToolDeclaration, ToolReference, ToolResultMessage, Usage,
-    UserMessage,
+    ThinkingLevel, Timestamp, ToolCall, ToolCallExtra, ToolDeclaration, ToolReference,
+    ToolResultMessage, Usage, UserMessage,
 };
 pub use model::{Model, ModelCost};
 pub use stream::{

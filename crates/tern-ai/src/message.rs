@@ -200,8 +200,10 @@ pub struct ImageContent {
 }
 
 /// `{"type":"toolCall","id","name","arguments"}`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// The provider-specific fields few calls carry are in [`extra`](Self::extra), out of line;
+/// the JSON is flat all the same.
+#[derive(Clone, Debug, Default)]
 pub struct ToolCall {
     /// The call id the tool result refers to.
     pub id: String,
@@ -209,16 +211,131 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments as the model sent them (a JSON object).
     pub arguments: Value,
+    /// The rarely present fields; `None` when all of them are absent. Set them through
+    /// [`extra_mut`](Self::extra_mut); read them through [`extra`](Self::extra).
+    pub extra: Option<Box<ToolCallExtra>>,
+}
+
+/// The fields of a [`ToolCall`] that few calls carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolCallExtra {
     /// Gemini's thought signature for this call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
     /// OpenAI Responses namespace of the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Set when the model's arguments text was not a JSON object; `arguments` is then `{}`
     /// and validation fails with this text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
+}
+
+impl ToolCallExtra {
+    /// Boxed for [`ToolCall::extra`]; `None` when every field is absent.
+    pub fn into_option(self) -> Option<Box<Self>> {
+        (!self.is_empty()).then(|| Box::new(self))
+    }
+
+    fn is_empty(&self) -> bool {
+        let ToolCallExtra {
+            thought_signature,
+            namespace,
+            arguments_error,
+        } = self;
+        thought_signature.is_none() && namespace.is_none() && arguments_error.is_none()
+    }
+}
+
+static NO_CALL_EXTRA: ToolCallExtra = ToolCallExtra {
+    thought_signature: None,
+    namespace: None,
+    arguments_error: None,
+};
+
+impl ToolCall {
+    /// The rarely present fields (all `None` when the call has none of them).
+    pub fn extra(&self) -> &ToolCallExtra {
+        self.extra.as_deref().unwrap_or(&NO_CALL_EXTRA)
+    }
+
+    /// The rarely present fields, for changing them (allocated on first use).
+    pub fn extra_mut(&mut self) -> &mut ToolCallExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+}
+
+// Equality as JSON sees it: an allocated but empty `extra` equals none.
+impl PartialEq for ToolCall {
+    fn eq(&self, other: &Self) -> bool {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+            extra: _,
+        } = self;
+        *id == other.id
+            && *name == other.name
+            && *arguments == other.arguments
+            && self.extra() == other.extra()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCallView<'a> {
+    id: &'a String,
+    name: &'a String,
+    arguments: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thought_signature: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_error: &'a Option<String>,
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let extra = self.extra();
+        ToolCallView {
+            id: &self.id,
+            name: &self.name,
+            arguments: &self.arguments,
+            thought_signature: &extra.thought_signature,
+            namespace: &extra.namespace,
+            arguments_error: &extra.arguments_error,
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "ToolCall", rename_all = "camelCase")]
+struct ToolCallWire {
+    id: String,
+    name: String,
+    arguments: Value,
+    #[serde(default)]
+    thought_signature: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    arguments_error: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = ToolCallWire::deserialize(d)?;
+        let extra = ToolCallExtra {
+            thought_signature: w.thought_signature,
+            namespace: w.namespace,
+            arguments_error: w.arguments_error,
+        };
+        Ok(ToolCall {
+            id: w.id,
+            name: w.name,
+            arguments: w.arguments,
+            extra: extra.into_option(),
+        })
+    }
 }
 
 impl From<ToolCall> for ContentBlock {

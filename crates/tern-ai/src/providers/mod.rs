@@ -337,7 +337,9 @@ impl<'a> Output<'a> {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
                 let c = Arc::make_mut(c);
                 c.arguments = value;
-                c.arguments_error = error;
+                if error.is_some() || c.extra.is_some() {
+                    c.extra_mut().arguments_error = error;
+                }
             }
         });
         self.end_block(index);

@@ -412,7 +412,7 @@ pub fn convert_messages(model: &Model, messages: &[Message], c: &Compat) -> Vec<
                     .find_map(|t| parse_reasoning_details(t.thinking_signature.as_deref()));
                 let legacy: Vec<Value> = calls
                     .iter()
-                    .filter_map(|t| parse_legacy_encrypted(t.thought_signature.as_deref()))
+                    .filter_map(|t| parse_legacy_encrypted(t.extra().thought_signature.as_deref()))
                     .collect();
                 let preserved = signed.or((!legacy.is_empty()).then_some(legacy));
                 let non_empty: Vec<&&ThinkingContent> = thinking

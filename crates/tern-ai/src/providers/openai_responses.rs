@@ -13,7 +13,7 @@ use super::{compact, compat, cost, has_tool_call, thinking_level_map, EventSink,
 use crate::json_parse::ToolCallArgumentsStream;
 use crate::message::{
     AssistantMessage, Content, ContentBlock, Message, StopReason, TextContent, ThinkingContent,
-    ToolCall, Usage,
+    ToolCall, ToolCallExtra, Usage,
 };
 use crate::model::Model;
 use crate::sse::SseDecoder;
@@ -212,7 +212,7 @@ pub fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
                             item.insert("name".into(), json!(c.name));
                             item.insert("arguments".into(), json!(compact(&c.arguments)));
                             if same_model {
-                                if let Some(ns) = &c.namespace {
+                                if let Some(ns) = &c.extra().namespace {
                                     item.insert("namespace".into(), json!(ns));
                                 }
                             }
@@ -458,11 +458,14 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 id: format!("{}|{}", id_part("call_id"), id_part("id")),
                 name: s("name"),
                 arguments,
-                namespace: item
-                    .get("namespace")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                ..ToolCall::default()
+                extra: ToolCallExtra {
+                    namespace: item
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    ..ToolCallExtra::default()
+                }
+                .into_option(),
             }));
             st.unfinished.push(i);
             st.slots.insert(
@@ -760,7 +763,7 @@ fn handle(ev: &Value, model: &Model, out: &mut Output<'_>, st: &mut State) -> Re
                                     if let Some(ContentBlock::ToolCall(c)) =
                                         m.content.get_mut(index)
                                     {
-                                        std::sync::Arc::make_mut(c).namespace =
+                                        std::sync::Arc::make_mut(c).extra_mut().namespace =
                                             Some(ns.to_string());
                                     }
                                 });

@@ -113,7 +113,9 @@ pub fn transform_messages(
                         ContentBlock::ToolCall(mut c) => {
                             if !same {
                                 let c = std::sync::Arc::make_mut(&mut c);
-                                c.thought_signature = None;
+                                if let Some(extra) = c.extra.as_mut() {
+                                    extra.thought_signature = None;
+                                }
                                 let n = normalize_id(&c.id);
                                 if n != c.id {
                                     id_map.insert(c.id.clone(), n.clone());
