@@ -86,7 +86,7 @@ async fn main() {
         system_prompt: Some(
             "Explain code after reading the lesson files; never invent file contents.".into(),
         ),
-        model: Some(Model::new("scripted-lesson", "scripted", "tern-demo", "")),
+        model: Some(Model::new("scripted-lesson", "scripted", "tern-demo", "").into()),
         tools: vec![read_lesson_file(root)],
         stream_fn: Some(Arc::new(model)),
         finish_turn: Some(finish_turn(move |turn, _signal| {

@@ -51,8 +51,9 @@ use crate::tool::{AgentTool, ToolExecutionMode};
 pub struct AgentOptions {
     /// The system prompt (becomes the leading system message together with the tools).
     pub system_prompt: Option<String>,
-    /// The model; default is a placeholder named `unknown`.
-    pub model: Option<Model>,
+    /// The model; default is a placeholder named `unknown`. Shared: agents built with
+    /// clones of one `Arc` hold one copy of it (`Some(model.into())` for a fresh one).
+    pub model: Option<Arc<Model>>,
     /// Requested thinking level.
     pub thinking_level: ThinkingLevel,
     /// Executable tools.
@@ -134,7 +135,7 @@ impl Streaming {
 struct State {
     messages: Vec<Message>,
     tools: Vec<AgentTool>,
-    model: Model,
+    model: Arc<Model>,
     thinking_level: ThinkingLevel,
     is_streaming: bool,
     streaming_message: Option<Streaming>,
@@ -160,6 +161,14 @@ struct ActiveRun {
 
 struct Settings {
     stream_fn: Arc<dyn StreamFn>,
+    tool_execution: ToolExecutionMode,
+    // Hooks and request options, out of line: most agents set none of them, and inline they
+    // would be most of an idle agent's footprint. `None` means all of them are defaults.
+    custom: Option<Box<CustomSettings>>,
+}
+
+#[derive(Default)]
+struct CustomSettings {
     convert_to_llm: Option<ConvertToLlmHook>,
     transform_context: Option<TransformContextHook>,
     get_api_key: Option<GetApiKeyHook>,
@@ -167,8 +176,67 @@ struct Settings {
     finish_turn: Option<FinishTurnHook>,
     prepare_request: Option<PrepareRequestHook>,
     prepare_next_turn: Option<PrepareNextTurnHook>,
-    tool_execution: ToolExecutionMode,
     stream_options: StreamOptions,
+}
+
+impl CustomSettings {
+    // Whether these settings behave as the defaults do. The options' signal does not count:
+    // every request gets the run's signal instead.
+    fn is_default(&self) -> bool {
+        let CustomSettings {
+            convert_to_llm,
+            transform_context,
+            get_api_key,
+            tool_hooks:
+                ToolHooks {
+                    before_tool_call,
+                    after_tool_call,
+                },
+            finish_turn,
+            prepare_request,
+            prepare_next_turn,
+            stream_options,
+        } = self;
+        let StreamOptions {
+            reasoning,
+            api_key,
+            signal: _,
+            session_id,
+            max_tokens,
+            temperature,
+            headers,
+            max_retry_delay_ms,
+            thinking_budgets,
+            timeout_ms,
+            idle_timeout_ms,
+            max_retries,
+            tool_choice,
+            cache_retention,
+            metadata,
+        } = stream_options;
+        convert_to_llm.is_none()
+            && transform_context.is_none()
+            && get_api_key.is_none()
+            && before_tool_call.is_none()
+            && after_tool_call.is_none()
+            && finish_turn.is_none()
+            && prepare_request.is_none()
+            && prepare_next_turn.is_none()
+            && reasoning.is_none()
+            && api_key.is_none()
+            && session_id.is_none()
+            && max_tokens.is_none()
+            && temperature.is_none()
+            && headers.is_empty()
+            && max_retry_delay_ms.is_none()
+            && thinking_budgets.is_none()
+            && timeout_ms.is_none()
+            && idle_timeout_ms.is_none()
+            && max_retries.is_none()
+            && tool_choice.is_none()
+            && cache_retention.is_none()
+            && metadata.is_none()
+    }
 }
 
 struct Inner {
@@ -209,8 +277,11 @@ fn pending_ids(calls: &[Arc<ToolCall>]) -> Vec<String> {
     calls.iter().map(|c| c.id.clone()).collect()
 }
 
-fn default_model() -> Model {
-    Model::new("unknown", "unknown", "unknown", "")
+fn default_model() -> Arc<Model> {
+    static UNKNOWN: std::sync::OnceLock<Arc<Model>> = std::sync::OnceLock::new();
+    UNKNOWN
+        .get_or_init(|| Arc::new(Model::new("unknown", "unknown", "unknown", "")))
+        .clone()
 }
 
 fn no_stream_fn() -> Arc<dyn StreamFn> {
@@ -226,7 +297,7 @@ impl Agent {
     /// the initial messages already start with one.
     pub fn new(options: AgentOptions) -> Self {
         let mut messages = options.messages;
-        let decls: Vec<ToolDeclaration> = options
+        let decls: Vec<Arc<ToolDeclaration>> = options
             .tools
             .iter()
             .map(|t| t.declaration().clone())
@@ -236,9 +307,26 @@ impl Agent {
             if let Some(first) =
                 create_initial_system_message(options.system_prompt.as_deref(), &decls)
             {
-                messages.insert(0, Message::from(first));
+                // Not `insert`: a full vector would double its capacity for one message.
+                let mut with_first = Vec::with_capacity(messages.len() + 1);
+                with_first.push(Message::from(first));
+                with_first.append(&mut messages);
+                messages = with_first;
             }
         }
+        let custom = CustomSettings {
+            convert_to_llm: options.convert_to_llm,
+            transform_context: options.transform_context,
+            get_api_key: options.get_api_key,
+            tool_hooks: ToolHooks {
+                before_tool_call: options.before_tool_call,
+                after_tool_call: options.after_tool_call,
+            },
+            finish_turn: options.finish_turn,
+            prepare_request: options.prepare_request,
+            prepare_next_turn: options.prepare_next_turn,
+            stream_options: options.stream_options,
+        };
         Agent {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
@@ -253,18 +341,8 @@ impl Agent {
                 }),
                 settings: Mutex::new(Settings {
                     stream_fn: options.stream_fn.unwrap_or_else(no_stream_fn),
-                    convert_to_llm: options.convert_to_llm,
-                    transform_context: options.transform_context,
-                    get_api_key: options.get_api_key,
-                    tool_hooks: ToolHooks {
-                        before_tool_call: options.before_tool_call,
-                        after_tool_call: options.after_tool_call,
-                    },
-                    finish_turn: options.finish_turn,
-                    prepare_request: options.prepare_request,
-                    prepare_next_turn: options.prepare_next_turn,
                     tool_execution: options.tool_execution,
-                    stream_options: options.stream_options,
+                    custom: Some(Box::new(custom)).filter(|c| !c.is_default()),
                 }),
                 listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(1),
@@ -277,7 +355,11 @@ impl Agent {
 
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        Arc::make_mut(&mut self.inner.listeners.lock()).push((id, l));
+        let mut listeners = self.inner.listeners.lock();
+        let list = Arc::make_mut(&mut listeners);
+        // Agents usually have one or two listeners: no room for four.
+        list.reserve_exact(1);
+        list.push((id, l));
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -304,7 +386,7 @@ impl Agent {
         let st = self.inner.state.lock();
         AgentState {
             system_prompt: get_current_system_prompt(&st.messages),
-            model: st.model.clone(),
+            model: Model::clone(&st.model),
             thinking_level: st.thinking_level,
             tools: st.tools.clone(),
             messages: st.messages.clone(),
@@ -376,8 +458,8 @@ impl Agent {
     }
 
     /// Replaces the model.
-    pub fn set_model(&self, model: Model) {
-        self.inner.state.lock().model = model;
+    pub fn set_model(&self, model: impl Into<Arc<Model>>) {
+        self.inner.state.lock().model = model.into();
     }
 
     /// Sets the thinking level.
@@ -626,9 +708,9 @@ impl Agent {
         let model = self.inner.state.lock().model.clone();
         let failure = Message::from(AssistantMessage {
             content: vec![ContentBlock::text("")],
-            api: model.api,
-            provider: model.provider,
-            model: model.id,
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
             stop_reason: if signal.is_cancelled() {
                 StopReason::Aborted
             } else {
@@ -666,11 +748,19 @@ impl Agent {
             let st = self.inner.state.lock();
             (
                 AgentContext::new(st.messages.clone(), st.tools.clone()),
-                st.model.clone(),
+                Model::clone(&st.model),
                 st.thinking_level,
             )
         };
-        let s = self.inner.settings.lock();
+        let settings = self.inner.settings.lock();
+        let defaults;
+        let s = match &settings.custom {
+            Some(custom) => custom,
+            None => {
+                defaults = CustomSettings::default();
+                &defaults
+            }
+        };
         let weak = Arc::downgrade(&self.inner);
         let skip = Arc::new(AtomicBool::new(skip_initial_steering));
         let steering: MessageSource = Arc::new(move || {
@@ -708,10 +798,10 @@ impl Agent {
             prepare_next_turn: s.prepare_next_turn.clone(),
             get_steering_messages: Some(steering),
             get_follow_up_messages: Some(follow),
-            tool_execution: s.tool_execution,
+            tool_execution: settings.tool_execution,
             tool_hooks: s.tool_hooks.clone(),
         };
-        (context, config, s.stream_fn.clone())
+        (context, config, settings.stream_fn.clone())
     }
 }
 
@@ -772,6 +862,10 @@ impl AgentSink {
             }
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
                 st.pending_tool_calls.retain(|c| c.id != tool_call.id);
+                if st.pending_tool_calls.is_empty() {
+                    // An idle agent keeps no room for calls.
+                    st.pending_tool_calls = Vec::new();
+                }
             }
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),

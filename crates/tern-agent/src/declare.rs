@@ -23,7 +23,7 @@ pub(crate) struct TranscriptIndex {
     replay: ToolReplay,
     custom: usize,
     tools_at: usize,
-    executable: Vec<ToolDeclaration>,
+    executable: Vec<Arc<ToolDeclaration>>,
     // The declared and the executable tools were found equal, and neither changed since:
     // the per-request check is then free.
     in_step: bool,

@@ -217,7 +217,7 @@ type ExecuteFn = dyn Fn(ToolCallInput) -> BoxFuture<'static, ToolOutput> + Send 
 type PrepareFn = dyn Fn(&Value) -> Option<Value> + Send + Sync;
 
 struct ToolInner {
-    declaration: ToolDeclaration,
+    declaration: Arc<ToolDeclaration>,
     label: String,
     execution_mode: Option<ToolExecutionMode>,
     prepare_arguments: Option<Box<PrepareFn>>,
@@ -260,12 +260,12 @@ impl AgentTool {
     {
         AgentTool {
             inner: Arc::new(ToolInner {
-                declaration: ToolDeclaration {
+                declaration: Arc::new(ToolDeclaration {
                     name: name.to_string(),
                     description: description.to_string(),
                     parameters,
                     constrained_sampling: None,
-                },
+                }),
                 label: name.to_string(),
                 execution_mode: None,
                 prepare_arguments: None,
@@ -347,8 +347,9 @@ impl AgentTool {
         &self.inner.declaration.parameters
     }
 
-    /// The declaration the model sees.
-    pub fn declaration(&self) -> &ToolDeclaration {
+    /// The declaration the model sees, shared by every clone of the tool and every
+    /// transcript that declares it.
+    pub fn declaration(&self) -> &Arc<ToolDeclaration> {
         &self.inner.declaration
     }
 

@@ -15,7 +15,7 @@ use futures::task::AtomicWaker;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tern_ai::validation::validate_tool_arguments;
-use tern_ai::{AssistantMessage, Message, ToolCall, ToolResultMessage};
+use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{AfterToolCallContext, AgentContext, BeforeToolCallContext, ToolHooks};
@@ -71,7 +71,7 @@ async fn prepare_tool_call(
         &tool_call.name,
         tool.parameters(),
         raw,
-        tool_call.arguments_error.as_deref(),
+        tool_call.extra().arguments_error.as_deref(),
     ) {
         Ok(a) => a,
         Err(message) => return Preparation::Immediate(ToolResult::error(message)),
@@ -393,7 +393,7 @@ fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
         tool_name: o.tool_call.name.clone(),
         content: o.result.content.unwrap_or_default(),
         details: o.result.details,
-        usage: o.result.usage,
+        usage: o.result.usage.map(Box::new),
         nested_calls: None,
         is_error: o.is_error,
         duration_ms: o.duration_ms,
@@ -445,8 +445,12 @@ fn immediate(tool_call: &Arc<ToolCall>, result: ToolResult) -> ToolCallOutcome {
 /// The calls of `assistant` as shared handles: events, outcomes and hooks all refer to them.
 fn shared_calls(assistant: &AssistantMessage) -> Vec<Arc<ToolCall>> {
     assistant
-        .tool_calls()
-        .map(|c| Arc::new(c.clone()))
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
         .collect()
 }
 

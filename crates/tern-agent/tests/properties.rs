@@ -243,7 +243,7 @@ fn faux_replies(s: &Scenario) -> Vec<FauxResponse> {
                     }),
                     Block::Call(tool, valid) => {
                         n += 1;
-                        ContentBlock::ToolCall(ToolCall {
+                        ContentBlock::tool_call(ToolCall {
                             id: format!("call-{n}"),
                             name: KNOWN_TOOLS
                                 .get(*tool)
@@ -329,7 +329,7 @@ fn tools(s: &Scenario) -> Vec<AgentTool> {
 fn options(s: &Scenario, stream_fn: Arc<dyn StreamFn>) -> AgentOptions {
     let mut o = AgentOptions {
         system_prompt: Some("You are a test.".into()),
-        model: Some(Model::new("faux", "faux", "faux", "")),
+        model: Some(Model::new("faux", "faux", "faux", "").into()),
         tools: tools(s),
         stream_fn: Some(stream_fn),
         tool_execution: if s.parallel {

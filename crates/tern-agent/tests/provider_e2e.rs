@@ -86,7 +86,7 @@ async fn tool_round_trip_over_http() {
 
     let agent = Agent::new(AgentOptions {
         system_prompt: Some("Use the add tool.".into()),
-        model: Some(model(&server.origin)),
+        model: Some(model(&server.origin).into()),
         tools: vec![add_tool()],
         stream_fn: Some(Arc::new(Providers)),
         stream_options: StreamOptions {
@@ -150,7 +150,7 @@ async fn abort_mid_stream_ends_the_run() {
     ]);
     let server = start_server(vec![response(slow, 30_000)]).await.unwrap();
     let agent = Agent::new(AgentOptions {
-        model: Some(model(&server.origin)),
+        model: Some(model(&server.origin).into()),
         stream_fn: Some(Arc::new(Providers)),
         stream_options: StreamOptions {
             api_key: Some("test-key".into()),

@@ -233,7 +233,8 @@ pub enum AssistantMessageEvent {
     ToolcallEnd {
         /// Index of the block in `content`.
         content_index: usize,
-        /// The complete call (shared, to keep every event small).
+        /// The complete call (shared with the block of the message, so the event stays small
+        /// and carries no copy).
         tool_call: Arc<ToolCall>,
         /// The message being built.
         partial: PartialMessage,

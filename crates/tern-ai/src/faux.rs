@@ -61,7 +61,7 @@ impl FauxResponse {
             content: calls
                 .into_iter()
                 .map(|(id, name, arguments)| {
-                    ContentBlock::ToolCall(ToolCall {
+                    ContentBlock::tool_call(ToolCall {
                         id: id.into(),
                         name: name.into(),
                         arguments,
@@ -280,10 +280,10 @@ fn steps(
             ContentBlock::ToolCall(c) => {
                 let empty = ToolCall {
                     arguments: Value::Object(Default::default()),
-                    ..c.clone()
+                    ..(**c).clone()
                 };
                 out.push((
-                    Edit::Push(ContentBlock::ToolCall(empty)),
+                    Edit::Push(ContentBlock::tool_call(empty)),
                     AssistantMessageEvent::ToolcallStart {
                         content_index: i,
                         partial: p(),
@@ -301,7 +301,7 @@ fn steps(
                     Edit::Set(i, ContentBlock::ToolCall(c.clone())),
                     AssistantMessageEvent::ToolcallEnd {
                         content_index: i,
-                        tool_call: Arc::new(c.clone()),
+                        tool_call: c.clone(),
                         partial: p(),
                     },
                 ));

@@ -127,8 +127,10 @@ pub enum ContentBlock {
     Thinking(ThinkingContent),
     /// A base64 image.
     Image(ImageContent),
-    /// A call of a tool by the model.
-    ToolCall(ToolCall),
+    /// A call of a tool by the model. Shared: snapshots, events and the loop clone the
+    /// `Arc`; a provider that updates a call while streaming uses [`Arc::make_mut`], which
+    /// copies the call only when a snapshot still shares it.
+    ToolCall(Arc<ToolCall>),
 }
 
 impl ContentBlock {
@@ -138,6 +140,11 @@ impl ContentBlock {
             text: text.into(),
             text_signature: None,
         })
+    }
+
+    /// A tool-call block.
+    pub fn tool_call(call: ToolCall) -> Self {
+        ContentBlock::ToolCall(Arc::new(call))
     }
 
     /// The block's text when it is a text block.
@@ -193,8 +200,10 @@ pub struct ImageContent {
 }
 
 /// `{"type":"toolCall","id","name","arguments"}`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// The provider-specific fields few calls carry are in [`extra`](Self::extra), out of line;
+/// the JSON is flat all the same.
+#[derive(Clone, Debug, Default)]
 pub struct ToolCall {
     /// The call id the tool result refers to.
     pub id: String,
@@ -202,16 +211,137 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments as the model sent them (a JSON object).
     pub arguments: Value,
+    /// The rarely present fields; `None` when all of them are absent. Set them through
+    /// [`extra_mut`](Self::extra_mut); read them through [`extra`](Self::extra).
+    pub extra: Option<Box<ToolCallExtra>>,
+}
+
+/// The fields of a [`ToolCall`] that few calls carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolCallExtra {
     /// Gemini's thought signature for this call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
     /// OpenAI Responses namespace of the tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Set when the model's arguments text was not a JSON object; `arguments` is then `{}`
     /// and validation fails with this text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
+}
+
+impl ToolCallExtra {
+    /// Boxed for [`ToolCall::extra`]; `None` when every field is absent.
+    pub fn into_option(self) -> Option<Box<Self>> {
+        (!self.is_empty()).then(|| Box::new(self))
+    }
+
+    fn is_empty(&self) -> bool {
+        let ToolCallExtra {
+            thought_signature,
+            namespace,
+            arguments_error,
+        } = self;
+        thought_signature.is_none() && namespace.is_none() && arguments_error.is_none()
+    }
+}
+
+static NO_CALL_EXTRA: ToolCallExtra = ToolCallExtra {
+    thought_signature: None,
+    namespace: None,
+    arguments_error: None,
+};
+
+impl ToolCall {
+    /// The rarely present fields (all `None` when the call has none of them).
+    pub fn extra(&self) -> &ToolCallExtra {
+        self.extra.as_deref().unwrap_or(&NO_CALL_EXTRA)
+    }
+
+    /// The rarely present fields, for changing them (allocated on first use).
+    pub fn extra_mut(&mut self) -> &mut ToolCallExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+}
+
+// Equality as JSON sees it: an allocated but empty `extra` equals none.
+impl PartialEq for ToolCall {
+    fn eq(&self, other: &Self) -> bool {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+            extra: _,
+        } = self;
+        *id == other.id
+            && *name == other.name
+            && *arguments == other.arguments
+            && self.extra() == other.extra()
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolCallView<'a> {
+    id: &'a String,
+    name: &'a String,
+    arguments: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thought_signature: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments_error: &'a Option<String>,
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let extra = self.extra();
+        ToolCallView {
+            id: &self.id,
+            name: &self.name,
+            arguments: &self.arguments,
+            thought_signature: &extra.thought_signature,
+            namespace: &extra.namespace,
+            arguments_error: &extra.arguments_error,
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "ToolCall", rename_all = "camelCase")]
+struct ToolCallWire {
+    id: String,
+    name: String,
+    arguments: Value,
+    #[serde(default)]
+    thought_signature: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    arguments_error: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ToolCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = ToolCallWire::deserialize(d)?;
+        let extra = ToolCallExtra {
+            thought_signature: w.thought_signature,
+            namespace: w.namespace,
+            arguments_error: w.arguments_error,
+        };
+        Ok(ToolCall {
+            id: w.id,
+            name: w.name,
+            arguments: w.arguments,
+            extra: extra.into_option(),
+        })
+    }
+}
+
+impl From<ToolCall> for ContentBlock {
+    fn from(call: ToolCall) -> Self {
+        ContentBlock::tool_call(call)
+    }
 }
 
 /// Content that may be a plain string or a list of blocks (system and user messages).
@@ -328,12 +458,14 @@ pub struct Cost {
 pub struct SystemMessage {
     /// Instruction text (the base prompt on the leading message; additions later).
     pub content: Content,
-    /// Named prompt sections; later messages replace them by name, `null` removes one.
+    /// Named prompt sections; later messages replace them by name, `null` removes one
+    /// (boxed: most system messages have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sections: Option<Map<String, Value>>,
-    /// Complete declarations of the tools that become available here.
+    pub sections: Option<Box<Map<String, Value>>>,
+    /// Complete declarations of the tools that become available here (shared: a
+    /// declaration is stored once however many transcripts announce it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools_added: Option<Vec<ToolDeclaration>>,
+    pub tools_added: Option<Vec<Arc<ToolDeclaration>>>,
     /// Tools that stop being available here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_removed: Option<Vec<ToolReference>>,
@@ -354,60 +486,79 @@ pub struct UserMessage {
 }
 
 /// An assistant message, final or partial.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// The fields few responses carry are in [`extra`](Self::extra), out of line; the JSON is
+/// flat all the same, in the reference's field order.
+#[derive(Clone, Debug, Default)]
 pub struct AssistantMessage {
     /// Text, thinking and toolCall blocks in model order.
     pub content: Vec<ContentBlock>,
     /// The wire API that produced it (`openai-completions`, ...).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub api: String,
     /// The provider id.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provider: String,
     /// The requested model id.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
-    /// The model id the provider reported, when it differs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_model: Option<String>,
     /// The provider's response id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_id: Option<String>,
-    /// The provider-native effort level used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_thinking_level: Option<String>,
     /// The thinking level the agent loop requested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<ThinkingLevel>,
-    /// Provider diagnostics, kept as JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Value>,
     /// Tokens and cost.
-    #[serde(default)]
     pub usage: Usage,
     /// Why the response ended.
-    #[serde(default)]
     pub stop_reason: StopReason,
-    /// Deferred-response handle, kept as JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deferred: Option<Value>,
     /// Why the request failed (with `error`/`aborted`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     /// The provider's own stop reason.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_stop_reason: Option<String>,
-    /// Provider-reported end of turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end_turn: Option<bool>,
     /// Creation time.
-    #[serde(default)]
     pub timestamp: Timestamp,
     /// How long the response took, measured by its event stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The rarely present fields; `None` when all of them are absent. Set them through
+    /// [`extra_mut`](Self::extra_mut); read them through [`extra`](Self::extra).
+    pub extra: Option<Box<AssistantExtra>>,
 }
+
+/// The fields of an [`AssistantMessage`] that few responses carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AssistantExtra {
+    /// The model id the provider reported, when it differs.
+    pub response_model: Option<String>,
+    /// The provider-native effort level used.
+    pub provider_thinking_level: Option<String>,
+    /// Provider diagnostics, kept as JSON.
+    pub diagnostics: Option<Value>,
+    /// Deferred-response handle, kept as JSON.
+    pub deferred: Option<Value>,
+    /// Provider-reported end of turn.
+    pub end_turn: Option<bool>,
+}
+
+impl AssistantExtra {
+    fn is_empty(&self) -> bool {
+        let AssistantExtra {
+            response_model,
+            provider_thinking_level,
+            diagnostics,
+            deferred,
+            end_turn,
+        } = self;
+        response_model.is_none()
+            && provider_thinking_level.is_none()
+            && diagnostics.is_none()
+            && deferred.is_none()
+            && end_turn.is_none()
+    }
+}
+
+static NO_EXTRA: AssistantExtra = AssistantExtra {
+    response_model: None,
+    provider_thinking_level: None,
+    diagnostics: None,
+    deferred: None,
+    end_turn: None,
+};
 
 impl AssistantMessage {
     /// The text blocks joined without separator (what a user reads as the answer).
@@ -418,6 +569,179 @@ impl AssistantMessage {
     /// The tool calls of the message, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.iter().filter_map(ContentBlock::as_tool_call)
+    }
+
+    /// The rarely present fields (all `None` when the message has none of them).
+    pub fn extra(&self) -> &AssistantExtra {
+        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+    }
+
+    /// The rarely present fields, for changing them (allocated on first use).
+    pub fn extra_mut(&mut self) -> &mut AssistantExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+}
+
+// Equality as JSON sees it: an allocated but empty `extra` equals none.
+impl PartialEq for AssistantMessage {
+    fn eq(&self, other: &Self) -> bool {
+        let AssistantMessage {
+            content,
+            api,
+            provider,
+            model,
+            response_id,
+            thinking_level,
+            usage,
+            stop_reason,
+            error_message,
+            raw_stop_reason,
+            timestamp,
+            duration_ms,
+            extra: _,
+        } = self;
+        *content == other.content
+            && *api == other.api
+            && *provider == other.provider
+            && *model == other.model
+            && *response_id == other.response_id
+            && *thinking_level == other.thinking_level
+            && *usage == other.usage
+            && *stop_reason == other.stop_reason
+            && *error_message == other.error_message
+            && *raw_stop_reason == other.raw_stop_reason
+            && *timestamp == other.timestamp
+            && *duration_ms == other.duration_ms
+            && self.extra() == other.extra()
+    }
+}
+
+// The wire form, flat and in the reference's order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AssistantView<'a> {
+    content: &'a Vec<ContentBlock>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    api: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    provider: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_model: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_id: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider_thinking_level: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: &'a Option<ThinkingLevel>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnostics: &'a Option<Value>,
+    usage: &'a Usage,
+    stop_reason: &'a StopReason,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deferred: &'a Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_message: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_stop_reason: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_turn: &'a Option<bool>,
+    timestamp: &'a Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ms: &'a Option<u64>,
+}
+
+impl Serialize for AssistantMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let extra = self.extra();
+        AssistantView {
+            content: &self.content,
+            api: &self.api,
+            provider: &self.provider,
+            model: &self.model,
+            response_model: &extra.response_model,
+            response_id: &self.response_id,
+            provider_thinking_level: &extra.provider_thinking_level,
+            thinking_level: &self.thinking_level,
+            diagnostics: &extra.diagnostics,
+            usage: &self.usage,
+            stop_reason: &self.stop_reason,
+            deferred: &extra.deferred,
+            error_message: &self.error_message,
+            raw_stop_reason: &self.raw_stop_reason,
+            end_turn: &extra.end_turn,
+            timestamp: &self.timestamp,
+            duration_ms: &self.duration_ms,
+        }
+        .serialize(s)
+    }
+}
+
+// The wire form read back: the same fields and defaults as the view.
+#[derive(Deserialize)]
+#[serde(rename = "AssistantMessage", rename_all = "camelCase")]
+struct AssistantWire {
+    content: Vec<ContentBlock>,
+    #[serde(default)]
+    api: String,
+    #[serde(default)]
+    provider: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    response_model: Option<String>,
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
+    provider_thinking_level: Option<String>,
+    #[serde(default)]
+    thinking_level: Option<ThinkingLevel>,
+    #[serde(default)]
+    diagnostics: Option<Value>,
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    stop_reason: StopReason,
+    #[serde(default)]
+    deferred: Option<Value>,
+    #[serde(default)]
+    error_message: Option<String>,
+    #[serde(default)]
+    raw_stop_reason: Option<String>,
+    #[serde(default)]
+    end_turn: Option<bool>,
+    #[serde(default)]
+    timestamp: Timestamp,
+    #[serde(default)]
+    duration_ms: Option<u64>,
+}
+
+impl<'de> Deserialize<'de> for AssistantMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = AssistantWire::deserialize(d)?;
+        let extra = AssistantExtra {
+            response_model: w.response_model,
+            provider_thinking_level: w.provider_thinking_level,
+            diagnostics: w.diagnostics,
+            deferred: w.deferred,
+            end_turn: w.end_turn,
+        };
+        Ok(AssistantMessage {
+            content: w.content,
+            api: w.api,
+            provider: w.provider,
+            model: w.model,
+            response_id: w.response_id,
+            thinking_level: w.thinking_level,
+            usage: w.usage,
+            stop_reason: w.stop_reason,
+            error_message: w.error_message,
+            raw_stop_reason: w.raw_stop_reason,
+            timestamp: w.timestamp,
+            duration_ms: w.duration_ms,
+            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+        })
     }
 }
 
@@ -434,12 +758,12 @@ pub struct ToolResultMessage {
     /// Tool-specific data for applications (not sent to the model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    /// Usage of a model the tool called, if any.
+    /// Usage of a model the tool called, if any (boxed: most tools call no model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Nested tool calls record, kept as JSON.
+    pub usage: Option<Box<Usage>>,
+    /// Nested tool calls record, kept as JSON (boxed: rarely present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nested_calls: Option<Value>,
+    pub nested_calls: Option<Box<Value>>,
     /// Whether the call failed.
     #[serde(default)]
     pub is_error: bool,
@@ -633,5 +957,45 @@ impl<'de> Deserialize<'de> for Message {
             _ => serde_json::from_value::<ToolResultMessage>(v).map(Message::from),
         };
         parsed.map_err(|e| D::Error::custom(format!("invalid {role} message: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assistant_json_keeps_the_reference_field_order() {
+        let text = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"n","arguments":{"a":1}}],"api":"x","provider":"p","model":"m","responseModel":"rm","responseId":"r","providerThinkingLevel":"hi","thinkingLevel":"low","diagnostics":{"d":null},"usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"error","deferred":[1],"errorMessage":"e","rawStopReason":"raw","endTurn":true,"timestamp":5,"durationMs":7}"#;
+        let m: Message = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&m).unwrap(), text);
+        let a = m.as_assistant().unwrap();
+        assert_eq!(a.extra().response_model.as_deref(), Some("rm"));
+        let plain: Message = serde_json::from_str(
+            r#"{"role":"assistant","content":[],"diagnostics":null,"timestamp":0}"#,
+        )
+        .unwrap();
+        let plain = plain.as_assistant().unwrap().clone();
+        assert!(plain.extra.is_none());
+        let mut touched = plain.clone();
+        touched.extra_mut();
+        assert_eq!(touched, plain);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_its_tool_call_when_the_original_changes() {
+        let mut m = AssistantMessage {
+            content: vec![ContentBlock::tool_call(ToolCall {
+                id: "c".into(),
+                ..ToolCall::default()
+            })],
+            ..AssistantMessage::default()
+        };
+        let snapshot = m.clone();
+        if let ContentBlock::ToolCall(c) = &mut m.content[0] {
+            Arc::make_mut(c).arguments = serde_json::json!({"a": 1});
+        }
+        assert_eq!(snapshot.tool_calls().next().unwrap().arguments, Value::Null);
+        assert_eq!(m.tool_calls().next().unwrap().arguments["a"], 1);
     }
 }

@@ -2,24 +2,27 @@
 //! replaying every system message in order gives the current prompt and tools.
 //!
 //! ```
+//! use std::sync::Arc;
 //! use tern_ai::transcript::{create_initial_system_message, get_current_system_prompt};
 //! use tern_ai::{Message, ToolDeclaration};
-//! let tool = ToolDeclaration { name: "read".into(), ..Default::default() };
+//! let tool = Arc::new(ToolDeclaration { name: "read".into(), ..Default::default() });
 //! let first = create_initial_system_message(Some("Be brief."), &[tool]).unwrap();
 //! let messages = vec![Message::from(first)];
 //! assert_eq!(get_current_system_prompt(&messages), "Be brief.");
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::message::{Content, Message, SystemMessage, ToolDeclaration, ToolReference};
 
 /// The leading system message for a prompt and tool set; `None` when both are empty.
+/// The message shares the declarations (it clones the `Arc`s, not the schemas).
 pub fn create_initial_system_message(
     system_prompt: Option<&str>,
-    tools: &[ToolDeclaration],
+    tools: &[Arc<ToolDeclaration>],
 ) -> Option<SystemMessage> {
     let has_prompt = system_prompt.is_some_and(|p| !p.is_empty());
     if !has_prompt && tools.is_empty() {
@@ -38,7 +41,7 @@ pub fn create_initial_system_message(
 /// (the reference's `normalizeContext`). Without either, the messages are returned as they are.
 pub fn normalize_context(
     system_prompt: Option<&str>,
-    tools: &[ToolDeclaration],
+    tools: &[Arc<ToolDeclaration>],
     messages: Vec<Message>,
 ) -> Vec<Message> {
     match create_initial_system_message(system_prompt, tools) {
@@ -67,10 +70,10 @@ pub fn without_initial_system_message(messages: &[Message]) -> &[Message] {
 }
 
 /// The tools available after applying every system message's `toolsRemoved` then
-/// `toolsAdded`, in first-declaration order.
+/// `toolsAdded`, in first-declaration order. The declarations are shared with the messages.
 pub fn get_current_tools<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
-) -> Vec<ToolDeclaration> {
+) -> Vec<Arc<ToolDeclaration>> {
     let mut replay = ToolReplay::default();
     for m in messages {
         if let Message::System(s) = m {
@@ -84,11 +87,12 @@ pub fn get_current_tools<'a>(
 /// transcript without rescanning it.
 ///
 /// ```
+/// use std::sync::Arc;
 /// use tern_ai::transcript::ToolReplay;
 /// use tern_ai::{SystemMessage, ToolDeclaration, ToolReference};
 /// let mut replay = ToolReplay::default();
 /// replay.apply(&SystemMessage {
-///     tools_added: Some(vec![ToolDeclaration { name: "a".into(), ..Default::default() }]),
+///     tools_added: Some(vec![Arc::new(ToolDeclaration { name: "a".into(), ..Default::default() })]),
 ///     ..Default::default()
 /// });
 /// replay.apply(&SystemMessage {
@@ -99,7 +103,7 @@ pub fn get_current_tools<'a>(
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ToolReplay {
-    order: Vec<ToolDeclaration>,
+    order: Vec<Arc<ToolDeclaration>>,
     index: HashMap<String, usize>,
 }
 
@@ -129,12 +133,12 @@ impl ToolReplay {
     }
 
     /// The current tools.
-    pub fn tools(&self) -> &[ToolDeclaration] {
+    pub fn tools(&self) -> &[Arc<ToolDeclaration>] {
         &self.order
     }
 
     /// The current tools, by value.
-    pub fn into_tools(self) -> Vec<ToolDeclaration> {
+    pub fn into_tools(self) -> Vec<Arc<ToolDeclaration>> {
         self.order
     }
 }
@@ -153,7 +157,7 @@ pub fn get_current_system_message(messages: &[Message]) -> Option<SystemMessage>
         if !text.is_empty() {
             content.push(text);
         }
-        for (name, value) in s.sections.iter().flatten() {
+        for (name, value) in s.sections.iter().flat_map(|m| m.iter()) {
             if value.is_null() {
                 sections.shift_remove(name);
             } else {
@@ -167,7 +171,7 @@ pub fn get_current_system_message(messages: &[Message]) -> Option<SystemMessage>
     }
     Some(SystemMessage {
         content: Content::Text(content.join("\n\n")),
-        sections: (!sections.is_empty()).then_some(sections),
+        sections: (!sections.is_empty()).then(|| Box::new(sections)),
         tools_added: (!tools.is_empty()).then_some(tools),
         tools_removed: None,
         timestamp: timestamp.unwrap_or(0),
@@ -200,7 +204,7 @@ pub fn render_system_message_update(message: &SystemMessage) -> String {
     if !text.is_empty() {
         parts.push(text);
     }
-    for (name, value) in message.sections.iter().flatten() {
+    for (name, value) in message.sections.iter().flat_map(|m| m.iter()) {
         match value.as_str() {
             Some(v) => parts.push(format!("Updated system prompt section \"{name}\":\n\n{v}")),
             None => parts.push(format!("Removed system prompt section \"{name}\".")),
@@ -229,10 +233,11 @@ pub fn collapse_system_messages(messages: &[Message]) -> Vec<Message> {
 /// Whether two declarations present the same interface to the model (compared as JSON,
 /// key order included, as the reference compares serialized declarations).
 pub fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bool {
-    a.name == b.name
-        && a.description == b.description
-        && a.constrained_sampling == b.constrained_sampling
-        && json_identical(&a.parameters, &b.parameters)
+    std::ptr::eq(a, b)
+        || a.name == b.name
+            && a.description == b.description
+            && a.constrained_sampling == b.constrained_sampling
+            && json_identical(&a.parameters, &b.parameters)
 }
 
 // Equality that also requires the same key order, like comparing `JSON.stringify` output.
@@ -255,7 +260,7 @@ fn json_identical(a: &Value, b: &Value) -> bool {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolChanges {
     /// Declarations new or changed in `current`.
-    pub tools_added: Vec<ToolDeclaration>,
+    pub tools_added: Vec<Arc<ToolDeclaration>>,
     /// Names gone or changed since `previous`.
     pub tools_removed: Vec<ToolReference>,
 }
@@ -269,10 +274,10 @@ impl ToolChanges {
 
 /// Compares two complete tool states.
 pub fn get_tool_state_changes(
-    previous: &[ToolDeclaration],
-    current: &[ToolDeclaration],
+    previous: &[Arc<ToolDeclaration>],
+    current: &[Arc<ToolDeclaration>],
 ) -> ToolChanges {
-    let find = |list: &[ToolDeclaration], name: &str| -> Option<usize> {
+    let find = |list: &[Arc<ToolDeclaration>], name: &str| -> Option<usize> {
         // Last wins, like building a Map from the list.
         list.iter().rposition(|t| t.name == name)
     };
@@ -315,13 +320,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn decl(name: &str, desc: &str) -> ToolDeclaration {
-        ToolDeclaration {
+    fn decl(name: &str, desc: &str) -> Arc<ToolDeclaration> {
+        Arc::new(ToolDeclaration {
             name: name.into(),
             description: desc.into(),
             parameters: json!({"type":"object","properties":{}}),
             constrained_sampling: None,
-        }
+        })
     }
 
     fn sys(v: serde_json::Value) -> Message {
@@ -390,8 +395,8 @@ mod tests {
     fn key_order_matters_for_declarations() {
         let mut a = decl("a", "");
         let mut b = decl("a", "");
-        a.parameters = json!({"type":"object","properties":{}});
-        b.parameters = json!({"properties":{},"type":"object"});
+        Arc::make_mut(&mut a).parameters = json!({"type":"object","properties":{}});
+        Arc::make_mut(&mut b).parameters = json!({"properties":{},"type":"object"});
         assert!(!declarations_equal(&a, &b));
     }
 

@@ -40,6 +40,12 @@ pub fn bench_model() -> Model {
     bench_model_at("http://127.0.0.1:9/v1")
 }
 
+/// [`bench_model`] as one object shared by every agent, like the reference scripts' `MODEL`.
+pub fn shared_bench_model() -> Arc<Model> {
+    static MODEL: std::sync::OnceLock<Arc<Model>> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| Arc::new(bench_model())).clone()
+}
+
 /// The parameter schema of `noop` and `sleep`.
 pub fn n_schema() -> Value {
     json!({
@@ -145,7 +151,7 @@ pub fn scripted_response(
                 // The script's values move into the message, as the reference assigns them.
                 let delta = args.to_string();
                 let idx = partial.update(|m| {
-                    m.content.push(ContentBlock::ToolCall(ToolCall {
+                    m.content.push(ContentBlock::tool_call(ToolCall {
                         id,
                         name,
                         arguments: Value::Object(Map::new()),
@@ -159,7 +165,7 @@ pub fn scripted_response(
                 });
                 let call = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::ToolCall(c) => {
-                        c.arguments = args;
+                        Arc::make_mut(c).arguments = args;
                         c.clone()
                     }
                     _ => unreachable!("block {idx} is a tool call"),
@@ -171,7 +177,7 @@ pub fn scripted_response(
                 });
                 tx.push(E::ToolcallEnd {
                     content_index: idx,
-                    tool_call: Arc::new(call),
+                    tool_call: call,
                     partial: partial.clone(),
                 });
             }
@@ -315,7 +321,7 @@ impl StreamFn for ParallelScript {
 pub fn bench_agent(tools: Vec<AgentTool>, stream_fn: Arc<dyn StreamFn>) -> Agent {
     Agent::new(AgentOptions {
         system_prompt: Some(SYSTEM_PROMPT.into()),
-        model: Some(bench_model()),
+        model: Some(shared_bench_model()),
         tools,
         stream_fn: Some(stream_fn),
         ..AgentOptions::default()

@@ -622,7 +622,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
         msgs.push(Message::from(assistant(
             vec![
                 ContentBlock::text(next(128)),
-                ContentBlock::ToolCall(ToolCall {
+                ContentBlock::tool_call(ToolCall {
                     id: format!("call_{c}"),
                     name: "noop".into(),
                     arguments: json!({ "n": c }),
@@ -663,7 +663,7 @@ fn idle_stream_fn() -> Arc<dyn StreamFn> {
 pub fn w5_agent(i: usize, tool: &AgentTool, stream_fn: &Arc<dyn StreamFn>) -> Agent {
     Agent::new(AgentOptions {
         system_prompt: Some(SYSTEM_PROMPT.into()),
-        model: Some(bench_model()),
+        model: Some(shared_bench_model()),
         tools: vec![tool.clone()],
         messages: w5_transcript(i),
         stream_fn: Some(stream_fn.clone()),
@@ -891,7 +891,7 @@ pub fn w6(p: &W6Params) -> Res {
     let ag: Vec<W6Run> = rt(0).block_on(async {
         let agent = Agent::new(AgentOptions {
             system_prompt: Some(SYSTEM_PROMPT.into()),
-            model: Some(model.clone()),
+            model: Some(Arc::new(model.clone())),
             stream_fn: Some(Arc::new(Providers)),
             get_api_key: Some(tern_agent::config::get_api_key(|_p| async {
                 Ok(Some("bench".to_string()))

@@ -483,7 +483,7 @@ pub fn build(o: BuildOptions) -> Runtime {
     let turn_limits = limits.clone();
     let agent = Agent::new(AgentOptions {
         system_prompt: Some(o.system_prompt),
-        model: Some(model),
+        model: Some(model.into()),
         thinking_level: thinking,
         tools: o.tools,
         messages,

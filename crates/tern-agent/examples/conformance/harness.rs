@@ -293,7 +293,7 @@ async fn abortable_sleep(ms: f64, signal: &CancellationToken) -> Result<(), ()> 
 
 fn synthetic_assistant(call: &ToolCall) -> AssistantMessage {
     AssistantMessage {
-        content: vec![ContentBlock::ToolCall(call.clone())],
+        content: vec![ContentBlock::tool_call(call.clone())],
         api: "scripted".into(),
         provider: "scripted".into(),
         model: spec::DEFAULT_MODEL_ID.into(),
@@ -471,7 +471,7 @@ impl Harness {
             let hooks = self.hooks();
             let agent = Agent::new(AgentOptions {
                 system_prompt: a.system_prompt.clone(),
-                model: Some(make_model(&a.model)),
+                model: Some(make_model(&a.model).into()),
                 thinking_level: a.thinking_level,
                 tools: self.tools_for(&a.tools),
                 messages: a.messages.clone(),

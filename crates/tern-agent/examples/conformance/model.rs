@@ -177,7 +177,7 @@ async fn produce(
                 (Kind::Thinking, t.thinking.clone())
             }
             ContentBlock::ToolCall(c) => {
-                partial.content.push(ContentBlock::ToolCall(ToolCall {
+                partial.content.push(ContentBlock::tool_call(ToolCall {
                     id: c.id.clone(),
                     name: c.name.clone(),
                     arguments: Value::Object(Map::new()),
@@ -242,7 +242,7 @@ async fn produce(
                 partial.content[index] = block.clone();
                 AssistantMessageEvent::ToolcallEnd {
                     content_index: index,
-                    tool_call: Arc::new(c.clone()),
+                    tool_call: c.clone(),
                     partial: snapshot(&partial),
                 }
             }

@@ -218,7 +218,7 @@ fn convert_messages(
 }
 
 fn convert_tools(
-    tools: &[crate::message::ToolDeclaration],
+    tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
     eager: bool,
     cache_control: Option<&Value>,
 ) -> Value {
@@ -556,7 +556,7 @@ fn handle_event(
                 }
                 if let Some(rm) = msg.get("model").and_then(Value::as_str) {
                     if rm != model.id {
-                        m.response_model = Some(rm.to_string());
+                        m.extra_mut().response_model = Some(rm.to_string());
                     }
                 }
                 m.usage.input = count(u.get("input_tokens")).unwrap_or(0);
@@ -626,7 +626,7 @@ fn handle_event(
                     );
                 }
                 "tool_use" => {
-                    let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+                    let i = out.push_block(ContentBlock::tool_call(ToolCall {
                         id: s("id"),
                         name: s("name"),
                         arguments: cb

@@ -11,7 +11,7 @@ use super::transform::{accepts_images, transform_messages};
 use super::{compact, cost, has_tool_call, thinking_level_map, EventSink, Output};
 use crate::message::{
     Content, ContentBlock, Message, StopReason, TextContent, ThinkingContent, ThinkingLevel,
-    ToolCall, Usage,
+    ToolCall, ToolCallExtra, Usage,
 };
 use crate::model::Model;
 use crate::sse::{GeminiRecord, GeminiRecordSplitter};
@@ -168,7 +168,7 @@ pub fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
                                 fc["id"] = json!(c.id);
                             }
                             let mut p = json!({"functionCall": fc});
-                            if let Some(s) = sig(c.thought_signature.as_deref()) {
+                            if let Some(s) = sig(c.extra().thought_signature.as_deref()) {
                                 p["thoughtSignature"] = json!(s);
                             }
                             parts.push(p);
@@ -592,16 +592,19 @@ fn handle_chunk(
                     .cloned()
                     .unwrap_or(json!({}));
                 let delta = compact(&args);
-                let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+                let i = out.push_block(ContentBlock::tool_call(ToolCall {
                     id,
                     name,
                     arguments: args,
-                    thought_signature: part
-                        .get("thoughtSignature")
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string),
-                    ..ToolCall::default()
+                    extra: ToolCallExtra {
+                        thought_signature: part
+                            .get("thoughtSignature")
+                            .and_then(Value::as_str)
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string),
+                        ..ToolCallExtra::default()
+                    }
+                    .into_option(),
                 }));
                 out.tool_delta(i, &delta);
                 out.end_block(i);

@@ -297,7 +297,7 @@ impl<'a> Output<'a> {
     pub fn set_tool_arguments(&self, index: usize, args: Value) {
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-                c.arguments = args;
+                Arc::make_mut(c).arguments = args;
             }
         });
     }
@@ -319,7 +319,7 @@ impl<'a> Output<'a> {
             }),
             Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
                 content_index: index,
-                tool_call: Arc::new(c),
+                tool_call: c,
                 partial,
             }),
             _ => {}
@@ -335,8 +335,11 @@ impl<'a> Output<'a> {
         let (value, error) = args.finish();
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                let c = Arc::make_mut(c);
                 c.arguments = value;
-                c.arguments_error = error;
+                if error.is_some() || c.extra.is_some() {
+                    c.extra_mut().arguments_error = error;
+                }
             }
         });
         self.end_block(index);

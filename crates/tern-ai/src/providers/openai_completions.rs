@@ -301,7 +301,7 @@ fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
-fn convert_tools(tools: &[crate::message::ToolDeclaration], c: &Compat) -> Value {
+fn convert_tools(tools: &[std::sync::Arc<crate::message::ToolDeclaration>], c: &Compat) -> Value {
     Value::Array(
         tools
             .iter()
@@ -412,7 +412,7 @@ pub fn convert_messages(model: &Model, messages: &[Message], c: &Compat) -> Vec<
                     .find_map(|t| parse_reasoning_details(t.thinking_signature.as_deref()));
                 let legacy: Vec<Value> = calls
                     .iter()
-                    .filter_map(|t| parse_legacy_encrypted(t.thought_signature.as_deref()))
+                    .filter_map(|t| parse_legacy_encrypted(t.extra().thought_signature.as_deref()))
                     .collect();
                 let preserved = signed.or((!legacy.is_empty()).then_some(legacy));
                 let non_empty: Vec<&&ThinkingContent> = thinking
@@ -824,9 +824,12 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
         if let Some(cm) = chunk.get("model").and_then(Value::as_str) {
             if !cm.is_empty()
                 && cm != model.id
-                && m.response_model.as_deref().is_none_or(str::is_empty)
+                && m.extra()
+                    .response_model
+                    .as_deref()
+                    .is_none_or(str::is_empty)
             {
-                m.response_model = Some(cm.to_string());
+                m.extra_mut().response_model = Some(cm.to_string());
             }
         }
     });
@@ -924,7 +927,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
             let slot = match slot {
                 Some(s) => s,
                 None => {
-                    let index = out.push_block(ContentBlock::ToolCall(ToolCall {
+                    let index = out.push_block(ContentBlock::tool_call(ToolCall {
                         id: id.unwrap_or("").to_string(),
                         name: name.unwrap_or("").to_string(),
                         arguments: Value::Object(Map::new()),
@@ -946,6 +949,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
             let index = st.tools[slot].index;
             out.update(|m| {
                 if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                    let c = std::sync::Arc::make_mut(c);
                     if c.id.is_empty() {
                         if let Some(i) = id {
                             c.id = i.to_string();

@@ -13,7 +13,7 @@ use super::{compact, compat, cost, has_tool_call, thinking_level_map, EventSink,
 use crate::json_parse::ToolCallArgumentsStream;
 use crate::message::{
     AssistantMessage, Content, ContentBlock, Message, StopReason, TextContent, ThinkingContent,
-    ToolCall, Usage,
+    ToolCall, ToolCallExtra, Usage,
 };
 use crate::model::Model;
 use crate::sse::SseDecoder;
@@ -212,7 +212,7 @@ pub fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
                             item.insert("name".into(), json!(c.name));
                             item.insert("arguments".into(), json!(compact(&c.arguments)));
                             if same_model {
-                                if let Some(ns) = &c.namespace {
+                                if let Some(ns) = &c.extra().namespace {
                                     item.insert("namespace".into(), json!(ns));
                                 }
                             }
@@ -454,15 +454,18 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 Some(Value::Null) | None => "undefined".to_string(),
                 Some(other) => other.to_string(),
             };
-            let i = out.push_block(ContentBlock::ToolCall(ToolCall {
+            let i = out.push_block(ContentBlock::tool_call(ToolCall {
                 id: format!("{}|{}", id_part("call_id"), id_part("id")),
                 name: s("name"),
                 arguments,
-                namespace: item
-                    .get("namespace")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                ..ToolCall::default()
+                extra: ToolCallExtra {
+                    namespace: item
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    ..ToolCallExtra::default()
+                }
+                .into_option(),
             }));
             st.unfinished.push(i);
             st.slots.insert(
@@ -760,7 +763,8 @@ fn handle(ev: &Value, model: &Model, out: &mut Output<'_>, st: &mut State) -> Re
                                     if let Some(ContentBlock::ToolCall(c)) =
                                         m.content.get_mut(index)
                                     {
-                                        c.namespace = Some(ns.to_string());
+                                        std::sync::Arc::make_mut(c).extra_mut().namespace =
+                                            Some(ns.to_string());
                                     }
                                 });
                             }

@@ -398,7 +398,7 @@ impl EventSink for RecordingSink {
                 ..
             } => {
                 rec.insert("contentIndex".into(), json!(content_index));
-                let tc = serde_json::to_value(ContentBlock::ToolCall((**tool_call).clone()))
+                let tc = serde_json::to_value(ContentBlock::ToolCall(tool_call.clone()))
                     .unwrap_or(Value::Null);
                 rec.insert("toolCall".into(), normalize_tool_call(&self.api, &tc));
             }
@@ -437,7 +437,7 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
     let messages: Vec<Message> =
         serde_json::from_value(ctx.get("messages").cloned().unwrap_or(json!([])))
             .map_err(|e| format!("bad messages: {e}"))?;
-    let tools: Vec<ToolDeclaration> =
+    let tools: Vec<std::sync::Arc<ToolDeclaration>> =
         serde_json::from_value(ctx.get("tools").cloned().unwrap_or(json!([])))
             .map_err(|e| format!("bad tools: {e}"))?;
     let system = ctx.get("systemPrompt").and_then(Value::as_str);

@@ -112,7 +112,10 @@ pub fn transform_messages(
                         }
                         ContentBlock::ToolCall(mut c) => {
                             if !same {
-                                c.thought_signature = None;
+                                let c = std::sync::Arc::make_mut(&mut c);
+                                if let Some(extra) = c.extra.as_mut() {
+                                    extra.thought_signature = None;
+                                }
                                 let n = normalize_id(&c.id);
                                 if n != c.id {
                                     id_map.insert(c.id.clone(), n.clone());
