@@ -142,6 +142,33 @@ struct State {
     // The calls themselves: their ids are read only when someone asks.
     pending_tool_calls: Vec<Arc<ToolCall>>,
     error_message: Option<String>,
+    // Copy-on-write: an event clones the `Arc`, not the list. Kept with the state so that
+    // one lock per event both reduces it and picks up the listeners.
+    listeners: Arc<Listeners>,
+}
+
+#[derive(Clone)]
+struct Listeners {
+    list: Vec<(u64, Listener)>,
+    all_sync: bool,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            list: Vec::new(),
+            all_sync: true,
+        }
+    }
+}
+
+impl Listeners {
+    fn changed(&mut self) {
+        self.all_sync = self
+            .list
+            .iter()
+            .all(|(_, l)| matches!(l, Listener::Sync(_)));
+    }
 }
 
 type AsyncListener =
@@ -242,8 +269,6 @@ impl CustomSettings {
 struct Inner {
     state: Mutex<State>,
     settings: Mutex<Settings>,
-    // Copy-on-write: an event clones the `Arc`, not the list.
-    listeners: Mutex<Arc<Vec<(u64, Listener)>>>,
     next_listener: AtomicU64,
     steering: Mutex<PendingMessageQueue>,
     follow_up: Mutex<PendingMessageQueue>,
@@ -267,8 +292,10 @@ impl Subscription {
     /// Removes the listener.
     pub fn unsubscribe(self) {
         if let Some(inner) = self.inner.upgrade() {
-            let mut l = inner.listeners.lock();
-            Arc::make_mut(&mut l).retain(|(id, _)| *id != self.id);
+            let mut st = inner.state.lock();
+            let l = Arc::make_mut(&mut st.listeners);
+            l.list.retain(|(id, _)| *id != self.id);
+            l.changed();
         }
     }
 }
@@ -338,13 +365,13 @@ impl Agent {
                     streaming_message: None,
                     pending_tool_calls: Vec::new(),
                     error_message: None,
+                    listeners: Arc::default(),
                 }),
                 settings: Mutex::new(Settings {
                     stream_fn: options.stream_fn.unwrap_or_else(no_stream_fn),
                     tool_execution: options.tool_execution,
                     custom: Some(Box::new(custom)).filter(|c| !c.is_default()),
                 }),
-                listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(1),
                 steering: Mutex::new(PendingMessageQueue::new(options.steering_mode)),
                 follow_up: Mutex::new(PendingMessageQueue::new(options.follow_up_mode)),
@@ -355,11 +382,12 @@ impl Agent {
 
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        let mut listeners = self.inner.listeners.lock();
-        let list = Arc::make_mut(&mut listeners);
+        let mut st = self.inner.state.lock();
+        let listeners = Arc::make_mut(&mut st.listeners);
         // Agents usually have one or two listeners: no room for four.
-        list.reserve_exact(1);
-        list.push((id, l));
+        listeners.list.reserve_exact(1);
+        listeners.list.push((id, l));
+        listeners.changed();
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -841,7 +869,8 @@ impl AgentSink {
         AgentSink(Arc::new(SinkInner { inner, signal }))
     }
 
-    fn reduce(&self, event: &AgentEvent) {
+    /// Applies the event to the state; returns the listeners to call, read in the same lock.
+    fn reduce(&self, event: &AgentEvent) -> Arc<Listeners> {
         let mut st = self.0.inner.state.lock();
         match event {
             AgentEvent::MessageStart { message } => {
@@ -878,18 +907,15 @@ impl AgentSink {
             AgentEvent::AgentEnd { .. } => st.streaming_message = None,
             _ => {}
         }
+        st.listeners.clone()
     }
 }
 
 impl EventSink for AgentSink {
     async fn emit(&self, event: AgentEvent) {
-        self.reduce(&event);
-        let listeners = self.0.inner.listeners.lock().clone();
-        if listeners
-            .iter()
-            .all(|(_, l)| matches!(l, Listener::Sync(_)))
-        {
-            for (_, l) in listeners.iter() {
+        let listeners = self.reduce(&event);
+        if listeners.all_sync {
+            for (_, l) in listeners.list.iter() {
                 if let Listener::Sync(f) = l {
                     f(&event);
                 }
@@ -898,7 +924,7 @@ impl EventSink for AgentSink {
         }
         // Async listeners share one allocation of the event.
         let event = Arc::new(event);
-        for (_, l) in listeners.iter() {
+        for (_, l) in listeners.list.iter() {
             match l {
                 Listener::Sync(f) => f(&event),
                 Listener::Async(f) => f(event.clone(), self.0.signal.clone()).await,
