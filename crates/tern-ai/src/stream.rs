@@ -57,7 +57,9 @@ impl<E> Chunks<E> {
 
     fn push(&mut self, event: E) {
         if self.last.len() == self.last.capacity() {
-            let cap = (self.last.capacity() * 2).clamp(8, 4096);
+            // At most 1,024 events a chunk: larger blocks come from mmap and fault their pages in
+            // anew for every response.
+            let cap = (self.last.capacity() * 2).clamp(8, 1024);
             let full = std::mem::replace(&mut self.last, Vec::with_capacity(cap));
             if !full.is_empty() {
                 self.full.push(full);
