@@ -221,11 +221,12 @@ where
         };
     let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
     updates.close();
-    let mut in_flight = in_flight.unwrap_or_default();
     while let Some(handling) = updates.pop() {
-        in_flight.push(handling);
+        in_flight.get_or_insert_with(FuturesUnordered::new).push(handling);
     }
-    while in_flight.next().await.is_some() {}
+    if let Some(mut in_flight) = in_flight {
+        while in_flight.next().await.is_some() {}
+    }
     match output {
         Ok(result) => Executed {
             is_error: result.is_error == Some(true),

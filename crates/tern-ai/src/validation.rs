@@ -181,8 +181,8 @@ fn already_valid(schema: &Value, arguments: &Value) -> Option<Value> {
     }
     // The whole schema must have the simple shape, used or not: the reference compiles all
     // of it and fails on any malformed part.
-    let mut types: Vec<(&str, &str)> = Vec::new();
-    for (name, sub) in properties? {
+    let properties = properties?;
+    for sub in properties.values() {
         let mut ty = None;
         for (k, v) in sub.as_object()? {
             match k.as_str() {
@@ -195,7 +195,6 @@ fn already_valid(schema: &Value, arguments: &Value) -> Option<Value> {
         if !matches!(ty, "string" | "boolean" | "integer" | "number") {
             return None;
         }
-        types.push((name.as_str(), ty));
     }
     for name in required.into_iter().flatten() {
         if !args.contains_key(name.as_str()?) {
@@ -203,7 +202,9 @@ fn already_valid(schema: &Value, arguments: &Value) -> Option<Value> {
         }
     }
     for (name, value) in args {
-        let Some(&(_, ty)) = types.iter().find(|(n, _)| n == name) else {
+        // Checked above: every property has a string `type`.
+        let declared = properties.get(name).and_then(|p| p.get("type"));
+        let Some(ty) = declared.and_then(Value::as_str) else {
             if closed || !plain_value(value, 0) {
                 return None;
             }
