@@ -222,7 +222,9 @@ where
     let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
     updates.close();
     while let Some(handling) = updates.pop() {
-        in_flight.get_or_insert_with(FuturesUnordered::new).push(handling);
+        in_flight
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(handling);
     }
     if let Some(mut in_flight) = in_flight {
         while in_flight.next().await.is_some() {}
@@ -547,6 +549,33 @@ async fn finish_slot<S: EventSink + Clone + 'static>(
     }
 }
 
+/// Announces a call of a parallel batch and prepares it; a call that fails preparation
+/// ends here.
+async fn preflight<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    call: &Arc<ToolCall>,
+    tools: &[AgentTool],
+) -> Slot {
+    emit_start(env.sink, call).await;
+    let prepared = prepare_tool_call(
+        env.context,
+        env.assistant,
+        call,
+        env.hooks,
+        env.signal,
+        tools,
+    )
+    .await;
+    match prepared {
+        Preparation::Immediate(r) => {
+            let o = immediate(call, r);
+            emit_end(env.sink, &o).await;
+            Slot::Done(o)
+        }
+        Preparation::Prepared { tool, args } => Slot::Run(tool, args),
+    }
+}
+
 /// Emits the tool-result messages in source order and tells whether the batch terminates.
 async fn finish_batch<S: EventSink + Clone + 'static>(
     sink: &S,
@@ -612,34 +641,23 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         };
     }
 
+    let env = &env;
+    if let [call] = calls.as_slice() {
+        // One call needs no slot list and no join.
+        let slot = preflight(env, call, tools).await;
+        let outcome = finish_slot(env, slot, call).await;
+        return finish_batch(sink, vec![outcome]).await;
+    }
     let mut slots = Vec::with_capacity(calls.len());
     for call in &calls {
-        emit_start(sink, call).await;
-        match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
-            Preparation::Immediate(r) => {
-                let o = immediate(call, r);
-                emit_end(sink, &o).await;
-                slots.push(Slot::Done(o));
-            }
-            Preparation::Prepared { tool, args } => slots.push(Slot::Run(tool, args)),
-        }
+        slots.push(preflight(env, call, tools).await);
     }
-    let env = &env;
-    let outcomes = if slots.len() == 1 {
-        // One call needs no join.
-        let mut outcomes = Vec::with_capacity(1);
-        for (slot, call) in slots.into_iter().zip(calls.iter()) {
-            outcomes.push(finish_slot(env, slot, call).await);
-        }
-        outcomes
-    } else {
-        join_all(
-            slots
-                .into_iter()
-                .zip(calls.iter())
-                .map(|(slot, call)| finish_slot(env, slot, call)),
-        )
-        .await
-    };
+    let outcomes = join_all(
+        slots
+            .into_iter()
+            .zip(calls.iter())
+            .map(|(slot, call)| finish_slot(env, slot, call)),
+    )
+    .await;
     finish_batch(sink, outcomes).await
 }

@@ -98,8 +98,14 @@ impl<E> Drain<E> {
 
     /// Takes everything queued (the drain is empty when this is called).
     fn refill(&mut self, chunks: &mut Chunks<E>) {
+        let last = std::mem::take(&mut chunks.last);
+        if chunks.full.is_empty() {
+            // The usual case: everything fits one chunk, and no list of chunks is built.
+            self.current = last.into_iter();
+            return;
+        }
         let mut full = std::mem::take(&mut chunks.full);
-        full.push(std::mem::take(&mut chunks.last));
+        full.push(last);
         self.rest = full.into_iter();
     }
 }
