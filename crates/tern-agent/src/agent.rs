@@ -789,30 +789,24 @@ impl Agent {
                 &defaults
             }
         };
+        // The queues are drained when the loop asks, which it awaits at once.
         let weak = Arc::downgrade(&self.inner);
-        let skip = Arc::new(AtomicBool::new(skip_initial_steering));
+        let skip = AtomicBool::new(skip_initial_steering);
         let steering: MessageSource = Arc::new(move || {
-            let weak = weak.clone();
-            let skip = skip.clone();
-            Box::pin(async move {
-                if skip.swap(false, Ordering::SeqCst) {
-                    return Vec::new();
-                }
-                match weak.upgrade() {
-                    Some(inner) => inner.steering.lock().drain(),
-                    None => Vec::new(),
-                }
-            })
+            if skip.swap(false, Ordering::SeqCst) {
+                return ready_messages(Vec::new());
+            }
+            ready_messages(
+                weak.upgrade()
+                    .map_or_else(Vec::new, |i| i.steering.lock().drain()),
+            )
         });
         let weak = Arc::downgrade(&self.inner);
         let follow: MessageSource = Arc::new(move || {
-            let weak = weak.clone();
-            Box::pin(async move {
-                match weak.upgrade() {
-                    Some(inner) => inner.follow_up.lock().drain(),
-                    None => Vec::new(),
-                }
-            })
+            ready_messages(
+                weak.upgrade()
+                    .map_or_else(Vec::new, |i| i.follow_up.lock().drain()),
+            )
         });
         let config = AgentLoopConfig {
             model,
@@ -830,6 +824,26 @@ impl Agent {
             tool_hooks: s.tool_hooks.clone(),
         };
         (context, config, settings.stream_fn.clone())
+    }
+}
+
+/// Already drained messages as the loop's message future. An empty poll, the usual case,
+/// allocates nothing: its future is zero-sized.
+fn ready_messages(messages: Vec<Message>) -> BoxFuture<'static, Vec<Message>> {
+    struct NoMessages;
+    impl Future for NoMessages {
+        type Output = Vec<Message>;
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Vec<Message>> {
+            std::task::Poll::Ready(Vec::new())
+        }
+    }
+    if messages.is_empty() {
+        Box::pin(NoMessages)
+    } else {
+        Box::pin(std::future::ready(messages))
     }
 }
 
