@@ -87,40 +87,31 @@ impl LineSplitter {
             return Err(TooLong { limit: self.limit });
         }
         let mut start = 0;
-        let mut i = 0;
         if self.skip_lf {
             self.skip_lf = false;
             if chunk.first() == Some(&b'\n') {
                 start = 1;
-                i = 1;
             }
         }
-        while i < chunk.len() {
-            let b = chunk[i];
-            if b == b'\n' || b == b'\r' {
-                if self.tail.len() + (i - start) > self.limit {
-                    return self.fail();
-                }
-                if self.tail.is_empty() {
-                    on_line(&chunk[start..i]);
-                } else {
-                    self.tail.extend_from_slice(&chunk[start..i]);
-                    on_line(&self.tail);
-                    self.tail.clear();
-                }
-                if b == b'\r' {
-                    if i + 1 < chunk.len() {
-                        if chunk[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                    } else {
-                        self.skip_lf = true;
-                    }
-                }
-                i += 1;
-                start = i;
+        while let Some(len) = memchr::memchr2(b'\n', b'\r', &chunk[start..]) {
+            let end = start + len;
+            if self.tail.len() + len > self.limit {
+                return self.fail();
+            }
+            if self.tail.is_empty() {
+                on_line(&chunk[start..end]);
             } else {
-                i += 1;
+                self.tail.extend_from_slice(&chunk[start..end]);
+                on_line(&self.tail);
+                self.tail.clear();
+            }
+            start = end + 1;
+            if chunk[end] == b'\r' {
+                match chunk.get(start) {
+                    Some(b'\n') => start += 1,
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
             }
         }
         if start < chunk.len() {
@@ -179,6 +170,21 @@ impl SseDecoder {
         chunk: &[u8],
         on_event: &mut dyn FnMut(SseEvent),
     ) -> Result<(), TooLong> {
+        self.feed_with(chunk, &mut owned(on_event))
+    }
+
+    /// Like [`feed`](Self::feed), but lends each record to `on_event` (event name, data)
+    /// instead of handing it over, so the decoder keeps reusing its buffers: no allocation
+    /// per record.
+    pub fn feed_borrowed(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut dyn FnMut(Option<&str>, &str),
+    ) -> Result<(), TooLong> {
+        self.feed_with(chunk, &mut |event, data| on_event(event.as_deref(), data))
+    }
+
+    fn feed_with(&mut self, chunk: &[u8], dispatch: &mut Dispatch<'_>) -> Result<(), TooLong> {
         let Self {
             lines,
             event,
@@ -191,7 +197,7 @@ impl SseDecoder {
             if too_long {
                 return;
             }
-            decode_line(line, event, data, data_lines, on_event);
+            decode_line(line, event, data, data_lines, dispatch);
             if data.len() > limit {
                 too_long = true;
                 *data = String::new();
@@ -212,7 +218,7 @@ impl SseDecoder {
                 &mut self.event,
                 &mut self.data,
                 &mut self.data_lines,
-                on_event,
+                &mut owned(on_event),
             );
         }
     }
@@ -228,8 +234,21 @@ impl SseDecoder {
             &mut self.event,
             &mut self.data,
             &mut self.data_lines,
-            on_event,
+            &mut owned(on_event),
         );
+    }
+}
+
+/// Receives a dispatched record's event name and data; whatever it leaves in them is cleared.
+type Dispatch<'a> = dyn FnMut(&mut Option<String>, &mut String) + 'a;
+
+/// Hands each record over as an [`SseEvent`].
+fn owned(on_event: &mut dyn FnMut(SseEvent)) -> impl FnMut(&mut Option<String>, &mut String) + '_ {
+    |event, data| {
+        on_event(SseEvent {
+            event: event.take(),
+            data: std::mem::take(data),
+        })
     }
 }
 
@@ -238,23 +257,22 @@ fn decode_line(
     event: &mut Option<String>,
     data: &mut String,
     data_lines: &mut usize,
-    on_event: &mut dyn FnMut(SseEvent),
+    dispatch: &mut Dispatch<'_>,
 ) {
     if line.is_empty() {
         if event.is_none() && *data_lines == 0 {
             return;
         }
-        on_event(SseEvent {
-            event: event.take(),
-            data: std::mem::take(data),
-        });
+        dispatch(event, data);
+        *event = None;
+        data.clear();
         *data_lines = 0;
         return;
     }
     if line[0] == b':' {
         return;
     }
-    let (field, value) = match line.iter().position(|&b| b == b':') {
+    let (field, value) = match memchr::memchr(b':', line) {
         Some(p) => {
             let v = &line[p + 1..];
             (&line[..p], v.strip_prefix(b" ").unwrap_or(v))
@@ -267,7 +285,12 @@ fn decode_line(
             if *data_lines > 0 {
                 data.push('\n');
             }
-            data.push_str(&String::from_utf8_lossy(value));
+            // `from_utf8` is much faster than the lossy decoder on the valid text it nearly
+            // always gets.
+            match std::str::from_utf8(value) {
+                Ok(text) => data.push_str(text),
+                Err(_) => data.push_str(&String::from_utf8_lossy(value)),
+            }
             *data_lines += 1;
         }
         _ => {}
@@ -443,6 +466,18 @@ mod tests {
             d.feed(&bytes[..cut], &mut |e| got.push(e)).unwrap();
             d.feed(&bytes[cut..], &mut |e| got.push(e)).unwrap();
             assert_eq!(got, whole, "cut at {cut}");
+            let mut d = SseDecoder::new();
+            let mut lent = Vec::new();
+            for part in [&bytes[..cut], &bytes[cut..]] {
+                d.feed_borrowed(part, &mut |event, data| {
+                    lent.push(SseEvent {
+                        event: event.map(str::to_owned),
+                        data: data.to_owned(),
+                    })
+                })
+                .unwrap();
+            }
+            assert_eq!(lent, whole, "cut at {cut}");
         }
     }
 

@@ -22,6 +22,7 @@ pub mod overflow;
 pub mod replay;
 pub mod retry;
 pub mod transform;
+mod typed_json;
 
 use std::sync::Arc;
 

@@ -2,12 +2,15 @@
 //! serves OpenRouter, Groq, DeepSeek, Ollama, llama.cpp, vLLM and LM Studio through
 //! `baseUrl` and the compatibility flags detected from the provider and host.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use serde::de::{Deserialize, Deserializer, MapAccess};
 use serde_json::{json, Map, Value};
 
 use super::http::{self, HttpFailure, HttpRequest, SendError};
 use super::transform::{accepts_images, sanitize_id, short_hash, transform_messages};
+use super::typed_json::{self, str_field, Any, Fields, FirstOf, Optional};
 use super::{compact, compat, cost, has_tool_call, thinking_level_map, EventSink, Output};
 use crate::json_parse::ToolCallArgumentsStream;
 use crate::message::{
@@ -804,6 +807,9 @@ struct State {
     by_id: HashMap<String, usize>,
     tools: Vec<ToolState>,
     details: Option<Vec<Value>>,
+    /// `responseId` / `responseModel` are set and can no longer change.
+    has_response_id: bool,
+    has_response_model: bool,
 }
 
 enum Flow {
@@ -811,49 +817,205 @@ enum Flow {
     Stop,
 }
 
-fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut State) {
-    if !chunk.is_object() {
-        return;
+/// The fields of a chunk that [`handle_chunk`] reads; strings borrow from the event data.
+#[derive(Default)]
+struct Chunk<'a> {
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    // The rarely present `Value`s are boxed to keep the per-chunk struct small.
+    usage: Option<Box<Value>>,
+    /// The first of `choices`.
+    choice: Option<Choice<'a>>,
+    /// A non-null `error` was seen (typed read only: such a chunk takes the `Value` path).
+    error: bool,
+}
+
+#[derive(Default)]
+struct Choice<'a> {
+    usage: Option<Box<Value>>,
+    finish_reason: Option<Cow<'a, str>>,
+    delta: Option<Delta<'a>>,
+}
+
+#[derive(Default)]
+struct Delta<'a> {
+    content: Option<Cow<'a, str>>,
+    reasoning_content: Option<Cow<'a, str>>,
+    reasoning: Option<Cow<'a, str>>,
+    reasoning_text: Option<Cow<'a, str>>,
+    reasoning_details: Option<Box<Value>>,
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Default)]
+struct ToolCallDelta<'a> {
+    index: Option<i64>,
+    id: Option<Cow<'a, str>>,
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Default)]
+struct FunctionDelta<'a> {
+    name: Option<Cow<'a, str>>,
+    arguments: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for ToolCallDelta<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        typed_json::object(d)
     }
-    out.update(|m| {
-        if m.response_id.as_deref().is_none_or(str::is_empty) {
-            if let Some(id) = chunk.get("id").and_then(Value::as_str) {
-                m.response_id = Some(id.to_string());
-            }
+}
+
+impl<'de> Fields<'de> for Chunk<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "id" => self.id = str_field(map)?,
+            "model" => self.model = str_field(map)?,
+            "usage" => self.usage = map.next_value()?,
+            "choices" => map.next_value_seed(FirstOf(&mut self.choice))?,
+            "error" => self.error = map.next_value::<Option<Any>>()?.is_some(),
+            _ => return Ok(false),
         }
-        if let Some(cm) = chunk.get("model").and_then(Value::as_str) {
-            if !cm.is_empty()
-                && cm != model.id
-                && m.extra()
+        Ok(true)
+    }
+}
+
+impl<'de> Fields<'de> for Choice<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "usage" => self.usage = map.next_value()?,
+            "finish_reason" => self.finish_reason = str_field(map)?,
+            "delta" => map.next_value_seed(Optional(&mut self.delta))?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl<'de> Fields<'de> for Delta<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "content" => self.content = str_field(map)?,
+            "reasoning_content" => self.reasoning_content = str_field(map)?,
+            "reasoning" => self.reasoning = str_field(map)?,
+            "reasoning_text" => self.reasoning_text = str_field(map)?,
+            "reasoning_details" => self.reasoning_details = map.next_value()?,
+            "tool_calls" => self.tool_calls = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl<'de> Fields<'de> for ToolCallDelta<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "index" => self.index = map.next_value()?,
+            "id" => self.id = str_field(map)?,
+            "function" => map.next_value_seed(Optional(&mut self.function))?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl<'de> Fields<'de> for FunctionDelta<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "name" => self.name = str_field(map)?,
+            "arguments" => self.arguments = str_field(map)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl<'a> Chunk<'a> {
+    /// The same fields as the typed read, looked up in a parsed chunk of any shape the way
+    /// the provider always read them (a field of another type counts as absent).
+    fn from_value(v: &'a Value) -> Self {
+        let s = |v: &'a Value, k: &str| v.get(k).and_then(Value::as_str).map(Cow::Borrowed);
+        let call = |c: &'a Value| ToolCallDelta {
+            index: c.get("index").and_then(Value::as_i64),
+            id: s(c, "id"),
+            function: c.get("function").map(|f| FunctionDelta {
+                name: s(f, "name"),
+                arguments: s(f, "arguments"),
+            }),
+        };
+        let delta = |d: &'a Value| Delta {
+            content: s(d, "content"),
+            reasoning_content: s(d, "reasoning_content"),
+            reasoning: s(d, "reasoning"),
+            reasoning_text: s(d, "reasoning_text"),
+            reasoning_details: d.get("reasoning_details").cloned().map(Box::new),
+            tool_calls: d
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .map(|calls| calls.iter().map(call).collect()),
+        };
+        Chunk {
+            id: s(v, "id"),
+            model: s(v, "model"),
+            usage: v.get("usage").cloned().map(Box::new),
+            choice: v
+                .get("choices")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .map(|c| Choice {
+                    usage: c.get("usage").cloned().map(Box::new),
+                    finish_reason: s(c, "finish_reason"),
+                    delta: c.get("delta").filter(|d| d.is_object()).map(delta),
+                }),
+            error: false,
+        }
+    }
+}
+
+fn handle_chunk(chunk: &Chunk<'_>, model: &Model, out: &mut Output<'_>, st: &mut State) {
+    // Both are taken from the first chunk that has them; once set, no lock is needed.
+    let id = chunk.id.as_deref().filter(|_| !st.has_response_id);
+    let cm = chunk
+        .model
+        .as_deref()
+        .filter(|cm| !st.has_response_model && !cm.is_empty() && *cm != model.id);
+    if id.is_some() || cm.is_some() {
+        out.update(|m| {
+            if m.response_id.as_deref().is_none_or(str::is_empty) {
+                if let Some(id) = id {
+                    m.response_id = Some(id.to_string());
+                }
+            }
+            if let Some(cm) = cm {
+                if m.extra()
                     .response_model
                     .as_deref()
                     .is_none_or(str::is_empty)
-            {
-                m.extra_mut().response_model = Some(cm.to_string());
+                {
+                    m.extra_mut().response_model = Some(cm.to_string());
+                }
             }
-        }
-    });
-    let usage = chunk.get("usage").filter(|u| u.is_object());
+            st.has_response_id = m.response_id.as_deref().is_some_and(|s| !s.is_empty());
+            st.has_response_model = m
+                .extra()
+                .response_model
+                .as_deref()
+                .is_some_and(|s| !s.is_empty());
+        });
+    }
+    let usage = chunk.usage.as_deref().filter(|u| u.is_object());
     if let Some(u) = usage {
         out.set_usage(parse_usage(u, model));
     }
-    let Some(choice) = chunk
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-    else {
+    let Some(choice) = &chunk.choice else {
         return;
     };
     if usage.is_none() {
-        if let Some(u) = choice.get("usage").filter(|u| u.is_object()) {
+        if let Some(u) = choice.usage.as_deref().filter(|u| u.is_object()) {
             out.set_usage(parse_usage(u, model));
         }
     }
-    if let Some(fr) = choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
+    if let Some(fr) = choice.finish_reason.as_deref().filter(|s| !s.is_empty()) {
         let (reason, err) = map_stop_reason(fr);
         out.update(|m| {
             m.raw_stop_reason = Some(fr.to_string());
@@ -864,19 +1026,17 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
         });
         st.has_finish = true;
     }
-    let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else {
+    let Some(delta) = &choice.delta else {
         return;
     };
-    let found = ["reasoning_content", "reasoning", "reasoning_text"]
-        .into_iter()
-        .find(|f| {
-            delta
-                .get(*f)
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-        });
-    if let Some(field) = found {
-        let text = delta.get(field).and_then(Value::as_str).unwrap_or("");
+    let found = [
+        ("reasoning_content", &delta.reasoning_content),
+        ("reasoning", &delta.reasoning),
+        ("reasoning_text", &delta.reasoning_text),
+    ]
+    .into_iter()
+    .find_map(|(f, v)| Some((f, v.as_deref().filter(|s| !s.is_empty())?)));
+    if let Some((field, text)) = found {
         let sig = if model.provider == "opencode-go" && field == "reasoning" {
             "reasoning_content"
         } else {
@@ -885,7 +1045,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
         let idx = ensure_thinking(out, st, sig);
         out.append_text(idx, text);
     }
-    if let Some(details) = delta.get("reasoning_details").and_then(Value::as_array) {
+    if let Some(details) = delta.reasoning_details.as_deref().and_then(Value::as_array) {
         for d in details {
             if !is_reasoning_detail(d) {
                 continue;
@@ -894,11 +1054,7 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
             append_reasoning_detail(st.details.get_or_insert_with(Vec::new), d);
         }
     }
-    if let Some(text) = delta
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-    {
+    if let Some(text) = delta.content.as_deref().filter(|s| !s.is_empty()) {
         let idx = match st.text {
             Some(i) => i,
             None => {
@@ -909,72 +1065,63 @@ fn handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut Sta
         };
         out.append_text(idx, text);
     }
-    if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-        for call in calls {
-            let stream_index = call.get("index").and_then(Value::as_i64);
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
-            let name = call
-                .get("function")
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str);
-            let mut slot = stream_index.and_then(|i| st.by_index.get(&i).copied());
-            if slot.is_none() {
-                slot = id.and_then(|i| st.by_id.get(i).copied());
-            }
-            let slot = match slot {
-                Some(s) => s,
-                None => {
-                    let index = out.push_block(ContentBlock::tool_call(ToolCall {
-                        id: id.unwrap_or("").to_string(),
-                        name: name.unwrap_or("").to_string(),
-                        arguments: Value::Object(Map::new()),
-                        ..ToolCall::default()
-                    }));
-                    st.tools.push(ToolState {
-                        index,
-                        args: ToolCallArgumentsStream::new(),
-                    });
-                    st.tools.len() - 1
-                }
-            };
-            if let Some(i) = stream_index {
-                st.by_index.entry(i).or_insert(slot);
-            }
-            if let Some(i) = id {
-                st.by_id.insert(i.to_string(), slot);
-            }
-            let index = st.tools[slot].index;
-            out.update(|m| {
-                if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-                    let c = std::sync::Arc::make_mut(c);
-                    if c.id.is_empty() {
-                        if let Some(i) = id {
-                            c.id = i.to_string();
-                        }
-                    }
-                    if c.name.is_empty() {
-                        if let Some(n) = name {
-                            c.name = n.to_string();
-                        }
-                    }
-                }
-            });
-            let mut piece = "";
-            if let Some(a) = call
-                .get("function")
-                .and_then(|f| f.get("arguments"))
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-            {
-                piece = a;
-                let args = st.tools[slot].args.append(a).clone();
-                out.set_tool_arguments(index, args);
-            }
-            out.tool_delta(index, piece);
+    for call in delta.tool_calls.iter().flatten() {
+        let stream_index = call.index;
+        let id = call.id.as_deref().filter(|s| !s.is_empty());
+        let function = call.function.as_ref();
+        let name = function.and_then(|f| f.name.as_deref());
+        let mut slot = stream_index.and_then(|i| st.by_index.get(&i).copied());
+        if slot.is_none() {
+            slot = id.and_then(|i| st.by_id.get(i).copied());
         }
+        let slot = match slot {
+            Some(s) => s,
+            None => {
+                let index = out.push_block(ContentBlock::tool_call(ToolCall {
+                    id: id.unwrap_or("").to_string(),
+                    name: name.unwrap_or("").to_string(),
+                    arguments: Value::Object(Map::new()),
+                    ..ToolCall::default()
+                }));
+                st.tools.push(ToolState {
+                    index,
+                    args: ToolCallArgumentsStream::new(),
+                });
+                st.tools.len() - 1
+            }
+        };
+        if let Some(i) = stream_index {
+            st.by_index.entry(i).or_insert(slot);
+        }
+        if let Some(i) = id {
+            st.by_id.insert(i.to_string(), slot);
+        }
+        let index = st.tools[slot].index;
+        out.update(|m| {
+            if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                let c = std::sync::Arc::make_mut(c);
+                if c.id.is_empty() {
+                    if let Some(i) = id {
+                        c.id = i.to_string();
+                    }
+                }
+                if c.name.is_empty() {
+                    if let Some(n) = name {
+                        c.name = n.to_string();
+                    }
+                }
+            }
+        });
+        let mut piece = "";
+        if let Some(a) = function
+            .and_then(|f| f.arguments.as_deref())
+            .filter(|s| !s.is_empty())
+        {
+            piece = a;
+            let args = st.tools[slot].args.append(a).clone();
+            out.set_tool_arguments(index, args);
+        }
+        out.tool_delta(index, piece);
     }
 }
 
@@ -1014,6 +1161,17 @@ fn process_event(
     if data.starts_with("[DONE]") {
         return Ok(Flow::Stop);
     }
+    // Ordinary chunks are read into typed fields that borrow from `data`, several times
+    // faster than a `Value`. An error event, an `error` field, or anything the typed read
+    // rejects (a field of another type, a non-object, bad JSON) takes the `Value` path below,
+    // which handles every chunk as the provider always did.
+    if event != Some("error") {
+        let mut chunk = Chunk::default();
+        if typed_json::from_str(data, &mut chunk).is_ok() && !chunk.error {
+            handle_chunk(&chunk, model, out, st);
+            return Ok(Flow::Continue);
+        }
+    }
     let value: Value = serde_json::from_str(data)
         .map_err(|_| "Error reading response: malformed server-sent event JSON.".to_string())?;
     let err = value.get("error").filter(|e| json_truthy(e));
@@ -1026,7 +1184,9 @@ fn process_event(
         };
         return Err(msg);
     }
-    handle_chunk(&value, model, out, st);
+    if value.is_object() {
+        handle_chunk(&Chunk::from_value(&value), model, out, st);
+    }
     Ok(Flow::Continue)
 }
 
@@ -1037,6 +1197,38 @@ pub(crate) fn json_truthy(v: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
         Value::String(s) => !s.is_empty(),
         _ => true,
+    }
+}
+
+/// The SSE records of one network chunk, stored back to back in one reused buffer. A chunk
+/// is decoded whole before its records are handled, so that a chunk on which the decoder
+/// fails yields none of them.
+#[derive(Default)]
+struct Records {
+    data: String,
+    /// Event name and end of the data in `data`, per record.
+    records: Vec<(Option<String>, usize)>,
+}
+
+impl Records {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.records.clear();
+    }
+
+    fn push(&mut self, event: Option<&str>, data: &str) {
+        self.data.push_str(data);
+        self.records
+            .push((event.map(str::to_owned), self.data.len()));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Option<&str>, &str)> {
+        let mut start = 0;
+        self.records.iter().map(move |(event, end)| {
+            let data = &self.data[start..*end];
+            start = *end;
+            (event.as_deref(), data)
+        })
     }
 }
 
@@ -1069,24 +1261,23 @@ pub(crate) async fn read_body(
     out.start();
     let mut st = State::default();
     let mut decoder = SseDecoder::new();
-    let mut events: Vec<(Option<String>, String)> = Vec::new();
+    let mut records = Records::default();
     let mut failure: Option<(String, bool)> = None;
     'read: loop {
-        let chunk = match body.next_chunk(options).await {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                decoder.finish(&mut |e| events.push((e.event, e.data)));
-                for (ev, data) in events.drain(..) {
-                    match process_event(&data, ev.as_deref(), model, out, &mut st) {
-                        Ok(Flow::Continue) => {}
-                        Ok(Flow::Stop) => break 'read,
-                        Err(m) => {
-                            failure = Some((m, false));
-                            break 'read;
-                        }
-                    }
+        records.clear();
+        let last = match body.next_chunk(options).await {
+            Ok(Some(chunk)) => {
+                if let Err(e) = decoder.feed_borrowed(&chunk, &mut |ev, data| {
+                    records.push(ev, data);
+                }) {
+                    failure = Some((e.to_string(), false));
+                    break;
                 }
-                break;
+                false
+            }
+            Ok(None) => {
+                decoder.finish(&mut |e| records.push(e.event.as_deref(), &e.data));
+                true
             }
             Err(SendError::Aborted) => {
                 failure = Some(("Request was aborted".into(), true));
@@ -1101,12 +1292,8 @@ pub(crate) async fn read_body(
                 break;
             }
         };
-        if let Err(e) = decoder.feed(&chunk, &mut |e| events.push((e.event, e.data))) {
-            failure = Some((e.to_string(), false));
-            break;
-        }
-        for (ev, data) in events.drain(..) {
-            match process_event(&data, ev.as_deref(), model, out, &mut st) {
+        for (ev, data) in records.iter() {
+            match process_event(data, ev, model, out, &mut st) {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Stop) => break 'read,
                 Err(m) => {
@@ -1114,6 +1301,9 @@ pub(crate) async fn read_body(
                     break 'read;
                 }
             }
+        }
+        if last {
+            break;
         }
     }
     if let Some((msg, aborted)) = failure {
@@ -1161,4 +1351,503 @@ pub(crate) async fn read_body(
         return;
     }
     out.done();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::AssistantMessageEvent;
+    use proptest::prelude::*;
+
+    /// Records each event as it reads at emission time.
+    struct Record(Vec<String>);
+
+    impl EventSink for Record {
+        fn emit(&mut self, event: AssistantMessageEvent) {
+            self.0.push(format!("{event:?}"));
+        }
+    }
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum Path {
+        /// `process_event` as it is: the typed read when it accepts the chunk.
+        Current,
+        /// Every chunk through `Value` and `Chunk::from_value`.
+        Fallback,
+        /// The handler from before the typed read.
+        Legacy,
+    }
+
+    /// The events, per-chunk outcomes and final message of `chunks` taken down one path.
+    fn run(chunks: &[String], provider: &str, path: Path) -> Vec<String> {
+        let model = Model {
+            provider: provider.into(),
+            id: "m".into(),
+            ..Model::default()
+        };
+        let mut sink = Record(Vec::new());
+        let mut out = Output::new(&model, &mut sink);
+        out.update(|m| m.timestamp = 0);
+        let mut st = State::default();
+        let mut outcomes = Vec::new();
+        for c in chunks {
+            let r = match path {
+                Path::Current => process_event(c, None, &model, &mut out, &mut st),
+                _ => legacy_process_event(c, &model, &mut out, &mut st, path),
+            };
+            outcomes.push(match r {
+                Ok(Flow::Continue) => "continue".to_string(),
+                Ok(Flow::Stop) => "stop".to_string(),
+                Err(m) => format!("error {m}"),
+            });
+        }
+        outcomes.push(format!("{:?}", out.partial.snapshot()));
+        drop(out);
+        sink.0.extend(outcomes);
+        sink.0
+    }
+
+    /// `process_event` from before the typed read, with the old handler or with
+    /// `Chunk::from_value`.
+    fn legacy_process_event(
+        data: &str,
+        model: &Model,
+        out: &mut Output<'_>,
+        st: &mut State,
+        path: Path,
+    ) -> Result<Flow, String> {
+        if data.starts_with("[DONE]") {
+            return Ok(Flow::Stop);
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|_| "Error reading response: malformed server-sent event JSON.".to_string())?;
+        if let Some(e) = value.get("error").filter(|e| json_truthy(e)) {
+            let msg = match e.get("message") {
+                Some(Value::String(m)) if !m.is_empty() => m.clone(),
+                Some(m) if json_truthy(m) => compact(m),
+                _ => compact(e),
+            };
+            return Err(msg);
+        }
+        if path == Path::Legacy {
+            legacy_handle_chunk(&value, model, out, st);
+        } else if value.is_object() {
+            handle_chunk(&Chunk::from_value(&value), model, out, st);
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn assert_same(chunks: &[String]) {
+        for provider in ["openai", "opencode-go", "openrouter"] {
+            let legacy = run(chunks, provider, Path::Legacy);
+            assert_eq!(run(chunks, provider, Path::Fallback), legacy, "{chunks:?}");
+            assert_eq!(run(chunks, provider, Path::Current), legacy, "{chunks:?}");
+        }
+    }
+
+    /// Whether the typed read takes the chunk (otherwise it goes through `Value`).
+    fn typed(chunk: &str) -> bool {
+        let mut c = Chunk::default();
+        typed_json::from_str(chunk, &mut c).is_ok() && !c.error
+    }
+
+    #[test]
+    fn tricky_chunks_give_the_same_events_on_every_path() {
+        let deep = format!(
+            r#"{{"choices":[{{"delta":{{"content":"x"}}}}],"deep":{}0{}}}"#,
+            "[".repeat(130),
+            "]".repeat(130)
+        );
+        let chunks: Vec<String> = [
+            r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+            r#"{"id":"","model":"","choices":[{"delta":{"content":"a \"quoted\" \u00e9\n\ud83d\ude00 line"}}]}"#,
+            r#"{"id":"c2","model":"m","choices":[{"delta":{"con\u0074ent":"escaped key","content":null}}]}"#,
+            r#"{"choices":[{"delta":{"content":"dup","content":"last wins"}}],"unknown":{"a":[1,2,{"b":null}]}}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"","reasoning":"think","reasoning_text":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","text":"r","signature":null,"index":0},{"type":"reasoning.text","text":"s","id":"d1","format":"f"},{"type":"bogus"}]}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.encrypted","id":"e","data":"zz"}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}},{"index":1,"id":"call_2","function":{"name":"ls"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a.txt\"}"}},{"id":"call_2","function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":-3,"id":"","function":null},{"index":2,"function":{}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1.0},{"index":18446744073709551615}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[7,"x",null,[1]]}}]}"#,
+            r#"{"choices":[{"delta":{"content":5,"reasoning":["no"]},"finish_reason":7}]}"#,
+            r#"{"choices":[{"delta":"text","usage":{"prompt_tokens":3}}]}"#,
+            r#"{"choices":[[1,2]],"model":null,"id":5}"#,
+            r#"{"choices":{"0":{}},"usage":"none"}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20.7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2},"cost":0.5}}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls","usage":{"prompt_tokens":1e2}}],"usage":null}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"content_filter"}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":""}],"error":null}"#,
+            r#"{"error":false,"choices":[{"delta":{"content":"not an error"}}]}"#,
+            r#"{"error":{"message":"boom","code":1}}"#,
+            r#"{"error":{"code":1}}"#,
+            &deep,
+            r#"{"choices":[{"delta":{"content":"x"}}],"n":1e400}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],"s":"\ud800"}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}],}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}]} trailing"#,
+            r#"[{"choices":[{"delta":{"content":"x"}}]}]"#,
+            r#""just a string""#,
+            "[DONE]",
+            r#"{"choices":[{"delta":{"content":"after done"}}]}"#,
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+        // Each alone, and all in sequence (state carries over from chunk to chunk).
+        for c in &chunks {
+            assert_same(std::slice::from_ref(c));
+        }
+        assert_same(&chunks);
+        // The usual chunks take the typed read; the odd ones are left to `Value`.
+        for i in [0, 1, 2, 3, 4, 5, 7, 8, 10, 17, 18, 20] {
+            assert!(typed(&chunks[i]), "{}", chunks[i]);
+        }
+        for i in [11, 12, 13, 14, 15, 16, 21, 22] {
+            assert!(!typed(&chunks[i]), "{}", chunks[i]);
+        }
+    }
+
+    fn object(fields: &[(String, String)]) -> String {
+        let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        format!("{{{}}}", body.join(","))
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "id",
+            "model",
+            "usage",
+            "choices",
+            "error",
+            "delta",
+            "finish_reason",
+            "content",
+            "reasoning",
+            "reasoning_details",
+            "tool_calls",
+            "index",
+            "function",
+            "name",
+            "arguments",
+            "type",
+            "text",
+            "message",
+            "con\\u0074ent",
+            "x",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    /// Any JSON text, with some values `Value` rejects (out-of-range number, lone surrogate).
+    fn any_json() -> BoxedStrategy<String> {
+        let good = pick(vec![
+            "null",
+            "true",
+            "0",
+            "-7",
+            "2.5",
+            r#""""#,
+            r#""x""#,
+            r#""a\"b\\c\u00e9\n""#,
+            r#""\ud83d\ude00""#,
+            r#""stop""#,
+        ]);
+        let bad = pick(vec!["1e400", "18446744073709551616", r#""\ud800""#]);
+        let leaf = prop_oneof![12 => good, 1 => bad];
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec((key(), inner), 0..3).prop_map(|kv| object(&kv)),
+            ]
+        })
+        .boxed()
+    }
+
+    /// An object with some of `fields`, each usually of its expected shape and sometimes
+    /// any value, plus unknown fields, in a random order, sometimes with a key repeated.
+    fn shaped(fields: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<String> {
+        let known: Vec<_> = fields
+            .into_iter()
+            .map(|(k, s)| {
+                let v = prop_oneof![15 => s, 1 => any_json()];
+                prop::option::weighted(0.8, v).prop_map(move |v| v.map(|v| (k.to_string(), v)))
+            })
+            .collect();
+        let noise = prop::collection::vec((key(), any_json()), 0..2);
+        (known, noise, any::<u64>())
+            .prop_map(|(known, noise, seed)| {
+                let mut all: Vec<(String, String)> = known.into_iter().flatten().collect();
+                all.extend(noise);
+                let n = all.len().max(1) as u64;
+                all.rotate_left((seed % n) as usize);
+                if seed % 5 == 0 && !all.is_empty() {
+                    all.push(all[0].clone());
+                }
+                object(&all)
+            })
+            .boxed()
+    }
+
+    fn pick(options: Vec<&'static str>) -> BoxedStrategy<String> {
+        prop::sample::select(options)
+            .prop_map(str::to_string)
+            .boxed()
+    }
+
+    fn string() -> BoxedStrategy<String> {
+        prop_oneof![
+            Just(r#""""#.to_string()),
+            "[a-z \\\\\"é{}]{0,5}".prop_map(|s| serde_json::to_string(&s).unwrap_or_default()),
+            Just(r#""\u0041\n""#.to_string()),
+        ]
+        .boxed()
+    }
+
+    fn list(item: BoxedStrategy<String>) -> BoxedStrategy<String> {
+        prop::collection::vec(item, 0..3)
+            .prop_map(|v| format!("[{}]", v.join(",")))
+            .boxed()
+    }
+
+    /// Chunk-shaped JSON texts.
+    fn chunk() -> BoxedStrategy<String> {
+        let int = || pick(vec!["0", "1", "-1", "1.0", "3"]);
+        let function = shaped(vec![("name", string()), ("arguments", string())]);
+        let call = shaped(vec![
+            ("index", int()),
+            ("id", string()),
+            ("function", function),
+        ]);
+        let detail = shaped(vec![
+            (
+                "type",
+                pick(vec![
+                    r#""reasoning.text""#,
+                    r#""reasoning.summary""#,
+                    r#""reasoning.encrypted""#,
+                    r#""other""#,
+                ]),
+            ),
+            ("text", string()),
+            ("summary", string()),
+            ("data", string()),
+            ("signature", string()),
+            ("id", string()),
+            ("index", int()),
+        ]);
+        let delta = shaped(vec![
+            ("content", string()),
+            ("reasoning_content", string()),
+            ("reasoning", string()),
+            ("reasoning_text", string()),
+            ("reasoning_details", list(detail)),
+            ("tool_calls", list(call)),
+        ]);
+        let usage = || shaped(vec![("prompt_tokens", int()), ("completion_tokens", int())]);
+        let finish = pick(vec![
+            r#""stop""#,
+            r#""length""#,
+            r#""tool_calls""#,
+            r#""weird""#,
+            "null",
+        ]);
+        let choice = shaped(vec![
+            ("delta", delta),
+            ("finish_reason", finish),
+            ("usage", usage()),
+        ]);
+        shaped(vec![
+            ("id", string()),
+            ("model", string()),
+            ("choices", list(choice)),
+            ("usage", usage()),
+            (
+                "error",
+                prop_oneof![8 => pick(vec!["null"]), 1 => pick(vec!["false", r#"{"message":"e"}"#])]
+                    .boxed(),
+            ),
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #[test]
+        fn generated_chunks_give_the_same_events_on_every_path(
+            chunks in prop::collection::vec(chunk(), 1..5)
+        ) {
+            assert_same(&chunks);
+        }
+    }
+
+    /// The `Value` handler from before the typed read, kept as the oracle.
+    fn legacy_handle_chunk(chunk: &Value, model: &Model, out: &mut Output<'_>, st: &mut State) {
+        if !chunk.is_object() {
+            return;
+        }
+        out.update(|m| {
+            if m.response_id.as_deref().is_none_or(str::is_empty) {
+                if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+                    m.response_id = Some(id.to_string());
+                }
+            }
+            if let Some(cm) = chunk.get("model").and_then(Value::as_str) {
+                if !cm.is_empty()
+                    && cm != model.id
+                    && m.extra()
+                        .response_model
+                        .as_deref()
+                        .is_none_or(str::is_empty)
+                {
+                    m.extra_mut().response_model = Some(cm.to_string());
+                }
+            }
+        });
+        let usage = chunk.get("usage").filter(|u| u.is_object());
+        if let Some(u) = usage {
+            out.set_usage(parse_usage(u, model));
+        }
+        let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+        else {
+            return;
+        };
+        if usage.is_none() {
+            if let Some(u) = choice.get("usage").filter(|u| u.is_object()) {
+                out.set_usage(parse_usage(u, model));
+            }
+        }
+        if let Some(fr) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            let (reason, err) = map_stop_reason(fr);
+            out.update(|m| {
+                m.raw_stop_reason = Some(fr.to_string());
+                m.stop_reason = reason;
+                if err.is_some() {
+                    m.error_message = err;
+                }
+            });
+            st.has_finish = true;
+        }
+        let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else {
+            return;
+        };
+        let found = ["reasoning_content", "reasoning", "reasoning_text"]
+            .into_iter()
+            .find(|f| {
+                delta
+                    .get(*f)
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty())
+            });
+        if let Some(field) = found {
+            let text = delta.get(field).and_then(Value::as_str).unwrap_or("");
+            let sig = if model.provider == "opencode-go" && field == "reasoning" {
+                "reasoning_content"
+            } else {
+                field
+            };
+            let idx = ensure_thinking(out, st, sig);
+            out.append_text(idx, text);
+        }
+        if let Some(details) = delta.get("reasoning_details").and_then(Value::as_array) {
+            for d in details {
+                if !is_reasoning_detail(d) {
+                    continue;
+                }
+                ensure_thinking(out, st, "");
+                append_reasoning_detail(st.details.get_or_insert_with(Vec::new), d);
+            }
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            let idx = match st.text {
+                Some(i) => i,
+                None => {
+                    let i = out.push_block(ContentBlock::Text(TextContent::default()));
+                    st.text = Some(i);
+                    i
+                }
+            };
+            out.append_text(idx, text);
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                let stream_index = call.get("index").and_then(Value::as_i64);
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty());
+                let name = call
+                    .get("function")
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str);
+                let mut slot = stream_index.and_then(|i| st.by_index.get(&i).copied());
+                if slot.is_none() {
+                    slot = id.and_then(|i| st.by_id.get(i).copied());
+                }
+                let slot = match slot {
+                    Some(s) => s,
+                    None => {
+                        let index = out.push_block(ContentBlock::tool_call(ToolCall {
+                            id: id.unwrap_or("").to_string(),
+                            name: name.unwrap_or("").to_string(),
+                            arguments: Value::Object(Map::new()),
+                            ..ToolCall::default()
+                        }));
+                        st.tools.push(ToolState {
+                            index,
+                            args: ToolCallArgumentsStream::new(),
+                        });
+                        st.tools.len() - 1
+                    }
+                };
+                if let Some(i) = stream_index {
+                    st.by_index.entry(i).or_insert(slot);
+                }
+                if let Some(i) = id {
+                    st.by_id.insert(i.to_string(), slot);
+                }
+                let index = st.tools[slot].index;
+                out.update(|m| {
+                    if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                        let c = std::sync::Arc::make_mut(c);
+                        if c.id.is_empty() {
+                            if let Some(i) = id {
+                                c.id = i.to_string();
+                            }
+                        }
+                        if c.name.is_empty() {
+                            if let Some(n) = name {
+                                c.name = n.to_string();
+                            }
+                        }
+                    }
+                });
+                let mut piece = "";
+                if let Some(a) = call
+                    .get("function")
+                    .and_then(|f| f.get("arguments"))
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                {
+                    piece = a;
+                    let args = st.tools[slot].args.append(a).clone();
+                    out.set_tool_arguments(index, args);
+                }
+                out.tool_delta(index, piece);
+            }
+        }
+    }
 }
