@@ -203,8 +203,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
         signal,
         stream_fn,
     } = run;
-    // The last completed turn, kept only when a hook will read it.
     let mut turn_done = false;
+    // The last completed turn, kept only when a hook will read it.
     let mut last_turn: Option<TurnContext> = None;
     let mut explicit_continuation = false;
     let mut pending = poll(&config.get_steering_messages).await;
