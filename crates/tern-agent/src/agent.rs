@@ -726,7 +726,9 @@ impl Agent {
             let mut st = self.inner.state.lock();
             st.is_streaming = false;
             st.streaming_message = None;
-            st.pending_tool_calls.clear();
+            // Released here, not per call: within a run the list keeps its room, and an idle
+            // agent keeps none.
+            st.pending_tool_calls = Vec::new();
         }
         *self.inner.active.lock() = None;
         let _ = run.done.send(true);
@@ -905,10 +907,6 @@ impl AgentSink {
             }
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
                 st.pending_tool_calls.retain(|c| c.id != tool_call.id);
-                if st.pending_tool_calls.is_empty() {
-                    // An idle agent keeps no room for calls.
-                    st.pending_tool_calls = Vec::new();
-                }
             }
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),

@@ -235,12 +235,7 @@ impl ToolCallExtra {
     }
 
     fn is_empty(&self) -> bool {
-        let ToolCallExtra {
-            thought_signature,
-            namespace,
-            arguments_error,
-        } = self;
-        thought_signature.is_none() && namespace.is_none() && arguments_error.is_none()
+        *self == Self::default()
     }
 }
 
@@ -537,18 +532,7 @@ pub struct AssistantExtra {
 
 impl AssistantExtra {
     fn is_empty(&self) -> bool {
-        let AssistantExtra {
-            response_model,
-            provider_thinking_level,
-            diagnostics,
-            deferred,
-            end_turn,
-        } = self;
-        response_model.is_none()
-            && provider_thinking_level.is_none()
-            && diagnostics.is_none()
-            && deferred.is_none()
-            && end_turn.is_none()
+        *self == Self::default()
     }
 }
 
