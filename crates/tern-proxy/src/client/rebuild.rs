@@ -268,9 +268,11 @@ impl Rebuild {
             match index.cmp(&len) {
                 std::cmp::Ordering::Less => m.content[index] = block,
                 std::cmp::Ordering::Equal => m.content.push(block),
-                std::cmp::Ordering::Greater => return Err(format!(
+                std::cmp::Ordering::Greater => {
+                    return Err(format!(
                     "Received {kind} for content index {index}, but the message has {len} blocks"
-                )),
+                ))
+                }
             }
             Ok(())
         })
