@@ -209,3 +209,38 @@ async fn tern_client_and_reference_client_agree_against_a_reference_shaped_serve
         json!([{"type": "text", "text": "cut sh"}])
     );
 }
+
+/// The value of header `name` in a request head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_clients_send_the_same_request_and_read_an_error_status_alike() {
+    const ANSWER: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 20\r\nconnection: close\r\n\r\n{\"error\":\"captured\"}";
+    let (url, mut requests) = common::raw_server(ANSWER).await;
+    let reference = reference_client(&url, "tok-1", "text", None).await;
+    let from_reference = requests.recv().await.unwrap();
+    let tern = tern_client(&url, "tok-1", "text", None).await;
+    let from_tern = requests.recv().await.unwrap();
+    assert_same("500: tern client vs reference client", &reference, &tern);
+    assert_eq!(final_of(&tern)["errorMessage"], "Proxy error: captured");
+    for r in [&from_reference, &from_tern] {
+        assert!(
+            r.head.starts_with("POST /api/stream HTTP/1.1\r\n"),
+            "{}",
+            r.head
+        );
+        assert_eq!(header(&r.head, "authorization"), Some("Bearer tok-1"));
+        assert_eq!(header(&r.head, "content-type"), Some("application/json"));
+    }
+    // Numbers by value: tern writes a model's prices as floats, Node as integers.
+    let body = |r: &common::RawRequest| {
+        common::normalize(&serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+    };
+    assert_eq!(body(&from_tern), body(&from_reference));
+    assert_eq!(body(&from_tern)["options"], json!({}));
+}
