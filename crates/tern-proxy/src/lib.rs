@@ -24,3 +24,7 @@ pub mod server;
 pub use client::ProxyStreamFn;
 #[cfg(feature = "server")]
 pub use server::ProxyServer;
+
+/// The axum version the server is built on, for serving and nesting its router.
+#[cfg(feature = "server")]
+pub use axum;

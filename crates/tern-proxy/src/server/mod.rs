@@ -15,7 +15,7 @@
 //! ```
 //!
 //! A request is `POST /api/stream` with a bearer token and a
-//! [`ProxyRequest`](crate::wire::ProxyRequest) body. The answer is a stream of server-sent
+//! [`ProxyRequest`] body. The answer is a stream of server-sent
 //! events, one [`ProxyEvent`] each, ending after `done` or `error`; refusals are non-2xx
 //! answers with `{"error": "<text>"}`. When the client goes away, the upstream request is
 //! cancelled through its stream options' signal.

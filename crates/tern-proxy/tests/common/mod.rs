@@ -210,15 +210,18 @@ impl<S: StreamFn> StreamFn for Fragmented<S> {
     }
 }
 
+/// The requests a [`Recorded`] stream function passed on.
+pub type Seen = Arc<Mutex<Vec<(Model, StreamOptions)>>>;
+
 /// A stream function that keeps the options of each request it passes on (to see the
 /// signal fire when the client goes away, and what the options carried).
 pub struct Recorded<S> {
     pub inner: S,
-    pub seen: Arc<Mutex<Vec<(Model, StreamOptions)>>>,
+    pub seen: Seen,
 }
 
 impl<S> Recorded<S> {
-    pub fn new(inner: S) -> (Self, Arc<Mutex<Vec<(Model, StreamOptions)>>>) {
+    pub fn new(inner: S) -> (Self, Seen) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         (
             Recorded {
