@@ -21,7 +21,7 @@ pub mod client;
 pub mod server;
 
 #[cfg(feature = "client")]
-pub use client::ProxyStreamFn;
+pub use client::{ProxyClientError, ProxyStreamFn};
 #[cfg(feature = "server")]
 pub use server::ProxyServer;
 

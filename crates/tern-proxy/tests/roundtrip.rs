@@ -270,10 +270,14 @@ fn outside_a_runtime_the_client_says_what_it_needs() {
     let err = client
         .stream(&model("m"), context(), StreamOptions::default())
         .err()
-        .map(|e| e.to_string());
+        .expect("no runtime, no stream");
     assert_eq!(
-        err.as_deref(),
-        Some("ProxyStreamFn needs a tokio runtime: call it from async code")
+        err.to_string(),
+        "ProxyStreamFn needs a tokio runtime: call it from async code"
+    );
+    assert_eq!(
+        err.downcast_ref::<tern_proxy::ProxyClientError>(),
+        Some(&tern_proxy::ProxyClientError::NoRuntime)
     );
 }
 

@@ -41,13 +41,35 @@ use rebuild::Rebuild;
 /// The default for [`StreamOptions::idle_timeout_ms`], as tern's providers use it.
 const DEFAULT_IDLE_TIMEOUT_MS: u64 = 120_000;
 
-/// The reference's texts for an abort: before the response head (`fetch` rejects) and
-/// while the body streams.
+/// The reference's text for an abort before the response head (`fetch` rejects).
 const ABORTED_BEFORE_RESPONSE: &str = "This operation was aborted";
+/// The reference's text for an abort while the body streams.
 const ABORTED_WHILE_STREAMING: &str = "Request aborted by user";
+/// The reference's text for a body that ends before its final event.
 const CLOSED_EARLY: &str = "Connection closed by proxy server before the response completed";
 
 type TokenSource = dyn Fn() -> String + Send + Sync;
+
+/// Why [`ProxyStreamFn`] could not start a request (the `Err` of
+/// [`stream`](StreamFn::stream)); every later failure is a value in the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxyClientError {
+    /// Called outside a tokio runtime, where the request cannot run.
+    NoRuntime,
+}
+
+impl std::fmt::Display for ProxyClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProxyClientError::NoRuntime => {
+                f.write_str("ProxyStreamFn needs a tokio runtime: call it from async code")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProxyClientError {}
 
 /// A [`StreamFn`] that sends each request to a proxy server: `POST {proxy_url}/api/stream`
 /// with `Authorization: Bearer <token>`, and rebuilds the response from the server's
@@ -159,8 +181,8 @@ impl StreamFn for ProxyStreamFn {
         context: Context,
         options: StreamOptions,
     ) -> Result<AssistantMessageEventStream, BoxError> {
-        let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|_| "ProxyStreamFn needs a tokio runtime: call it from async code")?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| ProxyClientError::NoRuntime)?;
         // The stream first, then the message: its timestamp is not before the stream's clock,
         // so the final message gets `durationMs`, as in the reference.
         let (tx, rx) = assistant_stream();
