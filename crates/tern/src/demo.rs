@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::StreamFn;
+use tern_ai::{Model, StreamFn};
 
 /// The lesson's fixture.
 pub const SAMPLE_TS: &str = include_str!("../fixtures/sample.ts");
@@ -31,8 +31,13 @@ pub fn materialize() -> std::io::Result<tempfile::TempDir> {
     Ok(dir)
 }
 
+/// The demo's model entry: labelled as scripted.
+pub fn model() -> Model {
+    Model::new("scripted-demo", "scripted", "tern-demo", "")
+}
+
 /// The scripted model: a tool call to `read`, then the explanation, streamed.
-pub fn model() -> Arc<dyn StreamFn> {
+pub fn stream_fn() -> Arc<dyn StreamFn> {
     Arc::new(
         FauxModel::new(vec![
             FauxResponse::tool_call("call_1", "read", json!({"path": "sample.ts"}))
