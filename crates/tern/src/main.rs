@@ -12,7 +12,7 @@
 //! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
 //! | [`limits`] | `--max-turns`, `--timeout`, and how a run ended |
 //! | [`runtime`] | the wired agent: permission gate, turn limit, session recorder |
-//! | [`modes`] | print and JSON ([`modes::print`]), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
+//! | [`modes`] | print and JSON ([`modes::print`](mod@modes::print)), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
 //! | [`event_lines`] | agent events as pi's JSON lines (JSON and RPC modes) |
 //! | [`terminal_text`] | styles, truncation and cleaning of text for the terminal |
 //! | [`demo`] | `--demo`: the scripted model and its fixture |

@@ -187,6 +187,12 @@ impl Runtime {
         self.recorder.lock().session().header()
     }
 
+    /// Aborts the running turn on the user's behalf (the run ends with exit code 130).
+    pub fn abort_by_user(&self) {
+        self.limits.user_aborted.store(true, Ordering::SeqCst);
+        self.agent.abort();
+    }
+
     /// Runs `message` and then whatever was queued meanwhile (steering that arrived after the
     /// last turn still gets its run), until the agent would stop or a limit stops it.
     pub async fn run_until_settled(&self, message: Message) -> Result<(), AgentError> {

@@ -1,8 +1,6 @@
 //! What a key does: answer a permission question, edit the line, walk the history, send a
 //! line (a prompt, a steering message, a follow-up or a `/command`), abort, exit.
 
-use std::sync::atomic::Ordering;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tern_ai::Message;
 
@@ -38,8 +36,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
     match k.code {
         KeyCode::Char('c') if ctrl => {
             if ui.running {
-                ui.rt.limits.user_aborted.store(true, Ordering::SeqCst);
-                ui.rt.agent.abort();
+                ui.rt.abort_by_user();
                 ui.armed = true;
                 ui.hint = Some("aborting… (Ctrl+C again to exit)".into());
             } else if was_armed {

@@ -21,7 +21,6 @@ mod line_editor;
 mod screen;
 
 use std::io::Write;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,8 +165,7 @@ pub async fn run(
         }
     }
     if ui.running {
-        rt.limits.user_aborted.store(true, Ordering::SeqCst);
-        rt.agent.abort();
+        rt.abort_by_user();
         let _ = tokio::time::timeout(Duration::from_secs(3), rt.agent.wait_for_idle()).await;
     }
     ui.clear_live();

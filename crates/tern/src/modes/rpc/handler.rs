@@ -1,6 +1,5 @@
 //! What each RPC command does to the agent, and the data its response carries.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -104,8 +103,7 @@ impl Rpc {
             }
             Command::Abort => {
                 if self.running() {
-                    self.rt.limits.user_aborted.store(true, Ordering::SeqCst);
-                    agent.abort();
+                    self.rt.abort_by_user();
                     self.wait_idle().await;
                 }
                 Ok(None)
