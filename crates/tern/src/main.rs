@@ -45,7 +45,6 @@ use limits::Limits;
 use modes::{interactive, print};
 use runtime::BuildOptions;
 use session_choice::SessionSource;
-use terminal_text::Style;
 use usage_error::UsageError;
 
 /// Exit codes.
@@ -204,18 +203,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         }
         String::new()
     } else if args.demo {
-        eprintln!(
-            "{}",
-            Style::Yellow.paint_stderr(
-                "[demo] tern's built-in scripted model: no network, no API key. The answers are \
-                 scripted; the agent loop and the read tool are real."
-            )
-        );
-        eprintln!(
-            "{} {}",
-            Style::Yellow.paint_stderr("[demo] prompt:"),
-            demo::PROMPT
-        );
+        demo::announce();
         demo::PROMPT.to_string()
     } else {
         let stdin = if interactive {
@@ -263,15 +251,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         Mode::Text => print::run(&rt, prompt, print::Output::Print).await,
     };
     if let Some(dir) = &demo_dir {
-        let saved = rt_session_file
-            .map(|f| format!("; the run was saved to {f}"))
-            .unwrap_or_default();
-        eprintln!(
-            "{} the agent read {}/sample.ts with the real read tool{saved}. Next: set a provider \
-             key (e.g. ANTHROPIC_API_KEY) or --base-url, and run `tern \"your question\"`.",
-            Style::Yellow.paint_stderr("[demo]"),
-            dir.path().display()
-        );
+        demo::farewell(dir.path(), rt_session_file);
     }
     drop(demo_dir);
     Ok(code)
