@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::setup::UsageError;
+use crate::usage_error::UsageError;
 
 /// Joins the prompt words; each `@path` word becomes the file's contents in a `<file>` block
 /// (resolved against `base`). Piped stdin, when given, goes first.

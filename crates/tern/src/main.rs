@@ -1,15 +1,38 @@
 //! `tern`: a coding agent on the command line. See the crate README and `tern --help`.
+//!
+//! From the command line to a running mode:
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`cli`] | the arguments (clap) |
+//! | [`config`] | the config file's defaults |
+//! | [`input`] | the first prompt: words, `@file` includes, piped stdin |
+//! | [`model_choice`] | which model runs, its key, the thinking level |
+//! | [`tool_choice`] | which tools, the permission policy, the default system prompt |
+//! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
+//! | [`limits`] | `--max-turns`, `--timeout`, and how a run ended |
+//! | [`runtime`] | the wired agent: permission gate, turn limit, session recorder |
+//! | [`modes`] | print and JSON ([`modes::print`](mod@modes::print)), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
+//! | [`event_lines`] | agent events as pi's JSON lines (JSON and RPC modes) |
+//! | [`terminal_text`] | styles, truncation and cleaning of text for the terminal |
+//! | [`demo`] | `--demo`: the scripted model and its fixture |
+//! | [`usage_error`] | the error that ends tern before anything runs (exit code 2) |
+//!
+//! Session files themselves (format, reader, writer, recorder) are the `tern-session` crate.
 
 mod cli;
 mod config;
 mod demo;
+mod event_lines;
 mod input;
-mod interactive;
-mod oneshot;
-mod rpc;
-mod session;
-mod setup;
-mod wire;
+mod limits;
+mod model_choice;
+mod modes;
+mod runtime;
+mod session_choice;
+mod terminal_text;
+mod tool_choice;
+mod usage_error;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -18,7 +41,11 @@ use std::time::Duration;
 use clap::Parser;
 
 use cli::{Args, Mode};
-use setup::{BuildOptions, Limits, UsageError};
+use limits::Limits;
+use modes::{interactive, print};
+use runtime::BuildOptions;
+use session_choice::SessionSource;
+use usage_error::UsageError;
 
 /// Exit codes.
 pub mod exit {
@@ -101,12 +128,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     // The demo keeps its scripted transcript out of this directory's sessions (so a later
     // --continue does not pick it up) unless --session names a file.
     let session = if args.demo && args.session.is_none() {
-        setup::SessionSource::None
+        SessionSource::None
     } else {
-        setup::session_source(&args, &cwd)?
+        session_choice::session_source(&args, &cwd)?
     };
     let mut session_thinking = None;
-    if let setup::SessionSource::Existing(_, loaded) = &session {
+    if let SessionSource::Existing(_, loaded) = &session {
         let named = args.model.is_some() || args.provider.is_some() || args.base_url.is_some();
         if let (false, Some((p, id))) = (named, &loaded.model) {
             if tern_ai::providers::catalog::get_model(p, id).is_some() {
@@ -118,10 +145,10 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     }
 
     let (stream_fn, model, api_key) = if args.demo {
-        (demo::model(), setup::demo_model(), None)
+        (demo::stream_fn(), demo::model(), None)
     } else {
-        let choice = setup::resolve_model(&args, &config)?;
-        (setup::providers(), choice.model, choice.api_key)
+        let choice = model_choice::resolve_model(&args, &config)?;
+        (model_choice::providers(), choice.model, choice.api_key)
     };
     let thinking = match args
         .thinking
@@ -129,7 +156,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         .or(session_thinking.as_deref())
         .or(config.thinking.as_deref())
     {
-        Some(t) => setup::parse_thinking(t)?,
+        Some(t) => model_choice::parse_thinking(t)?,
         None => Default::default(),
     };
     let tool_config = tern_tools::ToolConfig::new(&tool_cwd);
@@ -137,18 +164,18 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         .tools
         .clone()
         .or(config.tools.clone())
-        .unwrap_or_else(|| setup::DEFAULT_TOOLS.to_string());
-    let tools = setup::select_tools(&tools_spec, &tool_config)?;
+        .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
+    let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
     let mut allow = config.allow.clone();
     allow.extend(args.allow.iter().cloned());
     let mut deny = config.deny.clone();
     deny.extend(args.deny.iter().cloned());
-    let policy = setup::build_policy(&allow, &deny, interactive, &tool_cwd)?;
+    let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
     let system_prompt = args
         .system_prompt
         .clone()
         .or(config.system_prompt.clone())
-        .unwrap_or_else(|| setup::default_system_prompt(&tool_cwd, &tools));
+        .unwrap_or_else(|| tool_choice::default_system_prompt(&tool_cwd, &tools));
     let timeout = match args.timeout.or(config.timeout) {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => {
@@ -176,19 +203,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         }
         String::new()
     } else if args.demo {
-        eprintln!(
-            "{}",
-            oneshot::paint(
-                "33",
-                "[demo] tern's built-in scripted model: no network, no API key. The answers are \
-                 scripted; the agent loop and the read tool are real."
-            )
-        );
-        eprintln!(
-            "{} {}",
-            oneshot::paint("33", "[demo] prompt:"),
-            demo::PROMPT
-        );
+        demo::announce();
         demo::PROMPT.to_string()
     } else {
         let stdin = if interactive {
@@ -210,7 +225,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     } else {
         (None, None)
     };
-    let rt = setup::build(BuildOptions {
+    let rt = runtime::build(BuildOptions {
         stream_fn,
         model,
         api_key,
@@ -226,25 +241,17 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     });
     let rt_session_file = if args.demo { rt.session_file() } else { None };
     let code = match args.mode {
-        Mode::Rpc => rpc::run(rt).await,
-        Mode::Json => oneshot::run(&rt, prompt, oneshot::Output::Json).await,
+        Mode::Rpc => modes::rpc::run(rt).await,
+        Mode::Json => print::run(&rt, prompt, print::Output::Json).await,
         Mode::Text if interactive => match questions {
             Some(q) => interactive::run(rt, prompt, q).await,
             None => exit::USAGE,
         },
-        Mode::Text if args.demo => oneshot::run(&rt, prompt, oneshot::Output::Stream).await,
-        Mode::Text => oneshot::run(&rt, prompt, oneshot::Output::Print).await,
+        Mode::Text if args.demo => print::run(&rt, prompt, print::Output::Stream).await,
+        Mode::Text => print::run(&rt, prompt, print::Output::Print).await,
     };
     if let Some(dir) = &demo_dir {
-        let saved = rt_session_file
-            .map(|f| format!("; the run was saved to {f}"))
-            .unwrap_or_default();
-        eprintln!(
-            "{} the agent read {}/sample.ts with the real read tool{saved}. Next: set a provider \
-             key (e.g. ANTHROPIC_API_KEY) or --base-url, and run `tern \"your question\"`.",
-            oneshot::paint("33", "[demo]"),
-            dir.path().display()
-        );
+        demo::farewell(dir.path(), rt_session_file);
     }
     drop(demo_dir);
     Ok(code)

@@ -137,3 +137,68 @@ fn rpc_prompt_steer_abort_and_state() {
 
     assert_eq!(rpc.finish(), Some(0));
 }
+
+/// Failed commands answer in pi's shape (`docs/rpc.md` "Errors"): one response with
+/// `success: false`, the command's `type` and the request's `id`; unknown types say
+/// `Unknown command: TYPE` as pi's rpc-mode does. Nothing reaches the model.
+#[test]
+fn rpc_failed_commands_answer_in_pi_shape() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![]);
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--mode", "rpc", "--base-url", &server.url, "--no-session"]);
+    let mut rpc = Rpc::spawn(c);
+
+    let r = rpc.call("u1", json!({"type": "teleport", "where": "moon"}));
+    assert_eq!(
+        r,
+        json!({"type": "response", "command": "teleport", "success": false,
+               "error": "Unknown command: teleport", "id": "u1"})
+    );
+    for (id, cmd, kind) in [
+        ("m1", json!({"type": "steer"}), "steer"),
+        ("m2", json!({"type": "prompt", "message": 42}), "prompt"),
+        (
+            "m3",
+            json!({"type": "set_follow_up_mode", "mode": 1}),
+            "set_follow_up_mode",
+        ),
+        (
+            "m4",
+            json!({"type": "set_thinking_level", "level": "hot"}),
+            "set_thinking_level",
+        ),
+        (
+            "m5",
+            json!({"type": "follow_up", "message": "x", "images": [{"data": 1}]}),
+            "follow_up",
+        ),
+    ] {
+        let r = rpc.call(id, cmd);
+        assert_eq!(r["command"], kind, "{r}");
+        assert_eq!(r["success"], false, "{r}");
+        assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+    }
+    let r = rpc.call("t1", json!({"note": "no type"}));
+    assert_eq!(
+        (r["success"].clone(), r["id"].clone()),
+        (json!(false), json!("t1"))
+    );
+
+    rpc.send_raw("[1, 2]\n");
+    let parse = rpc.wait_for("parse error", |v| v["command"] == "parse");
+    assert_eq!(parse["success"], false);
+    assert!(parse.get("id").is_none(), "{parse}");
+    assert!(parse["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("Failed to parse command"));
+
+    // The process is still serving: a state query works.
+    let state = rpc.call("s", json!({"type": "get_state"}));
+    assert_eq!(state["success"], true);
+    assert_eq!(state["data"]["isStreaming"], false);
+    assert_eq!(rpc.finish(), Some(0));
+    assert!(server.requests().is_empty());
+}

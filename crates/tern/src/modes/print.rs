@@ -3,14 +3,13 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-use serde_json::json;
 use tern_agent::AgentEvent;
 use tern_ai::{AssistantMessageEvent, Message, StopReason};
 
+use crate::event_lines;
 use crate::exit;
-use crate::session::{iso_time, now_ms};
-use crate::setup::Runtime;
-use crate::wire;
+use crate::runtime::Runtime;
+use crate::terminal_text::{result_mark, short_args, truncate, Style};
 
 /// How the output looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,34 +28,16 @@ fn out_line(s: &str) {
     let _ = o.flush();
 }
 
-/// A one-line summary of a tool call's arguments.
-pub fn short_args(args: &serde_json::Value) -> String {
-    let s = args.to_string();
-    truncate(&s, 100)
-}
-
-/// Cuts `s` to `n` characters, marking the cut.
-pub fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-    t.push('…');
-    t
-}
-
 /// Runs `prompt` and returns the exit code.
 pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
     let agent = &rt.agent;
     if output == Output::Json {
-        let header = json!({
-            "type": "session", "version": crate::session::VERSION, "id": rt.session_id(),
-            "timestamp": iso_time(now_ms()), "cwd": rt.cwd.to_string_lossy(),
-        });
-        out_line(&header.to_string());
+        out_line(&rt.session_header().to_string());
     }
     let sub = match output {
-        Output::Json => Some(agent.subscribe_sync(|e| out_line(&wire::event_json(e).to_string()))),
+        Output::Json => {
+            Some(agent.subscribe_sync(|e| out_line(&event_lines::event_json(e).to_string())))
+        }
         Output::Stream => Some(agent.subscribe_sync(stream_event)),
         Output::Print => None,
     };
@@ -88,7 +69,7 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
     let code = outcome(rt);
     if output == Output::Json {
         let aborted = code == exit::ABORTED || rt.limits.timed_out.load(Ordering::SeqCst);
-        out_line(&wire::settled(aborted).to_string());
+        out_line(&event_lines::settled(aborted).to_string());
     }
     if output == Output::Print {
         let text = last_text(rt);
@@ -162,7 +143,7 @@ fn stream_event(e: &AgentEvent) {
                 let _ = o.flush();
             }
             AssistantMessageEvent::ThinkingDelta { delta, .. } => {
-                eprint!("{}", paint("2", delta));
+                eprint!("{}", Style::Dim.paint_stderr(delta));
             }
             AssistantMessageEvent::ThinkingEnd { .. } => eprintln!(),
             _ => {}
@@ -172,7 +153,7 @@ fn stream_event(e: &AgentEvent) {
         } if !a.text().is_empty() => out_line(""),
         AgentEvent::ToolExecutionStart { tool_call } => eprintln!(
             "{} {}",
-            paint("36", &format!("→ {}", tool_call.name)),
+            Style::Cyan.paint_stderr(&format!("→ {}", tool_call.name)),
             short_args(&tool_call.arguments)
         ),
         AgentEvent::ToolExecutionEnd {
@@ -181,26 +162,13 @@ fn stream_event(e: &AgentEvent) {
             let text = tern_ai::content_text(result.content(), "\n");
             let lines = text.lines().count();
             let first = text.lines().next().unwrap_or("");
+            let (style, mark) = result_mark(*is_error);
             eprintln!(
                 "{} {} ({lines} lines)",
-                if *is_error {
-                    paint("31", "✗")
-                } else {
-                    paint("32", "✓")
-                },
+                style.paint_stderr(mark),
                 truncate(first, 80)
             );
         }
         _ => {}
-    }
-}
-
-/// `s` in the SGR style `code` when stderr is a terminal, else plain.
-pub fn paint(code: &str, s: &str) -> String {
-    use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() {
-        format!("\x1b[{code}m{s}\x1b[0m")
-    } else {
-        s.to_string()
     }
 }

@@ -1,0 +1,147 @@
+//! Where session files live: `<root>/--<cwd with / replaced by ->--/<timestamp>_<id>.jsonl`,
+//! as pi lays them out under `~/.pi/agent/sessions`.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::SessionError;
+
+/// The folder of a working directory's sessions inside `root` (pi's naming).
+///
+/// ```
+/// use std::path::Path;
+/// let dir = tern_session::cwd_folder(Path::new("/r"), Path::new("/home/u/proj"));
+/// assert_eq!(dir, Path::new("/r/--home-u-proj--"));
+/// ```
+pub fn cwd_folder(root: &Path, cwd: &Path) -> PathBuf {
+    let s = cwd.to_string_lossy();
+    let trimmed = s.trim_start_matches(['/', '\\']);
+    let name: String = trimmed
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    root.join(format!("--{name}--"))
+}
+
+/// The file name of a new session: its start time (`:` and `.` made file-safe) and its id.
+pub(crate) fn file_name(iso_time: &str, id: &str) -> String {
+    format!("{}_{id}.jsonl", iso_time.replace([':', '.'], "-"))
+}
+
+/// The most recently modified session file of `cwd` under `root`, if any.
+///
+/// ```
+/// let root = tempfile::tempdir()?;
+/// let cwd = std::path::Path::new("/home/u/proj");
+/// assert_eq!(tern_session::latest_for_cwd(root.path(), cwd), None);
+/// let dir = tern_session::cwd_folder(root.path(), cwd);
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("2024-12-03T14-00-00-000Z_abc.jsonl"), "")?;
+/// assert!(tern_session::latest_for_cwd(root.path(), cwd).is_some());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn latest_for_cwd(root: &Path, cwd: &Path) -> Option<PathBuf> {
+    let dir = cwd_folder(root, cwd);
+    let mut best: Option<(SystemTime, PathBuf)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        let modified = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(UNIX_EPOCH);
+        if best
+            .as_ref()
+            .is_none_or(|(t, p)| (modified, &path) > (*t, p))
+        {
+            best = Some((modified, path));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// The session file under `root` (any working directory) whose id starts with `id`.
+///
+/// ```
+/// let root = tempfile::tempdir()?;
+/// let dir = root.path().join("--p--");
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("2024-12-03T14-00-00-000Z_3f2a9c1e-0000.jsonl"), "")?;
+/// let found = tern_session::find_by_id(root.path(), "3f2a").expect("one match");
+/// assert!(found.ends_with("2024-12-03T14-00-00-000Z_3f2a9c1e-0000.jsonl"));
+/// assert!(tern_session::find_by_id(root.path(), "zz").is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn find_by_id(root: &Path, id: &str) -> Result<PathBuf, SessionError> {
+    let mut found = Vec::new();
+    let dirs = std::fs::read_dir(root).map_err(|source| SessionError::ListSessions {
+        root: root.to_path_buf(),
+        source,
+    })?;
+    for dir in dirs.flatten() {
+        let Ok(files) = std::fs::read_dir(dir.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().to_string();
+            let Some(stem) = name.strip_suffix(".jsonl") else {
+                continue;
+            };
+            let file_id = stem.rsplit('_').next().unwrap_or(stem);
+            if file_id.starts_with(id) {
+                found.push(f.path());
+            }
+        }
+    }
+    match found.len() {
+        0 => Err(SessionError::NoSuchId {
+            id: id.to_string(),
+            root: root.to_path_buf(),
+        }),
+        1 => Ok(found.remove(0)),
+        count => Err(SessionError::AmbiguousId {
+            id: id.to_string(),
+            count,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_folder_follows_pi() {
+        let p = cwd_folder(Path::new("/r"), Path::new("/home/u/proj"));
+        assert_eq!(p, Path::new("/r/--home-u-proj--"));
+    }
+
+    #[test]
+    fn file_names_are_file_safe() {
+        assert_eq!(
+            file_name("2024-12-03T14:00:00.000Z", "abc"),
+            "2024-12-03T14-00-00-000Z_abc.jsonl"
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_prefix_says_how_many_match() {
+        let root = tempfile::tempdir().expect("dir");
+        let dir = root.path().join("--p--");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for id in ["ab12", "ab34"] {
+            std::fs::write(dir.join(format!("t_{id}.jsonl")), "").expect("write");
+        }
+        let err = find_by_id(root.path(), "ab").expect_err("two match");
+        assert!(matches!(err, SessionError::AmbiguousId { count: 2, .. }));
+        assert!(find_by_id(root.path(), "ab3").is_ok());
+    }
+}

@@ -1,0 +1,50 @@
+//! # tern-session
+//!
+//! Pi's session files (`docs/session-format.md` of `@earendil-works/pi-coding-agent`,
+//! version 3) without the CLI: a service can read a session pi or tern wrote, continue it,
+//! and record an agent into it.
+//!
+//! A file is JSONL: a `session` header (`id`, `timestamp`, `cwd`), then entries linked by
+//! `id`/`parentId` into a tree whose active branch runs from the last entry up.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`reader`] | [`load`]: the header and the active branch as messages, with warnings for damage ([`LoadedSession`]) |
+//! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`) |
+//! | [`recorder`] | [`Recorder`]: subscribes to an [`Agent`](tern_agent::Agent) and writes its finished messages |
+//! | [`layout`] | where files live: [`cwd_folder`], [`latest_for_cwd`], [`find_by_id`] |
+//! | [`timestamp`] | [`iso_time`]: pi's ISO timestamps |
+//! | [`error`] | [`SessionError`] |
+//!
+//! ```
+//! use std::path::Path;
+//! use tern_session::{load, SessionFile};
+//!
+//! let root = tempfile::tempdir()?;
+//! let mut s = SessionFile::create(root.path(), Path::new("/home/u/proj"));
+//! s.append_message(&tern_ai::Message::user_text("hello")).expect("written");
+//! let path = s.path().expect("on disk").to_path_buf();
+//!
+//! // Later, or in another process: continue where it left off.
+//! let loaded = load(&path).expect("readable");
+//! let mut s = SessionFile::resume(&path, &loaded, Path::new("/home/u/proj"));
+//! s.append_message(&tern_ai::Message::user_text("again")).expect("written");
+//! assert_eq!(load(&path).expect("readable").messages.len(), 2);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod layout;
+pub mod reader;
+pub mod recorder;
+pub mod timestamp;
+pub mod writer;
+
+pub use error::SessionError;
+pub use layout::{cwd_folder, find_by_id, latest_for_cwd};
+pub use reader::{load, LoadedSession};
+pub use recorder::{Recorder, WriteFailure};
+pub use timestamp::{iso_now, iso_time};
+pub use writer::{SessionFile, VERSION};

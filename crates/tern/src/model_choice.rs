@@ -1,0 +1,150 @@
+//! Which model runs: provider, model id, base URL and key from the arguments, the config
+//! file and the environment; the thinking level; the stream functions behind them.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tern_ai::providers::{catalog, Providers};
+use tern_ai::{Model, StreamFn, ThinkingLevel};
+
+use crate::cli::Args;
+use crate::config::Config;
+use crate::usage_error::UsageError;
+
+/// The model selection, resolved.
+#[derive(Clone, Debug)]
+pub struct ModelChoice {
+    /// The model.
+    pub model: Model,
+    /// Explicit API key (`--api-key` or config), if any.
+    pub api_key: Option<String>,
+}
+
+/// Providers tried, in order, when neither `--provider` nor `--model` names one, with their
+/// default model.
+const DEFAULT_MODELS: [(&str, &str); 4] = [
+    ("anthropic", "claude-sonnet-4-5"),
+    ("openai", "gpt-4o-mini"),
+    ("google", "gemini-2.5-flash"),
+    ("openrouter", "anthropic/claude-sonnet-4.5"),
+];
+
+/// A model served by an OpenAI-compatible server that the catalog does not know.
+pub fn on_the_fly_model(id: &str, provider: &str, base_url: &str) -> Model {
+    let mut m = Model::new(id, "openai-completions", provider, base_url);
+    m.input = vec!["text".into()];
+    m.context_window = 8192;
+    m.max_tokens = 2048;
+    m.extra.insert(
+        "compat".into(),
+        json!({"supportsStore": false, "maxTokensField": "max_tokens"}),
+    );
+    m
+}
+
+/// The text telling a user how to configure a provider.
+pub fn provider_help() -> String {
+    "  export ANTHROPIC_API_KEY=...   (or OPENAI_API_KEY, GEMINI_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY, ...)\n  \
+     tern --provider openai --model gpt-4o-mini --api-key KEY \"prompt\"\n  \
+     tern --base-url http://127.0.0.1:8080/v1 --model local \"prompt\"   (llama.cpp, Ollama, vLLM)\n  \
+     tern --demo                     (offline walkthrough with a scripted model)\n  \
+     defaults can go in the config file: provider, model, base_url (see `tern --help`)"
+        .to_string()
+}
+
+/// Resolves provider, model, base URL and key from arguments, config and environment.
+pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
+    let mut provider = args.provider.clone().or(config.provider.clone());
+    let mut id = args.model.clone().or(config.model.clone());
+    let base_url = args.base_url.clone().or(config.base_url.clone());
+    let api_key = args.api_key.clone().or(config.api_key.clone());
+    let providers = catalog::providers();
+    if provider.is_none() {
+        if let Some((p, rest)) = id.as_deref().and_then(|m| m.split_once('/')) {
+            if providers.iter().any(|x| x == p) {
+                provider = Some(p.to_string());
+                id = Some(rest.to_string());
+            }
+        }
+    }
+    if let Some(url) = base_url {
+        let provider = provider.unwrap_or_else(|| "local".to_string());
+        let id = id.unwrap_or_else(|| "local".to_string());
+        let model = match catalog::get_model(&provider, &id) {
+            Some(mut m) => {
+                m.base_url = url;
+                m
+            }
+            None => on_the_fly_model(&id, &provider, &url),
+        };
+        return Ok(ModelChoice { model, api_key });
+    }
+    let has_key = |p: &str| api_key.is_some() || catalog::env_api_key(p).is_some();
+    let model = match (provider, id) {
+        (Some(p), Some(id)) => catalog::get_model(&p, &id).ok_or_else(|| {
+            UsageError(format!(
+                "unknown model {p}/{id}; for a server the catalog does not list, pass --base-url"
+            ))
+        })?,
+        (None, Some(id)) => {
+            let mut found: Vec<&Model> = catalog::models().iter().filter(|m| m.id == id).collect();
+            found.sort_by_key(|m| !has_key(&m.provider));
+            found.first().map(|m| (*m).clone()).ok_or_else(|| {
+                UsageError(format!(
+                    "unknown model {id}; name its provider with --provider, or pass --base-url for a local server"
+                ))
+            })?
+        }
+        (Some(p), None) => {
+            let preferred = DEFAULT_MODELS
+                .iter()
+                .find(|(dp, _)| *dp == p)
+                .and_then(|(dp, di)| catalog::get_model(dp, di));
+            preferred
+                .or_else(|| catalog::models().iter().find(|m| m.provider == p).cloned())
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "unknown provider {p}; known providers: {}",
+                        providers.join(", ")
+                    ))
+                })?
+        }
+        (None, None) => DEFAULT_MODELS
+            .iter()
+            .find(|(p, _)| has_key(p))
+            .and_then(|(p, id)| catalog::get_model(p, id))
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "no API key found and no --base-url given, so there is no model to run.\n{}",
+                    provider_help()
+                ))
+            })?,
+    };
+    if !has_key(&model.provider) {
+        let vars = catalog::env_api_key_vars(&model.provider);
+        let var = vars
+            .last()
+            .copied()
+            .unwrap_or("the provider's API key variable");
+        return Err(UsageError(format!(
+            "no API key for provider {} (set {var} or pass --api-key), so nothing was run.\n{}",
+            model.provider,
+            provider_help()
+        )));
+    }
+    Ok(ModelChoice { model, api_key })
+}
+
+/// Parses a thinking level name.
+pub fn parse_thinking(s: &str) -> Result<ThinkingLevel, UsageError> {
+    ThinkingLevel::parse(s).ok_or_else(|| {
+        UsageError(format!(
+            "unknown thinking level {s}; use off, minimal, low, medium, high, xhigh or max"
+        ))
+    })
+}
+
+/// The built-in providers.
+pub fn providers() -> Arc<dyn StreamFn> {
+    Arc::new(Providers)
+}

@@ -1,0 +1,110 @@
+//! How agent events show on the screen: streamed text and thinking, the user's messages,
+//! tool calls with their results, errors, and the note a run ends with.
+
+use std::sync::atomic::Ordering;
+
+use tern_agent::AgentEvent;
+use tern_ai::{AssistantMessageEvent, Message, StopReason};
+
+use super::screen::{Stream, Ui};
+use crate::terminal_text::{clean, result_mark, short_args, truncate, Style};
+
+impl Ui {
+    /// Shows an agent event.
+    pub fn on_agent(&mut self, e: &AgentEvent) {
+        match e {
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+                ..
+            } => match assistant_message_event {
+                AssistantMessageEvent::TextDelta { delta, .. } => self.stream(Stream::Text, delta),
+                AssistantMessageEvent::ThinkingDelta { delta, .. } => {
+                    self.stream(Stream::Thinking, delta)
+                }
+                _ => {}
+            },
+            AgentEvent::MessageStart {
+                message: Message::User(u),
+            } => {
+                let text = clean(&u.content.text(" ")).replace('\n', " ");
+                self.print(&Style::Bold.paint(&format!("› {}", truncate(&text, 500))));
+            }
+            AgentEvent::MessageEnd {
+                message: Message::Assistant(a),
+            } => {
+                self.flush_partial();
+                self.tokens_in += a.usage.input;
+                self.tokens_out += a.usage.output;
+                self.cost += a.usage.cost.total;
+                match a.stop_reason {
+                    StopReason::Error => self.print(&Style::Red.paint(&format!(
+                        "error: {}",
+                        a.error_message.as_deref().unwrap_or("the request failed")
+                    ))),
+                    StopReason::Aborted => self.print(&Style::Yellow.paint("(aborted)")),
+                    _ => self.redraw(),
+                }
+            }
+            AgentEvent::TurnEnd { .. } => {
+                self.turns += 1;
+                self.redraw();
+            }
+            AgentEvent::ToolExecutionStart { tool_call } => {
+                self.flush_partial();
+                self.tools.push((
+                    tool_call.id.clone(),
+                    format!("{} {}", tool_call.name, short_args(&tool_call.arguments)),
+                ));
+                self.redraw();
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call,
+                result,
+                is_error,
+                ..
+            } => {
+                let label = self
+                    .tools
+                    .iter()
+                    .position(|(id, _)| *id == tool_call.id)
+                    .map(|i| self.tools.remove(i).1)
+                    .unwrap_or_else(|| tool_call.name.clone());
+                let text = clean(&tern_ai::content_text(result.content(), "\n"));
+                let first = text.lines().next().unwrap_or("").to_string();
+                let n = text.lines().count();
+                let (style, mark) = result_mark(*is_error);
+                let mark = style.paint(mark);
+                self.print(&format!(
+                    "{mark} {} {}",
+                    Style::Cyan.paint(&truncate(&label, 60)),
+                    Style::Dim.paint(&format!("→ {} ({n} lines)", truncate(&first, 60)))
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    /// Shows that the run ended, and why when a limit or the user ended it.
+    pub fn on_settled(&mut self) {
+        self.running = false;
+        self.hint = None;
+        // A question left open by an aborted run was already answered "no" by the gate.
+        self.asking = None;
+        self.tools.clear();
+        self.flush_partial();
+        let l = &self.rt.limits;
+        let note = if l.timed_out.load(Ordering::SeqCst) {
+            Some("timeout reached (--timeout); the run was aborted and the task was not confirmed complete")
+        } else if l.turn_limit_hit.load(Ordering::SeqCst) {
+            Some("turn limit reached (--max-turns); the task was not confirmed complete")
+        } else if l.user_aborted.load(Ordering::SeqCst) {
+            Some("aborted; the session is kept, type to go on")
+        } else {
+            None
+        };
+        match note {
+            Some(n) => self.print(&Style::Yellow.paint(n)),
+            None => self.redraw(),
+        }
+    }
+}

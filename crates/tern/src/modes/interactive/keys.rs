@@ -1,0 +1,149 @@
+//! What a key does: answer a permission question, edit the line, walk the history, send a
+//! line (a prompt, a steering message, a follow-up or a `/command`), abort, exit.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tern_ai::Message;
+
+use super::screen::Ui;
+use super::{start_run, UiSender};
+use crate::terminal_text::{short_args, truncate, Style};
+
+/// The keys and commands, as `/help` lists them.
+pub const HELP: &str =
+    "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
+queue a follow-up · /steer TEXT · /new: new session · Up/Down: history · Ctrl+C: abort the \
+turn (twice: exit) · Ctrl+D or /quit: exit";
+
+/// Handles a key; returns true to exit.
+pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = k.modifiers.contains(KeyModifiers::ALT);
+    // A pending permission question takes the key.
+    if let Some((req, answer)) = ui.asking.take() {
+        let yes = matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y')) && !ctrl;
+        let _ = answer.send(yes);
+        ui.print(&Style::Dim.paint(&format!(
+            "{} {}",
+            if yes { "allowed" } else { "denied" },
+            truncate(&format!("{} {}", req.tool_name, short_args(&req.args)), 80)
+        )));
+        return false;
+    }
+    let was_armed = ui.armed;
+    ui.armed = false;
+    ui.hint = None;
+    let editor = &mut ui.editor;
+    match k.code {
+        KeyCode::Char('c') if ctrl => {
+            if ui.running {
+                ui.rt.abort_by_user();
+                ui.armed = true;
+                ui.hint = Some("aborting… (Ctrl+C again to exit)".into());
+            } else if was_armed {
+                return true;
+            } else {
+                editor.clear();
+                ui.armed = true;
+                ui.hint = Some("Ctrl+C again or Ctrl+D to exit".into());
+            }
+        }
+        KeyCode::Char('d') if ctrl => {
+            if editor.is_empty() {
+                return true;
+            }
+            editor.delete();
+        }
+        KeyCode::Enter => {
+            let text = editor.submit();
+            if text.trim().is_empty() {
+                ui.redraw();
+                return false;
+            }
+            editor.remember(&text);
+            return submit(ui, text, alt, ui_tx);
+        }
+        KeyCode::Char('a') if ctrl => editor.home(),
+        KeyCode::Char('e') if ctrl => editor.end(),
+        KeyCode::Char('u') if ctrl => editor.kill_to_start(),
+        KeyCode::Char('j') if ctrl => {
+            // Ctrl+J: some terminals send it for Alt/Shift+Enter; treat as follow-up.
+            let text = editor.take();
+            if !text.trim().is_empty() {
+                editor.push_history(text.clone());
+                return submit(ui, text, true, ui_tx);
+            }
+        }
+        KeyCode::Char(c) if !ctrl => editor.insert(c),
+        KeyCode::Backspace => editor.backspace(),
+        KeyCode::Delete => editor.delete(),
+        KeyCode::Left => editor.left(),
+        KeyCode::Right => editor.right(),
+        KeyCode::Home => editor.home(),
+        KeyCode::End => editor.end(),
+        KeyCode::Up => editor.history_up(),
+        KeyCode::Down => editor.history_down(),
+        _ => {}
+    }
+    ui.redraw();
+    false
+}
+
+/// Sends a line: a command, a prompt, a steering message or a follow-up.
+fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
+    let trimmed = text.trim();
+    let (cmd, rest) = match trimmed.split_once(' ') {
+        Some((c, r)) => (c, r.trim().to_string()),
+        None => (trimmed, String::new()),
+    };
+    let (follow, body) = match cmd {
+        "/quit" | "/exit" | "/q" => return true,
+        "/help" => {
+            ui.print(&Style::Dim.paint(HELP));
+            return false;
+        }
+        "/new" => {
+            new_session(ui);
+            return false;
+        }
+        "/follow" | "/f" => (true, rest),
+        "/steer" | "/s" => (false, rest),
+        c if c.starts_with('/') => {
+            ui.print(&Style::Yellow.paint(&format!("unknown command {c}; {HELP}")));
+            return false;
+        }
+        _ => (follow, trimmed.to_string()),
+    };
+    if body.is_empty() {
+        ui.redraw();
+        return false;
+    }
+    if ui.running {
+        let m = Message::user_text(body);
+        if follow {
+            ui.rt.agent.follow_up(m);
+        } else {
+            ui.rt.agent.steer(m);
+        }
+    } else {
+        ui.running = true;
+        start_run(&ui.rt, body, ui_tx);
+    }
+    ui.redraw();
+    false
+}
+
+/// `/new`: a new session, unless the agent is working.
+fn new_session(ui: &mut Ui) {
+    if ui.running {
+        ui.print(&Style::Yellow.paint("the agent is working; Ctrl+C first, then /new"));
+        return;
+    }
+    match ui.rt.new_session() {
+        Ok(()) => {
+            ui.turns = 0;
+            let f = ui.rt.session_file().unwrap_or_else(|| "in memory".into());
+            ui.print(&Style::Dim.paint(&format!("new session: {f}")));
+        }
+        Err(e) => ui.print(&Style::Red.paint(&e)),
+    }
+}

@@ -1,0 +1,179 @@
+//! Interactive mode: a small terminal UI on crossterm.
+//!
+//! The screen is the terminal's own scrollback plus a few live rows at the bottom that are
+//! redrawn in place: the line being streamed, a spinner per running tool, the queued
+//! messages, a status line (turns, tokens, cost, model) and the input line. Finished output
+//! is printed above the live rows and scrolls away normally.
+//!
+//! Keys: Enter sends (a steering message while the agent works), Alt+Enter or `/follow TEXT`
+//! queues a follow-up, Up/Down walk the history, Ctrl+C aborts the running turn (the session
+//! is kept), a second Ctrl+C or Ctrl+D on an empty line exits. `/help` lists the commands.
+//!
+//! - `screen.rs`: the UI state and the live rows.
+//! - `agent_view.rs`: agent events on the screen.
+//! - `keys.rs`: what each key and `/command` does.
+//! - `line_editor.rs`: the input line and its history.
+//! - here: the permission asker, the event loop, runs.
+
+mod agent_view;
+mod keys;
+mod line_editor;
+mod screen;
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::terminal;
+use futures::StreamExt;
+use tern_agent::AgentEvent;
+use tern_ai::Message;
+use tern_tools::policy::{AskFn, AskRequest};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::runtime::Runtime;
+use crate::terminal_text::Style;
+use keys::{handle_key, HELP};
+use screen::Ui;
+
+/// A permission question on its way to the UI.
+pub type Question = (AskRequest, oneshot::Sender<bool>);
+
+/// The permission gate's asker for interactive mode, and the UI's end of it.
+pub fn asker() -> (AskFn, mpsc::UnboundedReceiver<Question>) {
+    let (tx, rx) = mpsc::unbounded_channel::<Question>();
+    let ask: AskFn = Arc::new(move |req, _signal| {
+        let tx = tx.clone();
+        Box::pin(async move {
+            let (answer_tx, answer_rx) = oneshot::channel();
+            if tx.send((req, answer_tx)).is_err() {
+                return false;
+            }
+            answer_rx.await.unwrap_or(false)
+        })
+    });
+    (ask, rx)
+}
+
+/// What reaches the UI loop besides keys and questions.
+enum UiEvent {
+    Agent(Box<AgentEvent>),
+    Settled,
+}
+
+type UiSender = mpsc::UnboundedSender<UiEvent>;
+
+/// Leaves raw mode when dropped, however the UI ends.
+struct RawGuard;
+
+impl Drop for RawGuard {
+    fn drop(&mut self) {
+        let _ = terminal::disable_raw_mode();
+    }
+}
+
+/// Runs `text` (and what gets queued meanwhile) in its own task; the UI hears `Settled`.
+fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
+    let rt = rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        let _ = rt.run_until_settled(Message::user_text(text)).await;
+        let _ = tx.send(UiEvent::Settled);
+    });
+}
+
+/// Runs the interactive UI; returns the exit code.
+pub async fn run(
+    rt: Runtime,
+    first_prompt: String,
+    mut questions: mpsc::UnboundedReceiver<Question>,
+) -> i32 {
+    let rt = Arc::new(rt);
+    if let Err(e) = terminal::enable_raw_mode() {
+        eprintln!("tern: cannot put the terminal in raw mode ({e}); use -p for print mode");
+        return crate::exit::USAGE;
+    }
+    let _guard = RawGuard;
+    let (ui_tx, mut ui_rx) = mpsc::unbounded_channel::<UiEvent>();
+    let tx = ui_tx.clone();
+    let sub = rt.agent.subscribe_sync(move |e| {
+        if matches!(
+            e,
+            AgentEvent::MessageUpdate { .. }
+                | AgentEvent::MessageStart { .. }
+                | AgentEvent::MessageEnd { .. }
+                | AgentEvent::TurnEnd { .. }
+                | AgentEvent::ToolExecutionStart { .. }
+                | AgentEvent::ToolExecutionEnd { .. }
+        ) {
+            let _ = tx.send(UiEvent::Agent(Box::new(e.clone())));
+        }
+    });
+    let width = terminal::size().map(|(w, _)| w as usize).unwrap_or(80);
+    let mut ui = Ui::new(rt.clone(), width);
+    let session = rt
+        .session_file()
+        .map(|f| format!("session {f}"))
+        .unwrap_or_else(|| "session not saved (--no-session)".into());
+    ui.print(&Style::Dim.paint(&format!(
+        "tern · {} · {session}\n{HELP}",
+        rt.agent.state().model.id
+    )));
+    let history_len = rt.agent.message_count();
+    if history_len > 1 {
+        ui.print(&Style::Dim.paint(&format!(
+            "(resumed: {history_len} messages in the transcript)"
+        )));
+    }
+    if !first_prompt.trim().is_empty() {
+        ui.running = true;
+        ui.editor.push_history(first_prompt.clone());
+        start_run(&rt, first_prompt, &ui_tx);
+    }
+    let mut keys = EventStream::new();
+    let mut ticker = tokio::time::interval(Duration::from_millis(120));
+    loop {
+        tokio::select! {
+            ev = keys.next() => {
+                match ev {
+                    Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
+                        if handle_key(&mut ui, k, &ui_tx) {
+                            break;
+                        }
+                    }
+                    Some(Ok(Event::Resize(w, _))) => {
+                        ui.width = w as usize;
+                        ui.redraw();
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => break,
+                }
+            }
+            Some(ev) = ui_rx.recv() => match ev {
+                UiEvent::Agent(e) => ui.on_agent(&e),
+                UiEvent::Settled => ui.on_settled(),
+            },
+            Some(q) = questions.recv() => {
+                ui.asking = Some(q);
+                ui.redraw();
+            }
+            _ = ticker.tick(), if ui.running => {
+                ui.tick += 1;
+                ui.redraw();
+            }
+        }
+    }
+    if ui.running {
+        rt.abort_by_user();
+        let _ = tokio::time::timeout(Duration::from_secs(3), rt.agent.wait_for_idle()).await;
+    }
+    ui.clear_live();
+    let _ = ui.out.flush();
+    sub.unsubscribe();
+    drop(_guard);
+    if let Some(f) = rt.session_file() {
+        eprintln!("tern: session saved to {f} (resume with --continue)");
+    }
+    crate::exit::OK
+}

@@ -1,0 +1,225 @@
+//! The screen: the terminal's own scrollback for finished output, and a few live rows at the
+//! bottom redrawn in place (the line being streamed, a spinner per running tool, queued
+//! messages, the status line, a permission question, the input line).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crossterm::{cursor, queue, style, terminal};
+use tern_ai::Message;
+
+use super::line_editor::LineEditor;
+use super::Question;
+use crate::runtime::Runtime;
+use crate::terminal_text::{clean, short_args, tail, truncate, Style};
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// What the streamed partial line holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Answer text.
+    Text,
+    /// Thinking (dim).
+    Thinking,
+}
+
+impl Stream {
+    fn styled(self, line: String) -> String {
+        match self {
+            Stream::Text => line,
+            Stream::Thinking => Style::Dim.paint(&line),
+        }
+    }
+}
+
+/// The UI's state.
+pub struct Ui {
+    /// The agent and its session.
+    pub rt: Arc<Runtime>,
+    /// The terminal.
+    pub out: std::io::Stdout,
+    /// The input line.
+    pub editor: LineEditor,
+    /// The line being streamed, not finished yet.
+    pub partial: String,
+    /// What `partial` holds.
+    pub partial_kind: Stream,
+    /// A run is going.
+    pub running: bool,
+    /// Running tools: (call id, label).
+    pub tools: Vec<(String, String)>,
+    /// Spinner frame.
+    pub tick: usize,
+    /// Turns since the session started.
+    pub turns: u64,
+    /// Input tokens so far.
+    pub tokens_in: u64,
+    /// Output tokens so far.
+    pub tokens_out: u64,
+    /// Cost so far, in dollars.
+    pub cost: f64,
+    /// The permission question waiting for y/N.
+    pub asking: Option<Question>,
+    /// Ctrl+C was pressed once: another one exits.
+    pub armed: bool,
+    /// A note after the status line.
+    pub hint: Option<String>,
+    /// How many live rows are on the screen.
+    pub drawn: u16,
+    /// Terminal width in columns.
+    pub width: usize,
+}
+
+impl Ui {
+    /// A fresh UI for `rt` on a terminal `width` columns wide.
+    pub fn new(rt: Arc<Runtime>, width: usize) -> Self {
+        Ui {
+            rt,
+            out: std::io::stdout(),
+            editor: LineEditor::default(),
+            partial: String::new(),
+            partial_kind: Stream::Text,
+            running: false,
+            tools: Vec::new(),
+            tick: 0,
+            turns: 0,
+            tokens_in: 0,
+            tokens_out: 0,
+            cost: 0.0,
+            asking: None,
+            armed: false,
+            hint: None,
+            drawn: 0,
+            width,
+        }
+    }
+
+    /// Erases the live rows.
+    pub fn clear_live(&mut self) {
+        if self.drawn > 1 {
+            let _ = queue!(self.out, cursor::MoveUp(self.drawn - 1));
+        }
+        let _ = queue!(
+            self.out,
+            cursor::MoveToColumn(0),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        );
+        self.drawn = 0;
+    }
+
+    fn live_rows(&self) -> (Vec<String>, usize) {
+        let w = self.width.saturating_sub(1).max(10);
+        let mut rows = Vec::new();
+        if !self.partial.is_empty() {
+            rows.push(self.partial_kind.styled(tail(&self.partial, w)));
+        }
+        for (_, label) in &self.tools {
+            rows.push(format!(
+                "{} {}",
+                Style::Cyan.paint(SPINNER[self.tick % SPINNER.len()]),
+                truncate(label, w.saturating_sub(2))
+            ));
+        }
+        let (steer, follow) = self.rt.agent.queued();
+        for (kind, ms) in [("steer", steer), ("follow-up", follow)] {
+            for m in ms {
+                let text = match &m {
+                    Message::User(u) => u.content.text(" "),
+                    other => other.role().to_string(),
+                };
+                rows.push(Style::Yellow.paint(&truncate(&format!("  queued {kind}: {text}"), w)));
+            }
+        }
+        let model = self.rt.agent.state().model.id;
+        let activity = if self.running {
+            format!("{} working", SPINNER[self.tick % SPINNER.len()])
+        } else {
+            "ready".to_string()
+        };
+        let mut status = format!(
+            "{activity} · turn {} · {} in / {} out tokens · ${:.4} · {model}",
+            self.turns, self.tokens_in, self.tokens_out, self.cost
+        );
+        if let Some(h) = &self.hint {
+            status.push_str(" · ");
+            status.push_str(h);
+        }
+        rows.push(Style::Dim.paint(&truncate(&status, w)));
+        if let Some((req, _)) = &self.asking {
+            rows.push(Style::BoldYellow.paint(&truncate(
+                &format!(
+                    "Allow {} {}? [y/N] ({})",
+                    req.tool_name,
+                    short_args(&req.args),
+                    req.prompt
+                ),
+                w,
+            )));
+        }
+        let prompt = if self.running { "steer> " } else { "> " };
+        let room = w.saturating_sub(prompt.len()).max(1);
+        let (visible, at) = self.editor.window(room);
+        let col = prompt.len() + at;
+        rows.push(format!("{}{visible}", Style::BoldGreen.paint(prompt)));
+        (rows, col)
+    }
+
+    fn draw_live(&mut self) {
+        let (rows, col) = self.live_rows();
+        let _ = queue!(self.out, style::Print(rows.join("\r\n")));
+        let _ = queue!(self.out, cursor::MoveToColumn(col as u16));
+        self.drawn = rows.len() as u16;
+        let _ = self.out.flush();
+    }
+
+    /// Draws the live rows again.
+    pub fn redraw(&mut self) {
+        self.clear_live();
+        self.draw_live();
+    }
+
+    /// Prints finished lines above the live rows.
+    pub fn print(&mut self, text: &str) {
+        self.clear_live();
+        for line in text.split('\n') {
+            let _ = queue!(self.out, style::Print(line), style::Print("\r\n"));
+        }
+        self.draw_live();
+    }
+
+    /// Prints the streamed partial line as finished.
+    pub fn flush_partial(&mut self) {
+        if !self.partial.is_empty() {
+            let line = self.partial_kind.styled(std::mem::take(&mut self.partial));
+            self.print(&line);
+        }
+    }
+
+    /// Adds streamed text; whole lines go to the scrollback.
+    pub fn stream(&mut self, kind: Stream, delta: &str) {
+        if kind != self.partial_kind {
+            self.flush_partial();
+            self.partial_kind = kind;
+        }
+        self.partial.push_str(&clean(delta));
+        let w = self.width.saturating_sub(1).max(10);
+        let mut done = Vec::new();
+        while let Some(i) = self.partial.find('\n') {
+            let line: String = self.partial[..i].to_string();
+            self.partial.drain(..=i);
+            done.push(line);
+        }
+        while self.partial.chars().count() > w {
+            let head: String = self.partial.chars().take(w).collect();
+            self.partial = self.partial.chars().skip(w).collect();
+            done.push(head);
+        }
+        if done.is_empty() {
+            self.redraw();
+        } else {
+            let styled: Vec<String> = done.into_iter().map(|l| kind.styled(l)).collect();
+            self.print(&styled.join("\n"));
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! RPC commands as pi names them (`docs/rpc-commands.md`): one JSON object per line, its kind
+//! in `type`. The fields tern reads are typed here; a field that is missing or of the wrong
+//! shape fails the command with the same message tern has always given, so a client sees
+//! `{"success": false, "error": ...}` and not a crash.
+
+use serde::de::{Deserializer, Error as _};
+use serde::Deserialize;
+use serde_json::Value;
+use tern_agent::QueueMode;
+use tern_ai::{Content, ContentBlock, ImageContent, Message, ThinkingLevel, UserMessage};
+
+/// A command read from stdin.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Command {
+    /// Runs a prompt, or queues it while a run is going (`streamingBehavior`).
+    Prompt {
+        /// The prompt.
+        #[serde(flatten)]
+        input: UserInput,
+        /// What to do with it while the agent runs.
+        #[serde(
+            default,
+            rename = "streamingBehavior",
+            deserialize_with = "streaming_behavior"
+        )]
+        streaming_behavior: Option<StreamingBehavior>,
+    },
+    /// Queues a steering message.
+    Steer(UserInput),
+    /// Queues a follow-up message.
+    FollowUp(UserInput),
+    /// Aborts the running turn; answered once idle.
+    Abort,
+    /// Empties both queues, answering with what they held.
+    ClearQueue,
+    /// Starts a new session.
+    NewSession,
+    /// The agent's state.
+    GetState,
+    /// The transcript.
+    GetMessages,
+    /// The text of the last assistant message that has some.
+    GetLastAssistantText,
+    /// Changes the model.
+    SetModel {
+        /// Provider id.
+        #[serde(default, deserialize_with = "string_or_empty")]
+        provider: String,
+        /// Model id.
+        #[serde(default, rename = "modelId", deserialize_with = "string_or_empty")]
+        model_id: String,
+    },
+    /// Changes the thinking level.
+    SetThinkingLevel {
+        /// The level.
+        level: Level,
+    },
+    /// How steering messages are delivered.
+    SetSteeringMode {
+        /// The mode.
+        mode: Mode,
+    },
+    /// How follow-up messages are delivered.
+    SetFollowUpMode {
+        /// The mode.
+        mode: Mode,
+    },
+    /// A `type` tern does not know (answered with `Unknown command: TYPE`).
+    #[serde(other)]
+    Unknown,
+}
+
+/// What a prompt sent while the agent runs becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamingBehavior {
+    /// A steering message.
+    Steer,
+    /// A follow-up message.
+    FollowUp,
+}
+
+/// A user message: `message` text and optional `images`.
+#[derive(Debug, Deserialize)]
+pub struct UserInput {
+    message: Text,
+    #[serde(default)]
+    images: Images,
+}
+
+impl UserInput {
+    /// The message, stamped now.
+    pub fn into_message(self) -> Message {
+        let mut blocks = vec![ContentBlock::text(self.message.0)];
+        blocks.extend(self.images.0.into_iter().map(ContentBlock::Image));
+        Message::from(UserMessage {
+            content: Content::Blocks(blocks),
+            timestamp: tern_ai::clock::now_ms(),
+        })
+    }
+}
+
+/// The `message` field: a string.
+#[derive(Debug)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        required(
+            d,
+            |v| v.as_str().map(|s| Text(s.to_string())),
+            || "missing string field `message`".into(),
+        )
+    }
+}
+
+/// The `images` field: pi's `ImageContent` objects (anything but an array is ignored).
+#[derive(Debug, Default)]
+struct Images(Vec<ImageContent>);
+
+impl<'de> Deserialize<'de> for Images {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let Value::Array(items) = Value::deserialize(d)? else {
+            return Ok(Images::default());
+        };
+        items
+            .into_iter()
+            .map(|i| {
+                serde_json::from_value(i).map_err(|e| {
+                    D::Error::custom(format!("bad image (want {{type, data, mimeType}}): {e}"))
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map(Images)
+    }
+}
+
+/// The `level` field: a thinking level name.
+#[derive(Debug)]
+pub struct Level(pub ThinkingLevel);
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        required(
+            d,
+            |v| v.as_str().and_then(ThinkingLevel::parse).map(Level),
+            || "level must be off, minimal, low, medium, high, xhigh or max".into(),
+        )
+    }
+}
+
+/// The `mode` field: `all` or `one-at-a-time`.
+#[derive(Debug)]
+pub struct Mode(pub QueueMode);
+
+impl<'de> Deserialize<'de> for Mode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let parse = |v: &Value| match v.as_str() {
+            Some("all") => Some(Mode(QueueMode::All)),
+            Some("one-at-a-time") => Some(Mode(QueueMode::OneAtATime)),
+            _ => None,
+        };
+        required(d, parse, || {
+            "mode must be \"all\" or \"one-at-a-time\"".into()
+        })
+    }
+}
+
+/// A field read with `parse`; missing, null or unparsable fails with `message`. Going
+/// through `Option` is what lets a missing field reach `parse` instead of serde's own
+/// "missing field" error.
+fn required<'de, D: Deserializer<'de>, T>(
+    d: D,
+    parse: impl FnOnce(&Value) -> Option<T>,
+    message: impl FnOnce() -> String,
+) -> Result<T, D::Error> {
+    Option::<Value>::deserialize(d)?
+        .as_ref()
+        .and_then(parse)
+        .ok_or_else(|| D::Error::custom(message()))
+}
+
+/// A lenient string: anything else reads as empty (then fails as an unknown model).
+fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Value::deserialize(d)?
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// `steer` or `followUp`; anything else reads as none.
+fn streaming_behavior<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<StreamingBehavior>, D::Error> {
+    Ok(match Value::deserialize(d)?.as_str() {
+        Some("steer") => Some(StreamingBehavior::Steer),
+        Some("followUp") => Some(StreamingBehavior::FollowUp),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Command, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn commands_read_with_their_fields() {
+        let c = parse(
+            json!({"id": "1", "type": "prompt", "message": "hi", "streamingBehavior": "followUp"}),
+        );
+        assert!(matches!(
+            c,
+            Ok(Command::Prompt {
+                streaming_behavior: Some(StreamingBehavior::FollowUp),
+                ..
+            })
+        ));
+        let c = parse(json!({"type": "set_follow_up_mode", "mode": "all"}));
+        assert!(matches!(
+            c,
+            Ok(Command::SetFollowUpMode {
+                mode: Mode(QueueMode::All)
+            })
+        ));
+        let c = parse(json!({"type": "get_last_assistant_text", "id": 7}));
+        assert!(matches!(c, Ok(Command::GetLastAssistantText)));
+        let c = parse(json!({"type": "teleport", "where": "moon"}));
+        assert!(matches!(c, Ok(Command::Unknown)));
+    }
+
+    #[test]
+    fn a_bad_field_fails_with_what_to_send() {
+        let e = parse(json!({"type": "steer"})).unwrap_err();
+        assert_eq!(e, "missing string field `message`");
+        let e = parse(json!({"type": "prompt", "message": 3})).unwrap_err();
+        assert_eq!(e, "missing string field `message`");
+        let e = parse(json!({"type": "set_steering_mode", "mode": "sometimes"})).unwrap_err();
+        assert_eq!(e, "mode must be \"all\" or \"one-at-a-time\"");
+        let e = parse(json!({"type": "set_thinking_level"})).unwrap_err();
+        assert_eq!(
+            e,
+            "level must be off, minimal, low, medium, high, xhigh or max"
+        );
+        let e =
+            parse(json!({"type": "prompt", "message": "x", "images": [{"type": 1}]})).unwrap_err();
+        assert!(
+            e.starts_with("bad image (want {type, data, mimeType}): "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn lenient_fields_stay_lenient() {
+        let c = parse(
+            json!({"type": "prompt", "message": "x", "images": "none", "streamingBehavior": "later"}),
+        );
+        let Ok(Command::Prompt {
+            input,
+            streaming_behavior,
+        }) = c
+        else {
+            panic!("{c:?}")
+        };
+        assert_eq!(streaming_behavior, None);
+        assert_eq!(
+            input.into_message().content_json(),
+            json!([{"type": "text", "text": "x"}])
+        );
+        let c = parse(json!({"type": "set_model", "provider": 5}));
+        assert!(
+            matches!(c, Ok(Command::SetModel { provider, model_id }) if provider.is_empty() && model_id.is_empty())
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! What each RPC command does to the agent, and the data its response carries.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tern_ai::providers::catalog;
+use tern_ai::Message;
+use tokio::sync::{mpsc, watch};
+
+use super::command::{Command, Level, Mode, StreamingBehavior};
+use crate::event_lines;
+use crate::model_choice::on_the_fly_model;
+use crate::runtime::Runtime;
+
+/// The RPC session: the agent, the output line channel, and whether a run is going.
+pub struct Rpc {
+    /// The agent and its session.
+    pub rt: Arc<Runtime>,
+    /// Lines for stdout, written in order by one task.
+    pub tx: mpsc::UnboundedSender<String>,
+    /// `true` when no run is going.
+    pub idle: watch::Sender<bool>,
+}
+
+/// The text of queued messages, as `queue_update` and `clear_queue` list them.
+fn texts(ms: &[Message]) -> Vec<String> {
+    ms.iter()
+        .map(|m| match m {
+            Message::User(u) => u.content.text("\n"),
+            other => other.content_json().to_string(),
+        })
+        .collect()
+}
+
+const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+
+impl Rpc {
+    /// Writes a line to stdout.
+    pub fn send(&self, v: Value) {
+        let _ = self.tx.send(v.to_string());
+    }
+
+    fn running(&self) -> bool {
+        !*self.idle.borrow()
+    }
+
+    /// Waits until no run is going.
+    pub async fn wait_idle(&self) {
+        let mut rx = self.idle.subscribe();
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    fn queue_update(&self) {
+        let (s, f) = self.rt.agent.queued();
+        self.send(json!({"type": "queue_update", "steering": texts(&s), "followUp": texts(&f)}));
+    }
+
+    fn queue(&self, message: Message, how: StreamingBehavior) -> Option<Value> {
+        match how {
+            StreamingBehavior::Steer => self.rt.agent.steer(message),
+            StreamingBehavior::FollowUp => self.rt.agent.follow_up(message),
+        }
+        self.queue_update();
+        Some(json!({"disposition": "queued"}))
+    }
+
+    fn start_run(&self, message: Message) {
+        self.idle.send_replace(false);
+        let rt = self.rt.clone();
+        let tx = self.tx.clone();
+        let idle = self.idle.clone();
+        tokio::spawn(async move {
+            if let Err(e) = rt.run_until_settled(message).await {
+                eprintln!("tern: {e}");
+            }
+            let _ = tx.send(event_lines::settled(rt.limits.aborted()).to_string());
+            idle.send_replace(true);
+        });
+    }
+
+    /// Carries out a command; `Ok(Some(data))` is a response with `data`, `Ok(None)` one
+    /// without, `Err` a failed response with that error.
+    pub async fn handle(&self, command: Command, kind: &str) -> Result<Option<Value>, String> {
+        let agent = &self.rt.agent;
+        match command {
+            Command::Prompt {
+                input,
+                streaming_behavior,
+            } => {
+                let m = input.into_message();
+                if !self.running() {
+                    self.start_run(m);
+                    return Ok(Some(json!({"disposition": "started"})));
+                }
+                match streaming_behavior {
+                    Some(how) => Ok(self.queue(m, how)),
+                    None => Err(BUSY.into()),
+                }
+            }
+            Command::Steer(input) => Ok(self.queue(input.into_message(), StreamingBehavior::Steer)),
+            Command::FollowUp(input) => {
+                Ok(self.queue(input.into_message(), StreamingBehavior::FollowUp))
+            }
+            Command::Abort => {
+                if self.running() {
+                    self.rt.abort_by_user();
+                    self.wait_idle().await;
+                }
+                Ok(None)
+            }
+            Command::ClearQueue => {
+                let (s, f) = agent.queued();
+                agent.clear_all_queues();
+                self.queue_update();
+                Ok(Some(json!({"steering": texts(&s), "followUp": texts(&f)})))
+            }
+            Command::NewSession => {
+                if self.running() {
+                    return Err(
+                        "cannot start a new session while the agent is running; send abort first"
+                            .into(),
+                    );
+                }
+                self.rt.new_session()?;
+                Ok(Some(json!({"cancelled": false})))
+            }
+            Command::GetState => Ok(Some(self.state())),
+            Command::GetMessages => Ok(Some(json!({"messages": agent.state().messages}))),
+            Command::GetLastAssistantText => {
+                let text = agent.with_messages(|m| {
+                    m.iter()
+                        .rev()
+                        .filter_map(Message::as_assistant)
+                        .map(|a| a.text())
+                        .find(|t| !t.is_empty())
+                });
+                Ok(Some(json!({ "text": text })))
+            }
+            Command::SetModel { provider, model_id } => {
+                let current = agent.state().model;
+                let model = catalog::get_model(&provider, &model_id)
+                    .or_else(|| {
+                        (provider == current.provider && current.api == "openai-completions")
+                            .then(|| on_the_fly_model(&model_id, &provider, &current.base_url))
+                    })
+                    .ok_or_else(|| format!("Model not found: {provider}/{model_id}"))?;
+                agent.set_model(model.clone());
+                self.rt
+                    .recorder
+                    .lock()
+                    .record_model_change(&provider, &model_id);
+                Ok(Some(serde_json::to_value(model).unwrap_or(Value::Null)))
+            }
+            Command::SetThinkingLevel {
+                level: Level(level),
+            } => {
+                agent.set_thinking_level(level);
+                self.rt
+                    .recorder
+                    .lock()
+                    .record_thinking_change(level.as_str());
+                self.send(json!({"type": "thinking_level_changed", "level": level}));
+                Ok(None)
+            }
+            Command::SetSteeringMode { mode: Mode(mode) } => {
+                agent.set_steering_mode(mode);
+                Ok(None)
+            }
+            Command::SetFollowUpMode { mode: Mode(mode) } => {
+                agent.set_follow_up_mode(mode);
+                Ok(None)
+            }
+            Command::Unknown => Err(format!("Unknown command: {kind}")),
+        }
+    }
+
+    fn state(&self) -> Value {
+        let agent = &self.rt.agent;
+        let st = agent.state();
+        let (s, f) = agent.queued();
+        let mut data = json!({
+            "model": st.model,
+            "thinkingLevel": st.thinking_level,
+            "isStreaming": self.running(),
+            "isCompacting": false,
+            "steeringMode": agent.steering_mode(),
+            "followUpMode": agent.follow_up_mode(),
+            "sessionId": self.rt.session_id(),
+            "autoCompactionEnabled": false,
+            "messageCount": st.messages.len(),
+            "pendingMessageCount": s.len() + f.len(),
+        });
+        if let Some(file) = self.rt.session_file() {
+            data["sessionFile"] = json!(file);
+        }
+        data
+    }
+}

@@ -1,0 +1,210 @@
+//! The wired agent a mode runs: the model and tools behind the permission gate, the turn
+//! limit hook, and the session recorder.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tern_agent::config::{before_tool_call, finish_turn, BeforeToolCallResult, TurnDecision};
+use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Subscription};
+use tern_ai::{Message, Model, StreamFn, StreamOptions, ThinkingLevel};
+use tern_session::{Recorder, SessionFile};
+use tern_tools::policy::{AskFn, PermissionGate, Policy};
+
+use crate::limits::Limits;
+use crate::session_choice::SessionSource;
+
+/// Everything a mode needs.
+pub struct Runtime {
+    /// The agent.
+    pub agent: Agent,
+    /// Limits.
+    pub limits: Limits,
+    /// The session recorder.
+    pub recorder: Arc<Mutex<Recorder>>,
+    /// Where new sessions go (None: in memory).
+    pub session_root: Option<PathBuf>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    _recording: Subscription,
+}
+
+/// How the permission gate asks (interactive mode), if anyone can.
+pub type Asker = Option<AskFn>;
+
+/// Inputs of [`build`] that depend on the mode.
+pub struct BuildOptions {
+    /// The stream function (providers, or the scripted demo).
+    pub stream_fn: Arc<dyn StreamFn>,
+    /// The model.
+    pub model: Model,
+    /// Explicit API key.
+    pub api_key: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Tools.
+    pub tools: Vec<AgentTool>,
+    /// Policy.
+    pub policy: Policy,
+    /// Who answers `ask` verdicts.
+    pub asker: Asker,
+    /// System prompt.
+    pub system_prompt: String,
+    /// Thinking level.
+    pub thinking: ThinkingLevel,
+    /// Limits.
+    pub limits: Limits,
+    /// The session.
+    pub session: SessionSource,
+    /// Working directory.
+    pub cwd: PathBuf,
+}
+
+/// Builds the agent and wires the hooks and the session recorder.
+pub fn build(o: BuildOptions) -> Runtime {
+    let mut gate = PermissionGate::new(o.policy);
+    if let Some(ask) = o.asker {
+        gate = gate.with_ask(ask);
+    }
+    let gate = Arc::new(gate);
+    let limits = o.limits.clone();
+    let (model, thinking) = (o.model, o.thinking);
+    let (messages, session_root, session_file) = match o.session {
+        SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
+        SessionSource::New(root) => (
+            Vec::new(),
+            Some(root.clone()),
+            SessionFile::create(&root, &o.cwd),
+        ),
+        SessionSource::NewAt(path) => (
+            Vec::new(),
+            path.parent().map(Path::to_path_buf),
+            SessionFile::create_at(&path, &o.cwd),
+        ),
+        SessionSource::Existing(path, loaded) => {
+            let file = SessionFile::resume(&path, &loaded, &o.cwd);
+            (loaded.messages, path.parent().map(Path::to_path_buf), file)
+        }
+    };
+    let fresh = messages.is_empty();
+    let stream_options = StreamOptions {
+        api_key: o.api_key,
+        temperature: o.temperature,
+        session_id: Some(session_file.id().to_string()),
+        ..Default::default()
+    };
+    let turn_limits = limits.clone();
+    let agent = Agent::new(AgentOptions {
+        system_prompt: Some(o.system_prompt),
+        model: Some(model.into()),
+        thinking_level: thinking,
+        tools: o.tools,
+        messages,
+        stream_fn: Some(o.stream_fn),
+        stream_options,
+        before_tool_call: Some(before_tool_call(move |ctx, signal| {
+            let gate = gate.clone();
+            async move {
+                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                Ok(verdict.block.then_some(BeforeToolCallResult {
+                    block: true,
+                    reason: verdict.reason,
+                    terminate: false,
+                }))
+            }
+        })),
+        finish_turn: Some(finish_turn(move |turn, _signal| {
+            let l = turn_limits.clone();
+            async move {
+                let n = l.turns.fetch_add(1, Ordering::SeqCst) + 1;
+                if let Some(max) = l.max_turns {
+                    if n >= max && turn.message.tool_calls().next().is_some() {
+                        l.turn_limit_hit.store(true, Ordering::SeqCst);
+                        return Ok(Some(TurnDecision::End));
+                    }
+                }
+                Ok(None)
+            }
+        })),
+        ..Default::default()
+    });
+    let prefix = if fresh {
+        agent.with_messages(|m| {
+            m.iter()
+                .take_while(|m| matches!(m, Message::System(_)))
+                .cloned()
+                .collect()
+        })
+    } else {
+        Vec::new()
+    };
+    let recorder = Recorder::new(session_file)
+        .with_prefix(prefix)
+        .on_first_failure(|e| {
+            eprintln!("tern: warning: {e} (the run goes on; pass --no-session to silence this)")
+        });
+    let recorder = Arc::new(Mutex::new(recorder));
+    let recording = Recorder::attach(&recorder, &agent);
+    Runtime {
+        agent,
+        limits,
+        recorder,
+        session_root,
+        cwd: o.cwd,
+        _recording: recording,
+    }
+}
+
+impl Runtime {
+    /// Starts a new session (RPC `new_session`): clears the conversation, keeps the prompt
+    /// and tools, and opens a new file.
+    pub fn new_session(&self) -> Result<(), String> {
+        self.agent.reset().map_err(|e| e.to_string())?;
+        let file = match &self.session_root {
+            Some(root) if self.recorder.lock().session().path().is_some() => {
+                SessionFile::create(root, &self.cwd)
+            }
+            _ => SessionFile::in_memory(&self.cwd),
+        };
+        let prefix = self.agent.with_messages(|m| m.to_vec());
+        self.recorder.lock().switch_to(file, prefix);
+        Ok(())
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> String {
+        self.recorder.lock().session().id().to_string()
+    }
+
+    /// The session file path.
+    pub fn session_file(&self) -> Option<String> {
+        self.recorder.lock().session().path_string()
+    }
+
+    /// The session's `session` header line, stamped now (JSON mode prints it first).
+    pub fn session_header(&self) -> serde_json::Value {
+        self.recorder.lock().session().header()
+    }
+
+    /// Aborts the running turn on the user's behalf (the run ends with exit code 130).
+    pub fn abort_by_user(&self) {
+        self.limits.user_aborted.store(true, Ordering::SeqCst);
+        self.agent.abort();
+    }
+
+    /// Runs `message` and then whatever was queued meanwhile (steering that arrived after the
+    /// last turn still gets its run), until the agent would stop or a limit stops it.
+    pub async fn run_until_settled(&self, message: Message) -> Result<(), AgentError> {
+        self.limits.reset_run();
+        let timer = self.limits.start_timer(&self.agent);
+        let mut result = self.agent.prompt_messages(vec![message]).await;
+        while result.is_ok() && !self.limits.stopped() && self.agent.has_queued_messages() {
+            result = self.agent.continue_run().await;
+        }
+        if let Some(t) = timer {
+            t.abort();
+        }
+        result
+    }
+}

@@ -1,0 +1,106 @@
+//! Which tools the agent gets, the permission policy over them, and the default system
+//! prompt that names them.
+
+use std::path::Path;
+
+use tern_agent::AgentTool;
+use tern_tools::policy::{Action, Policy, Rule};
+use tern_tools::ToolConfig;
+
+use crate::usage_error::UsageError;
+
+/// Every built-in tool name, in pi's order.
+pub const TOOL_NAMES: [&str; 7] = ["read", "write", "edit", "bash", "ls", "grep", "find"];
+/// The default tools: the read-only ones.
+pub const DEFAULT_TOOLS: &str = "read,grep,find,ls";
+
+/// Builds the selected tools.
+pub fn select_tools(spec: &str, config: &ToolConfig) -> Result<Vec<AgentTool>, UsageError> {
+    let mut names: Vec<&str> = Vec::new();
+    for raw in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if raw == "all" {
+            names.extend(TOOL_NAMES);
+        } else if raw == "none" {
+            continue;
+        } else if TOOL_NAMES.contains(&raw) {
+            names.push(raw);
+        } else {
+            return Err(UsageError(format!(
+                "unknown tool {raw}; choose from {} (or `all`, `none`)",
+                TOOL_NAMES.join(", ")
+            )));
+        }
+    }
+    let mut tools: Vec<AgentTool> = Vec::new();
+    for name in TOOL_NAMES {
+        if !names.contains(&name) {
+            continue;
+        }
+        tools.push(match name {
+            "read" => tern_tools::read_tool(config),
+            "write" => tern_tools::write_tool(config),
+            "edit" => tern_tools::edit_tool(config),
+            "bash" => tern_tools::bash_tool(config),
+            "ls" => tern_tools::ls_tool(config),
+            "grep" => tern_tools::grep_tool(config),
+            _ => tern_tools::find_tool(config),
+        });
+    }
+    Ok(tools)
+}
+
+/// Parses `TOOL` or `TOOL:GLOB` into a rule.
+pub fn parse_rule(spec: &str, action: Action) -> Result<Rule, UsageError> {
+    let (tool, glob) = match spec.split_once(':') {
+        Some((t, g)) => (t, Some(g)),
+        None => (spec, None),
+    };
+    let rule = Rule::new(tool, action);
+    match glob {
+        Some(g) => rule
+            .matching_glob(g)
+            .map_err(|e| UsageError(format!("bad pattern in rule {spec}: {e}"))),
+        None => Ok(rule),
+    }
+}
+
+/// The permission policy: `--deny` rules, then `--allow` rules, then (when someone can be
+/// asked) an ask rule for the tools that change things, else allow.
+pub fn build_policy(
+    allow: &[String],
+    deny: &[String],
+    ask_for_mutations: bool,
+    cwd: &Path,
+) -> Result<Policy, UsageError> {
+    let mut policy = Policy::new(Action::Allow).with_cwd(cwd);
+    for d in deny {
+        policy = policy.rule(parse_rule(d, Action::Deny)?);
+    }
+    for a in allow {
+        policy = policy.rule(parse_rule(a, Action::Allow)?);
+    }
+    if ask_for_mutations {
+        for t in ["write", "edit", "bash"] {
+            policy = policy.rule(Rule::ask(t));
+        }
+    }
+    Ok(policy)
+}
+
+/// The default system prompt.
+pub fn default_system_prompt(cwd: &Path, tools: &[AgentTool]) -> String {
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    format!(
+        "You are tern, a coding assistant. The working directory is {}; give tool paths \
+         relative to it (e.g. `src/main.rs`). Use the tools ({}) to look at files before \
+         answering questions about them; never invent file contents. To read a whole file, \
+         call read with only its path (offset and limit are for files too long to read at \
+         once). Answer concisely, from what the tools returned.",
+        cwd.display(),
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )
+}
