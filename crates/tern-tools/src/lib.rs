@@ -30,6 +30,8 @@ pub mod grep;
 pub mod ls;
 pub mod policy;
 pub mod read;
+pub mod sandbox;
+pub mod shell_rules;
 pub mod truncate;
 mod walk;
 pub mod write;
