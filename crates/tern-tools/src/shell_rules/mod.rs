@@ -130,11 +130,16 @@ fn command(node: Node<'_>, src: &[u8], depth: usize, out: &mut Vec<Invocation>) 
 
 /// The script a here-document or here-string hands to the command, when it is literal.
 fn stdin_script(command: Node<'_>, src: &[u8]) -> Option<Result<String, ()>> {
+    // Redirections sit in the command (`sh <<< …`) or around it (`bash <<EOF`).
     let parent = command
         .parent()
-        .filter(|p| p.kind() == "redirected_statement")?;
-    let mut cursor = parent.walk();
-    for r in parent.children(&mut cursor) {
+        .filter(|p| p.kind() == "redirected_statement");
+    let mut redirects = Vec::new();
+    for holder in std::iter::once(command).chain(parent) {
+        let mut cursor = holder.walk();
+        redirects.extend(holder.children(&mut cursor));
+    }
+    for r in redirects {
         match r.kind() {
             "heredoc_redirect" => {
                 let mut c = r.walk();
