@@ -232,3 +232,16 @@ fn analysis_names_programs_by_base_name_and_unwraps() {
     assert!(forms("$X").concat()[0].starts_with('?'));
     assert!(analyze("").is_empty());
 }
+
+#[test]
+fn deep_nesting_and_huge_lines_do_not_overflow_the_stack() {
+    // Deeper than the parser follows: asked about or denied, never allowed.
+    let deep = format!("{}rm -rf x{}", "(".repeat(20_000), ")".repeat(20_000));
+    assert_ne!(check(&deny_rm(), &deep), Decision::Allow);
+    let subs = format!("{}rm x{}", "$(".repeat(3_000), ")".repeat(3_000));
+    assert_ne!(check(&deny_rm(), &subs), Decision::Allow);
+    let shallow = format!("{}rm -rf x{}", "( ".repeat(200), " )".repeat(200));
+    assert!(matches!(check(&deny_rm(), &shallow), Decision::Deny(_)));
+    let nested = format!("{}rm -rf x", "eval ".repeat(40));
+    assert_ne!(check(&deny_rm(), &nested), Decision::Allow);
+}

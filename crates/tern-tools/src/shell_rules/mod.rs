@@ -89,18 +89,40 @@ fn unjudged(text: &str, why: &'static str) -> Invocation {
 }
 
 /// Visits every node: commands anywhere (also inside substitutions and here-documents,
-/// whose `$(…)` the outer shell runs).
-fn walk(node: Node<'_>, src: &[u8], depth: usize, out: &mut Vec<Invocation>) {
-    if node.kind() == "command" {
-        command(node, src, depth, out);
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        walk(child, src, depth, out);
+/// whose `$(…)` the outer shell runs). Iterative: a command line of 100k parentheses must not
+/// overflow the stack.
+fn walk(root: Node<'_>, src: &[u8], depth: usize, out: &mut Vec<Invocation>) {
+    let mut cursor = root.walk();
+    // The ancestors of the cursor's node (`Node::parent` costs a descent from the root).
+    let mut ancestors: Vec<Node<'_>> = Vec::new();
+    loop {
+        let node = cursor.node();
+        if node.kind() == "command" {
+            command(node, ancestors.last().copied(), src, depth, out);
+        }
+        if cursor.goto_first_child() {
+            ancestors.push(node);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+            ancestors.pop();
+        }
     }
 }
 
-fn command(node: Node<'_>, src: &[u8], depth: usize, out: &mut Vec<Invocation>) {
+fn command(
+    node: Node<'_>,
+    parent: Option<Node<'_>>,
+    src: &[u8],
+    depth: usize,
+    out: &mut Vec<Invocation>,
+) {
     let text = node.utf8_text(src).unwrap_or_default();
     let mut words: Vec<Word> = Vec::new();
     let mut cursor = node.walk();
@@ -124,16 +146,18 @@ fn command(node: Node<'_>, src: &[u8], depth: usize, out: &mut Vec<Invocation>) 
         // Only assignments (`X=1`): nothing runs but their substitutions, walked already.
         return;
     }
-    let input = stdin_script(node, src);
+    let input = stdin_script(node, parent, src);
     resolve(&words, text, &input, depth, out);
 }
 
 /// The script a here-document or here-string hands to the command, when it is literal.
-fn stdin_script(command: Node<'_>, src: &[u8]) -> Option<Result<String, ()>> {
+fn stdin_script(
+    command: Node<'_>,
+    parent: Option<Node<'_>>,
+    src: &[u8],
+) -> Option<Result<String, ()>> {
     // Redirections sit in the command (`sh <<< …`) or around it (`bash <<EOF`).
-    let parent = command
-        .parent()
-        .filter(|p| p.kind() == "redirected_statement");
+    let parent = parent.filter(|p| p.kind() == "redirected_statement");
     let mut redirects = Vec::new();
     for holder in std::iter::once(command).chain(parent) {
         let mut cursor = holder.walk();
