@@ -40,13 +40,15 @@ const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
 
 /// The `bash` tool (sequential).
 ///
-/// The command runs as `SHELL -c COMMAND` in the working directory, in a new process group.
-/// Cancellation and timeout send `SIGKILL` to the whole group, so background children die
-/// too. A non-zero exit is an error result that still carries the output; a timeout or an
-/// abort fails the call with the output and the reason.
-///
-/// Confinement does not reach inside a shell command: restrict commands with a
-/// [`Policy`](crate::Policy).
+/// The command runs as `SHELL -c COMMAND` in the working directory, in a new process group,
+/// under a guard process and in the sandbox of [`ToolConfig::sandbox`] (see
+/// [`crate::sandbox`]), with secret-looking variables dropped from its environment.
+/// Cancellation and timeout kill every process the command started, also those that left
+/// the group; so does tern's death. A normal end leaves background processes running (as
+/// pi does, until tern exits) and lists them in `details.backgroundProcesses`. A non-zero
+/// exit is an error result that still carries the output; a timeout or an abort fails the
+/// call with the output and the reason. A sandbox that cannot be set up fails the call with
+/// an error that says what to do.
 ///
 /// ```
 /// let tool = tern_tools::bash_tool(&tern_tools::ToolConfig::new("."));

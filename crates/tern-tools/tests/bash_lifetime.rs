@@ -14,6 +14,9 @@ use tern_tools::sandbox::{SandboxMode, SandboxPolicy};
 use tern_tools::{bash_tool, ToolConfig};
 use tokio_util::sync::CancellationToken;
 
+/// One scenario: `Err` says what went wrong.
+type Scenario = fn() -> Result<(), String>;
+
 const HELPER_ENV: &str = "TERN_BASH_LIFETIME_HELPER";
 
 /// Starts a plain background sleep and a `setsid` one, writes their pids, then waits.
@@ -207,7 +210,7 @@ fn main() -> ExitCode {
     if let Some(dir) = std::env::var_os(HELPER_ENV) {
         helper(&PathBuf::from(dir));
     }
-    let tests: [(&str, fn() -> Result<(), String>); 4] = [
+    let tests: [(&str, Scenario); 4] = [
         (
             "abort_kills_background_and_setsid_children",
             abort_kills_background_and_setsid_children,

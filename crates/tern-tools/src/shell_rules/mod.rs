@@ -210,8 +210,7 @@ fn resolve(
     let mut forms = Vec::new();
     let mut rest = words;
     let mut level = depth;
-    loop {
-        let Some(first) = rest.first() else { break };
+    while let Some(first) = rest.first() {
         if first.dynamic {
             out.push(unjudged(text, "its program name is only known at run time"));
             return;
