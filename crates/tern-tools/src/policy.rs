@@ -77,11 +77,10 @@ impl Pattern {
             (Pattern::Glob { path, .. }, Subject::Path(candidates)) => {
                 candidates.iter().any(|c| path.is_match(c))
             }
-            (Pattern::Glob { command, .. }, Subject::Command(c)) => command.is_match(c),
+            (_, Subject::Command(c)) => self.matches_command(c),
             (Pattern::Regex(re), Subject::Path(candidates)) => {
                 candidates.iter().any(|c| re.is_match(c))
             }
-            (Pattern::Regex(re), Subject::Command(c)) => re.is_match(c),
         }
     }
 
