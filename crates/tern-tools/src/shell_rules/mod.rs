@@ -19,7 +19,7 @@
 //!     Invocation::Judged { forms } => Some(forms.as_slice()),
 //!     Invocation::Unjudged { .. } => None,
 //! }).collect();
-//! assert_eq!(forms[1], ["sudo rm -rf /", "rm -rf /"]);
+//! assert_eq!(forms[1], ["sudo /bin/rm -rf /", "rm -rf /"]);
 //! assert!(matches!(&analyze("$(echo rm) x")[..], [Invocation::Unjudged { .. }, ..]));
 //! ```
 
@@ -37,7 +37,7 @@ const MAX_DEPTH: usize = 16;
 /// One simple command a shell command line would run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Invocation {
-    /// The program is known. `forms[0]` is the command as written (program by base name,
+    /// The program is known. `forms[0]` is the command as written (its program by base name,
     /// words after quote removal, joined by one space); each later form is what a wrapper
     /// in front runs (`sudo env rm x` gives `sudo env rm x`, `env rm x`, `rm x`).
     Judged {
