@@ -1,5 +1,6 @@
 //! `bash`: run a shell command in its own process group, streaming its output.
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,8 @@ use tokio::time::Instant;
 use crate::cancel::ABORTED;
 use crate::config::ToolConfig;
 use crate::confine::real_path;
+use crate::sandbox::reaper::descendants;
+use crate::sandbox::{env, spawn_guarded, Confinement};
 use crate::truncate::{format_size, truncate_tail, Truncation};
 
 /// Arguments of `bash`.
@@ -37,13 +40,15 @@ const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
 
 /// The `bash` tool (sequential).
 ///
-/// The command runs as `SHELL -c COMMAND` in the working directory, in a new process group.
-/// Cancellation and timeout send `SIGKILL` to the whole group, so background children die
-/// too. A non-zero exit is an error result that still carries the output; a timeout or an
-/// abort fails the call with the output and the reason.
-///
-/// Confinement does not reach inside a shell command: restrict commands with a
-/// [`Policy`](crate::Policy).
+/// The command runs as `SHELL -c COMMAND` in the working directory, in a new process group,
+/// under a guard process and in the sandbox of [`ToolConfig::sandbox`] (see
+/// [`crate::sandbox`]), with secret-looking variables dropped from its environment.
+/// Cancellation and timeout kill every process the command started, also those that left
+/// the group; so does tern's death. A normal end leaves background processes running (as
+/// pi does, until tern exits) and lists them in `details.backgroundProcesses`. A non-zero
+/// exit is an error result that still carries the output; a timeout or an abort fails the
+/// call with the output and the reason. A sandbox that cannot be set up fails the call with
+/// an error that says what to do.
 ///
 /// ```
 /// let tool = tern_tools::bash_tool(&tern_tools::ToolConfig::new("."));
@@ -213,20 +218,25 @@ async fn run_bash(
         ));
     }
 
-    let mut child = tokio::process::Command::new(&config.shell)
+    let confinement = Confinement::build(&config.sandbox, &cwd).map_err(|e| e.to_string())?;
+    let mut command = tokio::process::Command::new(&config.shell);
+    command
         .arg("-c")
         .arg(&args.command)
         .current_dir(&cwd)
+        .env_clear()
+        .envs(env::filtered(std::env::vars_os(), &config.sandbox.pass_env))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
+        .process_group(0);
+    let mut guarded = spawn_guarded(&mut command, confinement)
         .map_err(|e| format!("Failed to start {}: {e}", config.shell.display()))?;
     let mut killer = GroupKiller {
-        pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+        pgid: guarded.shell_pid().await,
     };
+    let shell_status = guarded.shell_status();
+    tokio::pin!(shell_status);
     let started = Instant::now();
 
     let output = Arc::new(Mutex::new(Output::new(
@@ -234,10 +244,10 @@ async fn run_bash(
         config.max_output_bytes,
     )));
     let mut readers = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
+    if let Some(stdout) = guarded.child.stdout.take() {
         readers.push(tokio::spawn(pump(stdout, output.clone())));
     }
-    if let Some(stderr) = child.stderr.take() {
+    if let Some(stderr) = guarded.child.stderr.take() {
         readers.push(tokio::spawn(pump(stderr, output.clone())));
     }
     updater.update(ToolResult::default());
@@ -258,9 +268,9 @@ async fn run_bash(
             biased;
             _ = signal.cancelled() => break Outcome::Aborted,
             _ = &mut sleep_deadline => break Outcome::TimedOut,
-            status = child.wait() => match status {
-                Ok(status) => break Outcome::Exited(status),
-                Err(e) => return Err(format!("Failed to wait for the shell: {e}")),
+            status = &mut shell_status => match status {
+                Some(status) => break Outcome::Exited(std::process::ExitStatus::from_raw(status)),
+                None => return Err("The shell's guard process ended without reporting the shell's status".into()),
             },
             _ = ticker.tick() => send_update(&output, updater),
         }
@@ -287,11 +297,19 @@ async fn run_bash(
         }
     }
 
+    let mut background = Vec::new();
     match outcome {
-        Outcome::Exited(_) => killer.pgid = None,
+        Outcome::Exited(_) => {
+            killer.pgid = None;
+            // What the command left running lives on, as in pi, until tern exits.
+            background = guarded.guard_pid().map(descendants).unwrap_or_default();
+            if !background.is_empty() {
+                guarded.leave_running();
+            }
+        }
         Outcome::TimedOut | Outcome::Aborted => {
             killer.kill();
-            let _ = child.wait().await;
+            guarded.kill_all().await;
             // Everything in the group is dead, so the pipes close; wait briefly for the last bytes.
             for r in readers.iter_mut() {
                 let _ = tokio::time::timeout(EXIT_STDIO_GRACE * 5, r).await;
@@ -345,16 +363,21 @@ async fn run_bash(
             ))
         }
         Outcome::Exited(status) => {
-            use std::os::unix::process::ExitStatusExt;
             let code = status
                 .code()
                 .or_else(|| status.signal().map(|s| 128 + s))
                 .unwrap_or(1);
-            let details = json!({
+            let mut details = json!({
                 "exitCode": code,
                 "truncation": truncation,
                 "wallTimeSeconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
             });
+            if !background.is_empty() {
+                details["backgroundProcesses"] = background
+                    .iter()
+                    .map(|(pid, command)| json!({"pid": pid, "command": command}))
+                    .collect();
+            }
             let text = if text.is_empty() {
                 "(no output)".to_string()
             } else {

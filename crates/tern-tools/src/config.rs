@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::sandbox::SandboxPolicy;
 use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// Settings shared by the built-in tools.
@@ -34,6 +35,9 @@ pub struct ToolConfig {
     pub max_output_lines: usize,
     /// Largest image `read` attaches. Default 5 MiB.
     pub max_image_bytes: u64,
+    /// The sandbox of `bash` commands. Default: `workspace-write`, no network, secrets
+    /// dropped from the environment.
+    pub sandbox: SandboxPolicy,
 }
 
 impl ToolConfig {
@@ -47,6 +51,7 @@ impl ToolConfig {
             max_output_bytes: DEFAULT_MAX_BYTES,
             max_output_lines: DEFAULT_MAX_LINES,
             max_image_bytes: 5 * 1024 * 1024,
+            sandbox: SandboxPolicy::default(),
         }
     }
 
@@ -71,6 +76,12 @@ impl ToolConfig {
     /// Sets the output line cap.
     pub fn with_max_output_lines(mut self, lines: usize) -> Self {
         self.max_output_lines = lines.max(1);
+        self
+    }
+
+    /// Sets the sandbox of `bash` commands.
+    pub fn with_sandbox(mut self, sandbox: SandboxPolicy) -> Self {
+        self.sandbox = sandbox;
         self
     }
 

@@ -15,8 +15,10 @@
 //!
 //! Every path argument is resolved against [`ToolConfig::cwd`]; a path that reaches outside
 //! it (through `..`, an absolute path or a symlink) fails the call with an error the model
-//! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands are not confined: use a
-//! [`Policy`] to restrict them.
+//! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands run in a [`sandbox`]
+//! (Landlock and seccomp on Linux: `workspace-write` by default, no network, no secrets in
+//! the environment, every process ended with the call or with tern), and a [`Policy`]'s
+//! command rules judge what a command line runs ([`shell_rules`]), not its text.
 
 #![warn(missing_docs)]
 
@@ -30,6 +32,8 @@ pub mod grep;
 pub mod ls;
 pub mod policy;
 pub mod read;
+pub mod sandbox;
+pub mod shell_rules;
 pub mod truncate;
 mod walk;
 pub mod write;

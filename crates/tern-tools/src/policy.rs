@@ -6,6 +6,11 @@
 //! glob or regex tested against the call's subject: the `command` of `bash`, the `path` of the
 //! file tools (tested as written, relative to the working directory, and absolute).
 //!
+//! Command patterns are tested against each simple command the line runs, as
+//! [`shell_rules`](crate::shell_rules) finds them (so `bash:rm *` also denies `/bin/rm -r x`,
+//! `true; rm x`, `sh -c 'rm x'`, `sudo env rm x`, `echo $(rm x)`); a command whose program is
+//! only known at run time is asked about rather than allowed.
+//!
 //! ```
 //! use serde_json::json;
 //! use tern_tools::policy::{Action, Decision, Policy, Rule};
@@ -30,6 +35,8 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use crate::shell_rules::{self, Invocation};
 
 /// What a rule does with a call it matches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,11 +77,18 @@ impl Pattern {
             (Pattern::Glob { path, .. }, Subject::Path(candidates)) => {
                 candidates.iter().any(|c| path.is_match(c))
             }
-            (Pattern::Glob { command, .. }, Subject::Command(c)) => command.is_match(c),
+            (_, Subject::Command(c)) => self.matches_command(c),
             (Pattern::Regex(re), Subject::Path(candidates)) => {
                 candidates.iter().any(|c| re.is_match(c))
             }
-            (Pattern::Regex(re), Subject::Command(c)) => re.is_match(c),
+        }
+    }
+
+    /// Tests one form of a command (a glob's `*` matches anything, `/` included).
+    fn matches_command(&self, text: &str) -> bool {
+        match self {
+            Pattern::Glob { command, .. } => command.is_match(text),
+            Pattern::Regex(re) => re.is_match(text),
         }
     }
 
@@ -245,6 +259,9 @@ impl Policy {
     /// The verdict on a call of `tool_name` with (validated) `args`.
     pub fn check(&self, tool_name: &str, args: &Value) -> Decision {
         let subject = self.subject(tool_name, args);
+        if let Some(Subject::Command(command)) = &subject {
+            return self.check_command(tool_name, command, &subject);
+        }
         for rule in &self.rules {
             if rule.tool != "*" && rule.tool != tool_name {
                 continue;
@@ -258,6 +275,84 @@ impl Policy {
             return self.verdict(rule.action, tool_name, &subject, Some(rule));
         }
         self.verdict(self.default, tool_name, &subject, None)
+    }
+
+    /// Command rules judge every simple command the line runs (see [`crate::shell_rules`]):
+    /// each gets the verdict of the first rule that matches it, and the line gets the worst
+    /// of them (deny, then ask, then allow). A deny or ask rule matches a command when it
+    /// matches any of its forms (as written, or what a wrapper runs) or the whole line; an
+    /// allow rule only when it matches the command as written, so `sudo rm` is not allowed
+    /// by `rm *`-style allows meant for plain `rm`. A command the analysis cannot judge is
+    /// asked about unless an earlier rule decides it on its text.
+    fn check_command(&self, tool: &str, line: &str, subject: &Option<Subject>) -> Decision {
+        let mut units = shell_rules::analyze(line);
+        if units.is_empty() {
+            units.push(Invocation::Judged {
+                forms: vec![line.trim().to_string()],
+            });
+        }
+        let mut worst: Option<Decision> = None;
+        for unit in &units {
+            let d = self.command_verdict(tool, line, unit, subject);
+            let rank = |d: &Decision| match d {
+                Decision::Allow => 0,
+                Decision::Ask(_) => 1,
+                Decision::Deny(_) => 2,
+            };
+            if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
+                worst = Some(d);
+            }
+        }
+        worst.unwrap_or(Decision::Allow)
+    }
+
+    fn command_verdict(
+        &self,
+        tool: &str,
+        line: &str,
+        unit: &Invocation,
+        subject: &Option<Subject>,
+    ) -> Decision {
+        for rule in &self.rules {
+            if rule.tool != "*" && rule.tool != tool {
+                continue;
+            }
+            let Some(pattern) = &rule.pattern else {
+                return self.verdict(rule.action, tool, subject, Some(rule));
+            };
+            let strict = rule.action == Action::Allow;
+            let matched = match unit {
+                Invocation::Judged { forms } if strict => {
+                    forms.first().is_some_and(|f| pattern.matches_command(f))
+                }
+                Invocation::Judged { forms } => {
+                    forms.iter().any(|f| pattern.matches_command(f))
+                        || pattern.matches_command(line)
+                }
+                Invocation::Unjudged { text, .. } => {
+                    let seen = pattern.matches_command(text) || pattern.matches_command(line);
+                    if !seen && !strict {
+                        // This rule might match what the command runs: nobody can tell.
+                        return self.unjudged(tool, line, unit);
+                    }
+                    seen
+                }
+            };
+            if matched {
+                return self.verdict(rule.action, tool, subject, Some(rule));
+            }
+        }
+        self.verdict(self.default, tool, subject, None)
+    }
+
+    fn unjudged(&self, tool: &str, line: &str, unit: &Invocation) -> Decision {
+        let (text, why) = match unit {
+            Invocation::Unjudged { text, why } => (text.as_str(), *why),
+            Invocation::Judged { .. } => (line, "it could not be analyzed"),
+        };
+        Decision::Ask(format!(
+            "Allow {tool} `{line}`? (the tool policy cannot judge `{text}`: {why})"
+        ))
     }
 
     fn verdict(
