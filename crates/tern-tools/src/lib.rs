@@ -26,6 +26,7 @@ pub mod config;
 pub mod confine;
 pub mod edit;
 pub mod find;
+pub mod fs;
 pub mod grep;
 pub mod ls;
 pub mod policy;

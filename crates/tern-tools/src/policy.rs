@@ -317,7 +317,92 @@ impl Policy {
         } else if let Some(stripped) = path.strip_prefix("./") {
             forms.push(stripped.to_string());
         }
+        // The path the tool will really open (symlinks, `/proc/self/cwd`, `..` resolved), so
+        // a rule cannot be dodged by naming its folder another way.
+        let rules = self.path_rules(tool, Path::new("."));
+        if let Ok(real) = crate::confine::resolve_arg(&rules.cwd, &path) {
+            forms.extend(rules.forms(&real));
+        }
         Some(Subject::Path(forms))
+    }
+
+    /// The path rules for `tool`, ready to judge resolved paths (the working directory is
+    /// the policy's, else `cwd`).
+    pub fn path_rules<'a>(&'a self, tool: &'a str, cwd: &Path) -> PathRules<'a> {
+        let cwd = self.cwd.as_deref().unwrap_or(cwd);
+        let cwd = std::env::current_dir()
+            .map(|d| d.join(cwd))
+            .unwrap_or_else(|_| cwd.to_path_buf());
+        let cwd = crate::confine::real_path(&cwd).unwrap_or(cwd);
+        PathRules {
+            policy: self,
+            tool,
+            cwd,
+        }
+    }
+}
+
+/// A policy's path rules for one tool, judging resolved paths: what the file tools apply to
+/// the path they open and to each entry of a walk.
+///
+/// Only rules with a pattern judge paths; the first rule for the tool without one (which
+/// decided the call as a whole) ends the search with `Allow`.
+///
+/// ```
+/// use std::path::Path;
+/// use tern_tools::policy::{Action, Decision, Policy, Rule};
+/// let policy = Policy::new(Action::Allow)
+///     .with_cwd("/repo")
+///     .rule(Rule::deny("*").matching_glob("secrets/**").unwrap());
+/// let rules = policy.path_rules("grep", Path::new("/repo"));
+/// assert!(matches!(rules.decide(Path::new("/repo/secrets/key")), Decision::Deny(_)));
+/// assert_eq!(rules.decide(Path::new("/repo/src/main.rs")), Decision::Allow);
+/// ```
+#[derive(Debug)]
+pub struct PathRules<'a> {
+    policy: &'a Policy,
+    tool: &'a str,
+    cwd: PathBuf,
+}
+
+impl PathRules<'_> {
+    /// Whether any rule with a pattern applies to this tool (else every path is allowed).
+    pub fn is_empty(&self) -> bool {
+        !self
+            .policy
+            .rules
+            .iter()
+            .any(|r| r.pattern.is_some() && (r.tool == "*" || r.tool == self.tool))
+    }
+
+    /// The verdict on the resolved path `real`.
+    pub fn decide(&self, real: &Path) -> Decision {
+        let subject = Some(Subject::Path(self.forms(real)));
+        for rule in &self.policy.rules {
+            if rule.tool != "*" && rule.tool != self.tool {
+                continue;
+            }
+            let Some(pattern) = &rule.pattern else {
+                return Decision::Allow;
+            };
+            if subject.as_ref().is_some_and(|s| pattern.matches(s)) {
+                return self
+                    .policy
+                    .verdict(rule.action, self.tool, &subject, Some(rule));
+            }
+        }
+        Decision::Allow
+    }
+
+    /// `real` relative to the working directory (when inside it), then absolute.
+    fn forms(&self, real: &Path) -> Vec<String> {
+        let mut forms = Vec::with_capacity(2);
+        if let Ok(rel) = real.strip_prefix(&self.cwd) {
+            let rel = rel.to_string_lossy().into_owned();
+            forms.push(if rel.is_empty() { ".".to_string() } else { rel });
+        }
+        forms.push(real.to_string_lossy().into_owned());
+        forms
     }
 }
 
