@@ -12,7 +12,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::config::ToolConfig;
 use crate::fs::{decode_path_arg, Root};
-use crate::policy::Decision;
+use crate::policy::{Decision, PathRules};
 
 /// Symlinks followed in one resolution before it is called a loop (Linux's `MAXSYMLINKS`).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -125,13 +125,21 @@ pub(crate) fn enforce_path_rules(
     tool: &str,
     resolved: &ResolvedPath,
 ) -> Result<(), String> {
-    let Some(policy) = &config.path_policy else {
+    let Some(rules) = path_rules(config, tool) else {
         return Ok(());
     };
-    match policy.path_rules(tool, &config.cwd).decide(&resolved.real) {
+    match rules.decide(&resolved.real) {
         Decision::Deny(reason) => Err(reason),
         _ => Ok(()),
     }
+}
+
+/// `config.path_policy`'s rules for `tool`, if any.
+pub(crate) fn path_rules(config: &ToolConfig, tool: &str) -> Option<PathRules> {
+    config
+        .path_policy
+        .as_ref()
+        .map(|p| p.path_rules(tool, &config.cwd))
 }
 
 fn expand_home(path: &str) -> PathBuf {

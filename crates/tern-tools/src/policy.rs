@@ -328,15 +328,21 @@ impl Policy {
 
     /// The path rules for `tool`, ready to judge resolved paths (the working directory is
     /// the policy's, else `cwd`).
-    pub fn path_rules<'a>(&'a self, tool: &'a str, cwd: &Path) -> PathRules<'a> {
+    pub fn path_rules(&self, tool: &str, cwd: &Path) -> PathRules {
         let cwd = self.cwd.as_deref().unwrap_or(cwd);
         let cwd = std::env::current_dir()
             .map(|d| d.join(cwd))
             .unwrap_or_else(|_| cwd.to_path_buf());
         let cwd = crate::confine::real_path(&cwd).unwrap_or(cwd);
         PathRules {
-            policy: self,
-            tool,
+            rules: self
+                .rules
+                .iter()
+                .filter(|r| r.tool == "*" || r.tool == tool)
+                .cloned()
+                .collect(),
+            policy: Policy::new(self.default),
+            tool: tool.to_string(),
             cwd,
         }
     }
@@ -358,37 +364,33 @@ impl Policy {
 /// assert!(matches!(rules.decide(Path::new("/repo/secrets/key")), Decision::Deny(_)));
 /// assert_eq!(rules.decide(Path::new("/repo/src/main.rs")), Decision::Allow);
 /// ```
-#[derive(Debug)]
-pub struct PathRules<'a> {
-    policy: &'a Policy,
-    tool: &'a str,
+#[derive(Clone, Debug)]
+pub struct PathRules {
+    /// The policy's rules for this tool, in order.
+    rules: Vec<Rule>,
+    /// Renders verdicts (the rules live above).
+    policy: Policy,
+    tool: String,
     cwd: PathBuf,
 }
 
-impl PathRules<'_> {
-    /// Whether any rule with a pattern applies to this tool (else every path is allowed).
+impl PathRules {
+    /// Whether no rule with a pattern applies to this tool (every path is then allowed).
     pub fn is_empty(&self) -> bool {
-        !self
-            .policy
-            .rules
-            .iter()
-            .any(|r| r.pattern.is_some() && (r.tool == "*" || r.tool == self.tool))
+        !self.rules.iter().any(|r| r.pattern.is_some())
     }
 
     /// The verdict on the resolved path `real`.
     pub fn decide(&self, real: &Path) -> Decision {
         let subject = Some(Subject::Path(self.forms(real)));
-        for rule in &self.policy.rules {
-            if rule.tool != "*" && rule.tool != self.tool {
-                continue;
-            }
+        for rule in &self.rules {
             let Some(pattern) = &rule.pattern else {
                 return Decision::Allow;
             };
             if subject.as_ref().is_some_and(|s| pattern.matches(s)) {
                 return self
                     .policy
-                    .verdict(rule.action, self.tool, &subject, Some(rule));
+                    .verdict(rule.action, &self.tool, &subject, Some(rule));
             }
         }
         Decision::Allow
