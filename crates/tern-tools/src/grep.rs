@@ -310,3 +310,45 @@ impl<R: std::io::Read> std::io::Read for Abortable<'_, R> {
         self.inner.read(buf)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aborted_search_stops_reading_the_file() {
+        struct Endless(usize);
+        impl std::io::Read for Endless {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.0 += 1;
+                buf.fill(b'x');
+                Ok(buf.len())
+            }
+        }
+        let token = CancellationToken::new();
+        token.cancel();
+        let mut source = Endless(0);
+        let reader = Abortable {
+            inner: &mut source,
+            token: &token,
+        };
+        let matcher = RegexMatcherBuilder::new().build("y").unwrap();
+        let mut state = State {
+            lines: Vec::new(),
+            stored_bytes: 0,
+            line_count: 0,
+            matches: 0,
+            limit: 1,
+            more: false,
+            lines_truncated: false,
+            max_bytes: 1,
+        };
+        let mut sink = Collector {
+            path: "f",
+            state: &mut state,
+        };
+        let result = Searcher::new().search_reader(&matcher, reader, &mut sink);
+        assert!(result.is_err());
+        assert_eq!(source.0, 0, "the file was read after the abort");
+    }
+}

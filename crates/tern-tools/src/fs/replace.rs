@@ -221,3 +221,90 @@ fn create_temp(parent: &OwnedFd) -> io::Result<(String, OwnedFd)> {
     }
     Err(last.map_or_else(|| io::Error::other("no temporary name"), Into::into))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, Root) {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), "one\n").unwrap();
+        let root = Root::open(tmp.path()).unwrap();
+        (tmp, root)
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_file_changed_since_it_was_seen_is_not_replaced() {
+        let (tmp, root) = setup();
+        let seen = root.stat(Path::new("f")).unwrap();
+        std::fs::write(tmp.path().join("f"), "one\ntwo, from someone else\n").unwrap();
+        let e = replace_file(&root, Path::new("f"), false, Expect::State(seen), |w| {
+            w.write_all(b"mine\n")
+        })
+        .unwrap_err();
+        assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
+            "one\ntwo, from someone else\n"
+        );
+        assert_eq!(leftovers(tmp.path()), ["f"]);
+    }
+
+    #[test]
+    fn same_size_and_time_but_other_bytes_is_a_conflict_for_edit() {
+        let (tmp, root) = setup();
+        let id = root.stat(Path::new("f")).unwrap().unwrap();
+        // What edit read differs from what is on disk, though inode/size/times agree.
+        let e = replace_file(
+            &root,
+            Path::new("f"),
+            false,
+            Expect::Content(id, b"0ne\n"),
+            |w| w.write_all(b"mine\n"),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
+            "one\n"
+        );
+        replace_file(
+            &root,
+            Path::new("f"),
+            false,
+            Expect::Content(id, b"one\n"),
+            |w| w.write_all(b"mine\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
+            "mine\n"
+        );
+        assert_eq!(leftovers(tmp.path()), ["f"]);
+    }
+
+    #[test]
+    fn a_file_that_appeared_meanwhile_is_a_conflict_for_write() {
+        let (tmp, root) = setup();
+        let e = replace_file(&root, Path::new("new"), false, Expect::State(None), |w| {
+            std::fs::write(tmp.path().join("new"), "theirs").unwrap();
+            w.write_all(b"mine")
+        })
+        .unwrap_err();
+        assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("new")).unwrap(),
+            "theirs"
+        );
+        assert_eq!(leftovers(tmp.path()), ["f", "new"]);
+    }
+}
