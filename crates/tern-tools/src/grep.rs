@@ -218,7 +218,7 @@ fn search(
     } else {
         let name = root_dir
             .file_name()
-            .map(|n| display_name(n))
+            .map(display_name)
             .unwrap_or_else(|| display.to_string());
         Box::new(std::iter::once((resolved.relative.clone(), name)))
     };

@@ -15,7 +15,10 @@
 //!
 //! Every path argument is resolved against [`ToolConfig::cwd`]; a path that reaches outside
 //! it (through `..`, an absolute path or a symlink) fails the call with an error the model
-//! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands are not confined: use a
+//! sees, unless [`ToolConfig::allow_outside`] is set or it lies under one of
+//! [`ToolConfig::allowed_roots`]. The check and the use are one: files are opened beneath a
+//! handle of their root with symlinks refused on the way ([`fs`]), so a folder swapped for a
+//! symlink after the check cannot lead outside. `bash` commands are not confined: use a
 //! [`Policy`] to restrict them.
 
 #![warn(missing_docs)]
