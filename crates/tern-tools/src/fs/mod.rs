@@ -282,8 +282,11 @@ fn open_beneath(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags, mode: Mode) -> i
                 rel
             };
             match rustix::fs::openat2(dir, target, flags, mode, resolve) {
-                // Kernels before 5.6 (or a seccomp filter) lack openat2: fall back for good.
-                Err(rustix::io::Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                // Kernels before 5.6 lack openat2, and some seccomp filters refuse it (ENOSYS
+                // or EPERM): fall back for good; the fallback is as strict.
+                Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed)
+                }
                 other => return other.map_err(Into::into),
             }
         }
