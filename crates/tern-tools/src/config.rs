@@ -1,9 +1,12 @@
 //! [`ToolConfig`]: the settings every built-in tool shares.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::policy::Policy;
 use crate::sandbox::SandboxPolicy;
+
 use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES};
 
 /// Settings shared by the built-in tools.
@@ -38,6 +41,14 @@ pub struct ToolConfig {
     /// The sandbox of `bash` commands. Default: `workspace-write`, no network, secrets
     /// dropped from the environment.
     pub sandbox: SandboxPolicy,
+    /// Folders outside `cwd` the path tools may use even when `allow_outside` is off; a path
+    /// beneath one is opened through that folder's handle and cannot leave it.
+    pub allowed_roots: Vec<PathBuf>,
+    /// Path rules the file tools apply to resolved paths themselves: a call on a denied path
+    /// fails, and `ls`/`grep`/`find` skip denied entries and subtrees.
+    pub path_policy: Option<Arc<Policy>>,
+    /// Largest file `edit` loads (it holds the file in memory). Default 64 MiB.
+    pub max_edit_bytes: u64,
 }
 
 impl ToolConfig {
@@ -52,12 +63,33 @@ impl ToolConfig {
             max_output_lines: DEFAULT_MAX_LINES,
             max_image_bytes: 5 * 1024 * 1024,
             sandbox: SandboxPolicy::default(),
+            allowed_roots: Vec::new(),
+            path_policy: None,
+            max_edit_bytes: DEFAULT_MAX_EDIT_BYTES,
         }
     }
 
     /// Sets `allow_outside`.
     pub fn with_allow_outside(mut self, allow: bool) -> Self {
         self.allow_outside = allow;
+        self
+    }
+
+    /// Adds a folder outside `cwd` the path tools may use ([`ToolConfig::allowed_roots`]).
+    pub fn with_allowed_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.allowed_roots.push(root.into());
+        self
+    }
+
+    /// Sets the path rules the file tools apply themselves ([`ToolConfig::path_policy`]).
+    pub fn with_path_policy(mut self, policy: Policy) -> Self {
+        self.path_policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Sets the largest file `edit` accepts.
+    pub fn with_max_edit_bytes(mut self, bytes: u64) -> Self {
+        self.max_edit_bytes = bytes;
         self
     }
 
@@ -91,6 +123,9 @@ impl ToolConfig {
         self
     }
 }
+
+/// Default of [`ToolConfig::max_edit_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 fn default_shell() -> PathBuf {
     for candidate in ["/bin/bash", "/usr/bin/bash"] {

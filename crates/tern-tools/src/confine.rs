@@ -11,6 +11,8 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use crate::config::ToolConfig;
+use crate::fs::{decode_path_arg, Root};
+use crate::policy::{Decision, PathRules};
 
 /// Symlinks followed in one resolution before it is called a loop (Linux's `MAXSYMLINKS`).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -22,12 +24,30 @@ pub struct ResolvedPath {
     pub real: PathBuf,
     /// The argument as the model wrote it, for messages.
     pub display: String,
+    /// The root `real` lies beneath and is opened through: the working directory, an allowed
+    /// root ([`ToolConfig::allowed_roots`]), or `/` with [`ToolConfig::allow_outside`].
+    pub root: PathBuf,
+    /// `real` relative to `root` (empty for the root itself): plain components only.
+    pub relative: PathBuf,
+    /// The argument ended with `/`: it names a folder.
+    pub trailing_slash: bool,
+}
+
+impl ResolvedPath {
+    /// Opens the root's directory handle, beneath which the path is then opened.
+    pub fn open_root(&self) -> Result<Root, String> {
+        Root::open(&self.root).map_err(|e| format!("Cannot open {}: {e}", self.root.display()))
+    }
 }
 
 /// Resolves a path argument against `config.cwd` and enforces confinement.
 ///
 /// Accepts what pi accepts: relative and absolute paths, `~` and `~/…` (home), and a leading
-/// `@` (a mention). The error text is meant for the model.
+/// `@` (a mention); also the escaped form of names that are not UTF-8
+/// ([`crate::fs::display_name`]). The error text is meant for the model.
+///
+/// The check happens here, on the resolved path; the tools then open `relative` beneath
+/// `root` with symlinks refused, so what they open is what was checked.
 ///
 /// ```
 /// use tern_tools::{confine::resolve_path, ToolConfig};
@@ -43,27 +63,83 @@ pub fn resolve_path(config: &ToolConfig, arg: &str) -> Result<ResolvedPath, Stri
     if cleaned.is_empty() {
         return Err("Path must not be empty".to_string());
     }
-    let expanded = expand_home(cleaned);
     let cwd_real = real_path(&config.cwd).map_err(|e| {
         format!(
             "Working directory {} cannot be resolved: {e}",
             config.cwd.display()
         )
     })?;
-    let joined = if expanded.is_absolute() {
-        expanded
-    } else {
-        cwd_real.join(expanded)
-    };
-    let real = real_path(&joined).map_err(|e| format!("Cannot resolve path {arg}: {e}"))?;
-    if !config.allow_outside && !real.starts_with(&cwd_real) {
+    let real =
+        resolve_arg(&cwd_real, arg).map_err(|e| format!("Cannot resolve path {arg}: {e}"))?;
+    let mut roots = vec![cwd_real.clone()];
+    for extra in &config.allowed_roots {
+        if let Ok(r) = real_path(extra) {
+            roots.push(r);
+        }
+    }
+    if config.allow_outside {
+        roots.push(PathBuf::from("/"));
+    }
+    let Some(root) = roots.into_iter().find(|r| real.starts_with(r)) else {
         return Err(format!(
             "Path {arg} resolves to {}, which is outside the working directory {}. Access denied: only paths inside the working directory may be used.",
             real.display(),
             cwd_real.display()
         ));
+    };
+    let relative = real
+        .strip_prefix(&root)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    Ok(ResolvedPath {
+        real,
+        display,
+        root,
+        relative,
+        trailing_slash: cleaned.ends_with('/') || cleaned.ends_with("/."),
+    })
+}
+
+/// The resolved path an argument names, for a working directory `cwd`: `@` dropped, `~`
+/// expanded, an escaped non-UTF-8 name decoded, joined to `cwd`, then [`real_path`]. The
+/// permission policy matches its path rules against this too, so both see the same file.
+pub fn resolve_arg(cwd: &Path, arg: &str) -> io::Result<PathBuf> {
+    let cleaned = arg.strip_prefix('@').unwrap_or(arg);
+    let expanded = expand_home(cleaned);
+    let join = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
+    let mut joined = join(expanded);
+    if let Some(decoded) = decode_path_arg(cleaned) {
+        // The literal name wins when it exists; otherwise the escaped form is meant.
+        if std::fs::symlink_metadata(&joined).is_err() {
+            joined = join(expand_home_path(decoded));
+        }
     }
-    Ok(ResolvedPath { real, display })
+    real_path(&joined)
+}
+
+/// Applies `config.path_policy`'s path rules to the resolved path a tool is about to open:
+/// a denied path fails the call with the policy's reason. (`Ask` verdicts are the
+/// `before_tool_call` hook's to put; here they pass.)
+pub(crate) fn enforce_path_rules(
+    config: &ToolConfig,
+    tool: &str,
+    resolved: &ResolvedPath,
+) -> Result<(), String> {
+    let Some(rules) = path_rules(config, tool) else {
+        return Ok(());
+    };
+    match rules.decide(&resolved.real) {
+        Decision::Deny(reason) => Err(reason),
+        _ => Ok(()),
+    }
+}
+
+/// `config.path_policy`'s rules for `tool`, if any.
+pub(crate) fn path_rules(config: &ToolConfig, tool: &str) -> Option<PathRules> {
+    config
+        .path_policy
+        .as_ref()
+        .map(|p| p.path_rules(tool, &config.cwd))
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -72,6 +148,13 @@ fn expand_home(path: &str) -> PathBuf {
         ("~", Some(home)) => PathBuf::from(home),
         (p, Some(home)) if p.starts_with("~/") => PathBuf::from(home).join(&p[2..]),
         (p, _) => PathBuf::from(p),
+    }
+}
+
+fn expand_home_path(path: PathBuf) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path,
     }
 }
 

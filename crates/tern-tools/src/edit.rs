@@ -1,5 +1,7 @@
 //! `edit`: exact-text replacements in one file, with a unified diff.
 
+use std::borrow::Cow;
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -7,10 +9,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
 
-use crate::cancel::blocking_to_completion;
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::{blocking_to_completion, ABORTED};
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
-use crate::write::write_atomic;
+use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
+use crate::fs::{fstat, replace_file, Expect, Identity, OpenError, ReplaceError};
+use crate::truncate::format_size;
 
 /// One replacement.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -52,8 +57,11 @@ pub fn edit_tool(config: &ToolConfig) -> AgentTool {
             let config = config.clone();
             async move {
                 let resolved = resolve_path(&config, &args.path)?;
+                enforce_path_rules(&config, "edit", &resolved)?;
+                // Reading may be abandoned on abort; the replace, once started, completes.
+                let token = call.signal.clone();
                 let out = blocking_to_completion(&call.signal, move || {
-                    edit_file(&resolved.real, &resolved.display, &args.edits)
+                    edit_file(&config, &resolved, &args.edits, &token)
                 })
                 .await?;
                 Ok(out)
@@ -105,19 +113,24 @@ fn prepare_edit_arguments(args: &Value) -> Option<Value> {
 }
 
 fn edit_file(
-    path: &std::path::Path,
-    display: &str,
+    config: &ToolConfig,
+    resolved: &ResolvedPath,
     edits: &[Replacement],
+    token: &CancellationToken,
 ) -> Result<ToolResult, String> {
+    let display = resolved.display.as_str();
     if edits.is_empty() {
         return Err(
             "Edit tool input is invalid. edits must contain at least one replacement.".to_string(),
         );
     }
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("Could not edit file: {display}. File not found."),
-        _ => format!("Could not edit file: {display}. {e}."),
+    let root = resolved.open_root()?;
+    let (file, id) = root.open_regular(&resolved.relative).map_err(|e| match e {
+        OpenError::NotFound => format!("Could not edit file: {display}. File not found."),
+        OpenError::Io(e) => format!("Could not edit file: {display}. {e}."),
+        other => other.describe(display),
     })?;
+    let bytes = read_capped(file, id, config.max_edit_bytes, display, token)?;
     let raw = String::from_utf8(bytes).map_err(|_| {
         format!("Could not edit file: {display}. It is not valid UTF-8 text (binary?).")
     })?;
@@ -127,10 +140,10 @@ fn edit_file(
     };
     // A file whose every line ends in CRLF is matched as LF and written back as CRLF.
     let crlf = body.contains("\r\n") && body.matches('\n').count() == body.matches("\r\n").count();
-    let base = if crlf {
-        body.replace("\r\n", "\n")
+    let base: Cow<'_, str> = if crlf {
+        Cow::Owned(body.replace("\r\n", "\n"))
     } else {
-        body.to_string()
+        Cow::Borrowed(body)
     };
     let normalize = |s: &str| {
         if crlf {
@@ -194,26 +207,96 @@ fn edit_file(
         });
     }
 
-    let diff = similar::TextDiff::from_lines(base.as_str(), new.as_str());
-    let patch = diff
-        .unified_diff()
-        .context_radius(4)
-        .header(display, display)
-        .to_string();
-    let first_changed_line = diff
-        .ops()
-        .iter()
-        .find(|op| !matches!(op, similar::DiffOp::Equal { .. }))
-        .map(|op| op.new_range().start + 1);
-
-    let out = if crlf { new.replace('\n', "\r\n") } else { new };
-    let mut data = String::with_capacity(bom.len() + out.len());
-    data.push_str(bom);
-    data.push_str(&out);
-    write_atomic(path, data.as_bytes()).map_err(|e| format!("Could not write {display}: {e}"))?;
+    // The diff's line index lives only as long as this block.
+    let (patch, first_changed_line) = {
+        let diff = similar::TextDiff::from_lines(base.as_ref(), new.as_str());
+        let patch = diff
+            .unified_diff()
+            .context_radius(4)
+            .header(display, display)
+            .to_string();
+        let first = diff
+            .ops()
+            .iter()
+            .find(|op| !matches!(op, similar::DiffOp::Equal { .. }))
+            .map(|op| op.new_range().start + 1);
+        (patch, first)
+    };
+    drop(base);
+    // Streamed out (BOM, then the text with CRLF restored), never assembled in memory.
+    replace_file(
+        &root,
+        &resolved.relative,
+        false,
+        Expect::Content(id, raw.as_bytes()),
+        |out| {
+            let mut out = std::io::BufWriter::new(out);
+            out.write_all(bom.as_bytes())?;
+            if crlf {
+                let mut lines = new.split('\n');
+                if let Some(first) = lines.next() {
+                    out.write_all(first.as_bytes())?;
+                }
+                for line in lines {
+                    out.write_all(b"\r\n")?;
+                    out.write_all(line.as_bytes())?;
+                }
+            } else {
+                out.write_all(new.as_bytes())?;
+            }
+            out.flush()
+        },
+    )
+    .map_err(|e| match e {
+        ReplaceError::Io(e) => format!("Could not write {display}: {e}"),
+        other => other.describe("edit", display),
+    })?;
 
     Ok(
         ToolResult::text(format!("Successfully replaced {n} block(s) in {display}."))
             .with_details(json!({ "diff": patch, "firstChangedLine": first_changed_line })),
     )
+}
+
+/// Reads the whole file, refusing one over `cap` bytes (before reading it) and stopping on
+/// abort; a file that grows or changes while it is read is a conflict.
+fn read_capped(
+    mut file: std::fs::File,
+    id: Identity,
+    cap: u64,
+    display: &str,
+    token: &CancellationToken,
+) -> Result<Vec<u8>, String> {
+    let too_large = |size: u64| {
+        format!(
+            "Could not edit file: {display}. It is {}, over the {} limit for edit (ToolConfig::max_edit_bytes). Use bash (sed, a script) for files this large, or write the whole file.",
+            format_size(size as usize),
+            format_size(cap as usize)
+        )
+    };
+    if id.size() > cap {
+        return Err(too_large(id.size()));
+    }
+    let mut bytes = Vec::with_capacity(id.size() as usize);
+    let mut chunk = vec![0u8; 256 * 1024];
+    loop {
+        if token.is_cancelled() {
+            return Err(ABORTED.to_string());
+        }
+        let n = file
+            .read(&mut chunk)
+            .map_err(|e| format!("Could not edit file: {display}. {e}."))?;
+        if n == 0 {
+            break;
+        }
+        if bytes.len() as u64 + n as u64 > cap {
+            return Err(too_large(bytes.len() as u64 + n as u64));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    let after = fstat(&file).map_err(|e| format!("Could not edit file: {display}. {e}."))?;
+    if !after.same_data(&id) || bytes.len() as u64 != id.size() {
+        return Err(ReplaceError::Conflict.describe("edit", display));
+    }
+    Ok(bytes)
 }

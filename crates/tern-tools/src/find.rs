@@ -1,6 +1,5 @@
 //! `find`: files by glob, respecting `.gitignore`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use globset::GlobBuilder;
@@ -12,8 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
+use crate::confine::{enforce_path_rules, path_rules, resolve_path, ResolvedPath};
+use crate::fs::{display_name, Kind};
 use crate::grep::strip_dot_slash;
+use crate::policy::PathRules;
 use crate::truncate::{format_size, truncate_head};
 use crate::walk::{relative, walker};
 
@@ -54,9 +55,11 @@ pub fn find_tool(config: &ToolConfig) -> AgentTool {
         async move {
             let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
             let resolved = resolve_path(&config, &arg)?;
+            enforce_path_rules(&config, "find", &resolved)?;
+            let rules = path_rules(&config, "find");
             let max_bytes = config.max_output_bytes;
             let out = blocking(&call.signal, move |token| {
-                find(&resolved.real, &resolved.display, &args, max_bytes, &token)
+                find(&resolved, rules, &args, max_bytes, &token)
             })
             .await?;
             Ok(out)
@@ -66,15 +69,19 @@ pub fn find_tool(config: &ToolConfig) -> AgentTool {
 }
 
 fn find(
-    root: &Path,
-    display: &str,
+    resolved: &ResolvedPath,
+    rules: Option<PathRules>,
     args: &FindArgs,
     max_bytes: usize,
     token: &CancellationToken,
 ) -> Result<ToolResult, String> {
-    let meta = std::fs::metadata(root).map_err(|_| format!("Path not found: {display}"))?;
-    if !meta.is_dir() {
-        return Err(format!("Not a directory: {display}"));
+    let display = resolved.display.as_str();
+    let root = &resolved.real;
+    let handle = resolved.open_root()?;
+    match handle.stat(&resolved.relative) {
+        Ok(Some(id)) if id.kind() == Kind::Dir => {}
+        Ok(Some(_)) => return Err(format!("Not a directory: {display}")),
+        _ => return Err(format!("Path not found: {display}")),
     }
     let pattern = strip_dot_slash(&args.pattern);
     let by_path = pattern.contains('/');
@@ -88,7 +95,7 @@ fn find(
 
     let mut results: Vec<String> = Vec::new();
     let mut limit_reached = false;
-    for entry in walker(root).build() {
+    for entry in walker(root, rules).build() {
         if token.is_cancelled() {
             return Err(ABORTED.to_string());
         }
@@ -100,9 +107,17 @@ fn find(
         let subject = if by_path {
             rel.clone()
         } else {
-            entry.file_name().to_string_lossy().into_owned()
+            display_name(entry.file_name())
         };
         if !glob.is_match(&subject) {
+            continue;
+        }
+        // Reported only if it is there beneath the root handle, with no symlink on the way
+        // (the walker lists by path; a folder swapped meanwhile must not leak names).
+        let Ok(inner) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        if !matches!(handle.stat(&resolved.relative.join(inner)), Ok(Some(_))) {
             continue;
         }
         if results.len() == limit {

@@ -1,6 +1,6 @@
 //! `grep`: regex search of file contents, respecting `.gitignore`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
+use crate::confine::{enforce_path_rules, path_rules, resolve_path, ResolvedPath};
+use crate::fs::{display_name, Kind};
+use crate::policy::PathRules;
 use crate::truncate::{format_size, truncate_head, truncate_line, GREP_MAX_LINE_CHARS};
 use crate::walk::{relative, walker};
 
@@ -69,9 +71,11 @@ pub fn grep_tool(config: &ToolConfig) -> AgentTool {
         async move {
             let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
             let resolved = resolve_path(&config, &arg)?;
+            enforce_path_rules(&config, "grep", &resolved)?;
+            let rules = path_rules(&config, "grep");
             let max_bytes = config.max_output_bytes;
             let out = blocking(&call.signal, move |token| {
-                search(&resolved.real, &resolved.display, &args, max_bytes, &token)
+                search(&resolved, rules, &args, max_bytes, &token)
             })
             .await?;
             Ok(out)
@@ -156,13 +160,19 @@ fn build_matcher(args: &GrepArgs) -> Result<RegexMatcher, String> {
 }
 
 fn search(
-    root: &Path,
-    display: &str,
+    resolved: &ResolvedPath,
+    rules: Option<PathRules>,
     args: &GrepArgs,
     max_bytes: usize,
     token: &CancellationToken,
 ) -> Result<ToolResult, String> {
-    let meta = std::fs::metadata(root).map_err(|_| format!("Path not found: {display}"))?;
+    let display = resolved.display.as_str();
+    let root_dir = &resolved.real;
+    let root = resolved.open_root()?;
+    let is_dir = match root.stat(&resolved.relative) {
+        Ok(Some(id)) => id.kind() == Kind::Dir,
+        _ => return Err(format!("Path not found: {display}")),
+    };
     let matcher = build_matcher(args)?;
     let context = args.context.unwrap_or(0);
     let mut searcher = SearcherBuilder::new()
@@ -183,11 +193,12 @@ fn search(
         max_bytes,
     };
 
-    let files: Box<dyn Iterator<Item = Result<(PathBuf, String), String>>> = if meta.is_dir() {
-        let mut builder = walker(root);
+    // (path beneath the root handle, path shown)
+    let files: Box<dyn Iterator<Item = (PathBuf, String)>> = if is_dir {
+        let mut builder = walker(root_dir, rules);
         if let Some(glob) = args.glob.as_deref().filter(|g| !g.is_empty()) {
             let glob = strip_dot_slash(glob);
-            let mut ob = OverrideBuilder::new(root);
+            let mut ob = OverrideBuilder::new(root_dir);
             ob.add(&glob)
                 .map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
             let overrides = ob
@@ -195,33 +206,44 @@ fn search(
                 .map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
             builder.overrides(overrides);
         }
-        let root = root.to_path_buf();
+        let base = resolved.relative.clone();
+        let walk_root = root_dir.clone();
         Box::new(builder.build().filter_map(move |entry| match entry {
             Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => {
-                let rel = relative(&root, e.path());
-                Some(Ok((e.into_path(), rel)))
+                let inner = e.path().strip_prefix(&walk_root).ok()?.to_path_buf();
+                Some((base.join(&inner), relative(&walk_root, e.path())))
             }
             _ => None,
         }))
     } else {
-        let name = root
+        let name = root_dir
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(display_name)
             .unwrap_or_else(|| display.to_string());
-        Box::new(std::iter::once(Ok((root.to_path_buf(), name))))
+        Box::new(std::iter::once((resolved.relative.clone(), name)))
     };
 
-    for file in files {
+    for (path, rel) in files {
         if token.is_cancelled() {
             return Err(ABORTED.to_string());
         }
-        let (path, rel) = file?;
+        // Opened beneath the root handle: a folder swapped for a symlink since the walker
+        // listed it fails here. A file that cannot be opened (permissions, vanished, not a
+        // regular file) is skipped, as ripgrep does; a single named file reports why.
+        let file = match root.open_regular(&path) {
+            Ok((file, _)) => file,
+            Err(e) if !is_dir => return Err(e.describe(display)),
+            Err(_) => continue,
+        };
         let mut sink = Collector {
             path: &rel,
             state: &mut state,
         };
-        // A file that cannot be read (permissions, vanished) is skipped, as ripgrep does.
-        let _ = searcher.search_path(&matcher, &path, &mut sink);
+        let reader = Abortable { inner: file, token };
+        let _ = searcher.search_reader(&matcher, reader, &mut sink);
+        if token.is_cancelled() {
+            return Err(ABORTED.to_string());
+        }
         if state.more {
             break;
         }
@@ -272,4 +294,61 @@ pub(crate) fn strip_dot_slash(glob: &str) -> String {
         rest = r;
     }
     format!("{neg}{rest}")
+}
+
+/// A reader that fails once the call is aborted, so a search stops inside a large file.
+struct Abortable<'a, R> {
+    inner: R,
+    token: &'a CancellationToken,
+}
+
+impl<R: std::io::Read> std::io::Read for Abortable<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.token.is_cancelled() {
+            return Err(std::io::Error::other(ABORTED));
+        }
+        self.inner.read(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_aborted_search_stops_reading_the_file() {
+        struct Endless(usize);
+        impl std::io::Read for Endless {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.0 += 1;
+                buf.fill(b'x');
+                Ok(buf.len())
+            }
+        }
+        let token = CancellationToken::new();
+        token.cancel();
+        let mut source = Endless(0);
+        let reader = Abortable {
+            inner: &mut source,
+            token: &token,
+        };
+        let matcher = RegexMatcherBuilder::new().build("y").unwrap();
+        let mut state = State {
+            lines: Vec::new(),
+            stored_bytes: 0,
+            line_count: 0,
+            matches: 0,
+            limit: 1,
+            more: false,
+            lines_truncated: false,
+            max_bytes: 1,
+        };
+        let mut sink = Collector {
+            path: "f",
+            state: &mut state,
+        };
+        let result = Searcher::new().search_reader(&matcher, reader, &mut sink);
+        assert!(result.is_err());
+        assert_eq!(source.0, 0, "the file was read after the abort");
+    }
 }

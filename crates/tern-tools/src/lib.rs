@@ -15,7 +15,10 @@
 //!
 //! Every path argument is resolved against [`ToolConfig::cwd`]; a path that reaches outside
 //! it (through `..`, an absolute path or a symlink) fails the call with an error the model
-//! sees, unless [`ToolConfig::allow_outside`] is set. `bash` commands run in a [`sandbox`]
+//! sees, unless [`ToolConfig::allow_outside`] is set or it lies under one of
+//! [`ToolConfig::allowed_roots`]. The check and the use are one: files are opened beneath a
+//! handle of their root with symlinks refused on the way ([`fs`]), so a folder swapped for a
+//! symlink after the check cannot lead outside. `bash` commands run in a [`sandbox`]
 //! (Landlock and seccomp on Linux: `workspace-write` by default, no network, no secrets in
 //! the environment, every process ended with the call or with tern), and a [`Policy`]'s
 //! command rules judge what a command line runs ([`shell_rules`]), not its text.
@@ -28,6 +31,7 @@ pub mod config;
 pub mod confine;
 pub mod edit;
 pub mod find;
+pub mod fs;
 pub mod grep;
 pub mod ls;
 pub mod policy;

@@ -1,5 +1,7 @@
 //! `ls`: a directory's entries.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -9,7 +11,9 @@ use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
 
 use crate::cancel::{blocking, ABORTED};
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
+use crate::confine::{enforce_path_rules, path_rules, real_path, resolve_path, ResolvedPath};
+use crate::fs::{display_name, Kind, OpenError, Root};
+use crate::policy::{Decision, PathRules};
 use crate::truncate::{format_size, truncate_head};
 
 /// Entries listed when the model gives no limit.
@@ -43,10 +47,12 @@ pub fn ls_tool(config: &ToolConfig) -> AgentTool {
         async move {
             let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
             let resolved = resolve_path(&config, &arg)?;
+            enforce_path_rules(&config, "ls", &resolved)?;
+            let rules = path_rules(&config, "ls").filter(|r| !r.is_empty());
             let limit = args.limit.unwrap_or(LS_DEFAULT_LIMIT).max(1);
             let max_bytes = config.max_output_bytes;
             let out = blocking(&call.signal, move |token| {
-                list(&resolved.real, &resolved.display, limit, max_bytes, &token)
+                list(&resolved, rules, limit, max_bytes, &token)
             })
             .await?;
             Ok(out)
@@ -56,29 +62,34 @@ pub fn ls_tool(config: &ToolConfig) -> AgentTool {
 }
 
 fn list(
-    dir: &std::path::Path,
-    display: &str,
+    resolved: &ResolvedPath,
+    rules: Option<PathRules>,
     limit: usize,
     max_bytes: usize,
     token: &tokio_util::sync::CancellationToken,
 ) -> Result<ToolResult, String> {
-    let meta = std::fs::metadata(dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!("Path not found: {display}"),
-        _ => format!("Cannot read {display}: {e}"),
+    let display = resolved.display.as_str();
+    let root = resolved.open_root()?;
+    let dir = root.open_listing(&resolved.relative).map_err(|e| match e {
+        OpenError::NotFound => format!("Path not found: {display}"),
+        OpenError::NotDirectory => format!("Not a directory: {display}"),
+        other => other.describe(display),
     })?;
-    if !meta.is_dir() {
-        return Err(format!("Not a directory: {display}"));
-    }
-    let reader = std::fs::read_dir(dir).map_err(|e| format!("Cannot read directory: {e}"))?;
-    let mut names: Vec<String> = Vec::new();
+    let reader =
+        rustix::fs::Dir::read_from(&dir).map_err(|e| format!("Cannot read directory: {e}"))?;
+    let mut names: Vec<(String, OsString)> = Vec::new();
     for entry in reader.flatten() {
-        names.push(entry.file_name().to_string_lossy().into_owned());
+        let raw = OsStr::from_bytes(entry.file_name().to_bytes());
+        if raw == "." || raw == ".." {
+            continue;
+        }
+        names.push((display_name(raw), raw.to_os_string()));
     }
-    names.sort_by_key(|n| n.to_lowercase());
+    names.sort_by_key(|(n, _)| n.to_lowercase());
 
     let mut results = Vec::new();
     let mut limit_reached = false;
-    for name in names {
+    for (name, raw) in names {
         if token.is_cancelled() {
             return Err(ABORTED.to_string());
         }
@@ -86,15 +97,28 @@ fn list(
             limit_reached = true;
             break;
         }
-        // Follows symlinks, as pi's stat does; an entry that cannot be stat'ed is skipped.
-        let Ok(meta) = std::fs::metadata(dir.join(&name)) else {
+        let rel = resolved.relative.join(&raw);
+        if let Some(rules) = &rules {
+            if rules.decide(&resolved.real.join(&raw)) != Decision::Allow {
+                continue;
+            }
+        }
+        // An entry that cannot be stat'ed is skipped (as pi does).
+        let Ok(Some(id)) = root.stat(&rel) else {
             continue;
         };
-        results.push(if meta.is_dir() {
-            format!("{name}/")
-        } else {
-            name
-        });
+        let is_dir = match id.kind() {
+            Kind::Dir => true,
+            // pi's stat follows symlinks: a dangling link is skipped, a link shows `/` when
+            // it leads to a folder (looked at only beneath the same root, never outside).
+            Kind::Symlink => match symlink_target(resolved, &root, &raw) {
+                Target::Missing => continue,
+                Target::Dir => true,
+                Target::Other => false,
+            },
+            _ => false,
+        };
+        results.push(if is_dir { format!("{name}/") } else { name });
     }
     if results.is_empty() {
         return Ok(ToolResult::text("(empty directory)"));
@@ -122,4 +146,26 @@ fn list(
         result.details = Some(Value::Object(details));
     }
     Ok(result)
+}
+
+enum Target {
+    Missing,
+    Dir,
+    Other,
+}
+
+/// Where the symlink `name` in the listed folder leads (a target outside the root is not
+/// looked at: `Other`).
+fn symlink_target(resolved: &ResolvedPath, root: &Root, name: &OsStr) -> Target {
+    let Ok(target) = real_path(&resolved.real.join(name)) else {
+        return Target::Missing;
+    };
+    let Ok(inner) = target.strip_prefix(root.path()) else {
+        return Target::Other;
+    };
+    match root.stat(inner) {
+        Ok(Some(id)) if id.kind() == Kind::Dir => Target::Dir,
+        Ok(Some(_)) => Target::Other,
+        _ => Target::Missing,
+    }
 }

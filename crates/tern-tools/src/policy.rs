@@ -412,7 +412,94 @@ impl Policy {
         } else if let Some(stripped) = path.strip_prefix("./") {
             forms.push(stripped.to_string());
         }
+        // The path the tool will really open (symlinks, `/proc/self/cwd`, `..` resolved), so
+        // a rule cannot be dodged by naming its folder another way.
+        let rules = self.path_rules(tool, Path::new("."));
+        if let Ok(real) = crate::confine::resolve_arg(&rules.cwd, &path) {
+            forms.extend(rules.forms(&real));
+        }
         Some(Subject::Path(forms))
+    }
+
+    /// The path rules for `tool`, ready to judge resolved paths (the working directory is
+    /// the policy's, else `cwd`).
+    pub fn path_rules(&self, tool: &str, cwd: &Path) -> PathRules {
+        let cwd = self.cwd.as_deref().unwrap_or(cwd);
+        let cwd = std::env::current_dir()
+            .map(|d| d.join(cwd))
+            .unwrap_or_else(|_| cwd.to_path_buf());
+        let cwd = crate::confine::real_path(&cwd).unwrap_or(cwd);
+        PathRules {
+            rules: self
+                .rules
+                .iter()
+                .filter(|r| r.tool == "*" || r.tool == tool)
+                .cloned()
+                .collect(),
+            policy: Policy::new(self.default),
+            tool: tool.to_string(),
+            cwd,
+        }
+    }
+}
+
+/// A policy's path rules for one tool, judging resolved paths: what the file tools apply to
+/// the path they open and to each entry of a walk.
+///
+/// Only rules with a pattern judge paths; the first rule for the tool without one (which
+/// decided the call as a whole) ends the search with `Allow`.
+///
+/// ```
+/// use std::path::Path;
+/// use tern_tools::policy::{Action, Decision, Policy, Rule};
+/// let policy = Policy::new(Action::Allow)
+///     .with_cwd("/repo")
+///     .rule(Rule::deny("*").matching_glob("secrets/**").unwrap());
+/// let rules = policy.path_rules("grep", Path::new("/repo"));
+/// assert!(matches!(rules.decide(Path::new("/repo/secrets/key")), Decision::Deny(_)));
+/// assert_eq!(rules.decide(Path::new("/repo/src/main.rs")), Decision::Allow);
+/// ```
+#[derive(Clone, Debug)]
+pub struct PathRules {
+    /// The policy's rules for this tool, in order.
+    rules: Vec<Rule>,
+    /// Renders verdicts (the rules live above).
+    policy: Policy,
+    tool: String,
+    cwd: PathBuf,
+}
+
+impl PathRules {
+    /// Whether no rule with a pattern applies to this tool (every path is then allowed).
+    pub fn is_empty(&self) -> bool {
+        !self.rules.iter().any(|r| r.pattern.is_some())
+    }
+
+    /// The verdict on the resolved path `real`.
+    pub fn decide(&self, real: &Path) -> Decision {
+        let subject = Some(Subject::Path(self.forms(real)));
+        for rule in &self.rules {
+            let Some(pattern) = &rule.pattern else {
+                return Decision::Allow;
+            };
+            if subject.as_ref().is_some_and(|s| pattern.matches(s)) {
+                return self
+                    .policy
+                    .verdict(rule.action, &self.tool, &subject, Some(rule));
+            }
+        }
+        Decision::Allow
+    }
+
+    /// `real` relative to the working directory (when inside it), then absolute.
+    fn forms(&self, real: &Path) -> Vec<String> {
+        let mut forms = Vec::with_capacity(2);
+        if let Ok(rel) = real.strip_prefix(&self.cwd) {
+            let rel = rel.to_string_lossy().into_owned();
+            forms.push(if rel.is_empty() { ".".to_string() } else { rel });
+        }
+        forms.push(real.to_string_lossy().into_owned());
+        forms
     }
 }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
+use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
 use crate::truncate::{format_size, truncate_head, TruncatedBy};
 
 /// Arguments of `read`.
@@ -52,7 +52,7 @@ pub fn read_tool(config: &ToolConfig) -> AgentTool {
             let resolved = resolve_path(&config, &args.path)?;
             let signal = call.signal.clone();
             let result = blocking(&signal, move |token| {
-                read_blocking(&config, &resolved.real, &resolved.display, &args, &token)
+                read_blocking(&config, &resolved, &args, &token)
             })
             .await?;
             Ok(result)
@@ -63,18 +63,16 @@ pub fn read_tool(config: &ToolConfig) -> AgentTool {
 
 fn read_blocking(
     config: &ToolConfig,
-    path: &std::path::Path,
-    display: &str,
+    resolved: &ResolvedPath,
     args: &ReadArgs,
     token: &CancellationToken,
 ) -> Result<ToolResult, String> {
-    let meta = std::fs::metadata(path).map_err(|e| describe_io(display, &e))?;
-    if meta.is_dir() {
-        return Err(format!(
-            "{display} is a directory, not a file. Use ls to list it."
-        ));
-    }
-    let mut file = File::open(path).map_err(|e| describe_io(display, &e))?;
+    let display = resolved.display.as_str();
+    enforce_path_rules(config, "read", resolved)?;
+    let root = resolved.open_root()?;
+    let (mut file, id) = root
+        .open_regular(&resolved.relative)
+        .map_err(|e| e.describe(display))?;
     let mut head = vec![0u8; SNIFF_BYTES];
     let mut filled = 0usize;
     while filled < head.len() {
@@ -88,13 +86,13 @@ fn read_blocking(
     }
     head.truncate(filled);
 
-    if let Some(mime) = image_mime(&head) {
-        return read_image(config, path, display, mime, meta.len());
+    if let Some(mime) = image_mime(&head[..head.len().min(IMAGE_SNIFF_BYTES)]) {
+        return read_image(config, file, head, display, mime, id.size());
     }
     if head.contains(&0) {
         return Err(format!(
             "Cannot read {display}: it is a binary file ({}), not text or a supported image. Use bash (for example `file` or `xxd | head`) to inspect it.",
-            format_size(meta.len() as usize)
+            format_size(id.size() as usize)
         ));
     }
 
@@ -112,7 +110,8 @@ fn describe_io(display: &str, e: &std::io::Error) -> String {
 
 fn read_image(
     config: &ToolConfig,
-    path: &std::path::Path,
+    mut file: File,
+    head: Vec<u8>,
     display: &str,
     mime: &str,
     size: u64,
@@ -124,7 +123,18 @@ fn read_image(
             format_size(config.max_image_bytes as usize)
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| describe_io(display, &e))?;
+    // The rest of the same open file: the bytes sniffed are the bytes sent.
+    let mut bytes = head;
+    file.by_ref()
+        .take(config.max_image_bytes.saturating_sub(bytes.len() as u64) + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| describe_io(display, &e))?;
+    if bytes.len() as u64 > config.max_image_bytes {
+        return Err(format!(
+            "Cannot read {display}: the image grew past the {} limit while it was read.",
+            format_size(config.max_image_bytes as usize)
+        ));
+    }
     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
     Ok(ToolResult {
         content: Some(vec![
@@ -138,21 +148,89 @@ fn read_image(
     })
 }
 
-/// The image type from magic bytes, for the types pi sends as attachments.
+/// Bytes pi looks at to recognize an image.
+const IMAGE_SNIFF_BYTES: usize = 4100;
+
+/// The image type from its header, for the types pi sends as attachments, checked as pi
+/// checks them: a PNG needs its `IHDR` chunk and is not animated, a JPEG is not JPEG-LS
+/// (`FF D8 FF F7`), a BMP needs consistent header fields (sizes, one plane, a real depth).
 fn image_mime(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("image/jpeg")
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+    if head.starts_with(&[0xff, 0xd8, 0xff]) {
+        (head.get(3) != Some(&0xf7)).then_some("image/jpeg")
+    } else if head.starts_with(PNG) {
+        (is_png(head) && !is_animated_png(head)).then_some("image/png")
     } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
         Some("image/gif")
     } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
         Some("image/webp")
-    } else if head.starts_with(b"BM") && head.len() >= 26 && head.contains(&0) {
+    } else if head.starts_with(b"BM") && is_bmp(head) {
         Some("image/bmp")
     } else {
         None
     }
+}
+
+fn u32_be(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u16_le(b: &[u8], at: usize) -> u16 {
+    b.get(at..at + 2)
+        .map_or(0, |s| u16::from_le_bytes([s[0], s[1]]))
+}
+
+fn is_png(b: &[u8]) -> bool {
+    b.len() >= 16 && u32_be(b, 8) == 13 && &b[12..16] == b"IHDR"
+}
+
+/// An `acTL` chunk before the first `IDAT` makes an animated PNG, which pi does not attach.
+fn is_animated_png(b: &[u8]) -> bool {
+    let mut offset = 8usize;
+    while offset + 8 <= b.len() {
+        let len = u32_be(b, offset) as usize;
+        match &b[offset + 4..offset + 8] {
+            b"acTL" => return true,
+            b"IDAT" => return false,
+            _ => {}
+        }
+        let next = offset.saturating_add(12).saturating_add(len);
+        if next > b.len() {
+            return false;
+        }
+        offset = next;
+    }
+    false
+}
+
+fn is_bmp(b: &[u8]) -> bool {
+    if b.len() < 26 {
+        return false;
+    }
+    let file_size = u32_le(b, 2);
+    let pixel_offset = u32_le(b, 10);
+    let dib_size = u32_le(b, 14);
+    if file_size != 0 && file_size < 26 {
+        return false;
+    }
+    if u64::from(pixel_offset) < 14 + u64::from(dib_size) {
+        return false;
+    }
+    if file_size != 0 && pixel_offset >= file_size {
+        return false;
+    }
+    let (planes, bits) = match dib_size {
+        12 => (u16_le(b, 22), u16_le(b, 24)),
+        40..=124 if b.len() >= 30 => (u16_le(b, 26), u16_le(b, 28)),
+        _ => return false,
+    };
+    planes == 1 && [1, 4, 8, 16, 24, 32].contains(&bits)
 }
 
 /// Selected lines of a text, stored only as far as the caps can show them.

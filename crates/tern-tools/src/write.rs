@@ -1,7 +1,5 @@
 //! `write`: create or replace a file atomically.
 
-use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -11,7 +9,8 @@ use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
 
 use crate::cancel::blocking_to_completion;
 use crate::config::ToolConfig;
-use crate::confine::resolve_path;
+use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
+use crate::fs::{replace_file, Expect, ReplaceError};
 
 /// Arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -37,11 +36,18 @@ pub fn write_tool(config: &ToolConfig) -> AgentTool {
             let config = config.clone();
             async move {
                 let resolved = resolve_path(&config, &args.path)?;
-                let bytes = args.content.len();
                 let display = resolved.display.clone();
+                if resolved.trailing_slash {
+                    return Err(format!(
+                        "Could not write {display}: the path ends with '/', so it names a folder, not a file. Give a file name, for example {display}file.txt."
+                    )
+                    .into());
+                }
+                enforce_path_rules(&config, "write", &resolved)?;
+                let bytes = args.content.len();
                 blocking_to_completion(&call.signal, move || {
-                    write_atomic(&resolved.real, args.content.as_bytes())
-                        .map_err(|e| format!("Could not write {}: {e}", resolved.display))
+                    write_file(&resolved, args.content.as_bytes())
+                        .map_err(|e| e.describe("write", &resolved.display))
                 })
                 .await?;
                 Ok(ToolResult::text(format!("Successfully wrote {bytes} bytes to {display}"))
@@ -52,25 +58,22 @@ pub fn write_tool(config: &ToolConfig) -> AgentTool {
     .with_execution_mode(ToolExecutionMode::Sequential)
 }
 
-/// Writes `data` to `path` through a temporary file in the same folder and a rename, so a
-/// reader sees the old content or the new, never half. Creates missing parent folders and
-/// keeps an existing file's permissions.
-pub fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    if path.is_dir() {
-        return Err(std::io::Error::other("it is a directory"));
-    }
-    let parent = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
-    std::fs::create_dir_all(parent)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tern-write-")
-        .tempfile_in(parent)?;
-    tmp.write_all(data)?;
-    tmp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(tmp.path(), meta.permissions())?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// Writes `data` to the resolved path through a temporary file in the same folder handle and
+/// a `renameat`, so a reader sees the old content or the new, never half. Creates missing
+/// parent folders and keeps an existing file's permissions. Fails with
+/// [`ReplaceError::Conflict`] when the file changed (or appeared) while the call ran.
+pub fn write_file(resolved: &ResolvedPath, data: &[u8]) -> Result<(), ReplaceError> {
+    let root = resolved
+        .open_root()
+        .map_err(|e| ReplaceError::Io(std::io::Error::other(e)))?;
+    // A missing parent (or any failure here) means "nothing there yet": the replace itself
+    // then reports what is really wrong.
+    let before = root.stat(&resolved.relative).ok().flatten();
+    replace_file(
+        &root,
+        &resolved.relative,
+        true,
+        Expect::State(before),
+        |out| out.write_all(data),
+    )
 }

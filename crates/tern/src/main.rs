@@ -159,18 +159,19 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         Some(t) => model_choice::parse_thinking(t)?,
         None => Default::default(),
     };
-    let tool_config = tern_tools::ToolConfig::new(&tool_cwd);
+    let mut allow = config.allow.clone();
+    allow.extend(args.allow.iter().cloned());
+    let mut deny = config.deny.clone();
+    deny.extend(args.deny.iter().cloned());
+    let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
+    // The file tools also apply the path rules to the paths they really open.
+    let tool_config = tern_tools::ToolConfig::new(&tool_cwd).with_path_policy(policy.clone());
     let tools_spec = args
         .tools
         .clone()
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
     let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
-    let mut allow = config.allow.clone();
-    allow.extend(args.allow.iter().cloned());
-    let mut deny = config.deny.clone();
-    deny.extend(args.deny.iter().cloned());
-    let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
     let system_prompt = args
         .system_prompt
         .clone()

@@ -1,0 +1,126 @@
+//! A folder is swapped for a symlink to an outside folder in a tight loop while reads, writes
+//! and edits run on paths through it: none of them may touch the outside folder.
+//!
+//! `TERN_RACE_COUNT` sets the number of calls per tool (default 1000, 3,000 calls in all);
+//! `scripts/race-test.sh COUNT` runs a longer round.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::{run, text, Sandbox};
+use serde_json::json;
+use tern_tools::{edit_tool, read_tool, write_tool};
+
+/// The outside folder's files and what they hold; they must stay exactly so.
+const SENTINELS: [(&str, &str); 2] = [("f.txt", "OUTSIDE\n"), ("e.txt", "a\n")];
+
+fn sentinel_state(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Swaps `a` and `b` (a folder and a symlink) atomically until `stop`.
+fn swapper(work: PathBuf, stop: Arc<AtomicBool>, swaps: Arc<AtomicUsize>) {
+    let dir = rustix::fs::CWD;
+    let a = work.join("d");
+    let b = work.join("d.alt");
+    while !stop.load(Ordering::Relaxed) {
+        if rustix::fs::renameat_with(dir, &a, dir, &b, rustix::fs::RenameFlags::EXCHANGE).is_ok() {
+            swaps.fetch_add(1, Ordering::Relaxed);
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapping_a_folder_for_a_symlink_never_leads_outside() {
+    let count: usize = std::env::var("TERN_RACE_COUNT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1000);
+    let sb = Sandbox::new();
+    let outside = sb.outside().join("sentinel");
+    std::fs::create_dir(&outside).unwrap();
+    for (name, content) in SENTINELS {
+        std::fs::write(outside.join(name), content).unwrap();
+    }
+    let before = sentinel_state(&outside);
+    sb.write("d/f.txt", "inside\n");
+    sb.write("d/e.txt", "a\n");
+    std::os::unix::fs::symlink(&outside, sb.work().join("d.alt")).unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let handle = {
+        let (work, stop, swaps) = (sb.work().to_path_buf(), stop.clone(), swaps.clone());
+        std::thread::spawn(move || swapper(work, stop, swaps))
+    };
+
+    let config = sb.config.clone();
+    let reads = tokio::spawn({
+        let tool = read_tool(&config);
+        async move {
+            let mut leaked = 0;
+            for _ in 0..count {
+                if let Ok(r) = run(&tool, json!({"path": "d/f.txt"})).await {
+                    leaked += usize::from(text(&r).contains("OUTSIDE"));
+                }
+            }
+            leaked
+        }
+    });
+    let writes = tokio::spawn({
+        let tool = write_tool(&config);
+        async move {
+            for i in 0..count {
+                let _ = run(
+                    &tool,
+                    json!({"path": format!("d/w-{i}.txt"), "content": "w\n"}),
+                )
+                .await;
+            }
+        }
+    });
+    let edits = tokio::spawn({
+        let tool = edit_tool(&config);
+        async move {
+            for i in 0..count {
+                let (old, new) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
+                let _ = run(
+                    &tool,
+                    json!({"path": "d/e.txt", "edits": [{"oldText": old, "newText": new}]}),
+                )
+                .await;
+            }
+        }
+    });
+    let leaked = reads.await.unwrap();
+    writes.await.unwrap();
+    edits.await.unwrap();
+    stop.store(true, Ordering::Relaxed);
+    handle.join().unwrap();
+
+    assert!(
+        swaps.load(Ordering::Relaxed) > 100,
+        "the swapper barely ran"
+    );
+    assert_eq!(leaked, 0, "reads returned outside content");
+    assert_eq!(
+        sentinel_state(&outside),
+        before,
+        "files outside were created or changed"
+    );
+}
