@@ -40,6 +40,7 @@ fn user_message(cmd: &Value) -> Result<Message, String> {
     Ok(Message::from(UserMessage {
         content: Content::Blocks(blocks),
         timestamp: tern_ai::clock::now_ms(),
+        extra: None,
     }))
 }
 
