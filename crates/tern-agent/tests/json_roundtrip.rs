@@ -100,6 +100,11 @@ fn events_of(trace: &Value) -> Vec<Value> {
     out
 }
 
+/// The JSON text of a value, keys in their order.
+fn text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// Splits off the tool-result objects compared as values.
 fn split_results(mut e: Value) -> (Value, Vec<Value>) {
     let mut results = Vec::new();
@@ -135,7 +140,8 @@ fn every_trace_event_is_written_as_the_reference_writes_it() {
             );
             let (got, got_results) = split_results(written);
             let (want, want_results) = split_results(reference.clone());
-            if got.to_string() != want.to_string() || got_results != want_results {
+            // As text: `Value` equality would ignore key order.
+            if text(&got) != text(&want) || got_results != want_results {
                 failures.push(format!(
                     "{}:\n  reference {reference}\n  tern      {}",
                     path.display(),

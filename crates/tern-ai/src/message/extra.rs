@@ -64,11 +64,7 @@ impl Absent {
 
     /// The value to write for `field`: `None` (leave the key out) when it was absent and
     /// still holds the default.
-    pub(crate) fn write<'a, T: Default + PartialEq>(
-        self,
-        field: Absent,
-        value: &'a T,
-    ) -> Option<&'a T> {
+    pub(crate) fn write<T: Default + PartialEq>(self, field: Absent, value: &T) -> Option<&T> {
         (!(self.contains(field) && *value == T::default())).then_some(value)
     }
 }
