@@ -622,6 +622,7 @@ impl Agent {
         let m = Message::from(UserMessage {
             content: Content::Blocks(content),
             timestamp: tern_ai::clock::now_ms(),
+            extra: None,
         });
         self.prompt_messages(vec![m]).await
     }

@@ -138,8 +138,9 @@ impl Serialize for AgentEvent {
                 message,
                 assistant_message_event,
             } => {
-                m.serialize_entry("message", message)?;
+                // The reference's order: the event, then a copy of the partial message.
                 m.serialize_entry("assistantMessageEvent", assistant_message_event)?;
+                m.serialize_entry("message", message)?;
             }
             AgentEvent::ToolExecutionStart { tool_call } => {
                 m.serialize_entry("toolCallId", &tool_call.id)?;

@@ -401,6 +401,7 @@ fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
         is_error: o.is_error,
         duration_ms: o.duration_ms,
         timestamp: tern_ai::clock::now_ms(),
+        extra: None,
     })
 }
 

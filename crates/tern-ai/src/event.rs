@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
-use crate::message::{AssistantMessage, StopReason, ToolCall};
+use crate::message::{AssistantMessage, Message, StopReason, ToolCall};
 
 /// The text of one streamed delta (`text_delta`, `thinking_delta`, `toolcall_delta`).
 ///
@@ -151,7 +151,7 @@ impl PartialEq for PartialMessage {
 
 impl Serialize for PartialMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        crate::message::Message::from(self.snapshot()).serialize(s)
+        Message::from(self.snapshot()).serialize(s)
     }
 }
 
@@ -371,14 +371,11 @@ impl Serialize for AssistantMessageEvent {
             }
             Done { reason, message } => {
                 m.serialize_entry("reason", reason)?;
-                m.serialize_entry(
-                    "message",
-                    &crate::message::Message::from((**message).clone()),
-                )?;
+                m.serialize_entry("message", &Message::Assistant(message.clone()))?;
             }
             Error { reason, error } => {
                 m.serialize_entry("reason", reason)?;
-                m.serialize_entry("error", &crate::message::Message::from((**error).clone()))?;
+                m.serialize_entry("error", &Message::Assistant(error.clone()))?;
             }
         }
         m.end()

@@ -35,10 +35,10 @@ pub mod validation;
 
 pub use event::{AssistantMessageEvent, Delta, PartialMessage};
 pub use message::{
-    content_text, AssistantExtra, AssistantMessage, Content, ContentBlock, Cost, CustomMessage,
-    ImageContent, JsonObject, Message, StopReason, SystemMessage, TextContent, ThinkingContent,
-    ThinkingLevel, Timestamp, ToolCall, ToolCallExtra, ToolDeclaration, ToolReference,
-    ToolResultMessage, Usage, UserMessage,
+    content_text, Absent, AssistantExtra, AssistantMessage, Content, ContentBlock, Cost,
+    CustomMessage, ImageContent, JsonObject, Message, MessageExtra, StopReason, SystemMessage,
+    TextContent, ThinkingContent, ThinkingLevel, Timestamp, ToolCall, ToolCallExtra,
+    ToolDeclaration, ToolReference, ToolResultMessage, Usage, UserMessage,
 };
 pub use model::{Model, ModelCost};
 pub use stream::{

@@ -3,21 +3,24 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Price of a model in dollars per million tokens.
+use crate::message::js_number;
+
+/// Price of a model in dollars per million tokens (written as JavaScript writes numbers:
+/// `3`, not `3.0`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelCost {
     /// Input tokens.
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub input: f64,
     /// Output tokens.
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub output: f64,
     /// Cache reads.
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub cache_read: f64,
     /// Cache writes.
-    #[serde(default)]
+    #[serde(default, serialize_with = "js_number")]
     pub cache_write: f64,
     /// Further pricing data (tiers, 1-hour cache writes), kept as JSON.
     #[serde(flatten)]

@@ -213,11 +213,9 @@ impl<E: StreamEvent> EventSender<E> {
 
 impl<E: StreamEvent> Drop for EventSender<E> {
     fn drop(&mut self) {
-        // Only the last sender handle ends the stream; a consumer never hangs on a
-        // producer that went away.
-        if Arc::strong_count(&self.shared) <= 2 {
-            self.shared.finish(None);
-        }
+        // A sender is never cloned, so it is the only producer: when it goes away the stream
+        // ends, and a consumer never hangs on it.
+        self.shared.finish(None);
     }
 }
 

@@ -34,6 +34,7 @@ pub fn create_initial_system_message(
         tools_added: (!tools.is_empty()).then(|| tools.to_vec()),
         tools_removed: None,
         timestamp: 0,
+        extra: None,
     })
 }
 
@@ -175,6 +176,7 @@ pub fn get_current_system_message(messages: &[Message]) -> Option<SystemMessage>
         tools_added: (!tools.is_empty()).then_some(tools),
         tools_removed: None,
         timestamp: timestamp.unwrap_or(0),
+        extra: None,
     })
 }
 

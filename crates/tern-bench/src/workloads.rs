@@ -618,6 +618,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
         msgs.push(Message::from(UserMessage {
             content: Content::Blocks(vec![ContentBlock::text(next(256))]),
             timestamp: TS,
+            extra: None,
         }));
         msgs.push(Message::from(assistant(
             vec![

@@ -142,6 +142,7 @@ fn read_image(
             ContentBlock::Image(ImageContent {
                 data,
                 mime_type: mime.to_string(),
+                extra: None,
             }),
         ]),
         ..Default::default()

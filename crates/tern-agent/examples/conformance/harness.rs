@@ -851,6 +851,7 @@ impl Harness {
                             a.text.clone().unwrap_or_default(),
                         )]),
                         timestamp: 0,
+                        extra: None,
                     }),
                 };
                 if a.do_ == "steer" {

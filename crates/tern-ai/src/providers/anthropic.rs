@@ -585,6 +585,7 @@ fn handle_event(
                     let i = out.push_block(ContentBlock::Text(TextContent {
                         text: s("text"),
                         text_signature: None,
+                        extra: None,
                     }));
                     st.open.insert(
                         idx,
@@ -599,6 +600,7 @@ fn handle_event(
                         thinking: s("thinking"),
                         thinking_signature: Some(s("signature")),
                         redacted: None,
+                        extra: None,
                     }));
                     st.open.insert(
                         idx,
@@ -616,6 +618,7 @@ fn handle_event(
                             .and_then(Value::as_str)
                             .map(str::to_string),
                         redacted: Some(true),
+                        extra: None,
                     }));
                     st.open.insert(
                         idx,

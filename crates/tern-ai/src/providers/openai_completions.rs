@@ -1133,6 +1133,7 @@ fn ensure_thinking(out: &mut Output<'_>, st: &mut State, sig: &str) -> usize {
         thinking: String::new(),
         thinking_signature: Some(sig.to_string()),
         redacted: None,
+        extra: None,
     }));
     st.thinking = Some(i);
     i

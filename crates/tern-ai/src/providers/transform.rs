@@ -107,6 +107,7 @@ pub fn transform_messages(
                                 content.push(ContentBlock::Text(TextContent {
                                     text: t.text,
                                     text_signature: None,
+                                    extra: None,
                                 }));
                             }
                         }

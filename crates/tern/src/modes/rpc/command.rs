@@ -96,6 +96,7 @@ impl UserInput {
         Message::from(UserMessage {
             content: Content::Blocks(blocks),
             timestamp: tern_ai::clock::now_ms(),
+            extra: None,
         })
     }
 }

@@ -1,0 +1,316 @@
+//! The assistant message and why it ended.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::sync::LazyLock;
+
+use super::extra::Absent;
+use super::{content_text, ContentBlock, JsonObject, ThinkingLevel, Timestamp, ToolCall, Usage};
+
+/// Why an assistant message ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// Still streaming (only on partial messages).
+    Pending,
+    /// The model finished its answer.
+    #[default]
+    Stop,
+    /// The output token limit cut the answer off.
+    Length,
+    /// The model asked for tool calls.
+    ToolUse,
+    /// The request failed; `errorMessage` says why.
+    Error,
+    /// The request was aborted by its signal.
+    Aborted,
+    /// The provider continues the request asynchronously.
+    Deferred,
+}
+
+impl StopReason {
+    /// The wire name (`"stop"`, `"toolUse"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Pending => "pending",
+            StopReason::Stop => "stop",
+            StopReason::Length => "length",
+            StopReason::ToolUse => "toolUse",
+            StopReason::Error => "error",
+            StopReason::Aborted => "aborted",
+            StopReason::Deferred => "deferred",
+        }
+    }
+}
+
+/// An assistant message, final or partial.
+///
+/// The fields few responses carry are in [`extra`](Self::extra), out of line: the provider
+/// fields few responses have, fields tern has no type for, and which of `usage`, `stopReason`
+/// and `timestamp` were absent from the JSON it was read from. The JSON is flat all the same,
+/// in the order the reference builds the message: the provider's fields, then `durationMs`
+/// (set by the event stream), then `thinkingLevel` (set by the agent loop), then the fields
+/// tern has no type for.
+///
+/// ```
+/// use tern_ai::Message;
+/// let text = r#"{"role":"assistant","content":[],"model":"m","traceId":"t1"}"#;
+/// let m: Message = serde_json::from_str(text).unwrap();
+/// assert_eq!(m.as_assistant().unwrap().extra().fields["traceId"], "t1");
+/// assert_eq!(serde_json::to_string(&m).unwrap(), text); // no stopReason, usage or timestamp added
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct AssistantMessage {
+    /// Text, thinking and toolCall blocks in model order.
+    pub content: Vec<ContentBlock>,
+    /// The wire API that produced it (`openai-completions`, ...).
+    pub api: String,
+    /// The provider id.
+    pub provider: String,
+    /// The requested model id.
+    pub model: String,
+    /// The provider's response id.
+    pub response_id: Option<String>,
+    /// The thinking level the agent loop requested.
+    pub thinking_level: Option<ThinkingLevel>,
+    /// Tokens and cost.
+    pub usage: Usage,
+    /// Why the response ended.
+    pub stop_reason: StopReason,
+    /// Why the request failed (with `error`/`aborted`).
+    pub error_message: Option<String>,
+    /// The provider's own stop reason.
+    pub raw_stop_reason: Option<String>,
+    /// Creation time.
+    pub timestamp: Timestamp,
+    /// How long the response took, measured by its event stream.
+    pub duration_ms: Option<u64>,
+    /// The rarely present fields; `None` when all of them are absent. Set them through
+    /// [`extra_mut`](Self::extra_mut); read them through [`extra`](Self::extra).
+    pub extra: Option<Box<AssistantExtra>>,
+}
+
+/// The fields of an [`AssistantMessage`] that few responses carry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AssistantExtra {
+    /// The model id the provider reported, when it differs.
+    pub response_model: Option<String>,
+    /// The provider-native effort level used.
+    pub provider_thinking_level: Option<String>,
+    /// Provider diagnostics, kept as JSON.
+    pub diagnostics: Option<Value>,
+    /// Deferred-response handle, kept as JSON.
+    pub deferred: Option<Value>,
+    /// Provider-reported end of turn.
+    pub end_turn: Option<bool>,
+    /// Fields tern has no type for, in the order they were read; written after the typed ones.
+    pub fields: JsonObject,
+    /// Which of `usage`, `stopReason` and `timestamp` were absent (see [`Absent`]).
+    pub absent: Absent,
+}
+
+impl AssistantExtra {
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl AssistantMessage {
+    /// The text blocks joined without separator (what a user reads as the answer).
+    pub fn text(&self) -> String {
+        content_text(&self.content, "")
+    }
+
+    /// The tool calls of the message, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(ContentBlock::as_tool_call)
+    }
+
+    /// The rarely present fields (all `None` when the message has none of them).
+    pub fn extra(&self) -> &AssistantExtra {
+        static NONE: LazyLock<AssistantExtra> = LazyLock::new(AssistantExtra::default);
+        self.extra.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The rarely present fields, for changing them (allocated on first use).
+    pub fn extra_mut(&mut self) -> &mut AssistantExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+}
+
+// Equality as JSON sees it: an allocated but empty `extra` equals none.
+impl PartialEq for AssistantMessage {
+    fn eq(&self, other: &Self) -> bool {
+        let AssistantMessage {
+            content,
+            api,
+            provider,
+            model,
+            response_id,
+            thinking_level,
+            usage,
+            stop_reason,
+            error_message,
+            raw_stop_reason,
+            timestamp,
+            duration_ms,
+            extra: _,
+        } = self;
+        *content == other.content
+            && *api == other.api
+            && *provider == other.provider
+            && *model == other.model
+            && *response_id == other.response_id
+            && *thinking_level == other.thinking_level
+            && *usage == other.usage
+            && *stop_reason == other.stop_reason
+            && *error_message == other.error_message
+            && *raw_stop_reason == other.raw_stop_reason
+            && *timestamp == other.timestamp
+            && *duration_ms == other.duration_ms
+            && self.extra() == other.extra()
+    }
+}
+
+// The wire form, flat and in the reference's order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AssistantView<'a> {
+    content: &'a Vec<ContentBlock>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    api: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    provider: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_model: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_id: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider_thinking_level: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnostics: &'a Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<&'a Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<&'a StopReason>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deferred: &'a Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_message: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_stop_reason: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_turn: &'a Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<&'a Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration_ms: &'a Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_level: &'a Option<ThinkingLevel>,
+    #[serde(flatten)]
+    fields: &'a JsonObject,
+}
+
+impl Serialize for AssistantMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let extra = self.extra();
+        AssistantView {
+            content: &self.content,
+            api: &self.api,
+            provider: &self.provider,
+            model: &self.model,
+            response_model: &extra.response_model,
+            response_id: &self.response_id,
+            provider_thinking_level: &extra.provider_thinking_level,
+            diagnostics: &extra.diagnostics,
+            usage: extra.absent.write(Absent::USAGE, &self.usage),
+            stop_reason: extra.absent.write(Absent::STOP_REASON, &self.stop_reason),
+            deferred: &extra.deferred,
+            error_message: &self.error_message,
+            raw_stop_reason: &self.raw_stop_reason,
+            end_turn: &extra.end_turn,
+            timestamp: extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
+            duration_ms: &self.duration_ms,
+            thinking_level: &self.thinking_level,
+            fields: &extra.fields,
+        }
+        .serialize(s)
+    }
+}
+
+// The wire form read back: the same fields and defaults as the view.
+#[derive(Deserialize)]
+#[serde(rename = "AssistantMessage", rename_all = "camelCase")]
+struct AssistantWire {
+    content: Vec<ContentBlock>,
+    #[serde(default)]
+    api: String,
+    #[serde(default)]
+    provider: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    response_model: Option<String>,
+    #[serde(default)]
+    response_id: Option<String>,
+    #[serde(default)]
+    provider_thinking_level: Option<String>,
+    #[serde(default)]
+    thinking_level: Option<ThinkingLevel>,
+    #[serde(default)]
+    diagnostics: Option<Value>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    stop_reason: Option<StopReason>,
+    #[serde(default)]
+    deferred: Option<Value>,
+    #[serde(default)]
+    error_message: Option<String>,
+    #[serde(default)]
+    raw_stop_reason: Option<String>,
+    #[serde(default)]
+    end_turn: Option<bool>,
+    #[serde(default)]
+    timestamp: Option<Timestamp>,
+    #[serde(default)]
+    duration_ms: Option<u64>,
+    #[serde(flatten)]
+    fields: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for AssistantMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = AssistantWire::deserialize(d)?;
+        let mut absent = Absent::default();
+        let usage = absent.read(Absent::USAGE, w.usage);
+        let stop_reason = absent.read(Absent::STOP_REASON, w.stop_reason);
+        let timestamp = absent.read(Absent::TIMESTAMP, w.timestamp);
+        let extra = AssistantExtra {
+            response_model: w.response_model,
+            provider_thinking_level: w.provider_thinking_level,
+            diagnostics: w.diagnostics,
+            deferred: w.deferred,
+            end_turn: w.end_turn,
+            fields: w.fields,
+            absent,
+        };
+        Ok(AssistantMessage {
+            content: w.content,
+            api: w.api,
+            provider: w.provider,
+            model: w.model,
+            response_id: w.response_id,
+            thinking_level: w.thinking_level,
+            usage,
+            stop_reason,
+            error_message: w.error_message,
+            raw_stop_reason: w.raw_stop_reason,
+            timestamp,
+            duration_ms: w.duration_ms,
+            extra: (!extra.is_empty()).then(|| Box::new(extra)),
+        })
+    }
+}

@@ -1,0 +1,353 @@
+//! Content blocks (text, thinking, image, tool call) and the string-or-blocks content of
+//! system and user messages.
+//!
+//! Every block writes its own `"type"` tag, so a block alone (a tool call in `toolcall_end`,
+//! say) has the same JSON as inside a message. Fields of a block that tern has no type for
+//! are kept in its `extra` box (one pointer, allocated only when there are some) and written
+//! after the typed ones.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::extra::{boxed_fields, drop_tag, no_fields, same_extra};
+use super::{JsonObject, ToolCall};
+
+/// A block of message content. Which blocks a role may hold is the reference's convention:
+/// assistant: text, thinking, toolCall; user and toolResult: text, image.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text(TextContent),
+    /// Model reasoning.
+    Thinking(ThinkingContent),
+    /// A base64 image.
+    Image(ImageContent),
+    /// A call of a tool by the model. Shared: snapshots, events and the loop clone the
+    /// `Arc`; a provider that updates a call while streaming uses [`Arc::make_mut`], which
+    /// copies the call only when a snapshot still shares it.
+    ToolCall(Arc<ToolCall>),
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ContentBlock::Text(b) => b.serialize(s),
+            ContentBlock::Thinking(b) => b.serialize(s),
+            ContentBlock::Image(b) => b.serialize(s),
+            ContentBlock::ToolCall(b) => b.serialize(s),
+        }
+    }
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            ..TextContent::default()
+        })
+    }
+
+    /// A tool-call block.
+    pub fn tool_call(call: ToolCall) -> Self {
+        ContentBlock::ToolCall(Arc::new(call))
+    }
+
+    /// The block's text when it is a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+
+    /// The tool call when the block is one.
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match self {
+            ContentBlock::ToolCall(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+impl From<ToolCall> for ContentBlock {
+    fn from(call: ToolCall) -> Self {
+        ContentBlock::tool_call(call)
+    }
+}
+
+/// `{"type":"text","text":...}`.
+#[derive(Clone, Debug, Default)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Provider signature of the text (OpenAI Responses message ids).
+    pub text_signature: Option<String>,
+    /// Fields tern has no type for (`None` when there are none), written after the typed ones.
+    pub extra: Option<Box<JsonObject>>,
+}
+
+impl TextContent {
+    /// Fields tern has no type for (empty when there are none).
+    pub fn fields(&self) -> &JsonObject {
+        self.extra.as_deref().unwrap_or(no_fields())
+    }
+}
+
+impl PartialEq for TextContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+            && self.text_signature == other.text_signature
+            && same_extra(self.extra.as_deref(), other.extra.as_deref())
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TextView<'a> {
+    r#type: &'static str,
+    text: &'a String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text_signature: &'a Option<String>,
+    #[serde(flatten)]
+    fields: &'a JsonObject,
+}
+
+impl Serialize for TextContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TextView {
+            r#type: "text",
+            text: &self.text,
+            text_signature: &self.text_signature,
+            fields: self.fields(),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "TextContent", rename_all = "camelCase")]
+struct TextWire {
+    text: String,
+    #[serde(default)]
+    text_signature: Option<String>,
+    #[serde(flatten)]
+    fields: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for TextContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut w = TextWire::deserialize(d)?;
+        drop_tag(&mut w.fields, "text");
+        Ok(TextContent {
+            text: w.text,
+            text_signature: w.text_signature,
+            extra: boxed_fields(w.fields),
+        })
+    }
+}
+
+/// `{"type":"thinking","thinking":...}`.
+#[derive(Clone, Debug, Default)]
+pub struct ThinkingContent {
+    /// The reasoning text.
+    pub thinking: String,
+    /// Opaque provider signature, replayed to the same provider.
+    pub thinking_signature: Option<String>,
+    /// True when the provider redacted the reasoning (the payload is in the signature).
+    pub redacted: Option<bool>,
+    /// Fields tern has no type for (`None` when there are none), written after the typed ones.
+    pub extra: Option<Box<JsonObject>>,
+}
+
+impl ThinkingContent {
+    /// Fields tern has no type for (empty when there are none).
+    pub fn fields(&self) -> &JsonObject {
+        self.extra.as_deref().unwrap_or(no_fields())
+    }
+}
+
+impl PartialEq for ThinkingContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.thinking == other.thinking
+            && self.thinking_signature == other.thinking_signature
+            && self.redacted == other.redacted
+            && same_extra(self.extra.as_deref(), other.extra.as_deref())
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThinkingView<'a> {
+    r#type: &'static str,
+    thinking: &'a String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_signature: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redacted: &'a Option<bool>,
+    #[serde(flatten)]
+    fields: &'a JsonObject,
+}
+
+impl Serialize for ThinkingContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ThinkingView {
+            r#type: "thinking",
+            thinking: &self.thinking,
+            thinking_signature: &self.thinking_signature,
+            redacted: &self.redacted,
+            fields: self.fields(),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "ThinkingContent", rename_all = "camelCase")]
+struct ThinkingWire {
+    thinking: String,
+    #[serde(default)]
+    thinking_signature: Option<String>,
+    #[serde(default)]
+    redacted: Option<bool>,
+    #[serde(flatten)]
+    fields: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for ThinkingContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut w = ThinkingWire::deserialize(d)?;
+        drop_tag(&mut w.fields, "thinking");
+        Ok(ThinkingContent {
+            thinking: w.thinking,
+            thinking_signature: w.thinking_signature,
+            redacted: w.redacted,
+            extra: boxed_fields(w.fields),
+        })
+    }
+}
+
+/// `{"type":"image","data":<base64>,"mimeType":...}`.
+#[derive(Clone, Debug, Default)]
+pub struct ImageContent {
+    /// Base64 data without a `data:` prefix.
+    pub data: String,
+    /// For example `image/png`.
+    pub mime_type: String,
+    /// Fields tern has no type for (`None` when there are none), written after the typed ones.
+    pub extra: Option<Box<JsonObject>>,
+}
+
+impl ImageContent {
+    /// Fields tern has no type for (empty when there are none).
+    pub fn fields(&self) -> &JsonObject {
+        self.extra.as_deref().unwrap_or(no_fields())
+    }
+}
+
+impl PartialEq for ImageContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.data == other.data
+            && self.mime_type == other.mime_type
+            && same_extra(self.extra.as_deref(), other.extra.as_deref())
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ImageView<'a> {
+    r#type: &'static str,
+    data: &'a String,
+    mime_type: &'a String,
+    #[serde(flatten)]
+    fields: &'a JsonObject,
+}
+
+impl Serialize for ImageContent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ImageView {
+            r#type: "image",
+            data: &self.data,
+            mime_type: &self.mime_type,
+            fields: self.fields(),
+        }
+        .serialize(s)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename = "ImageContent", rename_all = "camelCase")]
+struct ImageWire {
+    data: String,
+    mime_type: String,
+    #[serde(flatten)]
+    fields: JsonObject,
+}
+
+impl<'de> Deserialize<'de> for ImageContent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut w = ImageWire::deserialize(d)?;
+        drop_tag(&mut w.fields, "image");
+        Ok(ImageContent {
+            data: w.data,
+            mime_type: w.mime_type,
+            extra: boxed_fields(w.fields),
+        })
+    }
+}
+
+/// Content that may be a plain string or a list of blocks (system and user messages).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// A plain string.
+    Text(String),
+    /// A list of blocks.
+    Blocks(Vec<ContentBlock>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl Content {
+    /// The text of the content: the string itself, or the text blocks joined with `sep`.
+    pub fn text(&self, sep: &str) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Blocks(blocks) => content_text(blocks, sep),
+        }
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_string())
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+/// Joins the text blocks of `blocks` with `sep` (the reference's `contentText`).
+pub fn content_text(blocks: &[ContentBlock], sep: &str) -> String {
+    let mut out = String::new();
+    let mut first = true;
+    for b in blocks {
+        if let ContentBlock::Text(t) = b {
+            if !first {
+                out.push_str(sep);
+            }
+            out.push_str(&t.text);
+            first = false;
+        }
+    }
+    out
+}

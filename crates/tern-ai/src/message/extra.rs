@@ -1,0 +1,133 @@
+//! What a message carries beyond its typed fields: the fields tern has no type for, and which
+//! typed fields were absent from the JSON it was read from.
+//!
+//! The reference's messages are plain objects, so a field it does not know (an extension's, a
+//! fork's, a newer provider's) survives into requests, events and session files, and a field
+//! that was never set stays absent. tern keeps both facts out of line, in a box allocated only
+//! when there is something to keep, so the common message stays as small as before.
+
+use std::sync::LazyLock;
+
+use super::JsonObject;
+
+/// Which typed fields were absent from the JSON a value was read from.
+///
+/// A typed field that was absent reads as its default; it is written absent again as long as
+/// it still holds that default (set another value and it is written as usual).
+///
+/// ```
+/// use tern_ai::message::Absent;
+/// let mut a = Absent::default();
+/// a.insert(Absent::TIMESTAMP);
+/// assert!(a.contains(Absent::TIMESTAMP) && !a.contains(Absent::IS_ERROR));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Absent(u8);
+
+impl Absent {
+    /// `timestamp` (every role).
+    pub const TIMESTAMP: Absent = Absent(1);
+    /// `stopReason` (assistant).
+    pub const STOP_REASON: Absent = Absent(1 << 1);
+    /// `usage` (assistant).
+    pub const USAGE: Absent = Absent(1 << 2);
+    /// `isError` (toolResult).
+    pub const IS_ERROR: Absent = Absent(1 << 3);
+
+    /// Whether every field of `fields` is marked absent.
+    pub fn contains(self, fields: Absent) -> bool {
+        self.0 & fields.0 == fields.0
+    }
+
+    /// Marks `fields` absent.
+    pub fn insert(&mut self, fields: Absent) {
+        self.0 |= fields.0;
+    }
+
+    /// Marks `fields` present.
+    pub fn remove(&mut self, fields: Absent) {
+        self.0 &= !fields.0;
+    }
+
+    /// Whether no field is marked absent.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Marks `field` absent when `value` is `None`, and gives the value or the default.
+    pub(crate) fn read<T: Default>(&mut self, field: Absent, value: Option<T>) -> T {
+        value.unwrap_or_else(|| {
+            self.insert(field);
+            T::default()
+        })
+    }
+
+    /// The value to write for `field`: `None` (leave the key out) when it was absent and
+    /// still holds the default.
+    pub(crate) fn write<T: Default + PartialEq>(self, field: Absent, value: &T) -> Option<&T> {
+        (!(self.contains(field) && *value == T::default())).then_some(value)
+    }
+}
+
+/// The out-of-line part of a system, user or tool-result message: fields without a type
+/// here, and the typed fields that were absent.
+///
+/// ```
+/// use tern_ai::Message;
+/// let text = r#"{"role":"user","content":"hi","pinned":true}"#;
+/// let m: Message = serde_json::from_str(text).unwrap();
+/// assert_eq!(serde_json::to_string(&m).unwrap(), text); // no `timestamp` added, `pinned` kept
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageExtra {
+    /// Fields tern has no type for, in the order they were read; written after the typed ones.
+    pub fields: JsonObject,
+    /// Typed fields that were absent.
+    pub absent: Absent,
+}
+
+impl MessageExtra {
+    /// Boxed for a message's `extra`; `None` when there is nothing to keep.
+    pub fn into_option(self) -> Option<Box<Self>> {
+        (!self.is_empty()).then(|| Box::new(self))
+    }
+
+    /// Whether there are no unknown fields and no absent ones.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty() && self.absent.is_empty()
+    }
+
+    /// The empty extra, for reading through a message that has none.
+    pub fn none() -> &'static MessageExtra {
+        static NONE: LazyLock<MessageExtra> = LazyLock::new(MessageExtra::default);
+        &NONE
+    }
+}
+
+/// The empty object, for reading the unknown fields of a block that has none.
+pub(crate) fn no_fields() -> &'static JsonObject {
+    static NONE: LazyLock<JsonObject> = LazyLock::new(JsonObject::new);
+    &NONE
+}
+
+/// Boxes the unknown fields of a block; `None` when there are none.
+pub(crate) fn boxed_fields(fields: JsonObject) -> Option<Box<JsonObject>> {
+    (!fields.is_empty()).then(|| Box::new(fields))
+}
+
+/// Removes the `type` tag from fields read from a standalone block (inside a
+/// [`ContentBlock`](super::ContentBlock) the tag is consumed before the block sees it).
+pub(crate) fn drop_tag(fields: &mut JsonObject, tag: &str) {
+    if fields.get("type").and_then(|t| t.as_str()) == Some(tag) {
+        fields.shift_remove("type");
+    }
+}
+
+/// Equality as JSON sees it: an allocated but empty extra equals none.
+pub(crate) fn same_extra<T: PartialEq + Default>(a: Option<&T>, b: Option<&T>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        (Some(x), None) | (None, Some(x)) => *x == T::default(),
+        (None, None) => true,
+    }
+}

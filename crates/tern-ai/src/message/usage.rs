@@ -1,0 +1,102 @@
+//! Token counts and cost of a response, and the number format the reference writes.
+
+use serde::{Deserialize, Serialize, Serializer};
+
+/// Token counts and cost of one response.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Input tokens not read from cache.
+    #[serde(default)]
+    pub input: u64,
+    /// Output tokens (reasoning included).
+    #[serde(default)]
+    pub output: u64,
+    /// Input tokens read from cache.
+    #[serde(default)]
+    pub cache_read: u64,
+    /// Input tokens written to cache.
+    #[serde(default)]
+    pub cache_write: u64,
+    /// Part of `cache_write` written with 1-hour retention (Anthropic only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<u64>,
+    /// Reasoning tokens, a subset of `output`, when the provider reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<u64>,
+    /// The provider's total.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Cost in dollars.
+    #[serde(default)]
+    pub cost: Cost,
+}
+
+/// Cost of one response in dollars. Written as JavaScript writes numbers: a whole amount
+/// without a fraction (`0`, not `0.0`).
+///
+/// ```
+/// let cost = tern_ai::Cost { output: 0.5, total: 2.0, ..Default::default() };
+/// assert_eq!(
+///     serde_json::to_string(&cost).unwrap(),
+///     r#"{"input":0,"output":0.5,"cacheRead":0,"cacheWrite":0,"total":2}"#
+/// );
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// Catalog-derived input cost.
+    #[serde(default, serialize_with = "js_number")]
+    pub input: f64,
+    /// Catalog-derived output cost.
+    #[serde(default, serialize_with = "js_number")]
+    pub output: f64,
+    /// Catalog-derived cache-read cost.
+    #[serde(default, serialize_with = "js_number")]
+    pub cache_read: f64,
+    /// Catalog-derived cache-write cost.
+    #[serde(default, serialize_with = "js_number")]
+    pub cache_write: f64,
+    /// Billed total when the provider reports it, else the catalog estimate.
+    #[serde(default, serialize_with = "js_number")]
+    pub total: f64,
+    /// True when `total` is the provider's billed cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_from_provider: Option<bool>,
+}
+
+/// Writes a number as `JSON.stringify` does: a whole number below 2^53 as an integer
+/// (`-0` as `0`), anything else as a float (NaN and infinities as `null`, like JavaScript).
+pub fn js_number<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    // 2^53: beyond it a float is not an exact integer in JavaScript either.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if v.fract() == 0.0 && v.abs() < EXACT {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn js(v: f64) -> String {
+        let mut out = Vec::new();
+        js_number(&v, &mut serde_json::Serializer::new(&mut out)).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn numbers_are_written_as_javascript_writes_them() {
+        // Expected texts are what `JSON.stringify` prints for the same numbers.
+        assert_eq!(js(0.0), "0");
+        assert_eq!(js(-0.0), "0");
+        assert_eq!(js(3.0), "3");
+        assert_eq!(js(-12.0), "-12");
+        assert_eq!(js(0.0012), "0.0012");
+        assert_eq!(js(0.501), "0.501");
+        assert_eq!(js(f64::NAN), "null");
+        assert_eq!(js(f64::INFINITY), "null");
+    }
+}
