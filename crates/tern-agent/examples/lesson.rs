@@ -17,8 +17,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tern_agent::config::{finish_turn, TurnDecision};
-use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, ToolResult};
+use tern_agent::hooks::TurnDecision;
+use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Hooks, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Model;
 
@@ -89,7 +89,7 @@ async fn main() {
         model: Some(Model::new("scripted-lesson", "scripted", "tern-demo", "").into()),
         tools: vec![read_lesson_file(root)],
         stream_fn: Some(Arc::new(model)),
-        finish_turn: Some(finish_turn(move |turn, _signal| {
+        hooks: Hooks::default().finish_turn(move |turn, _signal| {
             let (t, l) = (t.clone(), l.clone());
             async move {
                 let n = t.fetch_add(1, Ordering::SeqCst) + 1;
@@ -99,7 +99,7 @@ async fn main() {
                 }
                 Ok(None)
             }
-        })),
+        }),
         ..Default::default()
     });
 

@@ -43,24 +43,26 @@
 pub mod agent;
 pub mod agent_loop;
 pub mod config;
-mod declare;
 pub mod error;
 pub mod events;
+pub mod hooks;
+pub mod outcome;
 pub mod queue;
-pub mod sink;
 pub mod tool;
+mod tool_declarations;
 pub mod tool_exec;
 
-pub use agent::{Agent, AgentOptions, AgentState, Subscription};
+pub use agent::{Agent, AgentBuilder, AgentOptions, AgentState, Subscription};
 pub use agent_loop::{
     agent_loop, agent_loop_continue, default_convert_to_llm, run_agent_loop,
     run_agent_loop_continue, AgentEventStream,
 };
 pub use config::{AgentContext, AgentLoopConfig};
 pub use error::AgentError;
-pub use events::AgentEvent;
+pub use events::{AgentEvent, EventSink};
+pub use hooks::Hooks;
+pub use outcome::{RunEnding, RunOutcome, StopCause};
 pub use queue::{PendingMessageQueue, QueueMode};
-pub use sink::EventSink;
 pub use tool::{
     schema_for, AgentTool, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult, ToolUpdater,
 };
