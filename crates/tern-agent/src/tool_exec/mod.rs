@@ -1,6 +1,6 @@
 //! Tool execution: preflight (lookup, argument preparation, validation, `before_tool_call`),
-//! execution with updates ([`updates`]), `after_tool_call`, and the parallel and sequential
-//! batch runners ([`batch`]).
+//! execution with updates (`updates.rs`), `after_tool_call`, and the parallel and sequential
+//! batch runners (`batch.rs`).
 
 mod batch;
 mod updates;
