@@ -115,8 +115,8 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let (messages, _) = run_prompts(prompts, context, config, sink, signal, stream_fn).await?;
-    Ok(messages)
+    let run = Run::new(config, signal, stream_fn);
+    Ok(run_prompts(prompts, context, run, sink).await?.0)
 }
 
 /// Continues a loop from `context`, awaiting `sink` for every event.
@@ -127,36 +127,26 @@ pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let (messages, _) = run_continue(context, config, sink, signal, stream_fn).await?;
-    Ok(messages)
+    let run = Run::new(config, signal, stream_fn);
+    Ok(run_continue(context, run, sink).await?.0)
 }
 
 /// [`run_agent_loop`], also telling how the run ended.
 pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
     prompts: Vec<Message>,
     context: AgentContext,
-    config: AgentLoopConfig,
+    mut run: Run,
     sink: &S,
-    signal: CancellationToken,
-    stream_fn: Arc<dyn StreamFn>,
 ) -> Result<(Vec<Message>, RunEnding), AgentError> {
     // One index for the whole run: the initial declaration and every turn's.
-    let mut index = TranscriptIndex::default();
-    let initial = index.declare_tool_changes(&context, prompts);
+    let initial = run.index.declare_tool_changes(&context, prompts);
     let mut current = context;
     Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
-    sink.emit(AgentEvent::AgentStart).await;
-    sink.emit(AgentEvent::TurnStart).await;
+    emit_start(sink).await;
     for m in &initial {
         emit_message(sink, m).await;
     }
     let mut new_messages = initial;
-    let run = Run {
-        index,
-        config,
-        signal,
-        stream_fn,
-    };
     let ending = run_loop(current, &mut new_messages, run, sink).await?;
     Ok((new_messages, ending))
 }
@@ -164,23 +154,19 @@ pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
 /// [`run_agent_loop_continue`], also telling how the run ended.
 pub(crate) async fn run_continue<S: EventSink + Clone + 'static>(
     context: AgentContext,
-    config: AgentLoopConfig,
+    run: Run,
     sink: &S,
-    signal: CancellationToken,
-    stream_fn: Arc<dyn StreamFn>,
 ) -> Result<(Vec<Message>, RunEnding), AgentError> {
     check_continuable(&context)?;
-    sink.emit(AgentEvent::AgentStart).await;
-    sink.emit(AgentEvent::TurnStart).await;
+    emit_start(sink).await;
     let mut new_messages = Vec::new();
-    let run = Run {
-        index: TranscriptIndex::default(),
-        config,
-        signal,
-        stream_fn,
-    };
     let ending = run_loop(context, &mut new_messages, run, sink).await?;
     Ok((new_messages, ending))
+}
+
+async fn emit_start<S: EventSink + Clone + 'static>(sink: &S) {
+    sink.emit(AgentEvent::AgentStart).await;
+    sink.emit(AgentEvent::TurnStart).await;
 }
 
 async fn emit_message<S: EventSink + Clone + 'static>(sink: &S, m: &Message) {
@@ -208,11 +194,26 @@ fn apply_level(
 }
 
 /// What a run carries from turn to turn besides its transcript.
-struct Run {
+pub(crate) struct Run {
     index: TranscriptIndex,
     config: AgentLoopConfig,
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
+}
+
+impl Run {
+    pub(crate) fn new(
+        config: AgentLoopConfig,
+        signal: CancellationToken,
+        stream_fn: Arc<dyn StreamFn>,
+    ) -> Self {
+        Run {
+            index: TranscriptIndex::default(),
+            config,
+            signal,
+            stream_fn,
+        }
+    }
 }
 
 async fn run_loop<S: EventSink + Clone + 'static>(

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::listeners::AgentSink;
 use super::options::CustomSettings;
 use super::{Agent, Inner};
-use crate::agent_loop::{run_continue, run_prompts};
+use crate::agent_loop::{run_continue, run_prompts, Run};
 use crate::config::{reasoning_of, AgentContext, AgentLoopConfig, MessageSource};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
@@ -82,20 +82,12 @@ impl Agent {
         );
         let (context, config, stream_fn) = self.loop_setup(skip);
         let sink = AgentSink::new(self.inner.clone(), run.signal.clone());
-        let signal = run.signal.clone();
+        let looped = Run::new(config, run.signal.clone(), stream_fn);
         let result = match start {
             Start::Prompt { messages, .. } => {
-                contain_panics(Box::pin(run_prompts(
-                    messages, context, config, &sink, signal, stream_fn,
-                )))
-                .await
+                contain_panics(Box::pin(run_prompts(messages, context, looped, &sink))).await
             }
-            Start::Continue => {
-                contain_panics(Box::pin(run_continue(
-                    context, config, &sink, signal, stream_fn,
-                )))
-                .await
-            }
+            Start::Continue => contain_panics(Box::pin(run_continue(context, looped, &sink))).await,
         };
         Box::pin(self.end(run, result)).await
     }
