@@ -46,7 +46,7 @@ fn main() -> ExitCode {
     };
     let mut stdout = std::io::stdout().lock();
     if stdout
-        .write_all(harness::render(&out).as_bytes())
+        .write_all(harness::render::render(&out).as_bytes())
         .and_then(|_| stdout.flush())
         .is_err()
     {

@@ -17,8 +17,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tern_agent::config::{finish_turn, TurnDecision};
-use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, ToolResult};
+use tern_agent::hooks::TurnDecision;
+use tern_agent::{Agent, AgentEvent, AgentTool, RunEnding, StopCause, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Model;
 
@@ -82,14 +82,11 @@ async fn main() {
     let turns = Arc::new(AtomicUsize::new(0));
     let limited = Arc::new(AtomicBool::new(false));
     let (t, l) = (turns.clone(), limited.clone());
-    let agent = Agent::new(AgentOptions {
-        system_prompt: Some(
-            "Explain code after reading the lesson files; never invent file contents.".into(),
-        ),
-        model: Some(Model::new("scripted-lesson", "scripted", "tern-demo", "").into()),
-        tools: vec![read_lesson_file(root)],
-        stream_fn: Some(Arc::new(model)),
-        finish_turn: Some(finish_turn(move |turn, _signal| {
+    let lesson_model = Model::new("scripted-lesson", "scripted", "tern-demo", "");
+    let agent = Agent::builder(lesson_model, model)
+        .system_prompt("Explain code after reading the lesson files; never invent file contents.")
+        .tool(read_lesson_file(root))
+        .finish_turn(move |turn, _signal| {
             let (t, l) = (t.clone(), l.clone());
             async move {
                 let n = t.fetch_add(1, Ordering::SeqCst) + 1;
@@ -99,9 +96,8 @@ async fn main() {
                 }
                 Ok(None)
             }
-        })),
-        ..Default::default()
-    });
+        })
+        .build();
 
     eprintln!("(scripted model: tern's built-in demo, no network, no API key)");
     let subscription = agent.subscribe_sync(|event| match event {
@@ -132,23 +128,27 @@ async fn main() {
     agent.wait_for_idle().await;
     subscription.unsubscribe();
 
-    if let Err(e) = outcome {
-        eprintln!("error: {e}");
-        std::process::exit(1);
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    match &outcome.ending {
+        RunEnding::Completed => {}
+        RunEnding::Stopped(StopCause::FinishTurn) if limited.load(Ordering::SeqCst) => {
+            eprintln!("error: the turn limit was reached; the task was not confirmed complete");
+            std::process::exit(3);
+        }
+        RunEnding::Failed(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        other => {
+            eprintln!("error: the run ended as {other:?}");
+            std::process::exit(1);
+        }
     }
-    if limited.load(Ordering::SeqCst) {
-        eprintln!("error: the turn limit was reached; the task was not confirmed complete");
-        std::process::exit(3);
-    }
-    if let Some(e) = agent.error_message() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
-    let answer = agent.with_messages(|m| {
-        m.iter()
-            .rev()
-            .find_map(|m| m.as_assistant().map(|a| a.text()))
-            .unwrap_or_default()
-    });
-    println!("{answer}");
+    println!("{}", outcome.final_text().unwrap_or_default());
 }

@@ -31,13 +31,12 @@ use tern_ai::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{
-    reasoning_of, AgentContext, AgentLoopConfig, PrepareRequestContext, TurnContext, TurnDecision,
-};
-use crate::declare::TranscriptIndex;
+use crate::config::{reasoning_of, AgentContext, AgentLoopConfig, MessageSource};
 use crate::error::AgentError;
-use crate::events::AgentEvent;
-use crate::sink::EventSink;
+use crate::events::{AgentEvent, EventSink};
+use crate::hooks::{PrepareRequestContext, TurnContext, TurnDecision};
+use crate::outcome::{ending_of, RunEnding, StopCause};
+use crate::tool_declarations::TranscriptIndex;
 use crate::tool_exec::{execute_tool_calls, fail_truncated};
 
 impl StreamEvent for AgentEvent {
@@ -116,25 +115,8 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    // One index for the whole run: the initial declaration and every turn's.
-    let mut index = TranscriptIndex::default();
-    let initial = index.declare_tool_changes(&context, prompts);
-    let mut current = context;
-    Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
-    sink.emit(AgentEvent::AgentStart).await;
-    sink.emit(AgentEvent::TurnStart).await;
-    for m in &initial {
-        emit_message(sink, m).await;
-    }
-    let mut new_messages = initial;
-    let run = Run {
-        index,
-        config,
-        signal,
-        stream_fn,
-    };
-    run_loop(current, &mut new_messages, run, sink).await?;
-    Ok(new_messages)
+    let run = Run::new(config, signal, stream_fn);
+    Ok(run_prompts(prompts, context, run, sink).await?.0)
 }
 
 /// Continues a loop from `context`, awaiting `sink` for every event.
@@ -145,18 +127,46 @@ pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
+    let run = Run::new(config, signal, stream_fn);
+    Ok(run_continue(context, run, sink).await?.0)
+}
+
+/// [`run_agent_loop`], also telling how the run ended.
+pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
+    prompts: Vec<Message>,
+    context: AgentContext,
+    mut run: Run,
+    sink: &S,
+) -> Result<(Vec<Message>, RunEnding), AgentError> {
+    // One index for the whole run: the initial declaration and every turn's.
+    let initial = run.index.declare_tool_changes(&context, prompts);
+    let mut current = context;
+    Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
+    emit_start(sink).await;
+    for m in &initial {
+        emit_message(sink, m).await;
+    }
+    let mut new_messages = initial;
+    let ending = run_loop(current, &mut new_messages, run, sink).await?;
+    Ok((new_messages, ending))
+}
+
+/// [`run_agent_loop_continue`], also telling how the run ended.
+pub(crate) async fn run_continue<S: EventSink + Clone + 'static>(
+    context: AgentContext,
+    run: Run,
+    sink: &S,
+) -> Result<(Vec<Message>, RunEnding), AgentError> {
     check_continuable(&context)?;
+    emit_start(sink).await;
+    let mut new_messages = Vec::new();
+    let ending = run_loop(context, &mut new_messages, run, sink).await?;
+    Ok((new_messages, ending))
+}
+
+async fn emit_start<S: EventSink + Clone + 'static>(sink: &S) {
     sink.emit(AgentEvent::AgentStart).await;
     sink.emit(AgentEvent::TurnStart).await;
-    let mut new_messages = Vec::new();
-    let run = Run {
-        index: TranscriptIndex::default(),
-        config,
-        signal,
-        stream_fn,
-    };
-    run_loop(context, &mut new_messages, run, sink).await?;
-    Ok(new_messages)
 }
 
 async fn emit_message<S: EventSink + Clone + 'static>(sink: &S, m: &Message) {
@@ -166,7 +176,7 @@ async fn emit_message<S: EventSink + Clone + 'static>(sink: &S, m: &Message) {
         .await;
 }
 
-async fn poll(source: &Option<crate::config::MessageSource>) -> Vec<Message> {
+async fn poll(source: &Option<MessageSource>) -> Vec<Message> {
     match source {
         Some(f) => f().await,
         None => Vec::new(),
@@ -184,11 +194,26 @@ fn apply_level(
 }
 
 /// What a run carries from turn to turn besides its transcript.
-struct Run {
+pub(crate) struct Run {
     index: TranscriptIndex,
     config: AgentLoopConfig,
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
+}
+
+impl Run {
+    pub(crate) fn new(
+        config: AgentLoopConfig,
+        signal: CancellationToken,
+        stream_fn: Arc<dyn StreamFn>,
+    ) -> Self {
+        Run {
+            index: TranscriptIndex::default(),
+            config,
+            signal,
+            stream_fn,
+        }
+    }
 }
 
 async fn run_loop<S: EventSink + Clone + 'static>(
@@ -196,7 +221,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
     new_messages: &mut Vec<Message>,
     run: Run,
     sink: &S,
-) -> Result<(), AgentError> {
+) -> Result<RunEnding, AgentError> {
     let Run {
         mut index,
         mut config,
@@ -207,6 +232,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
     // The last completed turn, kept only when a hook will read it.
     let mut last_turn: Option<TurnContext> = None;
     let mut explicit_continuation = false;
+    // How the run ends if it stops after the latest turn.
+    let mut ending = RunEnding::Completed;
     let mut pending = poll(&config.get_steering_messages).await;
 
     loop {
@@ -214,7 +241,9 @@ async fn run_loop<S: EventSink + Clone + 'static>(
         while has_more_tool_calls || !pending.is_empty() {
             let mut prepared = Vec::new();
             if turn_done {
-                if let (Some(hook), Some(turn)) = (&config.prepare_next_turn, last_turn.take()) {
+                if let (Some(hook), Some(turn)) =
+                    (&config.hooks.prepare_next_turn, last_turn.take())
+                {
                     if let Some(update) = hook(turn, signal.clone()).await? {
                         if let Some(c) = update.context {
                             current = c;
@@ -242,7 +271,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 new_messages.push(m);
             }
 
-            if let Some(hook) = &config.prepare_request {
+            if let Some(hook) = &config.hooks.prepare_request {
                 let update = hook(
                     PrepareRequestContext {
                         context: current.clone(),
@@ -275,8 +304,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             .await?;
             new_messages.push(Message::from(message.clone()));
 
-            if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
-                if let Some(hook) = &config.finish_turn {
+            if let Some(failed) = ending_of(&message) {
+                if let Some(hook) = &config.hooks.finish_turn {
                     // The decision is ignored: an error or abort always ends the run.
                     let turn = turn_context(&message, &[], &current, new_messages);
                     hook(turn, signal.clone()).await?;
@@ -290,11 +319,15 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     messages: new_messages.clone(),
                 })
                 .await;
-                return Ok(());
+                return Ok(failed);
             }
 
             let mut tool_results = Vec::new();
             has_more_tool_calls = false;
+            ending = RunEnding::Completed;
+            if message.tool_calls().next().is_none() && message.stop_reason == StopReason::Length {
+                ending = RunEnding::Stopped(StopCause::OutputLimit);
+            }
             if message.tool_calls().next().is_some() {
                 // A `length` stop may have cut any call's arguments: run none of them.
                 let batch = if message.stop_reason == StopReason::Length {
@@ -304,13 +337,16 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                         &current,
                         &message,
                         config.tool_execution,
-                        &config.tool_hooks,
+                        &config.hooks,
                         &signal,
                         sink,
                     )
                     .await
                 };
                 has_more_tool_calls = !batch.terminate;
+                if batch.terminate {
+                    ending = RunEnding::Stopped(StopCause::ToolsTerminated);
+                }
                 tool_results = batch.messages;
                 let msgs = Arc::make_mut(&mut current.messages);
                 for r in &tool_results {
@@ -320,7 +356,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             }
 
             turn_done = true;
-            if config.prepare_next_turn.is_some() {
+            if config.hooks.prepare_next_turn.is_some() {
                 last_turn = Some(turn_context(
                     &message,
                     &tool_results,
@@ -328,7 +364,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     new_messages,
                 ));
             }
-            let decision = match &config.finish_turn {
+            let decision = match &config.hooks.finish_turn {
                 Some(hook) => {
                     let turn = turn_context(&message, &tool_results, &current, new_messages);
                     hook(turn, signal.clone()).await?
@@ -345,7 +381,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     messages: new_messages.clone(),
                 })
                 .await;
-                return Ok(());
+                return Ok(RunEnding::Stopped(StopCause::FinishTurn));
             }
             explicit_continuation = decision == Some(TurnDecision::Continue);
             pending = poll(&config.get_steering_messages).await;
@@ -371,7 +407,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
         messages: new_messages.clone(),
     })
     .await;
-    Ok(())
+    Ok(ending)
 }
 
 fn turn_context(
@@ -412,17 +448,17 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     stream_fn: &Arc<dyn StreamFn>,
 ) -> Result<Arc<AssistantMessage>, AgentError> {
     let mut messages = current.messages.clone();
-    if let Some(t) = &config.transform_context {
+    if let Some(t) = &config.hooks.transform_context {
         messages = t(messages, signal.clone()).await?;
     }
-    let llm = match &config.convert_to_llm {
+    let llm = match &config.hooks.convert_to_llm {
         Some(c) => c(messages).await?,
         // Without a transform the request is the transcript itself, and the index knows
         // whether it holds custom messages: no scan, no copy.
-        None if config.transform_context.is_none() && !index.has_custom(current) => messages,
+        None if config.hooks.transform_context.is_none() && !index.has_custom(current) => messages,
         None => default_convert_to_llm(messages),
     };
-    let api_key = match &config.get_api_key {
+    let api_key = match &config.hooks.get_api_key {
         Some(g) => g(config.model.provider.clone()).await?,
         None => None,
     }

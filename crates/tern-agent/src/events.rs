@@ -1,8 +1,11 @@
-//! The agent events: what a run tells its subscribers, in order.
+//! The agent events: what a run tells its subscribers, in order, and the [`EventSink`] the
+//! loop hands them to.
+
+use std::future::Future;
+use std::sync::Arc;
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
-use std::sync::Arc;
 
 use tern_ai::{AssistantMessageEvent, Message, PartialMessage, ToolCall, ToolResultMessage};
 
@@ -13,7 +16,10 @@ use crate::tool::ToolResult;
 /// Grammar of a run: `agent_start`, then turns (`turn_start` … `turn_end`), then `agent_end`
 /// last. Inside a turn: message events (`message_start`, `message_update`*, `message_end`)
 /// and tool events (`tool_execution_start`, `tool_execution_update`*, `tool_execution_end`).
+///
+/// More kinds of events may come: a `match` needs a `_` arm.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// The run started.
     AgentStart,
@@ -172,5 +178,29 @@ impl Serialize for AgentEvent {
             }
         }
         m.end()
+    }
+}
+
+/// Receives the loop's events; the loop awaits each `emit` before it goes on.
+///
+/// Any `Fn(AgentEvent) -> impl Future<Output = ()>` closure is a sink:
+///
+/// ```
+/// use tern_agent::{AgentEvent, EventSink};
+/// fn takes_sink(_: &impl EventSink) {}
+/// takes_sink(&|event: AgentEvent| async move { println!("{}", event.kind()) });
+/// ```
+pub trait EventSink: Send + Sync {
+    /// Handles one event.
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send;
+}
+
+impl<F, Fut> EventSink for F
+where
+    F: Fn(AgentEvent) -> Fut + Send + Sync,
+    Fut: Future<Output = ()> + Send,
+{
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
+        self(event)
     }
 }

@@ -216,12 +216,14 @@ pub type ToolOutput = Result<ToolResult, BoxError>;
 type ExecuteFn = dyn Fn(ToolCallInput) -> BoxFuture<'static, ToolOutput> + Send + Sync;
 type PrepareFn = dyn Fn(&Value) -> Option<Value> + Send + Sync;
 
+// Clone for copy-on-write: a builder call on a shared tool changes a copy.
+#[derive(Clone)]
 struct ToolInner {
     declaration: Arc<ToolDeclaration>,
     label: String,
     execution_mode: Option<ToolExecutionMode>,
-    prepare_arguments: Option<Box<PrepareFn>>,
-    execute: Box<ExecuteFn>,
+    prepare_arguments: Option<Arc<PrepareFn>>,
+    execute: Arc<ExecuteFn>,
 }
 
 /// A tool the agent can execute. Cheap to clone (shared).
@@ -269,7 +271,7 @@ impl AgentTool {
                 label: name.to_string(),
                 execution_mode: None,
                 prepare_arguments: None,
-                execute: Box::new(move |input| Box::pin(execute(input))),
+                execute: Arc::new(move |input| Box::pin(execute(input))),
             }),
         }
     }
@@ -293,19 +295,11 @@ impl AgentTool {
         })
     }
 
-    fn map_inner(self, f: impl FnOnce(&mut ToolInner)) -> Self {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                f(&mut inner);
-                AgentTool {
-                    inner: Arc::new(inner),
-                }
-            }
-            Err(shared) => {
-                // Builders run before a tool is shared; a shared tool keeps its settings.
-                AgentTool { inner: shared }
-            }
-        }
+    /// Changes this handle's tool; when other handles share it, they keep the unchanged
+    /// tool and this handle gets a changed copy.
+    fn map_inner(mut self, f: impl FnOnce(&mut ToolInner)) -> Self {
+        f(Arc::make_mut(&mut self.inner));
+        self
     }
 
     /// Sets the display label.
@@ -324,7 +318,7 @@ impl AgentTool {
         self,
         f: impl Fn(&Value) -> Option<Value> + Send + Sync + 'static,
     ) -> Self {
-        self.map_inner(|i| i.prepare_arguments = Some(Box::new(f)))
+        self.map_inner(|i| i.prepare_arguments = Some(Arc::new(f)))
     }
 
     /// The tool's name.
@@ -384,4 +378,29 @@ pub fn schema_for<A: schemars::JsonSchema>() -> Value {
         m.shift_remove("title");
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_calls_on_a_shared_tool_change_only_that_handle() {
+        let tool = AgentTool::dynamic("t", "A tool.", serde_json::json!({}), |_| async {
+            Ok(ToolResult::text("ok"))
+        });
+        let shared = tool.clone();
+        let sequential = shared.with_execution_mode(ToolExecutionMode::Sequential);
+        assert_eq!(
+            sequential.execution_mode(),
+            Some(ToolExecutionMode::Sequential)
+        );
+        assert_eq!(tool.execution_mode(), None);
+        let labelled = sequential.with_label("Labelled");
+        assert_eq!(labelled.label(), "Labelled");
+        assert_eq!(
+            labelled.execution_mode(),
+            Some(ToolExecutionMode::Sequential)
+        );
+    }
 }

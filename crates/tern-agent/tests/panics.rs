@@ -3,8 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tern_agent::config::finish_turn;
-use tern_agent::{Agent, AgentEvent, AgentOptions};
+use tern_agent::{Agent, AgentEvent, AgentOptions, Hooks};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::StopReason;
 
@@ -17,7 +16,7 @@ async fn a_panicking_hook_fails_the_run_and_the_agent_recovers() {
             FauxResponse::text("one"),
             FauxResponse::text("two"),
         ]))),
-        finish_turn: Some(finish_turn(move |_turn, _signal| {
+        hooks: Hooks::default().finish_turn(move |_turn, _signal| {
             let a = a.clone();
             async move {
                 if a.swap(false, Ordering::SeqCst) {
@@ -25,7 +24,7 @@ async fn a_panicking_hook_fails_the_run_and_the_agent_recovers() {
                 }
                 Ok(None)
             }
-        })),
+        }),
         ..Default::default()
     });
     let ends = Arc::new(std::sync::Mutex::new(0));

@@ -25,7 +25,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use tern_agent::config::{
+use tern_agent::hooks::{
     after_tool_call, before_tool_call, finish_turn, AfterToolCallResult, BeforeToolCallResult,
     TurnDecision,
 };
@@ -346,7 +346,7 @@ fn options(s: &Scenario, stream_fn: Arc<dyn StreamFn>) -> AgentOptions {
     };
     if s.hooks {
         let before = Arc::new(s.before.clone());
-        o.before_tool_call = Some(before_tool_call(move |c, _| {
+        o.hooks.before_tool_call = Some(before_tool_call(move |c, _| {
             let d = before[call_number(&c.tool_call.id) % before.len()].clone();
             async move {
                 match d {
@@ -361,7 +361,7 @@ fn options(s: &Scenario, stream_fn: Arc<dyn StreamFn>) -> AgentOptions {
             }
         }));
         let after = Arc::new(s.after.clone());
-        o.after_tool_call = Some(after_tool_call(move |c, _| {
+        o.hooks.after_tool_call = Some(after_tool_call(move |c, _| {
             let d = after[call_number(&c.tool_call.id) % after.len()].clone();
             async move {
                 match d {
@@ -384,7 +384,7 @@ fn options(s: &Scenario, stream_fn: Arc<dyn StreamFn>) -> AgentOptions {
         }));
         let finish = Arc::new(s.finish.clone());
         let turn = Arc::new(AtomicUsize::new(0));
-        o.finish_turn = Some(finish_turn(move |_, _| {
+        o.hooks.finish_turn = Some(finish_turn(move |_, _| {
             let d = finish[turn.fetch_add(1, Ordering::SeqCst) % finish.len()].clone();
             async move {
                 match d {

@@ -499,7 +499,7 @@ pub fn w4(p: &W4Params) -> Res {
             join_all(agents.iter().map(|a| a.prompt("go")))
                 .await
                 .into_iter()
-                .map(|r| r.map_err(|e| e.to_string()))
+                .map(|r| r.map(drop).map_err(|e| e.to_string()))
                 .collect()
         } else {
             let handles: Vec<_> = agents
@@ -513,7 +513,7 @@ pub fn w4(p: &W4Params) -> Res {
                 .await
                 .into_iter()
                 .map(|r| match r {
-                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Ok(r) => r.map(drop).map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 })
                 .collect()
@@ -894,9 +894,8 @@ pub fn w6(p: &W6Params) -> Res {
             system_prompt: Some(SYSTEM_PROMPT.into()),
             model: Some(Arc::new(model.clone())),
             stream_fn: Some(Arc::new(Providers)),
-            get_api_key: Some(tern_agent::config::get_api_key(|_p| async {
-                Ok(Some("bench".to_string()))
-            })),
+            hooks: tern_agent::Hooks::default()
+                .get_api_key(|_p| async { Ok(Some("bench".to_string())) }),
             ..AgentOptions::default()
         });
         let events = Arc::new(AtomicUsize::new(0));

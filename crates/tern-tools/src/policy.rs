@@ -593,16 +593,16 @@ impl PermissionGate {
     /// ```
     /// use tern_tools::{Action, PermissionGate, Policy, Rule};
     /// let hook = PermissionGate::new(Policy::new(Action::Allow).rule(Rule::deny("bash"))).into_hook();
-    /// let options = tern_agent::AgentOptions { before_tool_call: Some(hook), ..Default::default() };
-    /// # let _ = options;
+    /// let mut options = tern_agent::AgentOptions::default();
+    /// options.hooks.before_tool_call = Some(hook);
     /// ```
-    pub fn into_hook(self) -> tern_agent::config::BeforeToolCallHook {
+    pub fn into_hook(self) -> tern_agent::hooks::BeforeToolCallHook {
         let gate = Arc::new(self);
-        tern_agent::config::before_tool_call(move |ctx, signal| {
+        tern_agent::hooks::before_tool_call(move |ctx, signal| {
             let gate = gate.clone();
             async move {
                 let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
-                let blocked = tern_agent::config::BeforeToolCallResult {
+                let blocked = tern_agent::hooks::BeforeToolCallResult {
                     block: true,
                     reason: verdict.reason,
                     terminate: false,

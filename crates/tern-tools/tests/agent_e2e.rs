@@ -65,13 +65,14 @@ async fn agent_reads_edits_and_greps_a_project() {
     ]);
 
     let policy = Policy::new(Action::Allow).rule(Rule::deny("bash").because("no shell here"));
-    let agent = Agent::new(AgentOptions {
+    let mut options = AgentOptions {
         system_prompt: Some("Fix typos.".into()),
         tools: builtin_tools(&ToolConfig::new(root)),
         stream_fn: Some(Arc::new(model)),
-        before_tool_call: Some(PermissionGate::new(policy).into_hook()),
         ..Default::default()
-    });
+    };
+    options.hooks.before_tool_call = Some(PermissionGate::new(policy).into_hook());
+    let agent = Agent::new(options);
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
     agent.subscribe_sync(move |e| seen.lock().push(e.kind()));

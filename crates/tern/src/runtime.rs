@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tern_agent::config::{before_tool_call, finish_turn, BeforeToolCallResult, TurnDecision};
-use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Subscription};
+use tern_agent::hooks::{BeforeToolCallResult, TurnDecision};
+use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Hooks, Subscription};
 use tern_ai::{Message, Model, StreamFn, StreamOptions, ThinkingLevel};
 use tern_session::{Recorder, SessionFile};
 use tern_tools::policy::{AskFn, PermissionGate, Policy};
@@ -103,30 +103,31 @@ pub fn build(o: BuildOptions) -> Runtime {
         messages,
         stream_fn: Some(o.stream_fn),
         stream_options,
-        before_tool_call: Some(before_tool_call(move |ctx, signal| {
-            let gate = gate.clone();
-            async move {
-                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
-                Ok(verdict.block.then_some(BeforeToolCallResult {
-                    block: true,
-                    reason: verdict.reason,
-                    terminate: false,
-                }))
-            }
-        })),
-        finish_turn: Some(finish_turn(move |turn, _signal| {
-            let l = turn_limits.clone();
-            async move {
-                let n = l.turns.fetch_add(1, Ordering::SeqCst) + 1;
-                if let Some(max) = l.max_turns {
-                    if n >= max && turn.message.tool_calls().next().is_some() {
-                        l.turn_limit_hit.store(true, Ordering::SeqCst);
-                        return Ok(Some(TurnDecision::End));
-                    }
+        hooks: Hooks::default()
+            .before_tool_call(move |ctx, signal| {
+                let gate = gate.clone();
+                async move {
+                    let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                    Ok(verdict.block.then_some(BeforeToolCallResult {
+                        block: true,
+                        reason: verdict.reason,
+                        terminate: false,
+                    }))
                 }
-                Ok(None)
-            }
-        })),
+            })
+            .finish_turn(move |turn, _signal| {
+                let l = turn_limits.clone();
+                async move {
+                    let n = l.turns.fetch_add(1, Ordering::SeqCst) + 1;
+                    if let Some(max) = l.max_turns {
+                        if n >= max && turn.message.tool_calls().next().is_some() {
+                            l.turn_limit_hit.store(true, Ordering::SeqCst);
+                            return Ok(Some(TurnDecision::End));
+                        }
+                    }
+                    Ok(None)
+                }
+            }),
         ..Default::default()
     });
     let prefix = if fresh {

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use tern_agent::config::AfterToolCallResult;
+use tern_agent::hooks::AfterToolCallResult;
 use tern_agent::{QueueMode, ToolExecutionMode, ToolResult};
 use tern_ai::{ContentBlock, Message, StopReason, ThinkingLevel, Usage};
 

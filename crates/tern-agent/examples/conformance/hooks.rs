@@ -1,0 +1,434 @@
+//! The scenario's hooks: each records what it saw, runs the first matching rule's side
+//! effects, and answers what the rule says.
+
+use std::future::{ready, Future};
+use std::sync::{Arc, Weak};
+
+use futures::future::Either;
+use serde_json::{json, Map, Value};
+use tern_agent::hooks::{
+    AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
+    PrepareRequestContext, RequestUpdate, TurnContext, TurnDecision, TurnUpdate,
+};
+use tern_agent::{AgentContext, Hooks};
+use tern_ai::{BoxError, Message};
+
+use super::model::make_model;
+use super::norm::{canonical, js_template, norm, norm_of, strict_equal, truthy};
+use super::spec::Rule;
+use super::{entry, or_null, roles, sleep_if, Harness, Place};
+
+const STANDARD_ROLES: &[&str] = &["system", "user", "assistant", "toolResult"];
+
+/// A hook body that calls the harness while it lives, else answers `absent`.
+fn bound<C, T, F, Fut>(
+    me: &Weak<Harness>,
+    absent: fn(C) -> T,
+    call: F,
+) -> impl Fn(C) -> Either<Fut, std::future::Ready<Result<T, BoxError>>> + Send + Sync + 'static
+where
+    C: 'static,
+    T: 'static,
+    F: Fn(Arc<Harness>, C) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, BoxError>>,
+{
+    let me = me.clone();
+    move |ctx| match me.upgrade() {
+        Some(h) => Either::Left(call(h, ctx)),
+        None => Either::Right(ready(Ok(absent(ctx)))),
+    }
+}
+
+impl Harness {
+    /// The hooks the scenario declares, each bound to this harness.
+    pub(super) fn build_hooks(&self) -> Hooks {
+        let spec = &self.spec.hooks;
+        let me = &self.me;
+        let mut hooks = Hooks::default();
+        if spec.before_tool_call.is_some() {
+            let f = bound(me, |_| None, Harness::before_tool_call);
+            hooks = hooks.before_tool_call(move |ctx, _signal| f(ctx));
+        }
+        if spec.after_tool_call.is_some() {
+            let f = bound(me, |_| None, Harness::after_tool_call);
+            hooks = hooks.after_tool_call(move |ctx, _signal| f(ctx));
+        }
+        if spec.finish_turn.is_some() {
+            let f = bound(me, |_| None, Harness::finish_turn);
+            hooks = hooks.finish_turn(move |ctx, _signal| f(ctx));
+        }
+        if spec.prepare_request.is_some() {
+            let f = bound(me, |_| None, Harness::prepare_request);
+            hooks = hooks.prepare_request(move |ctx, _signal| f(ctx));
+        }
+        if spec.prepare_next_turn.is_some() {
+            let f = bound(me, |_| None, Harness::prepare_next_turn);
+            hooks = hooks.prepare_next_turn(move |ctx, _signal| f(ctx));
+        }
+        if spec.transform_context.is_some() {
+            let f = bound(me, |m| m, Harness::transform_context);
+            hooks = hooks.transform_context(move |messages, _signal| f(messages));
+        }
+        if spec.convert_to_llm.is_some() {
+            let f = bound(me, |m| m, |h, m| ready(h.convert_to_llm(m)));
+            hooks = hooks.convert_to_llm(f);
+        }
+        hooks
+    }
+
+    /// Runs a rule's actions (recorded with `"in": hook`), then its delay.
+    async fn side_effects(self: &Arc<Self>, rule: Option<&Rule>, hook: &str) {
+        let Some(rule) = rule else { return };
+        for a in &rule.actions {
+            self.do_action(a.clone(), Place::In(hook.to_string())).await;
+        }
+        sleep_if(rule.delay_ms.as_ref()).await;
+    }
+
+    async fn before_tool_call(
+        self: Arc<Self>,
+        ctx: BeforeToolCallContext,
+    ) -> Result<Option<BeforeToolCallResult>, BoxError> {
+        let rules = self.spec.hooks.before_tool_call.as_deref().unwrap_or(&[]);
+        let n = self.next_count("beforeToolCall");
+        let key = format!("{}\u{0}{}", ctx.tool_call.name, canonical(&ctx.args));
+        let repeat = {
+            let mut r = self.repeats.lock();
+            let c = r.entry(key).or_insert(0);
+            *c += 1;
+            *c
+        };
+        let rule = first_rule(
+            rules,
+            &facts(&[
+                ("n", json!(n)),
+                ("repeat", json!(repeat)),
+                ("toolName", json!(ctx.tool_call.name)),
+                ("toolCallId", json!(ctx.tool_call.id)),
+            ]),
+        );
+        let returned: Option<Map<String, Value>> = rule
+            .filter(|r| {
+                r.throw.is_none()
+                    && (r.block.is_some() || r.reason.is_some() || r.terminate.is_some())
+            })
+            .map(|r| {
+                let mut m = Map::new();
+                for (k, v) in [
+                    ("block", &r.block),
+                    ("reason", &r.reason),
+                    ("terminate", &r.terminate),
+                ] {
+                    if let Some(v) = v {
+                        m.insert(k.into(), v.clone());
+                    }
+                }
+                m
+            });
+        let mut e = vec![
+            ("kind", json!("hook")),
+            ("hook", json!("beforeToolCall")),
+            ("n", json!(n)),
+            ("toolCallId", json!(ctx.tool_call.id)),
+            ("toolName", json!(ctx.tool_call.name)),
+            ("args", norm(&ctx.args)),
+            ("toolCallArgs", norm(&ctx.tool_call.arguments)),
+            ("repeat", json!(repeat)),
+        ];
+        match rule.and_then(|r| r.throw.as_ref()) {
+            Some(t) => e.push(("threw", t.clone())),
+            None => e.push(("returned", or_null(returned.clone().map(Value::Object)))),
+        }
+        self.push(entry(e));
+        self.side_effects(rule, "beforeToolCall").await;
+        if let Some(t) = rule.and_then(|r| r.throw.as_ref()) {
+            return Err(js_template(t).into());
+        }
+        Ok(returned.map(|m| BeforeToolCallResult {
+            block: m.get("block").is_some_and(truthy),
+            reason: m.get("reason").map(js_template),
+            terminate: m.get("terminate").is_some_and(truthy),
+        }))
+    }
+
+    async fn after_tool_call(
+        self: Arc<Self>,
+        ctx: AfterToolCallContext,
+    ) -> Result<Option<AfterToolCallResult>, BoxError> {
+        let rules = self.spec.hooks.after_tool_call.as_deref().unwrap_or(&[]);
+        let n = self.next_count("afterToolCall");
+        let rule = first_rule(
+            rules,
+            &facts(&[
+                ("n", json!(n)),
+                ("toolName", json!(ctx.tool_call.name)),
+                ("toolCallId", json!(ctx.tool_call.id)),
+                ("isError", json!(ctx.is_error)),
+            ]),
+        );
+        let returned = rule.and_then(|r| r.override_.as_ref());
+        let mut e = vec![
+            ("kind", json!("hook")),
+            ("hook", json!("afterToolCall")),
+            ("n", json!(n)),
+            ("toolCallId", json!(ctx.tool_call.id)),
+            ("toolName", json!(ctx.tool_call.name)),
+            ("args", norm(&ctx.args)),
+            ("result", norm_of(&ctx.result)),
+            ("isError", json!(ctx.is_error)),
+        ];
+        match rule.and_then(|r| r.throw.as_ref()) {
+            Some(t) => e.push(("threw", t.clone())),
+            None => e.push(("returned", or_null(returned.map(|(v, _)| norm(v))))),
+        }
+        self.push(entry(e));
+        self.side_effects(rule, "afterToolCall").await;
+        if let Some(t) = rule.and_then(|r| r.throw.as_ref()) {
+            return Err(js_template(t).into());
+        }
+        Ok(returned.map(|(_, typed)| typed.clone()))
+    }
+
+    async fn finish_turn(
+        self: Arc<Self>,
+        ctx: TurnContext,
+    ) -> Result<Option<TurnDecision>, BoxError> {
+        let rules = self.spec.hooks.finish_turn.as_deref().unwrap_or(&[]);
+        let n = self.next_count("finishTurn");
+        let tool_calls = ctx.message.tool_calls().count();
+        let rule = first_rule(
+            rules,
+            &facts(&[
+                ("n", json!(n)),
+                ("hasToolCalls", json!(tool_calls > 0)),
+                ("stopReason", json!(ctx.message.stop_reason.as_str())),
+            ]),
+        );
+        let action = rule.and_then(|r| r.action.clone()).filter(truthy);
+        self.push(entry(vec![
+            ("kind", json!("hook")),
+            ("hook", json!("finishTurn")),
+            ("n", json!(n)),
+            ("stopReason", json!(ctx.message.stop_reason.as_str())),
+            ("toolCalls", json!(tool_calls)),
+            ("toolResults", tool_result_ids(&ctx)),
+            ("newMessageRoles", roles(&ctx.new_messages)),
+            (
+                "returned",
+                or_null(action.clone().map(|a| json!({"action": a}))),
+            ),
+        ]));
+        self.side_effects(rule, "finishTurn").await;
+        Ok(match action.as_ref().and_then(Value::as_str) {
+            Some("end") => Some(TurnDecision::End),
+            Some("continue") => Some(TurnDecision::Continue),
+            _ => None,
+        })
+    }
+
+    async fn prepare_request(
+        self: Arc<Self>,
+        ctx: PrepareRequestContext,
+    ) -> Result<Option<RequestUpdate>, BoxError> {
+        let rules = self.spec.hooks.prepare_request.as_deref().unwrap_or(&[]);
+        let n = self.next_count("prepareRequest");
+        let rule = first_rule(rules, &facts(&[("n", json!(n))])).filter(|r| {
+            r.model.is_some() || r.thinking_level.is_some() || r.context_append.is_some()
+        });
+        let any_rule = first_rule(rules, &facts(&[("n", json!(n))]));
+        let returned = rule.map(|r| update_returned(r, "contextAppend", &r.context_append));
+        self.push(entry(vec![
+            ("kind", json!("hook")),
+            ("hook", json!("prepareRequest")),
+            ("n", json!(n)),
+            ("model", json!(ctx.model.id)),
+            ("thinkingLevel", json!(ctx.thinking_level.as_str())),
+            ("messageRoles", roles(&ctx.context.messages)),
+            ("returned", or_null(returned)),
+        ]));
+        self.side_effects(any_rule, "prepareRequest").await;
+        let Some(rule) = rule else {
+            return Ok(None);
+        };
+        Ok(Some(RequestUpdate {
+            model: rule.model.as_deref().map(make_model),
+            thinking_level: rule.thinking_level.as_ref().map(|(_, l)| *l),
+            context: rule.context_append.as_ref().map(|(_, extra)| {
+                let mut messages = ctx.context.messages.as_ref().clone();
+                messages.extend(extra.iter().cloned());
+                AgentContext {
+                    messages: Arc::new(messages),
+                    tools: ctx.context.tools.clone(),
+                }
+            }),
+        }))
+    }
+
+    async fn prepare_next_turn(
+        self: Arc<Self>,
+        ctx: TurnContext,
+    ) -> Result<Option<TurnUpdate>, BoxError> {
+        let rules = self.spec.hooks.prepare_next_turn.as_deref().unwrap_or(&[]);
+        let n = self.next_count("prepareNextTurn");
+        let f = facts(&[
+            ("n", json!(n)),
+            ("stopReason", json!(ctx.message.stop_reason.as_str())),
+        ]);
+        let any_rule = first_rule(rules, &f);
+        let rule = any_rule
+            .filter(|r| r.model.is_some() || r.thinking_level.is_some() || r.messages.is_some());
+        let returned = rule.map(|r| update_returned(r, "messages", &r.messages));
+        self.push(entry(vec![
+            ("kind", json!("hook")),
+            ("hook", json!("prepareNextTurn")),
+            ("n", json!(n)),
+            ("stopReason", json!(ctx.message.stop_reason.as_str())),
+            ("toolResults", tool_result_ids(&ctx)),
+            ("returned", or_null(returned)),
+        ]));
+        self.side_effects(any_rule, "prepareNextTurn").await;
+        let Some(rule) = rule else {
+            return Ok(None);
+        };
+        Ok(Some(TurnUpdate {
+            context: None,
+            messages: rule.messages.as_ref().map(|(_, m)| m.clone()),
+            model: rule.model.as_deref().map(make_model),
+            thinking_level: rule.thinking_level.as_ref().map(|(_, l)| *l),
+        }))
+    }
+
+    async fn transform_context(
+        self: Arc<Self>,
+        messages: Arc<Vec<Message>>,
+    ) -> Result<Arc<Vec<Message>>, BoxError> {
+        let Some(spec) = &self.spec.hooks.transform_context else {
+            return Ok(messages);
+        };
+        let n = self.next_count("transformContext");
+        let out = match spec.keep_last {
+            None => messages.clone(),
+            Some(k) => {
+                let lead = usize::from(matches!(messages.first(), Some(Message::System(_))));
+                let rest = &messages[lead..];
+                let kept: &[Message] = if k > 0.0 {
+                    let t = k.trunc() as usize;
+                    if t == 0 || t >= rest.len() {
+                        rest
+                    } else {
+                        &rest[rest.len() - t..]
+                    }
+                } else {
+                    &[]
+                };
+                let mut out: Vec<Message> = messages[..lead].to_vec();
+                out.extend(kept.iter().cloned());
+                Arc::new(out)
+            }
+        };
+        let mut e = vec![
+            ("kind", json!("hook")),
+            ("hook", json!("transformContext")),
+            ("n", json!(n)),
+            ("inputRoles", roles(&messages)),
+        ];
+        match &spec.throw {
+            Some(t) => e.push(("threw", t.clone())),
+            None => e.push(("outputRoles", roles(&out))),
+        }
+        self.push(entry(e));
+        if let Some(t) = &spec.throw {
+            return Err(js_template(t).into());
+        }
+        Ok(out)
+    }
+
+    fn convert_to_llm(&self, messages: Arc<Vec<Message>>) -> Result<Arc<Vec<Message>>, BoxError> {
+        let to_user = self.spec.hooks.convert_to_llm.clone().unwrap_or_default();
+        let n = self.next_count("convertToLlm");
+        let mut out = Vec::new();
+        for m in messages.iter() {
+            let role = m.role();
+            if STANDARD_ROLES.contains(&role) {
+                out.push(m.clone());
+            } else if to_user.contains(role) {
+                let Message::Custom(c) = m else { continue };
+                let timestamp = c.0.get("timestamp").cloned().unwrap_or(json!(0));
+                let user =
+                    json!({"role": "user", "content": m.content_json(), "timestamp": timestamp});
+                match serde_json::from_value::<Message>(user) {
+                    Ok(u) => out.push(u),
+                    Err(e) => {
+                        let message = format!(
+                            "runner: convertToLlm cannot turn a {role} message into a user message: {e}"
+                        );
+                        self.set_fatal(message.clone());
+                        return Err(message.into());
+                    }
+                }
+            }
+        }
+        self.push(entry(vec![
+            ("kind", json!("hook")),
+            ("hook", json!("convertToLlm")),
+            ("n", json!(n)),
+            ("inputRoles", roles(&messages)),
+            ("outputRoles", roles(&out)),
+        ]));
+        Ok(Arc::new(out))
+    }
+}
+
+/// The `returned` entry of `prepareRequest` / `prepareNextTurn`: the rule's model, thinking
+/// level and `extra` field, as the scenario wrote them.
+fn update_returned(r: &Rule, extra: &str, raw: &Option<(Value, Vec<Message>)>) -> Value {
+    let mut m = Map::new();
+    if let Some(model) = &r.model {
+        m.insert("model".into(), json!(model));
+    }
+    if let Some((level, _)) = &r.thinking_level {
+        m.insert("thinkingLevel".into(), json!(level));
+    }
+    if let Some((raw, _)) = raw {
+        m.insert(extra.into(), raw.clone());
+    }
+    norm(&Value::Object(m))
+}
+
+fn tool_result_ids(ctx: &TurnContext) -> Value {
+    Value::Array(
+        ctx.tool_results
+            .iter()
+            .map(|r| json!(r.tool_call_id))
+            .collect(),
+    )
+}
+
+fn facts(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+fn rule_matches(m: Option<&Map<String, Value>>, facts: &Map<String, Value>) -> bool {
+    let Some(m) = m else {
+        return true;
+    };
+    m.iter().all(|(k, want)| match k.as_str() {
+        "minN" | "minRepeat" => {
+            let fact = if k == "minN" { "n" } else { "repeat" };
+            match (facts.get(fact).and_then(Value::as_f64), want.as_f64()) {
+                (Some(have), Some(want)) => have >= want,
+                _ => false,
+            }
+        }
+        _ => facts.get(k).is_some_and(|have| strict_equal(have, want)),
+    })
+}
+
+fn first_rule<'a>(rules: &'a [Rule], facts: &Map<String, Value>) -> Option<&'a Rule> {
+    rules
+        .iter()
+        .find(|r| rule_matches(r.matcher.as_ref(), facts))
+}

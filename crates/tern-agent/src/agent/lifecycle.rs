@@ -1,0 +1,255 @@
+//! A run's life in the agent: claim the agent, set the loop up from the state and settings,
+//! run it with panics contained, turn a failure into the reference's failure message, and
+//! release the agent with the run's outcome.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, FutureExt};
+use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, StreamFn};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::listeners::AgentSink;
+use super::options::CustomSettings;
+use super::{Agent, Inner};
+use crate::agent_loop::{run_continue, run_prompts, Run};
+use crate::config::{reasoning_of, AgentContext, AgentLoopConfig, MessageSource};
+use crate::error::AgentError;
+use crate::events::{AgentEvent, EventSink};
+use crate::outcome::{RunEnding, RunOutcome};
+
+/// The active run, as other handles of the agent see it.
+pub(super) struct ActiveRun {
+    pub(super) signal: CancellationToken,
+    pub(super) done: watch::Receiver<bool>,
+}
+
+/// The active run, as the run itself holds it.
+pub(super) struct RunHandle {
+    signal: CancellationToken,
+    done: watch::Sender<bool>,
+    // Transcript length when the run began: what lies past it, the run added.
+    start: usize,
+}
+
+/// What a run starts from.
+pub(super) enum Start {
+    /// New messages, as `prompt` gives them (`skip_initial_steering` when they are the
+    /// steering queue's own).
+    Prompt {
+        messages: Vec<Message>,
+        skip_initial_steering: bool,
+    },
+    /// The transcript as it is.
+    Continue,
+}
+
+impl Agent {
+    /// Claims the agent for a run; `busy` when another run holds it.
+    pub(super) fn begin(&self, busy: AgentError) -> Result<RunHandle, AgentError> {
+        let mut active = self.inner.active.lock();
+        if active.is_some() {
+            return Err(busy);
+        }
+        let signal = CancellationToken::new();
+        let (tx, rx) = watch::channel(false);
+        *active = Some(ActiveRun {
+            signal: signal.clone(),
+            done: rx,
+        });
+        drop(active);
+        let mut st = self.inner.state.lock();
+        st.is_streaming = true;
+        st.streaming_message = None;
+        st.error_message = None;
+        Ok(RunHandle {
+            signal,
+            done: tx,
+            start: st.messages.len(),
+        })
+    }
+
+    /// Runs the loop for a claimed run and releases the agent.
+    pub(super) async fn run(&self, run: RunHandle, start: Start) -> RunOutcome {
+        let skip = matches!(
+            start,
+            Start::Prompt {
+                skip_initial_steering: true,
+                ..
+            }
+        );
+        let (context, config, stream_fn) = self.loop_setup(skip);
+        let sink = AgentSink::new(self.inner.clone(), run.signal.clone());
+        let looped = Run::new(config, run.signal.clone(), stream_fn);
+        let result = match start {
+            Start::Prompt { messages, .. } => {
+                contain_panics(Box::pin(run_prompts(messages, context, looped, &sink))).await
+            }
+            Start::Continue => contain_panics(Box::pin(run_continue(context, looped, &sink))).await,
+        };
+        Box::pin(self.end(run, result)).await
+    }
+
+    async fn end(
+        &self,
+        run: RunHandle,
+        result: Result<(Vec<Message>, RunEnding), AgentError>,
+    ) -> RunOutcome {
+        let outcome = match result {
+            Ok((messages, ending)) => RunOutcome::new(ending, messages),
+            Err(e) => {
+                let ending = if run.signal.is_cancelled() {
+                    RunEnding::Aborted
+                } else {
+                    RunEnding::Failed(e.to_string())
+                };
+                self.handle_run_failure(e, &run.signal).await;
+                let added = self
+                    .inner
+                    .state
+                    .lock()
+                    .messages
+                    .get(run.start..)
+                    .map(<[Message]>::to_vec)
+                    .unwrap_or_default();
+                RunOutcome::new(ending, added)
+            }
+        };
+        {
+            let mut st = self.inner.state.lock();
+            st.is_streaming = false;
+            st.streaming_message = None;
+            // Released here, not per call: within a run the list keeps its room, and an idle
+            // agent keeps none.
+            st.pending_tool_calls = Vec::new();
+        }
+        *self.inner.active.lock() = None;
+        let _ = run.done.send(true);
+        outcome
+    }
+
+    async fn handle_run_failure(&self, error: AgentError, signal: &CancellationToken) {
+        let model = self.inner.state.lock().model.clone();
+        let failure = Message::from(AssistantMessage {
+            content: vec![ContentBlock::text("")],
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: if signal.is_cancelled() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            },
+            error_message: Some(error.to_string()),
+            timestamp: tern_ai::clock::now_ms(),
+            ..Default::default()
+        });
+        let sink = AgentSink::new(self.inner.clone(), signal.clone());
+        sink.emit(AgentEvent::MessageStart {
+            message: failure.clone(),
+        })
+        .await;
+        sink.emit(AgentEvent::MessageEnd {
+            message: failure.clone(),
+        })
+        .await;
+        sink.emit(AgentEvent::TurnEnd {
+            message: failure.clone(),
+            tool_results: Vec::new(),
+        })
+        .await;
+        sink.emit(AgentEvent::AgentEnd {
+            messages: vec![failure],
+        })
+        .await;
+    }
+
+    fn loop_setup(
+        &self,
+        skip_initial_steering: bool,
+    ) -> (AgentContext, AgentLoopConfig, Arc<dyn StreamFn>) {
+        let (context, model, level) = {
+            let st = self.inner.state.lock();
+            (
+                AgentContext::new(st.messages.clone(), st.tools.clone()),
+                Model::clone(&st.model),
+                st.thinking_level,
+            )
+        };
+        let settings = self.inner.settings.lock();
+        let defaults;
+        let s = match &settings.custom {
+            Some(custom) => custom,
+            None => {
+                defaults = CustomSettings::default();
+                &defaults
+            }
+        };
+        // The queues are drained when the loop asks, which it awaits at once.
+        let weak = Arc::downgrade(&self.inner);
+        let skip = AtomicBool::new(skip_initial_steering);
+        let steering: MessageSource = Arc::new(move || {
+            if skip.swap(false, Ordering::SeqCst) {
+                return ready_messages(Vec::new());
+            }
+            ready_messages(
+                weak.upgrade()
+                    .map_or_else(Vec::new, |i: Arc<Inner>| i.steering.lock().drain()),
+            )
+        });
+        let weak = Arc::downgrade(&self.inner);
+        let follow: MessageSource = Arc::new(move || {
+            ready_messages(
+                weak.upgrade()
+                    .map_or_else(Vec::new, |i: Arc<Inner>| i.follow_up.lock().drain()),
+            )
+        });
+        let mut config = AgentLoopConfig::new(model);
+        config.reasoning = reasoning_of(level);
+        config.stream_options = s.stream_options.clone();
+        config.hooks = s.hooks.clone();
+        config.get_steering_messages = Some(steering);
+        config.get_follow_up_messages = Some(follow);
+        config.tool_execution = settings.tool_execution;
+        (context, config, settings.stream_fn.clone())
+    }
+}
+
+/// Already drained messages as the loop's message future. An empty poll, the usual case,
+/// allocates nothing: its future is zero-sized.
+fn ready_messages(messages: Vec<Message>) -> BoxFuture<'static, Vec<Message>> {
+    struct NoMessages;
+    impl Future for NoMessages {
+        type Output = Vec<Message>;
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Vec<Message>> {
+            std::task::Poll::Ready(Vec::new())
+        }
+    }
+    if messages.is_empty() {
+        Box::pin(NoMessages)
+    } else {
+        Box::pin(std::future::ready(messages))
+    }
+}
+
+/// A panic in a hook or listener fails the run like a hook error instead of unwinding
+/// through the agent, which would leave it busy forever.
+///
+/// Callers pass the run boxed: an agent's prompt future then stays small, which matters when
+/// thousands of agents wait at once.
+async fn contain_panics<T, F: Future<Output = Result<T, AgentError>>>(
+    run: std::pin::Pin<Box<F>>,
+) -> Result<T, AgentError> {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(result) => result,
+        Err(payload) => Err(AgentError::Failed(format!(
+            "Run panicked: {}",
+            crate::tool_exec::panic_text(payload.as_ref())
+        ))),
+    }
+}

@@ -1,0 +1,117 @@
+//! Listeners: who hears the agent's events, in subscription order, after the state was
+//! updated for each event.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::Inner;
+use crate::events::{AgentEvent, EventSink};
+
+type AsyncListener =
+    Arc<dyn Fn(Arc<AgentEvent>, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
+type SyncListener = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
+#[derive(Clone)]
+pub(super) enum Listener {
+    Async(AsyncListener),
+    Sync(SyncListener),
+}
+
+#[derive(Clone)]
+pub(super) struct Listeners {
+    list: Vec<(u64, Listener)>,
+    all_sync: bool,
+}
+
+impl Default for Listeners {
+    fn default() -> Self {
+        Listeners {
+            list: Vec::new(),
+            all_sync: true,
+        }
+    }
+}
+
+impl Listeners {
+    pub(super) fn add(&mut self, id: u64, listener: Listener) {
+        // Agents usually have one or two listeners: no room for four.
+        self.list.reserve_exact(1);
+        self.list.push((id, listener));
+        self.changed();
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.list.retain(|(i, _)| *i != id);
+        self.changed();
+    }
+
+    fn changed(&mut self) {
+        self.all_sync = self
+            .list
+            .iter()
+            .all(|(_, l)| matches!(l, Listener::Sync(_)));
+    }
+}
+
+/// Handle returned by [`Agent::subscribe`](super::Agent::subscribe); call
+/// [`Subscription::unsubscribe`] to remove the listener (dropping the handle keeps it).
+pub struct Subscription {
+    pub(super) inner: std::sync::Weak<Inner>,
+    pub(super) id: u64,
+}
+
+impl Subscription {
+    /// Removes the listener.
+    pub fn unsubscribe(self) {
+        if let Some(inner) = self.inner.upgrade() {
+            let mut st = inner.state.lock();
+            Arc::make_mut(&mut st.listeners).remove(self.id);
+        }
+    }
+}
+
+/// The run's view of the agent. Shared: the tool executor clones it for every call.
+#[derive(Clone)]
+pub(super) struct AgentSink(Arc<SinkInner>);
+
+struct SinkInner {
+    inner: Arc<Inner>,
+    signal: CancellationToken,
+}
+
+impl AgentSink {
+    pub(super) fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
+        AgentSink(Arc::new(SinkInner { inner, signal }))
+    }
+
+    /// Applies the event to the state; returns the listeners to call, read in the same lock.
+    fn reduce(&self, event: &AgentEvent) -> Arc<Listeners> {
+        let mut st = self.0.inner.state.lock();
+        st.apply(event);
+        st.listeners.clone()
+    }
+}
+
+impl EventSink for AgentSink {
+    async fn emit(&self, event: AgentEvent) {
+        let listeners = self.reduce(&event);
+        if listeners.all_sync {
+            for (_, l) in listeners.list.iter() {
+                if let Listener::Sync(f) = l {
+                    f(&event);
+                }
+            }
+            return;
+        }
+        // Async listeners share one allocation of the event.
+        let event = Arc::new(event);
+        for (_, l) in listeners.list.iter() {
+            match l {
+                Listener::Sync(f) => f(&event),
+                Listener::Async(f) => f(event.clone(), self.0.signal.clone()).await,
+            }
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The agent's state: the transcript and what a run is doing, reduced from the run's events
+//! before any listener sees them.
+
+use std::sync::Arc;
+
+use tern_ai::{Message, Model, PartialMessage, ThinkingLevel, ToolCall};
+
+use super::listeners::Listeners;
+use crate::events::AgentEvent;
+use crate::tool::AgentTool;
+
+/// A copy of the agent's state.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AgentState {
+    /// The replayed system prompt.
+    pub system_prompt: String,
+    /// The model.
+    pub model: Model,
+    /// The thinking level.
+    pub thinking_level: ThinkingLevel,
+    /// Executable tools.
+    pub tools: Vec<AgentTool>,
+    /// The transcript.
+    pub messages: Vec<Message>,
+    /// True while a run is active (also during `agent_end` listeners).
+    pub is_streaming: bool,
+    /// The message being streamed, if any.
+    pub streaming_message: Option<Message>,
+    /// Tool calls started and not yet finished, in start order.
+    pub pending_tool_calls: Vec<String>,
+    /// The last run's error text.
+    pub error_message: Option<String>,
+}
+
+/// The message being streamed: complete (a non-assistant message) or the live handle of an
+/// assistant message being built.
+#[derive(Clone)]
+pub(super) enum Streaming {
+    Message(Message),
+    Partial(PartialMessage),
+}
+
+impl Streaming {
+    pub(super) fn snapshot(&self) -> Message {
+        match self {
+            Streaming::Message(m) => m.clone(),
+            Streaming::Partial(p) => Message::from(p.snapshot()),
+        }
+    }
+
+    pub(super) fn role(&self) -> String {
+        match self {
+            Streaming::Message(m) => m.role().to_string(),
+            Streaming::Partial(_) => "assistant".to_string(),
+        }
+    }
+}
+
+pub(super) struct State {
+    pub(super) messages: Vec<Message>,
+    pub(super) tools: Vec<AgentTool>,
+    pub(super) model: Arc<Model>,
+    pub(super) thinking_level: ThinkingLevel,
+    pub(super) is_streaming: bool,
+    pub(super) streaming_message: Option<Streaming>,
+    // The calls themselves: their ids are read only when someone asks.
+    pub(super) pending_tool_calls: Vec<Arc<ToolCall>>,
+    pub(super) error_message: Option<String>,
+    // Copy-on-write: an event clones the `Arc`, not the list. Kept with the state so that
+    // one lock per event both reduces it and picks up the listeners.
+    pub(super) listeners: Arc<Listeners>,
+}
+
+impl State {
+    pub(super) fn new(
+        messages: Vec<Message>,
+        tools: Vec<AgentTool>,
+        model: Arc<Model>,
+        thinking_level: ThinkingLevel,
+    ) -> Self {
+        State {
+            messages,
+            tools,
+            model,
+            thinking_level,
+            is_streaming: false,
+            streaming_message: None,
+            pending_tool_calls: Vec::new(),
+            error_message: None,
+            listeners: Arc::default(),
+        }
+    }
+
+    /// A copy for [`Agent::state`](super::Agent::state).
+    pub(super) fn snapshot(&self) -> AgentState {
+        AgentState {
+            system_prompt: tern_ai::transcript::get_current_system_prompt(&self.messages),
+            model: Model::clone(&self.model),
+            thinking_level: self.thinking_level,
+            tools: self.tools.clone(),
+            messages: self.messages.clone(),
+            is_streaming: self.is_streaming,
+            streaming_message: self.streaming_message.as_ref().map(Streaming::snapshot),
+            pending_tool_calls: self.pending_ids(),
+            error_message: self.error_message.clone(),
+        }
+    }
+
+    pub(super) fn pending_ids(&self) -> Vec<String> {
+        self.pending_tool_calls
+            .iter()
+            .map(|c| c.id.clone())
+            .collect()
+    }
+
+    /// Applies one event of a run.
+    pub(super) fn apply(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageStart { message } => {
+                self.streaming_message = Some(Streaming::Message(message.clone()))
+            }
+            // Every delta of one response carries the same handle: keep the stored one.
+            AgentEvent::MessageUpdate { message, .. } if !matches!(&self.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(message)) => {
+                self.streaming_message = Some(Streaming::Partial(message.clone()))
+            }
+            AgentEvent::MessageEnd { message } => {
+                self.streaming_message = None;
+                self.messages.push(message.clone());
+            }
+            AgentEvent::ToolExecutionStart { tool_call }
+                if !self.pending_tool_calls.iter().any(|c| c.id == tool_call.id) =>
+            {
+                self.pending_tool_calls.push(tool_call.clone());
+            }
+            AgentEvent::ToolExecutionEnd { tool_call, .. } => {
+                self.pending_tool_calls.retain(|c| c.id != tool_call.id);
+            }
+            AgentEvent::TurnEnd {
+                message: Message::Assistant(a),
+                ..
+            } => {
+                if let Some(e) = a.error_message.as_ref().filter(|e| !e.is_empty()) {
+                    self.error_message = Some(e.clone());
+                }
+            }
+            AgentEvent::AgentEnd { .. } => self.streaming_message = None,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The batch runners: every call of one assistant message, sequentially or with parallel
+//! execution, each announced and finished with its events, the results in source order.
+
+use std::sync::Arc;
+
+use futures::future::{join_all, BoxFuture};
+use serde_json::Value;
+use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
+use tokio_util::sync::CancellationToken;
+
+use super::updates::execute_prepared;
+use super::{
+    finalize_executed, immediate, prepare_tool_call, Preparation, ToolCallOutcome,
+    OPERATION_ABORTED,
+};
+use crate::config::AgentContext;
+use crate::events::{AgentEvent, EventSink};
+use crate::hooks::Hooks;
+use crate::tool::{AgentTool, ToolExecutionMode, ToolResult};
+
+/// The result of one batch: tool-result messages in source order, and whether every
+/// result asked to terminate.
+pub(crate) struct Batch {
+    pub messages: Vec<Arc<ToolResultMessage>>,
+    pub terminate: bool,
+}
+
+/// The tool-result message of an outcome (after its `tool_execution_end` was emitted).
+fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
+    Arc::new(ToolResultMessage {
+        tool_call_id: o.tool_call.id.clone(),
+        tool_name: o.tool_call.name.clone(),
+        content: o.result.content.unwrap_or_default(),
+        details: o.result.details,
+        usage: o.result.usage.map(Box::new),
+        nested_calls: None,
+        is_error: o.is_error,
+        duration_ms: o.duration_ms,
+        timestamp: tern_ai::clock::now_ms(),
+        extra: None,
+    })
+}
+
+async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &Arc<ToolCall>) {
+    sink.emit(AgentEvent::ToolExecutionStart {
+        tool_call: c.clone(),
+    })
+    .await;
+}
+
+async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome) {
+    sink.emit(AgentEvent::ToolExecutionEnd {
+        tool_call: o.tool_call.clone(),
+        result: Box::new(o.result.clone()),
+        is_error: o.is_error,
+        duration_ms: o.duration_ms,
+    })
+    .await;
+}
+
+async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &Arc<ToolResultMessage>) {
+    sink.emit(AgentEvent::MessageStart {
+        message: Message::from(m.clone()),
+    })
+    .await;
+    sink.emit(AgentEvent::MessageEnd {
+        message: Message::from(m.clone()),
+    })
+    .await;
+}
+
+fn terminates(outcomes: &[ToolCallOutcome]) -> bool {
+    !outcomes.is_empty() && outcomes.iter().all(|o| o.result.terminate == Some(true))
+}
+
+/// The calls of `assistant` as shared handles: events, outcomes and hooks all refer to them.
+fn shared_calls(assistant: &AssistantMessage) -> Vec<Arc<ToolCall>> {
+    assistant
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fails every call of a message cut off by the token limit: their arguments may be truncated.
+pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
+    assistant: &AssistantMessage,
+    sink: &S,
+) -> Batch {
+    let calls = shared_calls(assistant);
+    let mut messages = Vec::with_capacity(calls.len());
+    for c in &calls {
+        emit_start(sink, c).await;
+        let o = immediate(
+            c,
+            ToolResult::error(format!(
+                "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
+                c.name
+            )),
+        );
+        emit_end(sink, &o).await;
+        let m = result_message(o);
+        emit_result(sink, &m).await;
+        messages.push(m);
+    }
+    Batch {
+        messages,
+        terminate: false,
+    }
+}
+
+/// What every call of one batch shares.
+struct BatchEnv<'a, S> {
+    context: &'a AgentContext,
+    assistant: &'a Arc<AssistantMessage>,
+    hooks: &'a Hooks,
+    signal: &'a CancellationToken,
+    sink: &'a S,
+}
+
+async fn run_prepared<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    call: &Arc<ToolCall>,
+    tool: &AgentTool,
+    args: Value,
+) -> ToolCallOutcome {
+    let (sink, shared) = (env.sink.clone(), call.clone());
+    let start = move |partial| -> Option<BoxFuture<'static, ()>> {
+        let sink = sink.clone();
+        let event = AgentEvent::ToolExecutionUpdate {
+            tool_call: shared.clone(),
+            partial_result: Box::new(partial),
+        };
+        Some(Box::pin(async move { sink.emit(event).await }))
+    };
+    let hook_args = env.hooks.after_tool_call.as_ref().map(|_| args.clone());
+    let executed = execute_prepared(tool, call, args, env.signal, start).await;
+    finalize_executed(
+        env.context,
+        env.assistant,
+        call,
+        hook_args,
+        executed,
+        env.hooks,
+        env.signal,
+    )
+    .await
+}
+
+/// A call of a parallel batch after preflight: finished already, or ready to execute.
+#[allow(clippy::large_enum_variant)]
+enum Slot {
+    Done(ToolCallOutcome),
+    Run(AgentTool, Value),
+}
+
+async fn finish_slot<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    slot: Slot,
+    call: &Arc<ToolCall>,
+) -> ToolCallOutcome {
+    match slot {
+        Slot::Done(o) => o,
+        Slot::Run(tool, args) => {
+            // The executor checks the signal once more right before `execute`.
+            let o = if env.signal.is_cancelled() {
+                immediate(call, ToolResult::error(OPERATION_ABORTED))
+            } else {
+                run_prepared(env, call, &tool, args).await
+            };
+            emit_end(env.sink, &o).await;
+            o
+        }
+    }
+}
+
+/// Announces a call of a parallel batch and prepares it; a call that fails preparation
+/// ends here.
+async fn preflight<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    call: &Arc<ToolCall>,
+    tools: &[AgentTool],
+) -> Slot {
+    emit_start(env.sink, call).await;
+    let prepared = prepare_tool_call(
+        env.context,
+        env.assistant,
+        call,
+        env.hooks,
+        env.signal,
+        tools,
+    )
+    .await;
+    match prepared {
+        Preparation::Immediate(r) => {
+            let o = immediate(call, r);
+            emit_end(env.sink, &o).await;
+            Slot::Done(o)
+        }
+        Preparation::Prepared { tool, args } => Slot::Run(tool, args),
+    }
+}
+
+/// Emits the tool-result messages in source order and tells whether the batch terminates.
+async fn finish_batch<S: EventSink + Clone + 'static>(
+    sink: &S,
+    outcomes: Vec<ToolCallOutcome>,
+) -> Batch {
+    let terminate = terminates(&outcomes);
+    let mut messages = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        let m = result_message(o);
+        emit_result(sink, &m).await;
+        messages.push(m);
+    }
+    Batch {
+        messages,
+        terminate,
+    }
+}
+
+/// Executes the tool calls of `assistant`: sequentially when configured or when any called
+/// tool is sequential, else preflight one by one and execute concurrently.
+pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
+    context: &AgentContext,
+    assistant: &Arc<AssistantMessage>,
+    mode: ToolExecutionMode,
+    hooks: &Hooks,
+    signal: &CancellationToken,
+    sink: &S,
+) -> Batch {
+    let calls = shared_calls(assistant);
+    let tools = context.tools.as_slice();
+    let env = BatchEnv {
+        context,
+        assistant,
+        hooks,
+        signal,
+        sink,
+    };
+    let any_sequential = calls.iter().any(|c| {
+        tools
+            .iter()
+            .find(|t| t.name() == c.name)
+            .and_then(|t| t.execution_mode())
+            == Some(ToolExecutionMode::Sequential)
+    });
+    if mode == ToolExecutionMode::Sequential || any_sequential {
+        let mut messages = Vec::with_capacity(calls.len());
+        let mut terminate = !calls.is_empty();
+        for call in &calls {
+            emit_start(sink, call).await;
+            let o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
+                Preparation::Immediate(r) => immediate(call, r),
+                Preparation::Prepared { tool, args } => run_prepared(&env, call, &tool, args).await,
+            };
+            emit_end(sink, &o).await;
+            terminate &= o.result.terminate == Some(true);
+            let m = result_message(o);
+            emit_result(sink, &m).await;
+            messages.push(m);
+        }
+        return Batch {
+            messages,
+            terminate,
+        };
+    }
+
+    let env = &env;
+    if let [call] = calls.as_slice() {
+        // One call needs no slot list and no join.
+        let slot = preflight(env, call, tools).await;
+        let outcome = finish_slot(env, slot, call).await;
+        return finish_batch(sink, vec![outcome]).await;
+    }
+    let mut slots = Vec::with_capacity(calls.len());
+    for call in &calls {
+        slots.push(preflight(env, call, tools).await);
+    }
+    let outcomes = join_all(
+        slots
+            .into_iter()
+            .zip(calls.iter())
+            .map(|(slot, call)| finish_slot(env, slot, call)),
+    )
+    .await;
+    finish_batch(sink, outcomes).await
+}
