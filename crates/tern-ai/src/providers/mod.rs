@@ -11,15 +11,17 @@
 //! [`ProviderSink`] (tests and the replay example record events at emission time this way).
 //!
 //! Modules:
-//! - `driver`: the `WireApi` trait and the loop every API shares (prologue, reading,
-//!   abort and idle handling, end-of-stream checks); `output`: the message being built.
-//! - `anthropic/`, `google/`, `openai_completions/`, `openai_responses/`: one folder per
-//!   API, each with its `request` builder and its `stream` mapper.
-//! - `http` (client, sending, body chunks), [`retry`]-free sending is in `http`; `retry`
-//!   (delays before the first byte), `transform` (history transforms), `model_options`,
-//!   `thinking`, `js_json`, `typed_json`, `openai_sdk` (what both OpenAI APIs share).
+//! - `driver`: the `WireApi` (request half) and `WireStream` (stream half) traits and the
+//!   loop every API shares: prologue, reading, abort and idle handling, end-of-stream checks.
+//! - `anthropic/`, `google/`, `openai_completions/`, `openai_responses/`: one folder per API,
+//!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
+//!   `reasoning` and `chunk`).
+//! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
+//!   `transform` (history transforms), `model_options`, `thinking`, `js_json`, `typed_json`,
+//!   `openai_sdk` (what both OpenAI APIs share).
 //! - Public: [`catalog`] (models as data), [`cost`], [`overflow`], the thinking-level
-//!   helpers, and with the `testing` feature `replay` (a local replay server).
+//!   helpers; with the `testing` feature, `replay` (a local replay server), `map_body` and
+//!   `testing`.
 
 mod anthropic;
 pub mod catalog;

@@ -9,6 +9,7 @@ use crate::providers::ProviderSink;
 /// Records events as the oracle does: at emission time, with tool-call arguments as they are
 /// in the partial message right then.
 #[derive(Default)]
+#[non_exhaustive]
 pub struct RecordingSink {
     /// The recorded events.
     pub events: Vec<Value>,

@@ -11,6 +11,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// One request the replay server received.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct CapturedRequest {
     /// `POST`.
     pub method: String,
