@@ -4,7 +4,7 @@
 //! either `{"ok": <validated arguments>}` or `{"err": <error message>}`.
 
 use serde_json::Value;
-use tern_ai::validation::validate_tool_arguments;
+use tern_ai::schema::validate_tool_arguments;
 
 /// The tool name every case was run with.
 const TOOL: &str = "t";
