@@ -1,4 +1,4 @@
-//! Keyword lists and the helpers that read a schema object's keywords.
+//! Keyword lists, the engine's limits, and the helpers that read a schema object's keywords.
 
 use serde_json::Value;
 
