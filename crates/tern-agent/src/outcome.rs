@@ -130,7 +130,7 @@ fn total_usage<'a>(messages: impl Iterator<Item = &'a AssistantMessage>) -> Usag
 fn add_optional(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
     }
 }
 
