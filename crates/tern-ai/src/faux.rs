@@ -213,6 +213,39 @@ fn apply(partial: &PartialMessage, edit: Edit) {
     });
 }
 
+/// The steps of a block that streams as text (text or thinking): the empty block and its
+/// start event, one append and delta event per chunk, then the end event with the whole
+/// text. The two kinds differ only in their block and event variants.
+macro_rules! prose_steps {
+    ($out:ident, $i:ident, $p:ident, $chunks:expr, $text:expr, $empty:expr, $start:ident, $delta:ident, $end:ident) => {{
+        $out.push((
+            Edit::Push($empty),
+            AssistantMessageEvent::$start {
+                content_index: $i,
+                partial: $p(),
+            },
+        ));
+        for d in $chunks {
+            $out.push((
+                Edit::Append($i, d.clone()),
+                AssistantMessageEvent::$delta {
+                    content_index: $i,
+                    delta: d.into(),
+                    partial: $p(),
+                },
+            ));
+        }
+        $out.push((
+            Edit::None,
+            AssistantMessageEvent::$end {
+                content_index: $i,
+                content: $text.clone(),
+                partial: $p(),
+            },
+        ));
+    }};
+}
+
 /// The response as (edit, event) steps in order, without the final event.
 fn steps(
     partial: &PartialMessage,
@@ -223,60 +256,28 @@ fn steps(
     let mut out = vec![(Edit::None, AssistantMessageEvent::Start { partial: p() })];
     for (i, block) in response.content.iter().enumerate() {
         match block {
-            ContentBlock::Text(t) => {
-                out.push((
-                    Edit::Push(ContentBlock::Text(TextContent::default())),
-                    AssistantMessageEvent::TextStart {
-                        content_index: i,
-                        partial: p(),
-                    },
-                ));
-                for d in chunks(&t.text, chunk) {
-                    out.push((
-                        Edit::Append(i, d.clone()),
-                        AssistantMessageEvent::TextDelta {
-                            content_index: i,
-                            delta: d.into(),
-                            partial: p(),
-                        },
-                    ));
-                }
-                out.push((
-                    Edit::None,
-                    AssistantMessageEvent::TextEnd {
-                        content_index: i,
-                        content: t.text.clone(),
-                        partial: p(),
-                    },
-                ));
-            }
-            ContentBlock::Thinking(t) => {
-                out.push((
-                    Edit::Push(ContentBlock::Thinking(ThinkingContent::default())),
-                    AssistantMessageEvent::ThinkingStart {
-                        content_index: i,
-                        partial: p(),
-                    },
-                ));
-                for d in chunks(&t.thinking, chunk) {
-                    out.push((
-                        Edit::Append(i, d.clone()),
-                        AssistantMessageEvent::ThinkingDelta {
-                            content_index: i,
-                            delta: d.into(),
-                            partial: p(),
-                        },
-                    ));
-                }
-                out.push((
-                    Edit::None,
-                    AssistantMessageEvent::ThinkingEnd {
-                        content_index: i,
-                        content: t.thinking.clone(),
-                        partial: p(),
-                    },
-                ));
-            }
+            ContentBlock::Text(t) => prose_steps!(
+                out,
+                i,
+                p,
+                chunks(&t.text, chunk),
+                &t.text,
+                ContentBlock::Text(TextContent::default()),
+                TextStart,
+                TextDelta,
+                TextEnd
+            ),
+            ContentBlock::Thinking(t) => prose_steps!(
+                out,
+                i,
+                p,
+                chunks(&t.thinking, chunk),
+                &t.thinking,
+                ContentBlock::Thinking(ThinkingContent::default()),
+                ThinkingStart,
+                ThinkingDelta,
+                ThinkingEnd
+            ),
             ContentBlock::ToolCall(c) => {
                 let empty = ToolCall {
                     arguments: Value::Object(Default::default()),

@@ -5,6 +5,7 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
+use tern_ai::providers::js_json::{compact, json_truthy};
 use tern_ai::providers::testing::CompletionsChunks;
 use tern_ai::providers::ProviderSink;
 use tern_ai::{AssistantMessageEvent, Model};
@@ -59,21 +60,6 @@ fn run(chunks: &[String], provider: &str, path: Path) -> Vec<String> {
     sink.0
 }
 
-/// JavaScript truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
-    }
-}
-
-fn compact(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
 /// The record handling from before the typed read.
 fn legacy_process_event(data: &str, mapper: &mut CompletionsChunks<'_>) -> Result<bool, String> {
     if data.starts_with("[DONE]") {
@@ -81,10 +67,10 @@ fn legacy_process_event(data: &str, mapper: &mut CompletionsChunks<'_>) -> Resul
     }
     let value: Value = serde_json::from_str(data)
         .map_err(|_| "Error reading response: malformed server-sent event JSON.".to_string())?;
-    if let Some(e) = value.get("error").filter(|e| truthy(e)) {
+    if let Some(e) = value.get("error").filter(|e| json_truthy(e)) {
         let msg = match e.get("message") {
             Some(Value::String(m)) if !m.is_empty() => m.clone(),
-            Some(m) if truthy(m) => compact(m),
+            Some(m) if json_truthy(m) => compact(m),
             _ => compact(e),
         };
         return Err(msg);

@@ -288,16 +288,20 @@ async fn connection_reset_mid_stream() {
     .await;
 }
 
+/// Options whose idle timeout (300 ms) a stalled server trips quickly.
+fn idle_300ms() -> StreamOptions {
+    StreamOptions {
+        idle_timeout_ms: Some(300),
+        ..StreamOptions::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stall_after_head_hits_the_idle_timeout() {
     each_api(|api| async move {
         let body = valid_body(api);
         let prefix = body[..body.len() / 3].to_vec();
-        let options = StreamOptions {
-            idle_timeout_ms: Some(300),
-            ..StreamOptions::default()
-        };
-        let o = drive(api, Fault::StallAfterHead(prefix), options).await;
+        let o = drive(api, Fault::StallAfterHead(prefix), idle_300ms()).await;
         assert_error(api, &o, "Idle timeout");
         assert!(o.message.contains("300 ms"), "{}", o.message);
     })
@@ -307,11 +311,7 @@ async fn stall_after_head_hits_the_idle_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stall_before_head_hits_the_idle_timeout() {
     each_api(|api| async move {
-        let options = StreamOptions {
-            idle_timeout_ms: Some(300),
-            ..StreamOptions::default()
-        };
-        let o = drive(api, Fault::StallBeforeHead, options).await;
+        let o = drive(api, Fault::StallBeforeHead, idle_300ms()).await;
         assert_error(api, &o, "Idle timeout");
         assert!(o.message.contains("response head"), "{}", o.message);
     })

@@ -1,17 +1,16 @@
 //! `find`: files by glob, respecting `.gitignore`.
 
-use std::sync::Arc;
-
 use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use serde_json::json;
+use tern_agent::{AgentTool, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::cancel::{blocking, ABORTED};
+use crate::cancel::ABORTED;
 use crate::config::ToolConfig;
-use crate::confine::{enforce_path_rules, path_rules, resolve_path, ResolvedPath};
+use crate::confine::ResolvedPath;
+use crate::dir_tool::{dir_tool, Notices};
 use crate::fs::{display_name, Kind};
 use crate::grep::strip_dot_slash;
 use crate::policy::PathRules;
@@ -45,27 +44,11 @@ pub struct FindArgs {
 /// assert_eq!(tool.name(), "find");
 /// ```
 pub fn find_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
     let description = format!(
         "Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to {FIND_DEFAULT_LIMIT} results or {} (whichever is hit first).",
         format_size(config.max_output_bytes)
     );
-    AgentTool::typed("find", &description, move |args: FindArgs, call| {
-        let config = config.clone();
-        async move {
-            let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
-            let resolved = resolve_path(&config, &arg)?;
-            enforce_path_rules(&config, "find", &resolved)?;
-            let rules = path_rules(&config, "find");
-            let max_bytes = config.max_output_bytes;
-            let out = blocking(&call.signal, move |token| {
-                find(&resolved, rules, &args, max_bytes, &token)
-            })
-            .await?;
-            Ok(out)
-        }
-    })
-    .with_execution_mode(ToolExecutionMode::Parallel)
+    dir_tool(config, "find", &description, find)
 }
 
 fn find(
@@ -132,26 +115,14 @@ fn find(
         return Ok(ToolResult::text("No files found matching pattern"));
     }
     let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
-    let mut text = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     if limit_reached {
-        notices.push(format!(
+        let notice = format!(
             "{limit} results limit reached. Use limit={} for more, or refine pattern",
             limit * 2
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
+        );
+        notices.add(notice, "resultLimitReached", json!(limit));
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(max_bytes)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if !notices.is_empty() {
-        text = format!("{text}\n\n[{}]", notices.join(". "));
-    }
-    let mut result = ToolResult::text(text);
-    if !details.is_empty() {
-        result.details = Some(Value::Object(details));
-    }
-    Ok(result)
+    notices.truncation(&truncation, max_bytes);
+    Ok(notices.into_result(truncation.content))
 }

@@ -1,7 +1,6 @@
 //! `grep`: regex search of file contents, respecting `.gitignore`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
@@ -10,13 +9,14 @@ use grep_searcher::{
 use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use serde_json::json;
+use tern_agent::{AgentTool, ToolResult};
 use tokio_util::sync::CancellationToken;
 
-use crate::cancel::{blocking, ABORTED};
+use crate::cancel::ABORTED;
 use crate::config::ToolConfig;
-use crate::confine::{enforce_path_rules, path_rules, resolve_path, ResolvedPath};
+use crate::confine::ResolvedPath;
+use crate::dir_tool::{dir_tool, Notices};
 use crate::fs::{display_name, Kind};
 use crate::policy::PathRules;
 use crate::truncate::{format_size, truncate_head, truncate_line, GREP_MAX_LINE_CHARS};
@@ -61,27 +61,11 @@ pub struct GrepArgs {
 /// assert_eq!(tool.parameters()["required"], serde_json::json!(["pattern"]));
 /// ```
 pub fn grep_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
     let description = format!(
         "Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to {GREP_DEFAULT_LIMIT} matches or {} (whichever is hit first). Long lines are truncated to {GREP_MAX_LINE_CHARS} chars.",
         format_size(config.max_output_bytes)
     );
-    AgentTool::typed("grep", &description, move |args: GrepArgs, call| {
-        let config = config.clone();
-        async move {
-            let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
-            let resolved = resolve_path(&config, &arg)?;
-            enforce_path_rules(&config, "grep", &resolved)?;
-            let rules = path_rules(&config, "grep");
-            let max_bytes = config.max_output_bytes;
-            let out = blocking(&call.signal, move |token| {
-                search(&resolved, rules, &args, max_bytes, &token)
-            })
-            .await?;
-            Ok(out)
-        }
-    })
-    .with_execution_mode(ToolExecutionMode::Parallel)
+    dir_tool(config, "grep", &description, search)
 }
 
 struct State {
@@ -254,34 +238,22 @@ fn search(
     }
     let mut truncation = truncate_head(&state.lines.join("\n"), usize::MAX, max_bytes);
     truncation.total_lines = state.line_count;
-    let mut text = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     if state.more {
-        notices.push(format!(
+        let notice = format!(
             "{limit} matches limit reached. Use limit={} for more, or refine pattern",
             limit * 2
-        ));
-        details.insert("matchLimitReached".into(), json!(limit));
+        );
+        notices.add(notice, "matchLimitReached", json!(limit));
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(max_bytes)));
-        details.insert("truncation".into(), json!(truncation));
-    }
+    notices.truncation(&truncation, max_bytes);
     if state.lines_truncated {
-        notices.push(format!(
+        let notice = format!(
             "Some lines truncated to {GREP_MAX_LINE_CHARS} chars. Use read tool to see full lines"
-        ));
-        details.insert("linesTruncated".into(), json!(true));
+        );
+        notices.add(notice, "linesTruncated", json!(true));
     }
-    if !notices.is_empty() {
-        text = format!("{text}\n\n[{}]", notices.join(". "));
-    }
-    let mut result = ToolResult::text(text);
-    if !details.is_empty() {
-        result.details = Some(Value::Object(details));
-    }
-    Ok(result)
+    Ok(notices.into_result(truncation.content))
 }
 
 /// Drops a leading `./` (a walker path never has one), keeping a leading `!`.

@@ -29,6 +29,7 @@ pub mod bash;
 pub mod cancel;
 pub mod config;
 pub mod confine;
+mod dir_tool;
 pub mod edit;
 pub mod find;
 pub mod fs;

@@ -2,16 +2,16 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use serde_json::json;
+use tern_agent::{AgentTool, ToolResult};
 
-use crate::cancel::{blocking, ABORTED};
+use crate::cancel::ABORTED;
 use crate::config::ToolConfig;
-use crate::confine::{enforce_path_rules, path_rules, real_path, resolve_path, ResolvedPath};
+use crate::confine::{real_path, ResolvedPath};
+use crate::dir_tool::{dir_tool, Notices};
 use crate::fs::{display_name, Kind, OpenError, Root};
 use crate::policy::{Decision, PathRules};
 use crate::truncate::{format_size, truncate_head};
@@ -37,28 +37,23 @@ pub struct LsArgs {
 /// assert_eq!(tool.name(), "ls");
 /// ```
 pub fn ls_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
     let description = format!(
         "List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to {LS_DEFAULT_LIMIT} entries or {} (whichever is hit first).",
         format_size(config.max_output_bytes)
     );
-    AgentTool::typed("ls", &description, move |args: LsArgs, call| {
-        let config = config.clone();
-        async move {
-            let arg = args.path.clone().unwrap_or_else(|| ".".to_string());
-            let resolved = resolve_path(&config, &arg)?;
-            enforce_path_rules(&config, "ls", &resolved)?;
-            let rules = path_rules(&config, "ls").filter(|r| !r.is_empty());
-            let limit = args.limit.unwrap_or(LS_DEFAULT_LIMIT).max(1);
-            let max_bytes = config.max_output_bytes;
-            let out = blocking(&call.signal, move |token| {
-                list(&resolved, rules, limit, max_bytes, &token)
-            })
-            .await?;
-            Ok(out)
-        }
-    })
-    .with_execution_mode(ToolExecutionMode::Parallel)
+    dir_tool(config, "ls", &description, list_args)
+}
+
+fn list_args(
+    resolved: &ResolvedPath,
+    rules: Option<PathRules>,
+    args: &LsArgs,
+    max_bytes: usize,
+    token: &tokio_util::sync::CancellationToken,
+) -> Result<ToolResult, String> {
+    let rules = rules.filter(|r| !r.is_empty());
+    let limit = args.limit.unwrap_or(LS_DEFAULT_LIMIT).max(1);
+    list(resolved, rules, limit, max_bytes, token)
 }
 
 fn list(
@@ -124,28 +119,16 @@ fn list(
         return Ok(ToolResult::text("(empty directory)"));
     }
     let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
-    let mut text = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
+    let mut notices = Notices::default();
     if limit_reached {
-        notices.push(format!(
+        let notice = format!(
             "{limit} entries limit reached. Use limit={} for more",
             limit * 2
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
+        );
+        notices.add(notice, "entryLimitReached", json!(limit));
     }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(max_bytes)));
-        details.insert("truncation".into(), json!(truncation));
-    }
-    if !notices.is_empty() {
-        text = format!("{text}\n\n[{}]", notices.join(". "));
-    }
-    let mut result = ToolResult::text(text);
-    if !details.is_empty() {
-        result.details = Some(Value::Object(details));
-    }
-    Ok(result)
+    notices.truncation(&truncation, max_bytes);
+    Ok(notices.into_result(truncation.content))
 }
 
 enum Target {

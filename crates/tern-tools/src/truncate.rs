@@ -4,6 +4,8 @@
 //! (default 50 KiB). Head truncation (read, grep, find, ls) keeps the start and never cuts a
 //! line; tail truncation (bash) keeps the end and cuts only a last line longer than the cap.
 
+use std::ops::ControlFlow;
+
 use serde::Serialize;
 
 /// Default line cap.
@@ -63,6 +65,25 @@ fn split_lines(content: &str) -> Vec<&str> {
     lines
 }
 
+/// The lines of `content` and an empty, truncated record of its totals when it exceeds a
+/// cap; `Break` with the whole content's record when it fits.
+fn cut(
+    content: &str,
+    max_lines: usize,
+    max_bytes: usize,
+) -> ControlFlow<Truncation, (Vec<&str>, Truncation)> {
+    let lines = split_lines(content);
+    let total_lines = lines.len();
+    if total_lines <= max_lines && content.len() <= max_bytes {
+        return ControlFlow::Break(untouched(content, total_lines, max_lines, max_bytes));
+    }
+    let mut t = untouched("", 0, max_lines, max_bytes);
+    t.total_lines = total_lines;
+    t.total_bytes = content.len();
+    t.truncated = true;
+    ControlFlow::Continue((lines, t))
+}
+
 fn untouched(content: &str, lines: usize, max_lines: usize, max_bytes: usize) -> Truncation {
     Truncation {
         content: content.to_string(),
@@ -89,15 +110,10 @@ fn untouched(content: &str, lines: usize, max_lines: usize, max_bytes: usize) ->
 /// assert_eq!(t.total_lines, 3);
 /// ```
 pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Truncation {
-    let lines = split_lines(content);
-    let total_lines = lines.len();
-    if total_lines <= max_lines && content.len() <= max_bytes {
-        return untouched(content, total_lines, max_lines, max_bytes);
-    }
-    let mut t = untouched("", 0, max_lines, max_bytes);
-    t.total_lines = total_lines;
-    t.total_bytes = content.len();
-    t.truncated = true;
+    let (lines, mut t) = match cut(content, max_lines, max_bytes) {
+        ControlFlow::Continue(cut) => cut,
+        ControlFlow::Break(whole) => return whole,
+    };
     if lines.first().is_some_and(|l| l.len() > max_bytes) {
         t.truncated_by = Some(TruncatedBy::Bytes);
         t.first_line_exceeds_limit = true;
@@ -133,15 +149,10 @@ pub fn truncate_head(content: &str, max_lines: usize, max_bytes: usize) -> Trunc
 /// assert_eq!(t.content, "b\nc");
 /// ```
 pub fn truncate_tail(content: &str, max_lines: usize, max_bytes: usize) -> Truncation {
-    let lines = split_lines(content);
-    let total_lines = lines.len();
-    if total_lines <= max_lines && content.len() <= max_bytes {
-        return untouched(content, total_lines, max_lines, max_bytes);
-    }
-    let mut t = untouched("", 0, max_lines, max_bytes);
-    t.total_lines = total_lines;
-    t.total_bytes = content.len();
-    t.truncated = true;
+    let (lines, mut t) = match cut(content, max_lines, max_bytes) {
+        ControlFlow::Continue(cut) => cut,
+        ControlFlow::Break(whole) => return whole,
+    };
     let mut kept: Vec<String> = Vec::new();
     let mut bytes = 0usize;
     let mut by = TruncatedBy::Lines;

@@ -3,7 +3,8 @@ mod common;
 use std::os::unix::fs::symlink;
 
 use common::{err, ok, text, Sandbox};
-use serde_json::json;
+use serde_json::{json, Value};
+use tern_agent::AgentTool;
 use tern_tools::{builtin_tools, edit_tool, find_tool, grep_tool, ls_tool, read_tool, write_tool};
 
 fn assert_refused(e: &str) {
@@ -13,39 +14,37 @@ fn assert_refused(e: &str) {
     );
 }
 
+/// Every (tool, arguments) call is refused as outside the working directory.
+async fn assert_all_refused(calls: Vec<(AgentTool, Value)>) {
+    for (tool, args) in calls {
+        assert_refused(&err(&tool, args).await);
+    }
+}
+
 #[tokio::test]
 async fn dot_dot_is_refused_by_every_path_tool() {
     let sb = Sandbox::new();
-    assert_refused(&err(&read_tool(&sb.config), json!({"path": "../secret.txt"})).await);
-    assert_refused(
-        &err(
-            &write_tool(&sb.config),
+    assert_all_refused(vec![
+        (read_tool(&sb.config), json!({"path": "../secret.txt"})),
+        (
+            write_tool(&sb.config),
             json!({"path": "../new.txt", "content": "x"}),
-        )
-        .await,
-    );
-    assert_refused(
-        &err(
-            &edit_tool(&sb.config),
+        ),
+        (
+            edit_tool(&sb.config),
             json!({"path": "../secret.txt", "edits": [{"oldText": "top", "newText": "x"}]}),
-        )
-        .await,
-    );
-    assert_refused(&err(&ls_tool(&sb.config), json!({"path": ".."})).await);
-    assert_refused(
-        &err(
-            &grep_tool(&sb.config),
+        ),
+        (ls_tool(&sb.config), json!({"path": ".."})),
+        (
+            grep_tool(&sb.config),
             json!({"pattern": "secret", "path": ".."}),
-        )
-        .await,
-    );
-    assert_refused(
-        &err(
-            &find_tool(&sb.config),
+        ),
+        (
+            find_tool(&sb.config),
             json!({"pattern": "*", "path": "../"}),
-        )
-        .await,
-    );
+        ),
+    ])
+    .await;
     // A path that dips out and comes back in is fine.
     sb.write("a.txt", "in\n");
     let r = ok(&read_tool(&sb.config), json!({"path": "../work/a.txt"})).await;
@@ -61,15 +60,15 @@ async fn dot_dot_is_refused_by_every_path_tool() {
 async fn absolute_paths_outside_are_refused_inside_allowed() {
     let sb = Sandbox::new();
     let secret = sb.outside().join("secret.txt");
-    assert_refused(&err(&read_tool(&sb.config), json!({"path": secret})).await);
-    assert_refused(&err(&read_tool(&sb.config), json!({"path": "/etc/passwd"})).await);
-    assert_refused(
-        &err(
-            &write_tool(&sb.config),
+    assert_all_refused(vec![
+        (read_tool(&sb.config), json!({"path": secret})),
+        (read_tool(&sb.config), json!({"path": "/etc/passwd"})),
+        (
+            write_tool(&sb.config),
             json!({"path": "/tmp/tern-escape.txt", "content": "x"}),
-        )
-        .await,
-    );
+        ),
+    ])
+    .await;
     sb.write("a.txt", "in\n");
     let inside = sb.work().join("a.txt");
     assert_eq!(
@@ -83,30 +82,24 @@ async fn symlinks_pointing_out_are_refused() {
     let sb = Sandbox::new();
     symlink(sb.outside().join("secret.txt"), sb.work().join("link.txt")).unwrap();
     symlink(sb.outside(), sb.work().join("up")).unwrap();
-    assert_refused(&err(&read_tool(&sb.config), json!({"path": "link.txt"})).await);
-    assert_refused(
-        &err(
-            &write_tool(&sb.config),
+    assert_all_refused(vec![
+        (read_tool(&sb.config), json!({"path": "link.txt"})),
+        (
+            write_tool(&sb.config),
             json!({"path": "link.txt", "content": "pwned"}),
-        )
-        .await,
-    );
-    assert_refused(&err(&read_tool(&sb.config), json!({"path": "up/secret.txt"})).await);
-    assert_refused(
-        &err(
-            &write_tool(&sb.config),
+        ),
+        (read_tool(&sb.config), json!({"path": "up/secret.txt"})),
+        (
+            write_tool(&sb.config),
             json!({"path": "up/new/file.txt", "content": "x"}),
-        )
-        .await,
-    );
-    assert_refused(&err(&ls_tool(&sb.config), json!({"path": "up"})).await);
-    assert_refused(
-        &err(
-            &grep_tool(&sb.config),
+        ),
+        (ls_tool(&sb.config), json!({"path": "up"})),
+        (
+            grep_tool(&sb.config),
             json!({"pattern": "secret", "path": "up"}),
-        )
-        .await,
-    );
+        ),
+    ])
+    .await;
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("secret.txt")).unwrap(),
         "top secret\n"

@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 
 use super::extra::Absent;
 use super::{content_text, ContentBlock, JsonObject, ThinkingLevel, Timestamp, ToolCall, Usage};
+use crate::clock::now_ms;
+use crate::model::Model;
 
 /// Why an assistant message ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -116,6 +118,25 @@ impl AssistantExtra {
 }
 
 impl AssistantMessage {
+    /// The empty message a response from `model` starts as: the model's api, provider and
+    /// id, [`StopReason::Pending`], stamped now.
+    ///
+    /// ```
+    /// let model = tern_ai::Model::default();
+    /// let m = tern_ai::AssistantMessage::pending(&model);
+    /// assert_eq!(m.stop_reason, tern_ai::StopReason::Pending);
+    /// ```
+    pub fn pending(model: &Model) -> Self {
+        AssistantMessage {
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: StopReason::Pending,
+            timestamp: now_ms(),
+            ..AssistantMessage::default()
+        }
+    }
+
     /// The text blocks joined without separator (what a user reads as the answer).
     pub fn text(&self) -> String {
         content_text(&self.content, "")

@@ -152,29 +152,20 @@ struct Tagged<'a, T> {
     inner: &'a T,
 }
 
+impl<'a, T: Serialize> Tagged<'a, T> {
+    /// Writes `inner` with its `role` tag first.
+    fn write<S: Serializer>(role: &'static str, inner: &'a T, s: S) -> Result<S::Ok, S::Error> {
+        Tagged { role, inner }.serialize(s)
+    }
+}
+
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Message::System(m) => Tagged {
-                role: "system",
-                inner: m,
-            }
-            .serialize(s),
-            Message::User(m) => Tagged {
-                role: "user",
-                inner: m,
-            }
-            .serialize(s),
-            Message::Assistant(m) => Tagged {
-                role: "assistant",
-                inner: m,
-            }
-            .serialize(s),
-            Message::ToolResult(m) => Tagged {
-                role: "toolResult",
-                inner: m,
-            }
-            .serialize(s),
+            Message::System(m) => Tagged::write("system", m, s),
+            Message::User(m) => Tagged::write("user", m, s),
+            Message::Assistant(m) => Tagged::write("assistant", m, s),
+            Message::ToolResult(m) => Tagged::write("toolResult", m, s),
             Message::Custom(c) => c.0.serialize(s),
         }
     }

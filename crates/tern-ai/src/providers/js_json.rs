@@ -3,12 +3,22 @@
 use serde_json::Value;
 
 /// Compact JSON text of a value (`JSON.stringify`).
-pub(crate) fn compact(v: &Value) -> String {
+///
+/// ```
+/// assert_eq!(tern_ai::providers::js_json::compact(&serde_json::json!({"a": 1})), r#"{"a":1}"#);
+/// ```
+pub fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Whether JavaScript would take the value as true (`if (value)`).
-pub(crate) fn json_truthy(v: &Value) -> bool {
+///
+/// ```
+/// use tern_ai::providers::js_json::json_truthy;
+/// assert!(!json_truthy(&serde_json::json!("")));
+/// assert!(json_truthy(&serde_json::json!([])));
+/// ```
+pub fn json_truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,

@@ -17,9 +17,10 @@
 //!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
 //!   `reasoning` and `chunk`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
-//!   `transform` (history transforms), `model_options`, `thinking`, `js_json`, `typed_json`,
+//!   `transform` (history transforms), `model_options`, `thinking`, `typed_json`,
 //!   `openai_sdk` (what both OpenAI APIs share).
-//! - Public: [`catalog`] (models as data), [`cost`], [`overflow`], the thinking-level
+//! - Public: [`catalog`] (models as data), [`cost`], [`overflow`], [`js_json`] (JSON as
+//!   JavaScript sees it), the thinking-level
 //!   helpers; with the `testing` feature, `replay` (a local replay server), `map_body` and
 //!   `testing`.
 
@@ -29,7 +30,7 @@ pub mod cost;
 mod driver;
 mod google;
 mod http;
-mod js_json;
+pub mod js_json;
 mod model_options;
 mod openai_completions;
 mod openai_responses;

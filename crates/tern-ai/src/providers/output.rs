@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::ProviderSink;
-use crate::clock::now_ms;
 use crate::event::{AssistantMessageEvent, Delta, PartialMessage};
 use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
 use crate::model::Model;
@@ -22,14 +21,7 @@ pub(crate) struct Output<'a> {
 
 impl<'a> Output<'a> {
     pub fn new(model: &'a Model, sink: &'a mut dyn ProviderSink) -> Self {
-        let message = AssistantMessage {
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
-            stop_reason: StopReason::Pending,
-            timestamp: now_ms(),
-            ..AssistantMessage::default()
-        };
+        let message = AssistantMessage::pending(model);
         Output {
             model,
             partial: PartialMessage::new(message),

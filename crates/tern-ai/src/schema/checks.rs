@@ -8,7 +8,8 @@ use crate::schema::formats::check_format;
 use crate::schema::js::string::js_to_string;
 use crate::schema::js::value::{deep_equal, js_entries, strict_eq, unique};
 use crate::schema::keywords::{
-    bare_type, contains_bounds, has_unevaluated, num_kw, pattern_entries, prefix_and_rest, tag_of,
+    bare_type, contains_bounds, has_unevaluated, item_schema, num_kw, pattern_entries,
+    prefix_and_rest, tag_of,
 };
 use crate::schema::kind::Kind;
 use crate::schema::number::{num_f64, number_ok};
@@ -262,12 +263,7 @@ impl<'s> Ctx<'s> {
         if !ann {
             let (prefix, rest) = prefix_and_rest(o);
             for (i, x) in a.iter().enumerate() {
-                let s = if i < prefix.len() {
-                    prefix.get(i)
-                } else {
-                    rest
-                };
-                if let Some(s) = s {
+                if let Some(s) = item_schema(prefix, rest, i) {
                     if !self.ok(s, b, x) {
                         return false;
                     }

@@ -13,6 +13,26 @@ use crate::schema::keywords::{
 };
 use crate::schema::{Base, JsonMap};
 
+/// The object of a subschema still to compile in this mode (`annotating` or not), marked
+/// as seen; `None` for a boolean schema, one past the depth cap or one already seen; `Err`
+/// for a value that is no schema at all.
+fn unvisited<'s>(
+    node: &'s Value,
+    seen: &mut HashSet<(usize, bool)>,
+    depth: usize,
+    annotating: bool,
+) -> Result<Option<&'s JsonMap>, String> {
+    let o = match node {
+        Value::Bool(_) => return Ok(None),
+        Value::Object(o) => o,
+        _ => return Err(not_a_schema(node)),
+    };
+    if depth > MAX_DEPTH || !seen.insert((addr(node), annotating)) {
+        return Ok(None);
+    }
+    Ok(Some(o))
+}
+
 impl<'s> Ctx<'s> {
     /// Walks what the reference compiles, in its order, for its one compile error: a
     /// subschema that is neither an object nor a boolean.
@@ -23,12 +43,10 @@ impl<'s> Ctx<'s> {
         seen: &mut HashSet<(usize, bool)>,
         depth: usize,
     ) -> Result<(), String> {
-        let o = match node {
-            Value::Bool(_) => return Ok(()),
-            Value::Object(o) => o,
-            _ => return Err(not_a_schema(node)),
+        let Some(o) = unvisited(node, seen, depth, false)? else {
+            return Ok(());
         };
-        if depth > MAX_DEPTH || !seen.insert((addr(node), false)) || bare_type(o).is_some() {
+        if bare_type(o).is_some() {
             return Ok(());
         }
         let b = self.base_for(node, base);
@@ -45,14 +63,9 @@ impl<'s> Ctx<'s> {
         seen: &mut HashSet<(usize, bool)>,
         depth: usize,
     ) -> Result<(), String> {
-        let o = match node {
-            Value::Bool(_) => return Ok(()),
-            Value::Object(o) => o,
-            _ => return Err(not_a_schema(node)),
-        };
-        if depth > MAX_DEPTH || !seen.insert((addr(node), true)) {
+        let Some(o) = unvisited(node, seen, depth, true)? else {
             return Ok(());
-        }
+        };
         let b = self.base_for(node, base);
         self.compile_plain(o, &b, seen, depth, true)?;
         let d = depth + 1;

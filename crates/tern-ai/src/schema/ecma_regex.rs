@@ -95,6 +95,23 @@ pub(crate) fn scan_groups(cs: &[char]) -> (usize, bool) {
 }
 
 /// Whether `name` is a capture group name (an identifier).
+/// The capture group name that starts at `start` and runs to the next `>`, and that `>`'s
+/// offset from `start`.
+fn group_name(cs: &[char], start: usize) -> Result<(String, usize), TrErr> {
+    let invalid = TrErr::Syntax("Invalid capture group name");
+    let Some(close) = cs
+        .get(start..)
+        .and_then(|rest| rest.iter().position(|c| *c == '>'))
+    else {
+        return Err(invalid);
+    };
+    let name: String = cs[start..start + close].iter().collect();
+    if !is_group_name(&name) {
+        return Err(invalid);
+    }
+    Ok((name, close))
+}
+
 pub(crate) fn is_group_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
@@ -168,14 +185,7 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                         if cs.get(i + 2) != Some(&'<') {
                             return Err(TrErr::Syntax("Invalid named reference"));
                         }
-                        let close = cs[i + 3..].iter().position(|c| *c == '>');
-                        let Some(close) = close else {
-                            return Err(TrErr::Syntax("Invalid capture group name"));
-                        };
-                        let name: String = cs[i + 3..i + 3 + close].iter().collect();
-                        if !is_group_name(&name) {
-                            return Err(TrErr::Syntax("Invalid capture group name"));
-                        }
+                        let (name, close) = group_name(&cs, i + 3)?;
                         name_refs.push(name);
                         unsupported(&mut out)?;
                         last = Last::Atom;
@@ -232,14 +242,7 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                         i += if behind { 4 } else { 3 };
                     }
                     (Some('<'), _) => {
-                        let close = cs[i + 3..].iter().position(|c| *c == '>');
-                        let Some(close) = close else {
-                            return Err(TrErr::Syntax("Invalid capture group name"));
-                        };
-                        let name: String = cs[i + 3..i + 3 + close].iter().collect();
-                        if !is_group_name(&name) {
-                            return Err(TrErr::Syntax("Invalid capture group name"));
-                        }
+                        let (name, close) = group_name(&cs, i + 3)?;
                         if names.contains(&name) {
                             return Err(TrErr::Syntax("Duplicate capture group name"));
                         }

@@ -11,7 +11,8 @@ use crate::schema::js::string::{
 };
 use crate::schema::js::value::{deep_equal, js_entries, strict_eq, unique};
 use crate::schema::keywords::{
-    contains_bounds, contains_message, has_unevaluated, num_kw, pattern_entries, FALSE_SCHEMA,
+    contains_bounds, contains_message, has_unevaluated, item_schema, num_kw, pattern_entries,
+    prefix_and_rest, FALSE_SCHEMA,
 };
 use crate::schema::kind::Kind;
 use crate::schema::number::{num_f64, walk_number};
@@ -249,23 +250,14 @@ impl<'s> Ctx<'s> {
                 }
             }
         }
-        let count = m.len() as f64;
-        if let Some(n) = num_kw(o, "minProperties") {
-            if count < n {
-                out.push(verr(
-                    path,
-                    &format!("expected at least {} properties", js_number_string(n)),
-                ));
-            }
-        }
-        if let Some(n) = num_kw(o, "maxProperties") {
-            if count > n {
-                out.push(verr(
-                    path,
-                    &format!("expected at most {} properties", js_number_string(n)),
-                ));
-            }
-        }
+        size_bounds(
+            o,
+            m.len(),
+            ["minProperties", "maxProperties"],
+            "properties",
+            path,
+            out,
+        );
         // `{ ...dependentRequired, ...dependencies }`: the later object's values win.
         let mut deps = JsonMap::new();
         for k in ["dependentRequired", "dependencies"] {
@@ -318,42 +310,14 @@ impl<'s> Ctx<'s> {
         path: &str,
         out: &mut Vec<VErr>,
     ) {
-        let (prefix, rest) = match o.get("items") {
-            Some(Value::Array(items)) => (items.as_slice(), o.get("additionalItems")),
-            items => (
-                o.get("prefixItems")
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], |p| p.as_slice()),
-                items,
-            ),
-        };
+        // A `true` rest schema is left out; it reports nothing.
+        let (prefix, rest) = prefix_and_rest(o);
         for (i, x) in a.iter().enumerate() {
-            let s = if i < prefix.len() {
-                prefix.get(i)
-            } else {
-                rest
-            };
-            if let Some(s) = s {
+            if let Some(s) = item_schema(prefix, rest, i) {
                 self.walk(s, b, x, &format!("{path}/{i}"), out);
             }
         }
-        let len = a.len() as f64;
-        if let Some(n) = num_kw(o, "minItems") {
-            if len < n {
-                out.push(verr(
-                    path,
-                    &format!("expected at least {} items", js_number_string(n)),
-                ));
-            }
-        }
-        if let Some(n) = num_kw(o, "maxItems") {
-            if len > n {
-                out.push(verr(
-                    path,
-                    &format!("expected at most {} items", js_number_string(n)),
-                ));
-            }
-        }
+        size_bounds(o, a.len(), ["minItems", "maxItems"], "items", path, out);
         if matches!(o.get("uniqueItems"), Some(Value::Bool(true))) && !unique(a) {
             out.push(verr(path, "expected unique items"));
         }
@@ -547,4 +511,33 @@ pub(crate) fn format_path(p: &str) -> String {
         .map(|s| s.replace("~1", "/").replace("~0", "~"))
         .collect::<Vec<_>>()
         .join(".")
+}
+
+/// The errors of a `min*`/`max*` keyword pair on a size (`[min, max]` keywords), e.g.
+/// "expected at least 2 items".
+fn size_bounds(
+    o: &JsonMap,
+    size: usize,
+    [min, max]: [&str; 2],
+    noun: &str,
+    path: &str,
+    out: &mut Vec<VErr>,
+) {
+    let size = size as f64;
+    if let Some(n) = num_kw(o, min) {
+        if size < n {
+            out.push(verr(
+                path,
+                &format!("expected at least {} {noun}", js_number_string(n)),
+            ));
+        }
+    }
+    if let Some(n) = num_kw(o, max) {
+        if size > n {
+            out.push(verr(
+                path,
+                &format!("expected at most {} {noun}", js_number_string(n)),
+            ));
+        }
+    }
 }

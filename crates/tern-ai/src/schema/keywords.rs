@@ -126,6 +126,19 @@ pub(crate) fn prefix_and_rest(o: &JsonMap) -> (&[Value], Option<&Value>) {
 }
 
 /// The schema of an array item at `index`, for the coercion passes.
+/// The schema of item `index` given [`prefix_and_rest`]'s tuple prefix and rest schema.
+pub(crate) fn item_schema<'a>(
+    prefix: &'a [Value],
+    rest: Option<&'a Value>,
+    index: usize,
+) -> Option<&'a Value> {
+    if index < prefix.len() {
+        prefix.get(index)
+    } else {
+        rest
+    }
+}
+
 pub(crate) fn item_schema_at(o: &JsonMap, index: usize) -> Option<&Value> {
     if let Some(Value::Array(items)) = o.get("items") {
         return items.get(index);

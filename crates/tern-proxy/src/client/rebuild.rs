@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tern_ai::json_parse::ToolCallArgumentsStream;
 use tern_ai::{
-    clock::now_ms, AssistantMessage, AssistantMessageEvent, ContentBlock, Model, PartialMessage,
-    StopReason, ThinkingContent, ToolCall,
+    AssistantMessage, AssistantMessageEvent, ContentBlock, Model, PartialMessage, StopReason,
+    ThinkingContent, ToolCall,
 };
 
 use crate::wire::ProxyEvent;
@@ -22,18 +22,28 @@ pub(crate) struct Rebuild {
     tool_arguments: HashMap<usize, ToolCallArgumentsStream>,
 }
 
+/// The two block kinds that stream as text with a closing signature.
+#[derive(Clone, Copy)]
+enum Prose {
+    Text,
+    Thinking,
+}
+
+impl Prose {
+    /// The kind's name in wire event types and errors.
+    fn name(self) -> &'static str {
+        match self {
+            Prose::Text => "text",
+            Prose::Thinking => "thinking",
+        }
+    }
+}
+
 impl Rebuild {
     /// An empty `pending` message for `model`, stamped now.
     pub(crate) fn new(model: &Model) -> Self {
         Rebuild {
-            partial: PartialMessage::new(AssistantMessage {
-                api: model.api.clone(),
-                provider: model.provider.clone(),
-                model: model.id.clone(),
-                stop_reason: StopReason::Pending,
-                timestamp: now_ms(),
-                ..AssistantMessage::default()
-            }),
+            partial: PartialMessage::new(AssistantMessage::pending(model)),
             tool_arguments: HashMap::new(),
         }
     }
@@ -60,14 +70,9 @@ impl Rebuild {
                 content_index,
                 delta,
             } => {
-                self.partial
-                    .update(|m| match m.content.get_mut(content_index) {
-                        Some(ContentBlock::Text(t)) => {
-                            t.text.push_str(&delta);
-                            Ok(())
-                        }
-                        _ => Err("Received text_delta for non-text content".to_string()),
-                    })?;
+                self.edit_text(content_index, Prose::Text, "delta", |text, _| {
+                    text.push_str(&delta)
+                })?;
                 E::TextDelta {
                     content_index,
                     delta: delta.into(),
@@ -78,14 +83,10 @@ impl Rebuild {
                 content_index,
                 content_signature,
             } => {
-                let content = self
-                    .partial
-                    .update(|m| match m.content.get_mut(content_index) {
-                        Some(ContentBlock::Text(t)) => {
-                            t.text_signature = content_signature;
-                            Ok(t.text.clone())
-                        }
-                        _ => Err("Received text_end for non-text content".to_string()),
+                let content =
+                    self.edit_text(content_index, Prose::Text, "end", |text, signature| {
+                        *signature = content_signature;
+                        text.clone()
                     })?;
                 E::TextEnd {
                     content_index,
@@ -105,14 +106,9 @@ impl Rebuild {
                 content_index,
                 delta,
             } => {
-                self.partial
-                    .update(|m| match m.content.get_mut(content_index) {
-                        Some(ContentBlock::Thinking(t)) => {
-                            t.thinking.push_str(&delta);
-                            Ok(())
-                        }
-                        _ => Err("Received thinking_delta for non-thinking content".to_string()),
-                    })?;
+                self.edit_text(content_index, Prose::Thinking, "delta", |text, _| {
+                    text.push_str(&delta)
+                })?;
                 E::ThinkingDelta {
                     content_index,
                     delta: delta.into(),
@@ -123,14 +119,10 @@ impl Rebuild {
                 content_index,
                 content_signature,
             } => {
-                let content = self
-                    .partial
-                    .update(|m| match m.content.get_mut(content_index) {
-                        Some(ContentBlock::Thinking(t)) => {
-                            t.thinking_signature = content_signature;
-                            Ok(t.thinking.clone())
-                        }
-                        _ => Err("Received thinking_end for non-thinking content".to_string()),
+                let content =
+                    self.edit_text(content_index, Prose::Thinking, "end", |text, signature| {
+                        *signature = content_signature;
+                        text.clone()
                     })?;
                 E::ThinkingEnd {
                     content_index,
@@ -262,6 +254,30 @@ impl Rebuild {
     /// Puts `block` at `index`: replaces the block there or appends it. The reference's
     /// array would grow a hole for an index past the end; a message has no holes, so that is
     /// an error here.
+    /// Runs `f` on the text and signature of the block at `index` when it is a `kind`
+    /// block; otherwise the reference's error for the `{kind}_{phase}` event.
+    fn edit_text<R>(
+        &self,
+        index: usize,
+        kind: Prose,
+        phase: &str,
+        f: impl FnOnce(&mut String, &mut Option<String>) -> R,
+    ) -> Result<R, String> {
+        self.partial
+            .update(|m| match (kind, m.content.get_mut(index)) {
+                (Prose::Text, Some(ContentBlock::Text(t))) => {
+                    Ok(f(&mut t.text, &mut t.text_signature))
+                }
+                (Prose::Thinking, Some(ContentBlock::Thinking(t))) => {
+                    Ok(f(&mut t.thinking, &mut t.thinking_signature))
+                }
+                _ => {
+                    let kind = kind.name();
+                    Err(format!("Received {kind}_{phase} for non-{kind} content"))
+                }
+            })
+    }
+
     fn set_block(&self, kind: &str, index: usize, block: ContentBlock) -> Result<(), String> {
         self.partial.update(|m| {
             let len = m.content.len();

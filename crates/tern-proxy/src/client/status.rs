@@ -2,13 +2,14 @@
 //! body is JSON with a truthy `error`, else `Proxy error: <status> <reason>`.
 
 use serde_json::Value;
+use tern_ai::providers::js_json::json_truthy;
 
 /// The message for a failed response with this status, reason phrase and body.
 pub(crate) fn status_message(status: u16, reason: &str, body: &[u8]) -> String {
     let error = serde_json::from_slice::<Value>(strip_bom(body))
         .ok()
         .and_then(|v| v.get("error").cloned())
-        .filter(truthy);
+        .filter(json_truthy);
     match error {
         Some(e) => format!("Proxy error: {}", js_string(&e)),
         None => format!("Proxy error: {status} {reason}"),
@@ -17,17 +18,6 @@ pub(crate) fn status_message(status: u16, reason: &str, body: &[u8]) -> String {
 
 fn strip_bom(body: &[u8]) -> &[u8] {
     body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body)
-}
-
-/// JavaScript truthiness of a JSON value.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
-    }
 }
 
 /// `String(value)` in JavaScript, for the values JSON can hold.

@@ -87,43 +87,33 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
             let idx = ev.get("index").and_then(Value::as_i64).unwrap_or(-1);
             let cb = ev.get("content_block").cloned().unwrap_or(Value::Null);
             let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            match cb.get("type").and_then(Value::as_str).unwrap_or("") {
+            // Every block kind opens the same way; only the block and whether it
+            // streams tool arguments differ.
+            let (block, args) = match cb.get("type").and_then(Value::as_str).unwrap_or("") {
                 "fallback" if out.len() > 0 => {
                     return Err(
                         "Anthropic performed an unsupported mid-output model fallback".into(),
                     );
                 }
-                "text" => {
-                    let i = out.push_block(ContentBlock::Text(TextContent {
+                "text" => (
+                    ContentBlock::Text(TextContent {
                         text: s("text"),
                         text_signature: None,
                         extra: None,
-                    }));
-                    st.open.insert(
-                        idx,
-                        OpenBlock {
-                            index: i,
-                            args: None,
-                        },
-                    );
-                }
-                "thinking" => {
-                    let i = out.push_block(ContentBlock::Thinking(ThinkingContent {
+                    }),
+                    None,
+                ),
+                "thinking" => (
+                    ContentBlock::Thinking(ThinkingContent {
                         thinking: s("thinking"),
                         thinking_signature: Some(s("signature")),
                         redacted: None,
                         extra: None,
-                    }));
-                    st.open.insert(
-                        idx,
-                        OpenBlock {
-                            index: i,
-                            args: None,
-                        },
-                    );
-                }
-                "redacted_thinking" => {
-                    let i = out.push_block(ContentBlock::Thinking(ThinkingContent {
+                    }),
+                    None,
+                ),
+                "redacted_thinking" => (
+                    ContentBlock::Thinking(ThinkingContent {
                         thinking: "[Reasoning redacted]".into(),
                         thinking_signature: cb
                             .get("data")
@@ -131,17 +121,11 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                             .map(str::to_string),
                         redacted: Some(true),
                         extra: None,
-                    }));
-                    st.open.insert(
-                        idx,
-                        OpenBlock {
-                            index: i,
-                            args: None,
-                        },
-                    );
-                }
-                "tool_use" => {
-                    let i = out.push_block(ContentBlock::tool_call(ToolCall {
+                    }),
+                    None,
+                ),
+                "tool_use" => (
+                    ContentBlock::tool_call(ToolCall {
                         id: s("id"),
                         name: s("name"),
                         arguments: cb
@@ -150,17 +134,13 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                             .cloned()
                             .unwrap_or(json!({})),
                         ..ToolCall::default()
-                    }));
-                    st.open.insert(
-                        idx,
-                        OpenBlock {
-                            index: i,
-                            args: Some(ToolCallArgumentsStream::new()),
-                        },
-                    );
-                }
-                _ => {}
-            }
+                    }),
+                    Some(ToolCallArgumentsStream::new()),
+                ),
+                _ => return Ok(()),
+            };
+            let index = out.push_block(block);
+            st.open.insert(idx, OpenBlock { index, args });
         }
         "content_block_delta" => {
             let idx = ev.get("index").and_then(Value::as_i64).unwrap_or(-1);

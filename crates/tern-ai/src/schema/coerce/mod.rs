@@ -88,11 +88,6 @@ impl<'s> Ctx<'s> {
 
     pub(crate) fn drop_object_nulls(&self, m: &mut JsonMap, so: &'s JsonMap, b: &Base) {
         let props = so.get("properties").and_then(Value::as_object);
-        let pats = pattern_entries(so);
-        let additional = so.get("additionalProperties").filter(|a| a.is_object());
-        if pats.is_empty() && additional.is_none() && props.is_none() {
-            return;
-        }
         let required: HashSet<&str> = match so.get("required") {
             Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
             _ => HashSet::new(),
@@ -114,25 +109,7 @@ impl<'s> Ctx<'s> {
                 self.drop_nulls(current, prop, b);
             }
         }
-        if !pats.is_empty() || additional.is_some() {
-            for key in js_key_list(m) {
-                let mut matched = props.is_some_and(|p| p.contains_key(&key));
-                for (p, s) in &pats {
-                    if self.regex_test(p, &key) == Some(false) {
-                        continue;
-                    }
-                    matched = true;
-                    if let Some(current) = m.get_mut(&key) {
-                        self.drop_nulls(current, s, b);
-                    }
-                }
-                if !matched {
-                    if let (Some(a), Some(current)) = (additional, m.get_mut(&key)) {
-                        self.drop_nulls(current, a, b);
-                    }
-                }
-            }
-        }
+        self.each_unlisted_member(m, so, |current, s| self.drop_nulls(current, s, b));
     }
 
     /// Pass 2, TypeBox's conversions: the converted value, or None when it is unchanged.
@@ -497,6 +474,21 @@ impl<'s> Ctx<'s> {
                 }
             }
         }
+        self.each_unlisted_member(m, so, |slot, s| {
+            *slot = self.coerce_types(std::mem::take(slot), s, b);
+        });
+    }
+
+    /// Calls `f` on each member of `m` with each schema `patternProperties` gives it (every
+    /// matching pattern), or with `additionalProperties` when neither `properties` nor a
+    /// pattern names the key, in the reference's key order.
+    fn each_unlisted_member(
+        &self,
+        m: &mut JsonMap,
+        so: &'s JsonMap,
+        mut f: impl FnMut(&mut Value, &'s Value),
+    ) {
+        let props = so.get("properties").and_then(Value::as_object);
         let pats = pattern_entries(so);
         let additional = so.get("additionalProperties").filter(|a| a.is_object());
         if pats.is_empty() && additional.is_none() {
@@ -509,13 +501,13 @@ impl<'s> Ctx<'s> {
                     continue;
                 }
                 matched = true;
-                if let Some(slot) = m.get_mut(&key) {
-                    *slot = self.coerce_types(std::mem::take(slot), s, b);
+                if let Some(value) = m.get_mut(&key) {
+                    f(value, s);
                 }
             }
             if !matched {
-                if let (Some(a), Some(slot)) = (additional, m.get_mut(&key)) {
-                    *slot = self.coerce_types(std::mem::take(slot), a, b);
+                if let (Some(a), Some(value)) = (additional, m.get_mut(&key)) {
+                    f(value, a);
                 }
             }
         }
