@@ -51,6 +51,9 @@ impl StreamFn for ScriptedModel {
             json!(options.reasoning.map(|l| l.as_str()).unwrap_or("off")),
         );
         entry.insert("messages".into(), norm_of(context.messages.as_slice()));
+        if let Some(recorded) = recorded_options(&options) {
+            entry.insert("options".into(), recorded);
+        }
         h.push(Value::Object(entry));
         if let Some(message) = spec.as_ref().and_then(|s| s.throw.clone()) {
             return Err(message.into());
@@ -59,6 +62,38 @@ impl StreamFn for ScriptedModel {
         start_now(produce(tx, spec, model.clone(), options.signal, n));
         Ok(rx)
     }
+}
+
+/// The request options the trace records (FORMAT.md 2.3), `None` when none is set.
+fn recorded_options(o: &StreamOptions) -> Option<Value> {
+    let mut m = Map::new();
+    if let Some(id) = &o.session_id {
+        m.insert("sessionId".into(), json!(id));
+    }
+    if let Some(n) = o.max_tokens {
+        m.insert("maxTokens".into(), json!(n));
+    }
+    if let Some(t) = o.temperature {
+        m.insert("temperature".into(), json!(t));
+    }
+    if let Some(ms) = o.max_retry_delay_ms {
+        m.insert("maxRetryDelayMs".into(), json!(ms));
+    }
+    if let Some(b) = &o.thinking_budgets {
+        let mut bm = Map::new();
+        for (k, v) in [
+            ("minimal", b.minimal),
+            ("low", b.low),
+            ("medium", b.medium),
+            ("high", b.high),
+        ] {
+            if let Some(v) = v {
+                bm.insert(k.into(), json!(v));
+            }
+        }
+        m.insert("thinkingBudgets".into(), Value::Object(bm));
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
 }
 
 /// Runs a producer synchronously up to its first wait (like an un-awaited async JS
@@ -157,7 +192,7 @@ async fn produce(
         return finish(&tx, aborted(&partial));
     }
     if spec.final_only {
-        return finish(&tx, final_message);
+        return finish_final(&tx, &spec, final_message);
     }
     tx.push(AssistantMessageEvent::Start {
         partial: snapshot(&partial),
@@ -263,5 +298,15 @@ async fn produce(
     if signal.is_cancelled() {
         return finish(&tx, aborted(&partial));
     }
-    finish(&tx, final_message);
+    finish_final(&tx, &spec, final_message);
+}
+
+/// Ends with the scripted final message: a `done`/`error` event, or with `noTerminal` the
+/// stream's end carrying the result.
+fn finish_final(tx: &AssistantMessageEventSender, spec: &ResponseSpec, message: AssistantMessage) {
+    if spec.no_terminal {
+        tx.end(Some(message));
+    } else {
+        finish(tx, message);
+    }
 }
