@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use tern_ai::{
-    AssistantMessage, AssistantMessageEvent, Context, EventSender, EventStream, Message,
+    AssistantMessage, AssistantMessageEvent, BoxError, Context, EventSender, EventStream, Message,
     StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel,
 };
 use tokio_util::sync::CancellationToken;
@@ -507,7 +507,13 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     }
     let mut message = match last {
         Some(m) => m,
-        None => stream.result().await,
+        None => {
+            // A stream function that failed part-way fails the run, as one that failed at once.
+            if let Some(error) = stream.failure() {
+                return Err(AgentError::from(BoxError::from(error)));
+            }
+            stream.result().await
+        }
     };
     // The stream's result slot shares the message: drop it so that recording the requested
     // level, whichever stream function answered, changes the message in place.

@@ -55,6 +55,10 @@ pub struct BeforeToolCallResult {
     pub reason: Option<String>,
     /// Mark the blocked result as terminating.
     pub terminate: bool,
+    /// Replacement for the validated arguments that `execute` and `after_tool_call` receive
+    /// when the call is not blocked (a reference hook changes `args` in place for this);
+    /// the call block in the transcript and in events keeps its raw arguments.
+    pub args: Option<Value>,
 }
 
 impl BeforeToolCallResult {
@@ -64,6 +68,7 @@ impl BeforeToolCallResult {
             block: true,
             reason: Some(reason.into()),
             terminate: false,
+            args: None,
         }
     }
 }

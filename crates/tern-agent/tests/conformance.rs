@@ -5,8 +5,9 @@
 //!
 //! Scenario sets (each a `scenarios/` + `expected/` pair under `tests/conformance`):
 //! - `.`: the 55 public scenarios of the conformance suite (copied verbatim);
-//! - `extra/`: further scenarios whose traces were generated with the same reference
-//!   runner (`reference/gen.mjs`, each run twice byte-identical);
+//! - `extra/`: further scenarios whose traces were generated with the reference runner in
+//!   `tests/conformance/reference` (`node gen.mjs ../extra/scenarios ../extra/expected`, each
+//!   run twice byte-identical); they use the grown format of `tests/conformance/FORMAT.md`;
 //!
 //! `CONFORMANCE_FILTER=substring` runs only the scenarios whose file name contains it.
 

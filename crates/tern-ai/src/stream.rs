@@ -284,23 +284,27 @@ pub struct AssistantMessageEventSender {
     inner: EventSender<AssistantMessageEvent>,
     started_at_ms: u64,
     started: Instant,
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 /// The stream of one assistant response.
 pub struct AssistantMessageEventStream {
     inner: EventStream<AssistantMessageEvent>,
+    failure: Arc<Mutex<Option<String>>>,
 }
 
 /// A connected sender and assistant-message stream; the response's clock starts now.
 pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEventStream) {
     let (tx, rx) = event_stream();
+    let failure = Arc::new(Mutex::new(None));
     (
         AssistantMessageEventSender {
             inner: tx,
             started_at_ms: now_ms(),
             started: Instant::now(),
+            failure: failure.clone(),
         },
-        AssistantMessageEventStream { inner: rx },
+        AssistantMessageEventStream { inner: rx, failure },
     )
 }
 
@@ -343,12 +347,29 @@ impl AssistantMessageEventSender {
     pub fn is_done(&self) -> bool {
         self.inner.is_done()
     }
+
+    /// Ends the stream with an error instead of a final message: the stream function failed
+    /// part-way (the reference's stream iteration throwing). The consumer sees the events
+    /// pushed so far, then [`AssistantMessageEventStream::failure`]. Ignored once done.
+    pub fn fail(&self, message: impl Into<String>) {
+        if self.inner.is_done() {
+            return;
+        }
+        *self.failure.lock() = Some(message.into());
+        self.inner.end(None);
+    }
 }
 
 impl AssistantMessageEventStream {
     /// The next event, `None` after the last.
     pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
         self.inner.next().await
+    }
+
+    /// Why the producer failed part-way ([`AssistantMessageEventSender::fail`]), once the
+    /// events are drained; a consumer treats it as the stream function's error.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().clone()
     }
 
     /// The final message (shared with the final event). A producer that went away without a

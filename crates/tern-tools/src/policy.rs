@@ -605,7 +605,7 @@ impl PermissionGate {
                 let blocked = tern_agent::hooks::BeforeToolCallResult {
                     block: true,
                     reason: verdict.reason,
-                    terminate: false,
+                    ..Default::default()
                 };
                 Ok(verdict.block.then_some(blocked))
             }

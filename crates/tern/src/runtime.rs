@@ -111,7 +111,7 @@ pub fn build(o: BuildOptions) -> Runtime {
                     Ok(verdict.block.then_some(BeforeToolCallResult {
                         block: true,
                         reason: verdict.reason,
-                        terminate: false,
+                        ..BeforeToolCallResult::default()
                     }))
                 }
             })

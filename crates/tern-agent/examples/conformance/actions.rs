@@ -141,14 +141,37 @@ impl Harness {
         match a.do_.as_str() {
             "prompt" => {
                 let agent = self.agent(&a.do_)?;
+                let messages = a.messages.clone();
+                let text = a.text.clone().unwrap_or_default();
                 // How the run ended is in the trace already: the outcome adds nothing to it.
-                match &a.messages {
-                    Some(m) => agent.prompt_messages(m.clone()).await?,
-                    None => agent.prompt(a.text.as_deref().unwrap_or("")).await?,
+                let run = async move {
+                    match messages {
+                        Some(m) => agent.prompt_messages(m).await.map(drop),
+                        None => agent.prompt(&text).await.map(drop),
+                    }
                 };
+                self.await_or_detach(a, run).await?;
             }
             "continue" => {
-                self.agent(&a.do_)?.continue_run().await?;
+                let agent = self.agent(&a.do_)?;
+                let run = async move { agent.continue_run().await.map(drop) };
+                self.await_or_detach(a, run).await?;
+            }
+            "waitForIdle" => {
+                self.agent(&a.do_)?.wait_for_idle().await;
+                self.push(entry(vec![("kind", json!("idle"))]));
+            }
+            "clearSteeringQueue" => self.agent(&a.do_)?.clear_steering_queue(),
+            "clearFollowUpQueue" => self.agent(&a.do_)?.clear_follow_up_queue(),
+            "clearAllQueues" => self.agent(&a.do_)?.clear_all_queues(),
+            "unsubscribe" => {
+                let Some(index) = self.listener_index(&a.name) else {
+                    return Err(Failure::Fatal(format!(
+                        "runner: unknown listener {}",
+                        super::norm::js_template(&a.name)
+                    )));
+                };
+                self.unsubscribe_listener(index);
             }
             "steer" | "followUp" => {
                 let agent = self.agent(&a.do_)?;
@@ -234,12 +257,39 @@ impl Harness {
         Ok(())
     }
 
+    /// Awaits a run, or with `wait: false` starts it on its own task (its error recorded
+    /// when it comes) and lets it go as far as it can before its first timer.
+    async fn await_or_detach<E: std::fmt::Display>(
+        self: &Arc<Self>,
+        a: &ActionSpec,
+        run: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+    ) -> Result<(), Failure> {
+        if a.wait {
+            return run.await.map_err(|e| Failure::Error(e.to_string()));
+        }
+        let h = self.clone();
+        let do_ = a.do_.clone();
+        tokio::spawn(async move {
+            if let Err(e) = run.await {
+                h.push(entry(vec![
+                    ("kind", json!("error")),
+                    ("do", json!(do_)),
+                    ("message", json!(e.to_string())),
+                ]));
+            }
+        });
+        // The reference waits for a 0 ms timer: every task that is ready runs first.
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        Ok(())
+    }
+
     pub(super) fn loop_config(&self, a: &ActionSpec) -> AgentLoopConfig {
         let mut c = AgentLoopConfig::new(make_model(&a.cfg_model));
         c.reasoning = (a.cfg_thinking_level != ThinkingLevel::Off).then_some(a.cfg_thinking_level);
         if let Some(mode) = a.cfg_tool_execution {
             c.tool_execution = mode;
         }
+        c.stream_options = a.cfg_options.stream_options();
         // Without `convert_to_llm` the library's default is the standard-role filter.
         c.hooks = self.hooks();
         c

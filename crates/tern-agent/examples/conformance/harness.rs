@@ -28,12 +28,13 @@ pub mod spec;
 mod tools;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
-use tern_agent::{Agent, AgentEvent, AgentTool, Hooks};
+use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Hooks, Subscription};
 use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
@@ -112,6 +113,8 @@ pub struct Harness {
     agent: OnceLock<Agent>,
     low_level: Mutex<Option<LowLevel>>,
     fatal: Mutex<Option<String>>,
+    /// Listener subscriptions in scenario order (`None` once unsubscribed).
+    subscriptions: Mutex<Vec<(Value, Option<Subscription>)>>,
 }
 
 fn roles(messages: &[Message]) -> Value {
@@ -170,6 +173,7 @@ impl Harness {
             agent: OnceLock::new(),
             low_level: Mutex::new(None),
             fatal: Mutex::new(None),
+            subscriptions: Mutex::new(Vec::new()),
         });
         let _ = h.hooks.set(h.build_hooks());
         h
@@ -227,18 +231,20 @@ impl Harness {
 
     async fn main(self: Arc<Self>) -> Result<Value, String> {
         if let Some(a) = &self.spec.agent {
-            let mut builder = Agent::builder(make_model(&a.model), self.scripted_model())
-                .thinking_level(a.thinking_level)
-                .tools(self.tools_for(&a.tools))
-                .messages(a.messages.clone())
-                .hooks(self.hooks())
-                .tool_execution(a.tool_execution.unwrap_or_default())
-                .steering_mode(a.steering_mode.unwrap_or_default())
-                .follow_up_mode(a.follow_up_mode.unwrap_or_default());
-            if let Some(prompt) = &a.system_prompt {
-                builder = builder.system_prompt(prompt.clone());
-            }
-            let agent = builder.build();
+            let agent = Agent::new(AgentOptions {
+                system_prompt: a.system_prompt.clone(),
+                // Without a model the Agent's placeholder applies.
+                model: a.model.as_deref().map(|id| Arc::new(make_model(id))),
+                thinking_level: a.thinking_level,
+                tools: self.tools_for(&a.tools),
+                messages: a.messages.clone(),
+                stream_fn: Some(self.stream_fn()),
+                hooks: self.hooks(),
+                tool_execution: a.tool_execution.unwrap_or_default(),
+                steering_mode: a.steering_mode.unwrap_or_default(),
+                follow_up_mode: a.follow_up_mode.unwrap_or_default(),
+                stream_options: a.options.stream_options(),
+            });
             let w = self.me.clone();
             agent.subscribe(move |event: Arc<AgentEvent>, _signal| {
                 let h = w.upgrade();
@@ -248,12 +254,15 @@ impl Harness {
                     }
                 }
             });
-            for l in &self.spec.listeners {
+            for (index, l) in self.spec.listeners.iter().enumerate() {
                 let w = self.me.clone();
+                let name = l.name.clone();
                 let l = l.clone();
-                agent.subscribe(move |event: Arc<AgentEvent>, _signal| {
+                let recorded = Arc::new(AtomicU64::new(0));
+                let subscription = agent.subscribe(move |event: Arc<AgentEvent>, _signal| {
                     let h = w.upgrade();
                     let l = l.clone();
+                    let recorded = recorded.clone();
                     async move {
                         let Some(h) = h else { return };
                         if let Some(events) = &l.events {
@@ -269,8 +278,13 @@ impl Harness {
                             ("type", json!(event.kind())),
                             ("state", state),
                         ]));
+                        let count = recorded.fetch_add(1, Ordering::SeqCst) + 1;
+                        if l.unsubscribe_after == Some(count as f64) {
+                            h.unsubscribe_listener(index);
+                        }
                     }
                 });
+                self.subscriptions.lock().push((name, Some(subscription)));
             }
             let _ = self.agent.set(agent);
         }
@@ -302,6 +316,26 @@ impl Harness {
             out.insert("final".into(), self.full_state()?);
         }
         Ok(Value::Object(out))
+    }
+
+    /// Removes listener `index`; a second removal does nothing, as with the reference.
+    fn unsubscribe_listener(&self, index: usize) {
+        let subscription = self
+            .subscriptions
+            .lock()
+            .get_mut(index)
+            .and_then(|(_, s)| s.take());
+        if let Some(s) = subscription {
+            s.unsubscribe();
+        }
+    }
+
+    /// The index of the last listener named `name` (the reference keeps one per name).
+    fn listener_index(&self, name: &Value) -> Option<usize> {
+        self.subscriptions
+            .lock()
+            .iter()
+            .rposition(|(n, _)| norm::strict_equal(n, name))
     }
 
     fn listener_snapshot(&self) -> Value {

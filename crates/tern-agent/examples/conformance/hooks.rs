@@ -11,7 +11,7 @@ use tern_agent::hooks::{
     PrepareRequestContext, RequestUpdate, TurnContext, TurnDecision, TurnUpdate,
 };
 use tern_agent::{AgentContext, Hooks};
-use tern_ai::{BoxError, Message};
+use tern_ai::{BoxError, Content, Message, SystemMessage};
 
 use super::model::make_model;
 use super::norm::{canonical, js_template, norm, norm_of, strict_equal, truthy};
@@ -140,15 +140,31 @@ impl Harness {
             None => e.push(("returned", or_null(returned.clone().map(Value::Object)))),
         }
         self.push(entry(e));
+        // The reference's hook assigns into the validated arguments in place.
+        let mutated = rule.and_then(|r| r.mutate_args.as_ref()).and_then(|m| {
+            let Value::Object(mut args) = ctx.args.clone() else {
+                return None;
+            };
+            args.extend(m.clone());
+            Some(Value::Object(args))
+        });
         self.side_effects(rule, "beforeToolCall").await;
         if let Some(t) = rule.and_then(|r| r.throw.as_ref()) {
             return Err(js_template(t).into());
         }
-        Ok(returned.map(|m| BeforeToolCallResult {
+        let result = returned.map(|m| BeforeToolCallResult {
             block: m.get("block").is_some_and(truthy),
             reason: m.get("reason").map(js_template),
             terminate: m.get("terminate").is_some_and(truthy),
-        }))
+            ..BeforeToolCallResult::default()
+        });
+        Ok(match mutated {
+            None => result,
+            Some(args) => Some(BeforeToolCallResult {
+                args: Some(args),
+                ..result.unwrap_or_default()
+            }),
+        })
     }
 
     async fn after_tool_call(
@@ -232,11 +248,10 @@ impl Harness {
     ) -> Result<Option<RequestUpdate>, BoxError> {
         let rules = self.spec.hooks.prepare_request.as_deref().unwrap_or(&[]);
         let n = self.next_count("prepareRequest");
-        let rule = first_rule(rules, &facts(&[("n", json!(n))])).filter(|r| {
-            r.model.is_some() || r.thinking_level.is_some() || r.context_append.is_some()
-        });
+        let rule = first_rule(rules, &facts(&[("n", json!(n))]))
+            .filter(|r| r.model.is_some() || r.thinking_level.is_some() || r.changes_context());
         let any_rule = first_rule(rules, &facts(&[("n", json!(n))]));
-        let returned = rule.map(|r| update_returned(r, "contextAppend", &r.context_append));
+        let returned = rule.map(|r| update_returned(r, None));
         self.push(entry(vec![
             ("kind", json!("hook")),
             ("hook", json!("prepareRequest")),
@@ -253,15 +268,44 @@ impl Harness {
         Ok(Some(RequestUpdate {
             model: rule.model.as_deref().map(make_model),
             thinking_level: rule.thinking_level.as_ref().map(|(_, l)| *l),
-            context: rule.context_append.as_ref().map(|(_, extra)| {
-                let mut messages = ctx.context.messages.as_ref().clone();
-                messages.extend(extra.iter().cloned());
-                AgentContext {
-                    messages: Arc::new(messages),
-                    tools: ctx.context.tools.clone(),
-                }
-            }),
+            context: self.context_update(rule, &ctx.context),
         }))
+    }
+
+    /// The replacement context of a rule's context keys (FORMAT.md 1.5), `None` without them.
+    fn context_update(&self, rule: &Rule, context: &AgentContext) -> Option<AgentContext> {
+        if !rule.changes_context() {
+            return None;
+        }
+        let mut messages = match &rule.context_replace {
+            Some((_, m)) => m.clone(),
+            None => context.messages.as_ref().clone(),
+        };
+        if let Some(prompt) = &rule.system_prompt {
+            match messages.first_mut() {
+                Some(Message::System(s)) => {
+                    Arc::make_mut(s).content = Content::Text(prompt.clone())
+                }
+                _ => messages.insert(
+                    0,
+                    Message::System(Arc::new(SystemMessage {
+                        content: Content::Text(prompt.clone()),
+                        ..SystemMessage::default()
+                    })),
+                ),
+            }
+        }
+        if let Some((_, extra)) = &rule.context_append {
+            messages.extend(extra.iter().cloned());
+        }
+        let tools = match &rule.context_tools {
+            Some(ids) => Arc::new(self.tools_for(ids)),
+            None => context.tools.clone(),
+        };
+        Some(AgentContext {
+            messages: Arc::new(messages),
+            tools,
+        })
     }
 
     async fn prepare_next_turn(
@@ -275,9 +319,13 @@ impl Harness {
             ("stopReason", json!(ctx.message.stop_reason.as_str())),
         ]);
         let any_rule = first_rule(rules, &f);
-        let rule = any_rule
-            .filter(|r| r.model.is_some() || r.thinking_level.is_some() || r.messages.is_some());
-        let returned = rule.map(|r| update_returned(r, "messages", &r.messages));
+        let rule = any_rule.filter(|r| {
+            r.model.is_some()
+                || r.thinking_level.is_some()
+                || r.messages.is_some()
+                || r.changes_context()
+        });
+        let returned = rule.map(|r| update_returned(r, Some(&r.messages)));
         self.push(entry(vec![
             ("kind", json!("hook")),
             ("hook", json!("prepareNextTurn")),
@@ -291,7 +339,7 @@ impl Harness {
             return Ok(None);
         };
         Ok(Some(TurnUpdate {
-            context: None,
+            context: self.context_update(rule, &ctx.context),
             messages: rule.messages.as_ref().map(|(_, m)| m.clone()),
             model: rule.model.as_deref().map(make_model),
             thinking_level: rule.thinking_level.as_ref().map(|(_, l)| *l),
@@ -381,7 +429,8 @@ impl Harness {
 
 /// The `returned` entry of `prepareRequest` / `prepareNextTurn`: the rule's model, thinking
 /// level and `extra` field, as the scenario wrote them.
-fn update_returned(r: &Rule, extra: &str, raw: &Option<(Value, Vec<Message>)>) -> Value {
+/// A prepareRequest/prepareNextTurn rule's `returned` (`messages` only for prepareNextTurn).
+fn update_returned(r: &Rule, messages: Option<&Option<(Value, Vec<Message>)>>) -> Value {
     let mut m = Map::new();
     if let Some(model) = &r.model {
         m.insert("model".into(), json!(model));
@@ -389,8 +438,20 @@ fn update_returned(r: &Rule, extra: &str, raw: &Option<(Value, Vec<Message>)>) -
     if let Some((level, _)) = &r.thinking_level {
         m.insert("thinkingLevel".into(), json!(level));
     }
-    if let Some((raw, _)) = raw {
-        m.insert(extra.into(), raw.clone());
+    if let Some(Some((raw, _))) = messages {
+        m.insert("messages".into(), raw.clone());
+    }
+    if let Some((raw, _)) = &r.context_replace {
+        m.insert("contextReplace".into(), raw.clone());
+    }
+    if let Some(p) = &r.system_prompt {
+        m.insert("systemPrompt".into(), json!(p));
+    }
+    if let Some(ids) = &r.context_tools {
+        m.insert("contextTools".into(), json!(ids));
+    }
+    if let Some((raw, _)) = &r.context_append {
+        m.insert("contextAppend".into(), raw.clone());
     }
     norm(&Value::Object(m))
 }

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context as TaskContext, Waker};
 
@@ -51,6 +52,9 @@ impl StreamFn for ScriptedModel {
             json!(options.reasoning.map(|l| l.as_str()).unwrap_or("off")),
         );
         entry.insert("messages".into(), norm_of(context.messages.as_slice()));
+        if let Some(recorded) = recorded_options(&options) {
+            entry.insert("options".into(), recorded);
+        }
         h.push(Value::Object(entry));
         if let Some(message) = spec.as_ref().and_then(|s| s.throw.clone()) {
             return Err(message.into());
@@ -59,6 +63,38 @@ impl StreamFn for ScriptedModel {
         start_now(produce(tx, spec, model.clone(), options.signal, n));
         Ok(rx)
     }
+}
+
+/// The request options the trace records (FORMAT.md 2.3), `None` when none is set.
+fn recorded_options(o: &StreamOptions) -> Option<Value> {
+    let mut m = Map::new();
+    if let Some(id) = &o.session_id {
+        m.insert("sessionId".into(), json!(id));
+    }
+    if let Some(n) = o.max_tokens {
+        m.insert("maxTokens".into(), json!(n));
+    }
+    if let Some(t) = o.temperature {
+        m.insert("temperature".into(), json!(t));
+    }
+    if let Some(ms) = o.max_retry_delay_ms {
+        m.insert("maxRetryDelayMs".into(), json!(ms));
+    }
+    if let Some(b) = &o.thinking_budgets {
+        let mut bm = Map::new();
+        for (k, v) in [
+            ("minimal", b.minimal),
+            ("low", b.low),
+            ("medium", b.medium),
+            ("high", b.high),
+        ] {
+            if let Some(v) = v {
+                bm.insert(k.into(), json!(v));
+            }
+        }
+        m.insert("thinkingBudgets".into(), Value::Object(bm));
+    }
+    (!m.is_empty()).then_some(Value::Object(m))
 }
 
 /// Runs a producer synchronously up to its first wait (like an un-awaited async JS
@@ -77,15 +113,42 @@ async fn sleep_ms(ms: f64) {
     }
 }
 
-fn finish(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+/// The producing end as the scenario shapes it: with `streamThrow`, iterating the stream
+/// fails in place of event `throwAfterEvents + 1` (or of its end).
+struct Out {
+    tx: AssistantMessageEventSender,
+    throw: Option<(String, usize)>,
+    pushed: AtomicUsize,
+}
+
+impl Out {
+    fn push(&self, event: AssistantMessageEvent) {
+        if let Some((message, limit)) = &self.throw {
+            if self.pushed.fetch_add(1, Ordering::SeqCst) >= *limit {
+                self.tx.fail(message.clone());
+                return;
+            }
+        }
+        self.tx.push(event);
+    }
+
+    fn end(&self, result: AssistantMessage) {
+        match &self.throw {
+            Some((message, _)) => self.tx.fail(message.clone()),
+            None => self.tx.end(Some(result)),
+        }
+    }
+}
+
+fn finish(out: &Out, message: AssistantMessage) {
     let reason = message.stop_reason;
     if matches!(reason, StopReason::Error | StopReason::Aborted) {
-        tx.push(AssistantMessageEvent::Error {
+        out.push(AssistantMessageEvent::Error {
             reason,
             error: Arc::new(message),
         });
     } else {
-        tx.push(AssistantMessageEvent::Done {
+        out.push(AssistantMessageEvent::Done {
             reason,
             message: Arc::new(message),
         });
@@ -117,6 +180,13 @@ async fn produce(
     signal: CancellationToken,
     n: u64,
 ) {
+    let out = Out {
+        tx,
+        throw: spec
+            .as_ref()
+            .and_then(|s| s.stream_throw.clone().map(|m| (m, s.throw_after_events))),
+        pushed: AtomicUsize::new(0),
+    };
     let base = AssistantMessage {
         content: Vec::new(),
         api: model.api.clone(),
@@ -129,7 +199,7 @@ async fn produce(
     };
     let Some(spec) = spec else {
         finish(
-            &tx,
+            &out,
             AssistantMessage {
                 stop_reason: StopReason::Error,
                 error_message: Some(format!("No scripted response for request {n}")),
@@ -154,12 +224,12 @@ async fn produce(
 
     sleep_ms(spec.start_delay_ms).await;
     if signal.is_cancelled() {
-        return finish(&tx, aborted(&partial));
+        return finish(&out, aborted(&partial));
     }
     if spec.final_only {
-        return finish(&tx, final_message);
+        return finish_final(&out, &spec, final_message);
     }
-    tx.push(AssistantMessageEvent::Start {
+    out.push(AssistantMessageEvent::Start {
         partial: snapshot(&partial),
     });
     for (index, block) in spec.content.iter().enumerate() {
@@ -202,11 +272,11 @@ async fn produce(
                 partial: snapshot(&partial),
             },
         };
-        tx.push(start);
+        out.push(start);
         for chunk in chunks(&text, spec.chunk_size) {
             sleep_ms(spec.delay_ms).await;
             if signal.is_cancelled() {
-                return finish(&tx, aborted(&partial));
+                return finish(&out, aborted(&partial));
             }
             let event = match kind {
                 Kind::Text => {
@@ -235,7 +305,7 @@ async fn produce(
                     partial: snapshot(&partial),
                 },
             };
-            tx.push(event);
+            out.push(event);
         }
         let end = match (kind, block) {
             (Kind::ToolCall, ContentBlock::ToolCall(c)) => {
@@ -257,11 +327,21 @@ async fn produce(
                 partial: snapshot(&partial),
             },
         };
-        tx.push(end);
+        out.push(end);
     }
     sleep_ms(spec.end_delay_ms).await;
     if signal.is_cancelled() {
-        return finish(&tx, aborted(&partial));
+        return finish(&out, aborted(&partial));
     }
-    finish(&tx, final_message);
+    finish_final(&out, &spec, final_message);
+}
+
+/// Ends with the scripted final message: a `done`/`error` event, or with `noTerminal` the
+/// stream's end carrying the result.
+fn finish_final(out: &Out, spec: &ResponseSpec, message: AssistantMessage) {
+    if spec.no_terminal {
+        out.end(message);
+    } else {
+        finish(out, message);
+    }
 }

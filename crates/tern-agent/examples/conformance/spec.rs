@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tern_agent::hooks::AfterToolCallResult;
 use tern_agent::{QueueMode, ToolExecutionMode, ToolResult};
-use tern_ai::{ContentBlock, Message, StopReason, ThinkingLevel, Usage};
+use tern_ai::{ContentBlock, Message, StopReason, ThinkingBudgets, ThinkingLevel, Usage};
 
 use super::norm::js_template;
 
@@ -68,7 +68,9 @@ pub struct CallSpec {
 
 pub struct AgentSpec {
     pub system_prompt: Option<String>,
-    pub model: String,
+    /// `None` for `model: null`: the Agent is built without a model.
+    pub model: Option<String>,
+    pub options: OptionsSpec,
     pub thinking_level: ThinkingLevel,
     pub tools: Vec<String>,
     pub messages: Vec<Message>,
@@ -86,6 +88,31 @@ pub struct HooksSpec {
     pub prepare_next_turn: Option<Vec<Rule>>,
     pub transform_context: Option<TransformSpec>,
     pub convert_to_llm: Option<HashSet<String>>,
+}
+
+/// Stream options a scenario sets (Agent: `sessionId`, `maxRetryDelayMs`, `thinkingBudgets`;
+/// low-level `config`: `sessionId`, `maxTokens`, `temperature`).
+#[derive(Default)]
+pub struct OptionsSpec {
+    pub session_id: Option<String>,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub max_retry_delay_ms: Option<u64>,
+    pub thinking_budgets: Option<ThinkingBudgets>,
+}
+
+impl OptionsSpec {
+    /// The request options these settings give.
+    pub fn stream_options(&self) -> tern_ai::StreamOptions {
+        tern_ai::StreamOptions {
+            session_id: self.session_id.clone(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            max_retry_delay_ms: self.max_retry_delay_ms,
+            thinking_budgets: self.thinking_budgets.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 pub struct TransformSpec {
@@ -114,12 +141,28 @@ pub struct Rule {
     pub thinking_level: Option<(String, ThinkingLevel)>,
     pub context_append: Option<(Value, Vec<Message>)>,
     pub messages: Option<(Value, Vec<Message>)>,
+    pub context_replace: Option<(Value, Vec<Message>)>,
+    pub system_prompt: Option<String>,
+    pub context_tools: Option<Vec<String>>,
+    // beforeToolCall: keys assigned into the validated arguments
+    pub mutate_args: Option<Map<String, Value>>,
+}
+
+impl Rule {
+    /// Whether the rule returns a replacement context (prepareRequest, prepareNextTurn).
+    pub fn changes_context(&self) -> bool {
+        self.context_replace.is_some()
+            || self.system_prompt.is_some()
+            || self.context_tools.is_some()
+            || self.context_append.is_some()
+    }
 }
 
 pub struct ListenerSpec {
     pub name: Value,
     pub events: Option<Vec<String>>,
     pub delay_ms: Option<Value>,
+    pub unsubscribe_after: Option<f64>,
 }
 
 pub struct ResponseSpec {
@@ -134,6 +177,11 @@ pub struct ResponseSpec {
     pub end_delay_ms: f64,
     pub final_only: bool,
     pub throw: Option<String>,
+    /// Iterating the stream fails with this message after `throw_after_events` events.
+    pub stream_throw: Option<String>,
+    pub throw_after_events: usize,
+    /// The stream ends with its result instead of a `done`/`error` event.
+    pub no_terminal: bool,
 }
 
 pub struct AtSpec {
@@ -166,6 +214,11 @@ pub struct ActionSpec {
     pub cfg_model: String,
     pub cfg_thinking_level: ThinkingLevel,
     pub cfg_tool_execution: Option<ToolExecutionMode>,
+    pub cfg_options: OptionsSpec,
+    /// `false` for `wait: false`: prompt/continue start without being awaited.
+    pub wait: bool,
+    /// The listener `unsubscribe` removes.
+    pub name: Value,
 }
 
 const ACTIONS: &[&str] = &[
@@ -183,6 +236,11 @@ const ACTIONS: &[&str] = &[
     "agentLoopContinue",
     "runAgentLoop",
     "runAgentLoopContinue",
+    "waitForIdle",
+    "clearSteeringQueue",
+    "clearFollowUpQueue",
+    "clearAllQueues",
+    "unsubscribe",
 ];
 
 // ------------------------------------------------------------------ small readers
@@ -402,6 +460,7 @@ pub fn parse(v: &Value) -> R<Scenario> {
             name: o.get("name").cloned().unwrap_or(Value::Null),
             events: string_list(o, "events", &path)?,
             delay_ms: duration_value(o, "delayMs", &path)?,
+            unsubscribe_after: opt_number(o, "unsubscribeAfter", &path)?,
         }));
     }
     let mut model = Vec::new();
@@ -593,6 +652,9 @@ fn response(v: &Value, path: &str) -> R<ResponseSpec> {
         end_delay_ms: opt_number(o, "endDelayMs", path)?.unwrap_or(0.0),
         final_only: get(o, "stream").and_then(Value::as_str) == Some("final-only"),
         throw: get(o, "throw").map(js_template),
+        stream_throw: get(o, "streamThrow").map(js_template),
+        throw_after_events: opt_number(o, "throwAfterEvents", path)?.unwrap_or(0.0) as usize,
+        no_terminal: get(o, "noTerminal").is_some_and(super::norm::truthy),
     })
 }
 
@@ -622,7 +684,11 @@ impl Parser {
         let o = object(v, path)?;
         Ok(AgentSpec {
             system_prompt: opt_string(o, "systemPrompt", path)?,
-            model: opt_string(o, "model", path)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into()),
+            model: match o.get("model") {
+                Some(Value::Null) => None,
+                _ => Some(opt_string(o, "model", path)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into())),
+            },
+            options: options_spec(o, path)?,
             thinking_level: opt_thinking_level(o, "thinkingLevel", path)?.unwrap_or_default(),
             tools: self.tool_refs(o, "tools", path)?.unwrap_or_default(),
             messages: messages(o, "messages", path)?.unwrap_or_default(),
@@ -784,6 +850,13 @@ impl Parser {
             thinking_level,
             context_append: with_messages("contextAppend")?,
             messages: with_messages("messages")?,
+            context_replace: with_messages("contextReplace")?,
+            system_prompt: opt_string(o, "systemPrompt", path)?,
+            context_tools: self.tool_refs(o, "contextTools", path)?,
+            mutate_args: match get(o, "mutateArgs") {
+                None => None,
+                Some(m) => Some(object(m, &format!("{path}.mutateArgs"))?.clone()),
+            },
         })
     }
 
@@ -830,18 +903,25 @@ impl Parser {
                 )
             }
         };
-        let (cfg_model, cfg_thinking_level, cfg_tool_execution) = match get(o, "config") {
-            None => (DEFAULT_MODEL_ID.to_string(), ThinkingLevel::Off, None),
-            Some(c) => {
-                let cp = format!("{path}.config");
-                let co = object(c, &cp)?;
-                (
-                    opt_string(co, "model", &cp)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into()),
-                    opt_thinking_level(co, "thinkingLevel", &cp)?.unwrap_or_default(),
-                    opt_tool_execution(co, "toolExecution", &cp)?,
-                )
-            }
-        };
+        let (cfg_model, cfg_thinking_level, cfg_tool_execution, cfg_options) =
+            match get(o, "config") {
+                None => (
+                    DEFAULT_MODEL_ID.to_string(),
+                    ThinkingLevel::Off,
+                    None,
+                    OptionsSpec::default(),
+                ),
+                Some(c) => {
+                    let cp = format!("{path}.config");
+                    let co = object(c, &cp)?;
+                    (
+                        opt_string(co, "model", &cp)?.unwrap_or_else(|| DEFAULT_MODEL_ID.into()),
+                        opt_thinking_level(co, "thinkingLevel", &cp)?.unwrap_or_default(),
+                        opt_tool_execution(co, "toolExecution", &cp)?,
+                        options_spec(co, &cp)?,
+                    )
+                }
+            };
         Ok(ActionSpec {
             at,
             text,
@@ -862,9 +942,40 @@ impl Parser {
             cfg_model,
             cfg_thinking_level,
             cfg_tool_execution,
+            cfg_options,
+            wait: o.get("wait") != Some(&Value::Bool(false)),
+            name: o.get("name").cloned().unwrap_or(Value::Null),
             do_,
         })
     }
+}
+
+fn options_spec(o: &Map<String, Value>, path: &str) -> R<OptionsSpec> {
+    let whole =
+        |key: &str| -> R<Option<u64>> { Ok(opt_number(o, key, path)?.map(|n| n.max(0.0) as u64)) };
+    let thinking_budgets = match get(o, "thinkingBudgets") {
+        None => None,
+        Some(b) => {
+            let bp = format!("{path}.thinkingBudgets");
+            let bo = object(b, &bp)?;
+            let level = |key: &str| -> R<Option<u64>> {
+                Ok(opt_number(bo, key, &bp)?.map(|n| n.max(0.0) as u64))
+            };
+            Some(ThinkingBudgets {
+                minimal: level("minimal")?,
+                low: level("low")?,
+                medium: level("medium")?,
+                high: level("high")?,
+            })
+        }
+    };
+    Ok(OptionsSpec {
+        session_id: opt_string(o, "sessionId", path)?,
+        max_tokens: whole("maxTokens")?,
+        temperature: opt_number(o, "temperature", path)?,
+        max_retry_delay_ms: whole("maxRetryDelayMs")?,
+        thinking_budgets,
+    })
 }
 
 fn at_spec(v: &Value, path: &str) -> R<AtSpec> {

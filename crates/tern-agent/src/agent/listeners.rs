@@ -86,6 +86,12 @@ impl AgentSink {
         AgentSink(Arc::new(SinkInner { inner, signal }))
     }
 
+    /// Whether listener `id` of the dispatch snapshot `seen` is still subscribed.
+    fn still_subscribed(&self, seen: &Arc<Listeners>, id: u64) -> bool {
+        let st = self.0.inner.state.lock();
+        Arc::ptr_eq(&st.listeners, seen) || st.listeners.list.iter().any(|(i, _)| *i == id)
+    }
+
     /// Applies the event to the state; returns the listeners to call, read in the same lock.
     fn reduce(&self, event: &AgentEvent) -> Arc<Listeners> {
         let mut st = self.0.inner.state.lock();
@@ -107,7 +113,12 @@ impl EventSink for AgentSink {
         }
         // Async listeners share one allocation of the event.
         let event = Arc::new(event);
-        for (_, l) in listeners.list.iter() {
+        for (index, (id, l)) in listeners.list.iter().enumerate() {
+            // A listener removed while this event is dispatched (by an earlier listener) does
+            // not get it, as with the reference's live listener set.
+            if index > 0 && !self.still_subscribed(&listeners, *id) {
+                continue;
+            }
             match l {
                 Listener::Sync(f) => f(&event),
                 Listener::Async(f) => f(event.clone(), self.0.signal.clone()).await,

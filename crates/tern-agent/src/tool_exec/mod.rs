@@ -12,7 +12,7 @@ use tern_ai::{AssistantMessage, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentContext;
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, Hooks};
+use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, BeforeToolCallResult, Hooks};
 use crate::tool::{AgentTool, ToolResult};
 
 pub(crate) use batch::{execute_tool_calls, fail_truncated};
@@ -61,7 +61,7 @@ async fn prepare_tool_call(
     };
     let prepared = tool.prepare_arguments(&tool_call.arguments);
     let raw = prepared.as_ref().unwrap_or(&tool_call.arguments);
-    let args = match tool.compiled_parameters().validate(
+    let mut args = match tool.compiled_parameters().validate(
         &tool_call.name,
         raw,
         tool_call.extra().arguments_error.as_deref(),
@@ -87,6 +87,17 @@ async fn prepare_tool_call(
         if signal.is_cancelled() {
             return Preparation::Immediate(ToolResult::error(OPERATION_ABORTED));
         }
+        let decision = match decision {
+            Some(BeforeToolCallResult {
+                block: false,
+                args: Some(replaced),
+                ..
+            }) => {
+                args = replaced;
+                None
+            }
+            other => other,
+        };
         if let Some(d) = decision.filter(|d| d.block) {
             let mut result = ToolResult::error(
                 d.reason
