@@ -182,6 +182,9 @@ impl Ui {
     /// Prints finished lines above the live rows.
     pub fn print(&mut self, text: &str) {
         self.clear_live();
+        // Keys are redacted per printed block (a key split across streamed lines is caught
+        // once the line is whole).
+        let text = crate::secrets::redact(text);
         for line in text.split('\n') {
             let _ = queue!(self.out, style::Print(line), style::Print("\r\n"));
         }
