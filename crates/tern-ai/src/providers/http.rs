@@ -72,11 +72,10 @@ pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 fn idle_message(options: &StreamOptions, what: &str) -> String {
     let ms = options.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS);
-    // In seconds and without a field name: callers configure it in their own words.
+    // No field name: callers configure it in their own words.
     format!(
-        "Idle timeout: the server sent nothing for {} s while {what}; raise the idle timeout, \
-         or set it to 0 to wait forever",
-        ms as f64 / 1000.0
+        "Idle timeout: the server sent nothing for {ms} ms while {what}; raise the idle \
+         timeout, or set it to 0 to wait forever"
     )
 }
 

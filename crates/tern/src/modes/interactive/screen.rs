@@ -112,7 +112,10 @@ impl Ui {
         let w = self.width.saturating_sub(1).max(10);
         let mut rows = Vec::new();
         if !self.partial.is_empty() {
-            rows.push(self.partial_kind.styled(tail(&self.partial, w)));
+            rows.push(
+                self.partial_kind
+                    .styled(tail(&crate::secrets::redact(&self.partial), w)),
+            );
         }
         for (_, label) in &self.tools {
             rows.push(format!(
