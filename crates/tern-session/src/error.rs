@@ -60,6 +60,12 @@ pub enum SessionError {
         /// How many files matched.
         count: usize,
     },
+    /// Another process holds the file's writer lock (it is appending to this session).
+    #[error("session file {} is in use by another tern process; wait for it to finish, or pass --no-session or another --session file", path.display())]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
     /// An entry could not be appended.
     #[error("cannot write the session file {}: {source}", path.display())]
     Write {

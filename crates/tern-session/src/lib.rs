@@ -24,6 +24,7 @@
 //! let mut s = SessionFile::create(root.path(), Path::new("/home/u/proj"));
 //! s.append_message(&tern_ai::Message::user_text("hello")).expect("written");
 //! let path = s.path().expect("on disk").to_path_buf();
+//! drop(s); // releases the file's writer lock
 //!
 //! // Later, or in another process: continue where it left off.
 //! let loaded = load(&path).expect("readable");

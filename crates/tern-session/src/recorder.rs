@@ -92,9 +92,10 @@ impl Recorder {
     }
 
     /// Goes on in another session (a new conversation) with its own prefix; the failure
-    /// callback stays and will report that session's first failure.
+    /// callback and the keys to redact stay, and the callback will report that session's
+    /// first failure.
     pub fn switch_to(&mut self, session: SessionFile, prefix: Vec<Message>) {
-        self.session = session;
+        self.session = session.with_secrets(self.session.secrets());
         self.prefix = prefix;
         self.failed = false;
     }

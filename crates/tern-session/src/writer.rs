@@ -1,10 +1,13 @@
 //! Appending to a session file. One entry per line, each fsync'd, so a crash loses at most the
-//! line being written; a torn last line left by an earlier crash is cut off before the next
-//! append, so the new entry starts on its own line.
+//! line being written. Before the first append, a torn last line left by an earlier crash (one
+//! that does not parse) is cut off; a complete last line that only lacks its newline gets one,
+//! so the new entry starts on its own line and nothing complete is lost. While a process
+//! appends, it holds an advisory lock on the file, so a second writer is refused.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tern_ai::Message;
@@ -42,6 +45,7 @@ pub struct SessionFile {
     leaf: Option<String>,
     file: Option<File>,
     header_written: bool,
+    secrets: Arc<[String]>,
 }
 
 /// A new session id (a UUID, as pi's).
@@ -66,6 +70,7 @@ impl SessionFile {
             leaf: None,
             file: None,
             header_written: true,
+            secrets: Arc::from([]),
         }
     }
 
@@ -89,6 +94,7 @@ impl SessionFile {
             leaf: None,
             file: None,
             header_written: false,
+            secrets: Arc::from([]),
         }
     }
 
@@ -101,7 +107,30 @@ impl SessionFile {
             leaf: loaded.leaf.clone(),
             file: None,
             header_written: true,
+            secrets: Arc::from([]),
         }
+    }
+
+    /// Keys that must never reach the file: each is replaced by `[redacted]` in every line
+    /// written (an API key echoed in a provider's error, a key the model was shown).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let mut s = tern_session::SessionFile::create(dir.path(), std::path::Path::new("/p"))
+    ///     .with_secrets(vec!["sk-live-123456".to_string()].into());
+    /// s.append_message(&tern_ai::Message::user_text("my key is sk-live-123456")).expect("written");
+    /// let text = std::fs::read_to_string(s.path().expect("on disk"))?;
+    /// assert!(!text.contains("sk-live-123456") && text.contains("my key is [redacted]"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_secrets(mut self, secrets: Arc<[String]>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// The keys this session redacts (see [`with_secrets`](Self::with_secrets)).
+    pub fn secrets(&self) -> Arc<[String]> {
+        self.secrets.clone()
     }
 
     /// The session id.
@@ -135,6 +164,30 @@ impl SessionFile {
             "timestamp": iso_now(),
             "cwd": self.cwd,
         })
+    }
+
+    /// Opens the file now and takes its writer lock, if the file exists (a resumed session):
+    /// a caller learns at once that another process is writing it, rather than at the first
+    /// append. A file that does not exist yet is created and locked with the first entry.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("s.jsonl");
+    /// std::fs::write(&path, "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n")?;
+    /// let loaded = tern_session::load(&path).expect("a session");
+    /// let cwd = std::path::Path::new("/p");
+    /// let mut first = tern_session::SessionFile::resume(&path, &loaded, cwd);
+    /// first.lock_existing().expect("free");
+    /// let mut second = tern_session::SessionFile::resume(&path, &loaded, cwd);
+    /// let err = second.lock_existing().unwrap_err();
+    /// assert!(matches!(err, tern_session::SessionError::Locked { .. }));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn lock_existing(&mut self) -> Result<(), SessionError> {
+        match &self.path {
+            Some(p) if p.exists() => self.open().map(|_| ()),
+            _ => Ok(()),
+        }
     }
 
     /// Appends a `message` entry (fsync'd).
@@ -171,16 +224,18 @@ impl SessionFile {
         if let (Some(e), Value::Object(extra)) = (entry.as_object_mut(), fields) {
             e.extend(extra);
         }
+        if self.path.is_some() {
+            if !self.header_written {
+                let header = self.header();
+                self.write_line(&header)?;
+                self.header_written = true;
+            }
+            self.write_line(&entry)?;
+        }
+        // Only a written entry becomes the leaf: the next one must not name a parent that
+        // is not in the file.
         self.leaf = Some(id);
-        if self.path.is_none() {
-            return Ok(());
-        }
-        if !self.header_written {
-            let header = self.header();
-            self.write_line(&header).map_err(|e| self.write_error(e))?;
-            self.header_written = true;
-        }
-        self.write_line(&entry).map_err(|e| self.write_error(e))
+        Ok(())
     }
 
     fn write_error(&self, source: std::io::Error) -> SessionError {
@@ -190,38 +245,57 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, value: &Value) -> std::io::Result<()> {
-        let Some(f) = self.open()? else {
-            return Ok(());
+    fn write_line(&mut self, value: &Value) -> Result<(), SessionError> {
+        let mut line = serde_json::to_string(value).map_err(|e| self.write_error(e.into()))?;
+        for key in self.secrets.iter() {
+            // Keys are matched as JSON would spell them inside a string.
+            let spelled = serde_json::to_string(key).unwrap_or_default();
+            let spelled = spelled.trim_matches('"');
+            if !spelled.is_empty() && line.contains(spelled) {
+                line = line.replace(spelled, "[redacted]");
+            }
+        }
+        let result = match self.open()? {
+            Some(f) => f
+                .write_all(line.as_bytes())
+                .and_then(|()| f.write_all(b"\n"))
+                .and_then(|()| f.sync_data()),
+            None => Ok(()),
         };
-        let mut line = serde_json::to_string(value)?;
-        line.push('\n');
-        f.write_all(line.as_bytes())?;
-        f.sync_data()
+        result.map_err(|e| self.write_error(e))
     }
 
-    fn open(&mut self) -> std::io::Result<Option<&mut File>> {
+    fn open(&mut self) -> Result<Option<&mut File>, SessionError> {
         let Some(path) = &self.path else {
             return Ok(None);
         };
         if self.file.is_none() {
+            let write_error = |source| SessionError::Write {
+                path: path.clone(),
+                source,
+            };
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).map_err(write_error)?;
             }
             let mut f = OpenOptions::new()
                 .create(true)
                 .read(true)
                 .append(true)
-                .open(path)?;
-            cut_torn_tail(&mut f)?;
+                .open(path)
+                .map_err(write_error)?;
+            // Taken before the tail is looked at: the other writer may be mid-line.
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                .map_err(|_| SessionError::Locked { path: path.clone() })?;
+            end_on_a_newline(&mut f).map_err(write_error)?;
             self.file = Some(f);
         }
         Ok(self.file.as_mut())
     }
 }
 
-/// Cuts a torn last line (no trailing newline) so the next entry starts on its own line.
-fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
+/// Makes the file end with a newline so the next entry starts on its own line: a last line
+/// that does not parse (torn by a crash) is cut off; a complete one only gets its newline.
+fn end_on_a_newline(f: &mut File) -> std::io::Result<()> {
     let len = f.metadata()?.len();
     if len == 0 {
         return Ok(());
@@ -235,12 +309,19 @@ fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
     let mut all = Vec::new();
     f.seek(SeekFrom::Start(0))?;
     f.read_to_end(&mut all)?;
-    let keep = all
+    let start = all
         .iter()
         .rposition(|b| *b == b'\n')
         .map(|p| p + 1)
         .unwrap_or(0);
-    f.set_len(keep as u64)?;
+    let tail = &all[start..];
+    let tail = tail.strip_suffix(b"\r").unwrap_or(tail);
+    if serde_json::from_slice::<Value>(tail).is_ok() {
+        // Append mode: the newline goes at the end whatever the position.
+        f.write_all(b"\n")?;
+    } else {
+        f.set_len(start as u64)?;
+    }
     f.sync_data()
 }
 
@@ -266,6 +347,54 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(text.lines().count(), 2);
         assert!(load(&path).expect("reload").warnings.is_empty());
+    }
+
+    #[test]
+    fn a_complete_last_line_without_its_newline_is_kept() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.jsonl");
+        let mut s = SessionFile::create_at(&path, Path::new("/p"));
+        s.append_message(&Message::user_text("one")).expect("1");
+        s.append_message(&Message::user_text("two")).expect("2");
+        drop(s);
+        // `truncate -s -1`: the last entry is whole, only its newline is gone.
+        let text = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(&path, text.trim_end_matches('\n')).expect("cut");
+        let loaded = load(&path).expect("load");
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let mut s = SessionFile::resume(&path, &loaded, Path::new("/p"));
+        s.append_message(&Message::user_text("three")).expect("3");
+        let reloaded = load(&path).expect("reload");
+        assert!(reloaded.warnings.is_empty(), "{:?}", reloaded.warnings);
+        let texts: Vec<String> = reloaded
+            .messages
+            .iter()
+            .map(|m| m.content_json().to_string())
+            .collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        for (t, want) in texts.iter().zip(["one", "two", "three"]) {
+            assert!(t.contains(want), "{t} is not {want}");
+        }
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_holds_the_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("s.jsonl");
+        let mut first = SessionFile::create_at(&path, Path::new("/p"));
+        first.append_message(&Message::user_text("one")).expect("1");
+        let loaded = load(&path).expect("load");
+        let mut second = SessionFile::resume(&path, &loaded, Path::new("/p"));
+        let err = second
+            .append_message(&Message::user_text("two"))
+            .expect_err("locked");
+        assert!(matches!(err, SessionError::Locked { .. }), "{err}");
+        assert!(err.to_string().contains("s.jsonl"), "{err}");
+        drop(first);
+        second
+            .append_message(&Message::user_text("two"))
+            .expect("free again");
+        assert_eq!(load(&path).expect("reload").messages.len(), 2);
     }
 
     #[test]

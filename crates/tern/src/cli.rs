@@ -89,6 +89,34 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
 
+    /// Give up on a model response after SECS seconds without a byte from the server
+    /// (default 120; 0 waits forever).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<f64>,
+
+    /// Retry a request that failed with 408, 409, 429, a 5xx or a connection error up to N
+    /// times, with backoff and the server's Retry-After (default 3; 0 disables).
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+
+    /// The longest server-requested retry delay tern waits, in seconds (default 60; a longer
+    /// one fails the request at once; 0 removes the cap).
+    #[arg(long, value_name = "SECS")]
+    pub max_retry_delay: Option<f64>,
+
+    /// How far bash commands reach: read-only, workspace-write (default) or full-access.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+
+    /// Let sandboxed bash commands use the network.
+    #[arg(long)]
+    pub network: bool,
+
+    /// Pass this secret-looking environment variable to bash commands all the same
+    /// (repeatable; provider keys and *KEY*, *TOKEN*, *SECRET* variables are dropped otherwise).
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+
     /// Continue the most recent session of this directory.
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
@@ -112,6 +140,11 @@ pub struct Args {
     /// Config file (default: <config dir>/tern/config.toml, or TERN_CONFIG).
     #[arg(long, value_name = "FILE", env = "TERN_CONFIG")]
     pub config: Option<PathBuf>,
+
+    /// RPC mode: the longest command line accepted, in bytes (longer ones are answered with
+    /// an error and skipped).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::modes::rpc::DEFAULT_MAX_LINE_BYTES)]
+    pub rpc_max_line_bytes: usize,
 
     /// Run the built-in scripted demo (offline, no API key): the agent reads sample.ts and
     /// explains what `first([])` returns.

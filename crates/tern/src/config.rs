@@ -10,6 +10,12 @@
 //! allow = ["bash:git status*"]
 //! deny = ["bash:rm *"]
 //! max_turns = 30
+//! idle_timeout = 120      # seconds; 0 waits forever
+//! max_retries = 3         # 0 disables retries
+//! max_retry_delay = 60    # seconds
+//! sandbox = "workspace-write"
+//! network = false
+//! pass_env = ["NPM_TOKEN"]
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -47,6 +53,19 @@ pub struct Config {
     pub max_turns: Option<u32>,
     /// Timeout in seconds.
     pub timeout: Option<f64>,
+    /// Idle timeout of a model response, in seconds (0: none).
+    pub idle_timeout: Option<f64>,
+    /// Retries of a failed request.
+    pub max_retries: Option<u32>,
+    /// Cap on a server-requested retry delay, in seconds (0: none).
+    pub max_retry_delay: Option<f64>,
+    /// The bash sandbox mode.
+    pub sandbox: Option<String>,
+    /// Network for sandboxed bash commands.
+    pub network: Option<bool>,
+    /// Secret-looking variables passed to bash all the same.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
 }
 
 /// The default config path: `<config dir>/tern/config.toml`.

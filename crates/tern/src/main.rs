@@ -14,6 +14,8 @@
 //! | [`runtime`] | the wired agent: permission gate, turn limit, session recorder |
 //! | [`modes`] | print and JSON ([`modes::print`](mod@modes::print)), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
 //! | [`event_lines`] | agent events as pi's JSON lines (JSON and RPC modes) |
+//! | [`secrets`] | the known keys, redacted from everything tern writes |
+//! | [`signals`] | SIGINT, SIGTERM, SIGHUP: each aborts the run |
 //! | [`terminal_text`] | styles, truncation and cleaning of text for the terminal |
 //! | [`demo`] | `--demo`: the scripted model and its fixture |
 //! | [`usage_error`] | the error that ends tern before anything runs (exit code 2) |
@@ -29,7 +31,9 @@ mod limits;
 mod model_choice;
 mod modes;
 mod runtime;
+mod secrets;
 mod session_choice;
+mod signals;
 mod terminal_text;
 mod tool_choice;
 mod usage_error;
@@ -43,7 +47,8 @@ use clap::Parser;
 use cli::{Args, Mode};
 use limits::Limits;
 use modes::{interactive, print};
-use runtime::BuildOptions;
+use runtime::{BuildOptions, RequestSettings};
+use secrets::eprintln_redacted;
 use session_choice::SessionSource;
 use usage_error::UsageError;
 
@@ -81,7 +86,7 @@ fn main() {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("tern: cannot start the async runtime: {e}");
+            eprintln_redacted!("tern: cannot start the async runtime: {e}");
             std::process::exit(exit::ERROR);
         }
     };
@@ -89,7 +94,7 @@ fn main() {
         match run(args).await {
             Ok(code) => code,
             Err(UsageError(msg)) => {
-                eprintln!("tern: {msg}");
+                eprintln_redacted!("tern: {msg}");
                 exit::USAGE
             }
         }
@@ -98,8 +103,26 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Retries of a transient model failure when neither flag nor config says (pi's
+/// `retry.maxRetries`).
+const DEFAULT_RETRIES: u32 = 3;
+
+/// A flag's seconds as milliseconds: 0 is allowed (it disables), negative or not finite is a
+/// usage error in the flag's name.
+fn seconds_ms(flag: &str, secs: Option<f64>) -> Result<Option<u64>, UsageError> {
+    match secs {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Some((s * 1000.0).round() as u64)),
+        Some(s) => Err(UsageError(format!(
+            "{flag} must be a number of seconds, 0 or more, not {s}"
+        ))),
+    }
+}
+
 async fn run(mut args: Args) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
+    // Before anything is printed or written: every key known from here on is redacted.
+    let secrets = secrets::init(&[args.api_key.as_deref(), config.api_key.as_deref()]);
     let cwd = match &args.cwd {
         Some(d) => d
             .canonicalize()
@@ -164,14 +187,18 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     let mut deny = config.deny.clone();
     deny.extend(args.deny.iter().cloned());
     let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
+    let sandbox = tool_choice::sandbox_policy(&args, &config)?;
     // The file tools also apply the path rules to the paths they really open.
-    let tool_config = tern_tools::ToolConfig::new(&tool_cwd).with_path_policy(policy.clone());
+    let tool_config = tern_tools::ToolConfig::new(&tool_cwd)
+        .with_path_policy(policy.clone())
+        .with_sandbox(sandbox.clone());
     let tools_spec = args
         .tools
         .clone()
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
     let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
+    tool_choice::note_sandbox_support(&sandbox, &tools);
     let system_prompt = args
         .system_prompt
         .clone()
@@ -185,6 +212,18 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
             )))
         }
         None => None,
+    };
+    let requests = RequestSettings {
+        max_retries: Some(
+            args.max_retries
+                .or(config.max_retries)
+                .unwrap_or(DEFAULT_RETRIES),
+        ),
+        max_retry_delay_ms: seconds_ms(
+            "--max-retry-delay",
+            args.max_retry_delay.or(config.max_retry_delay),
+        )?,
+        idle_timeout_ms: seconds_ms("--idle-timeout", args.idle_timeout.or(config.idle_timeout))?,
     };
     let limits = Limits {
         max_turns: args.max_turns.or(config.max_turns),
@@ -239,10 +278,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         limits,
         session,
         cwd: cwd.clone(),
-    });
+        secrets,
+        requests,
+    })?;
     let rt_session_file = if args.demo { rt.session_file() } else { None };
     let code = match args.mode {
-        Mode::Rpc => modes::rpc::run(rt).await,
+        Mode::Rpc => modes::rpc::run(rt, args.rpc_max_line_bytes).await,
         Mode::Json => print::run(&rt, prompt, print::Output::Json).await,
         Mode::Text if interactive => match questions {
             Some(q) => interactive::run(rt, prompt, q).await,

@@ -13,7 +13,9 @@ use tern_session::{Recorder, SessionFile};
 use tern_tools::policy::{AskFn, PermissionGate, Policy};
 
 use crate::limits::Limits;
+use crate::secrets::eprintln_redacted;
 use crate::session_choice::SessionSource;
+use crate::usage_error::UsageError;
 
 /// Everything a mode needs.
 pub struct Runtime {
@@ -59,10 +61,26 @@ pub struct BuildOptions {
     pub session: SessionSource,
     /// Working directory.
     pub cwd: PathBuf,
+    /// Keys redacted from the session file.
+    pub secrets: Arc<[String]>,
+    /// Retries and the idle timeout of model requests.
+    pub requests: RequestSettings,
 }
 
-/// Builds the agent and wires the hooks and the session recorder.
-pub fn build(o: BuildOptions) -> Runtime {
+/// How model requests are retried and when a silent one is given up.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RequestSettings {
+    /// Retries of a transient failure (`--max-retries`).
+    pub max_retries: Option<u32>,
+    /// Cap on a server-requested retry delay, ms (`--max-retry-delay`).
+    pub max_retry_delay_ms: Option<u64>,
+    /// Idle timeout, ms, 0 for none (`--idle-timeout`).
+    pub idle_timeout_ms: Option<u64>,
+}
+
+/// Builds the agent and wires the hooks and the session recorder. Fails when the session
+/// file is being written by another process.
+pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     let mut gate = PermissionGate::new(o.policy);
     if let Some(ask) = o.asker {
         gate = gate.with_ask(ask);
@@ -83,15 +101,20 @@ pub fn build(o: BuildOptions) -> Runtime {
             SessionFile::create_at(&path, &o.cwd),
         ),
         SessionSource::Existing(path, loaded) => {
-            let file = SessionFile::resume(&path, &loaded, &o.cwd);
+            let mut file = SessionFile::resume(&path, &loaded, &o.cwd);
+            file.lock_existing()?;
             (loaded.messages, path.parent().map(Path::to_path_buf), file)
         }
     };
+    let session_file = session_file.with_secrets(o.secrets);
     let fresh = messages.is_empty();
     let stream_options = StreamOptions {
         api_key: o.api_key,
         temperature: o.temperature,
         session_id: Some(session_file.id().to_string()),
+        max_retries: o.requests.max_retries,
+        max_retry_delay_ms: o.requests.max_retry_delay_ms,
+        idle_timeout_ms: o.requests.idle_timeout_ms,
         ..Default::default()
     };
     let turn_limits = limits.clone();
@@ -143,18 +166,20 @@ pub fn build(o: BuildOptions) -> Runtime {
     let recorder = Recorder::new(session_file)
         .with_prefix(prefix)
         .on_first_failure(|e| {
-            eprintln!("tern: warning: {e} (the run goes on; pass --no-session to silence this)")
+            eprintln_redacted!(
+                "tern: warning: {e} (the run goes on; pass --no-session to silence this)"
+            )
         });
     let recorder = Arc::new(Mutex::new(recorder));
     let recording = Recorder::attach(&recorder, &agent);
-    Runtime {
+    Ok(Runtime {
         agent,
         limits,
         recorder,
         session_root,
         cwd: o.cwd,
         _recording: recording,
-    }
+    })
 }
 
 impl Runtime {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use tern_session::LoadedSession;
 
 use crate::cli::Args;
+use crate::secrets::eprintln_redacted;
 use crate::usage_error::UsageError;
 
 /// The default session root: `<data dir>/tern/sessions`.
@@ -49,7 +50,7 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
     let load = |path: PathBuf| -> Result<SessionSource, UsageError> {
         let loaded = tern_session::load(&path)?;
         for w in &loaded.warnings {
-            eprintln!("tern: warning: {w}");
+            eprintln_redacted!("tern: warning: {w}");
         }
         Ok(SessionSource::Existing(path, loaded))
     };
@@ -60,7 +61,7 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
         return match tern_session::latest_for_cwd(&root, cwd) {
             Some(p) => load(p),
             None => {
-                eprintln!(
+                eprintln_redacted!(
                     "tern: no earlier session in {} (looked in {}); starting a new one",
                     cwd.display(),
                     root.display()

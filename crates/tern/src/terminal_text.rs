@@ -92,6 +92,19 @@ pub fn clean(s: &str) -> String {
     out
 }
 
+/// Model text as print mode writes it: control characters (escape sequences included) are
+/// dropped, newlines and tabs stay, so the text is what the model wrote minus what would
+/// drive the terminal.
+///
+/// ```ignore
+/// assert_eq!(sanitize("a\tb\x1b]0;owned\x07c\n"), "a\tb]0;ownedc\n");
+/// ```
+pub fn sanitize(s: &str) -> String {
+    s.chars()
+        .filter(|c| matches!(c, '\n' | '\t') || !c.is_control())
+        .collect()
+}
+
 /// The mark of a finished tool call: a red `✗` for an error, a green `✓` otherwise.
 pub fn result_mark(is_error: bool) -> (Style, &'static str) {
     if is_error {
@@ -116,6 +129,11 @@ mod tests {
     #[test]
     fn clean_drops_escapes_and_expands_tabs() {
         assert_eq!(clean("a\tb\x1b[31mc\nd\r"), "a    b[31mc\nd");
+    }
+
+    #[test]
+    fn sanitize_keeps_tabs_and_newlines_only() {
+        assert_eq!(sanitize("a\tb\x1b]0;t\x07c\n\u{9b}2J"), "a\tb]0;tc\n2J");
     }
 
     #[test]

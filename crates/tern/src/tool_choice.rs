@@ -5,14 +5,50 @@ use std::path::Path;
 
 use tern_agent::AgentTool;
 use tern_tools::policy::{Action, Policy, Rule};
+use tern_tools::sandbox::{SandboxMode, SandboxPolicy};
 use tern_tools::ToolConfig;
 
+use crate::cli::Args;
+use crate::config::Config;
+use crate::secrets::eprintln_redacted;
 use crate::usage_error::UsageError;
 
 /// Every built-in tool name, in pi's order.
 pub const TOOL_NAMES: [&str; 7] = ["read", "write", "edit", "bash", "ls", "grep", "find"];
 /// The default tools: the read-only ones.
 pub const DEFAULT_TOOLS: &str = "read,grep,find,ls";
+
+/// The bash sandbox from `--sandbox`, `--network`, `--pass-env` and their config keys (a flag
+/// wins; `--pass-env` names add to the config's).
+pub fn sandbox_policy(args: &Args, config: &Config) -> Result<SandboxPolicy, UsageError> {
+    let mode = match args.sandbox.as_deref().or(config.sandbox.as_deref()) {
+        Some(m) => m
+            .parse::<SandboxMode>()
+            .map_err(|e| UsageError(format!("--sandbox: {e}")))?,
+        None => SandboxMode::default(),
+    };
+    let mut policy = SandboxPolicy::new(mode);
+    policy.network = args.network || config.network.unwrap_or(false);
+    policy.pass_env = config.pass_env.clone();
+    policy.pass_env.extend(args.pass_env.iter().cloned());
+    Ok(policy)
+}
+
+/// Says on stderr, at start-up, when bash cannot be confined here: without Landlock,
+/// `read-only` and `workspace-write` refuse every command.
+pub fn note_sandbox_support(policy: &SandboxPolicy, tools: &[AgentTool]) {
+    let has_bash = tools.iter().any(|t| t.name() == "bash");
+    if has_bash
+        && policy.mode != SandboxMode::FullAccess
+        && !tern_tools::sandbox::support().confines()
+    {
+        eprintln_redacted!(
+            "tern: note: this kernel has no Landlock, so bash cannot be sandboxed ({}): every \
+             bash command will be refused; pass --sandbox full-access to run commands unconfined",
+            policy.mode
+        );
+    }
+}
 
 /// Builds the selected tools.
 pub fn select_tools(spec: &str, config: &ToolConfig) -> Result<Vec<AgentTool>, UsageError> {

@@ -202,3 +202,51 @@ fn rpc_failed_commands_answer_in_pi_shape() {
     assert_eq!(rpc.finish(), Some(0));
     assert!(server.requests().is_empty());
 }
+
+#[test]
+fn rpc_answers_bad_bytes_and_oversized_lines_and_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![Reply::text("still here")]);
+    let mut c = command(home.path(), cwd.path());
+    c.args([
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--base-url",
+        &server.url,
+        "--rpc-max-line-bytes",
+        "1000",
+    ]);
+    let mut rpc = Rpc::spawn(c);
+
+    rpc.send_bytes(b"{\"type\":\"get_state\",\"id\":\"\xff\"}\n");
+    let bad = rpc.wait_for("utf-8 parse error", |v| v["command"] == "parse");
+    assert_eq!(bad["success"], false);
+    assert!(
+        bad["error"].as_str().unwrap().contains("invalid UTF-8"),
+        "{bad}"
+    );
+
+    let long = format!(
+        "{{\"type\":\"prompt\",\"message\":\"{}\"}}\n",
+        "x".repeat(5000)
+    );
+    rpc.send_raw(&long);
+    let big = rpc.wait_for("size error", |v| {
+        v["command"] == "parse" && v["error"].as_str().is_some_and(|e| e.contains("limit"))
+    });
+    assert!(
+        big["error"].as_str().unwrap().contains("5030 bytes"),
+        "{big}"
+    );
+
+    // The loop went on: the next command is answered, a prompt still runs.
+    let state = rpc.call("s", json!({"type": "get_state"}));
+    assert_eq!(state["success"], true, "{state}");
+    rpc.call("p", json!({"type": "prompt", "message": "hi"}));
+    rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    let r = rpc.call("t", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(r["data"]["text"], "still here");
+    assert_eq!(rpc.finish(), Some(0));
+}

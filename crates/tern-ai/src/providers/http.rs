@@ -1,5 +1,11 @@
 //! The HTTP side of a provider: one shared rustls client, sending with retries before the
 //! first byte, and reading the body chunk by chunk with cancellation.
+//!
+//! Redirects are followed only within the request's origin: every provider puts its key in a
+//! header (`Authorization`, `x-api-key`, `x-goog-api-key`, ...), and a client that strips only
+//! some of them would hand the rest to whatever host a redirect names. An error response's
+//! body is read up to [`MAX_ERROR_BODY_BYTES`], so a huge one cannot exhaust memory or flood
+//! messages and session files.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -78,9 +84,16 @@ pub fn idle_timeout(options: &StreamOptions) -> Option<Duration> {
     }
 }
 
+/// The most of an error response's body that is read; the rest is cut with a note.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
 fn idle_message(options: &StreamOptions, what: &str) -> String {
     let ms = options.idle_timeout_ms.unwrap_or(DEFAULT_IDLE_TIMEOUT_MS);
-    format!("Idle timeout: the server sent nothing for {ms} ms while {what} (idle_timeout_ms)")
+    // No field name: callers configure it in their own words.
+    format!(
+        "Idle timeout: the server sent nothing for {ms} ms while {what}; raise the idle \
+         timeout, or set it to 0 to wait forever"
+    )
 }
 
 /// Awaits `fut`, giving up after the idle timeout.
@@ -96,9 +109,61 @@ fn client() -> &'static reqwest::Client {
     CLIENT.get_or_init(|| {
         reqwest::Client::builder()
             .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())
     })
+}
+
+/// Follows a redirect only to the origin the request started at (10 hops at most); any
+/// other origin is an error, so no key header ever leaves for it.
+fn same_origin_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let origin = |u: &reqwest::Url| {
+        (
+            u.scheme().to_string(),
+            u.host_str().map(str::to_string),
+            u.port_or_known_default(),
+        )
+    };
+    let Some(first) = attempt.previous().first() else {
+        return attempt.follow();
+    };
+    if attempt.previous().len() > 10 {
+        return attempt.error("too many redirects (more than 10)");
+    }
+    if origin(first) != origin(attempt.url()) {
+        let msg = format!(
+            "the server at {} redirected to another origin, {}; not followed, so the API key \
+             is not sent there (use the new address as the base URL if it is trusted)",
+            first.origin().ascii_serialization(),
+            attempt.url().origin().ascii_serialization()
+        );
+        return attempt.error(msg);
+    }
+    attempt.follow()
+}
+
+/// Reads at most [`MAX_ERROR_BODY_BYTES`] of an error body, noting a cut.
+async fn capped_body(mut response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut cut = false;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        let room = MAX_ERROR_BODY_BYTES - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            cut = true;
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    if cut {
+        // A cut may split a character; the lossy decoding above already made it U+FFFD.
+        text.push_str(&format!(
+            "… (error body truncated at {MAX_ERROR_BODY_BYTES} bytes)"
+        ));
+    }
+    text
 }
 
 async fn send_once(
@@ -124,7 +189,14 @@ async fn send_once(
             "waiting for the response head",
         )));
     };
-    let response = res.map_err(|e| SendError::Network(network_message(&e)))?;
+    let response = res.map_err(|e| {
+        // A refused redirect fails the same way every time: not retried.
+        if e.is_redirect() {
+            SendError::Message(network_message(&e))
+        } else {
+            SendError::Network(network_message(&e))
+        }
+    })?;
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -132,8 +204,8 @@ async fn send_once(
     let headers = response.headers().clone();
     let status_text = status.canonical_reason().unwrap_or("").to_string();
     let body = tokio::select! {
-        b = idle(options, response.bytes()) => match b {
-            Some(b) => b.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default(),
+        b = idle(options, capped_body(response)) => match b {
+            Some(b) => b,
             None => idle_message(options, "reading an error response"),
         },
         _ = options.signal.cancelled() => return Err(SendError::Aborted),
@@ -245,5 +317,97 @@ impl Body {
                 Ok(chunks.pop_front())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Answers every connection with `reply`, counting requests and keeping their heads.
+    async fn serve(reply: Vec<u8>) -> (String, Arc<AtomicUsize>, Arc<parking_lot::Mutex<String>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let count = Arc::new(AtomicUsize::new(0));
+        let heads = Arc::new(parking_lot::Mutex::new(String::new()));
+        let (c, h) = (count.clone(), heads.clone());
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::SeqCst);
+                let mut buf = vec![0u8; 65536];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                h.lock().push_str(&String::from_utf8_lossy(&buf[..n]));
+                let _ = sock.write_all(&reply).await;
+                let _ = sock.shutdown().await;
+            }
+        });
+        (url, count, heads)
+    }
+
+    fn request(url: &str) -> HttpRequest {
+        HttpRequest {
+            url: url.to_string(),
+            headers: vec![
+                ("x-api-key".into(), "sk-secret-anthropic".into()),
+                ("x-goog-api-key".into(), "sk-secret-google".into()),
+                ("authorization".into(), "Bearer sk-secret-openai".into()),
+            ],
+            body: serde_json::json!({}),
+            ignore_retry_headers: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_another_origin_is_not_followed_with_the_keys() {
+        let (other, other_count, other_heads) =
+            serve(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_vec()).await;
+        let redirect = format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {other}/steal\r\ncontent-length: 0\r\n\r\n"
+        );
+        let (first, first_count, _) = serve(redirect.into_bytes()).await;
+        let options = StreamOptions::default();
+        let err = send(&request(&first), &options, &|f| f.body.clone())
+            .await
+            .expect_err("not followed");
+        let SendError::Message(msg) = err else {
+            panic!("a final error, got {err:?}");
+        };
+        assert!(msg.contains("another origin"), "{msg}");
+        assert_eq!(first_count.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            other_count.load(Ordering::SeqCst),
+            0,
+            "{}",
+            other_heads.lock()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_body_is_read_up_to_the_cap() {
+        let body = "e".repeat(MAX_ERROR_BODY_BYTES * 16);
+        let reply = format!(
+            "HTTP/1.1 500 Internal Server Error\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (url, _, _) = serve(reply.into_bytes()).await;
+        let err = send(&request(&url), &StreamOptions::default(), &|f| {
+            f.body.clone()
+        })
+        .await
+        .expect_err("a 500");
+        let SendError::Status(f) = err else {
+            panic!("a status error, got {err:?}");
+        };
+        assert_eq!(f.status, 500);
+        assert!(
+            f.body.len() < MAX_ERROR_BODY_BYTES + 100,
+            "{}",
+            f.body.len()
+        );
+        assert!(f.body.ends_with("(error body truncated at 65536 bytes)"));
     }
 }

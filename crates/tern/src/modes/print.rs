@@ -9,7 +9,10 @@ use tern_ai::{AssistantMessageEvent, Message};
 use crate::event_lines;
 use crate::exit;
 use crate::runtime::Runtime;
-use crate::terminal_text::{result_mark, short_args, truncate, Style};
+use crate::secrets::eprintln_redacted;
+use crate::secrets::redact;
+use crate::signals;
+use crate::terminal_text::{result_mark, sanitize, short_args, truncate, Style};
 
 /// How the output looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,9 +25,10 @@ pub enum Output {
     Json,
 }
 
+/// Writes a line on stdout, keys redacted.
 fn out_line(s: &str) {
     let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{s}");
+    let _ = writeln!(o, "{}", redact(s));
     let _ = o.flush();
 }
 
@@ -47,10 +51,9 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
         let agent = agent.clone();
         let flag = rt.limits.user_aborted.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                flag.store(true, Ordering::SeqCst);
-                agent.abort();
-            }
+            signals::interrupted().await;
+            flag.store(true, Ordering::SeqCst);
+            agent.abort();
         })
     };
     let result = agent.prompt(&prompt).await;
@@ -65,7 +68,7 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
     let run = match result {
         Ok(run) => run,
         Err(e) => {
-            eprintln!("tern: {e}");
+            eprintln_redacted!("tern: {e}");
             return exit::ERROR;
         }
     };
@@ -75,8 +78,16 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
         out_line(&event_lines::settled(aborted).to_string());
     }
     if output == Output::Print {
-        if let Some(text) = run.final_text().filter(|t| !t.is_empty()) {
+        // Model text may hold escape sequences meant to move the cursor or retitle the
+        // terminal: only printable text, newlines and tabs reach it.
+        let text = sanitize(&run.final_text().unwrap_or_default());
+        if !text.is_empty() {
             out_line(&text);
+            if code == exit::ERROR {
+                eprintln_redacted!(
+                    "tern: the answer above is partial: the request failed before the model finished"
+                );
+            }
         }
     }
     code
@@ -86,18 +97,18 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
 pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
     let l = &rt.limits;
     if l.user_aborted.load(Ordering::SeqCst) {
-        eprintln!("tern: aborted");
+        eprintln_redacted!("tern: aborted");
         return exit::ABORTED;
     }
     if l.timed_out.load(Ordering::SeqCst) {
-        eprintln!(
+        eprintln_redacted!(
             "tern: timeout reached after {:.0} s (--timeout); the run was aborted and the task was not confirmed complete",
             l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default()
         );
         return exit::LIMIT;
     }
     if l.turn_limit_hit.load(Ordering::SeqCst) {
-        eprintln!(
+        eprintln_redacted!(
             "tern: turn limit reached ({} turns, --max-turns); the run was stopped and the task was not confirmed complete",
             l.max_turns.unwrap_or_default()
         );
@@ -105,11 +116,17 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
     }
     match &run.ending {
         RunEnding::Failed(message) => {
-            eprintln!("tern: the model request failed: {message}");
+            // The library names no flag; say which one sets it here.
+            let hint = if message.starts_with("Idle timeout") {
+                " (set it with --idle-timeout SECONDS or `idle_timeout` in the config)"
+            } else {
+                ""
+            };
+            eprintln_redacted!("tern: the model request failed: {message}{hint}");
             exit::ERROR
         }
         RunEnding::Aborted => {
-            eprintln!("tern: aborted");
+            eprintln_redacted!("tern: aborted");
             exit::ABORTED
         }
         _ => exit::OK,
@@ -124,11 +141,11 @@ fn stream_event(e: &AgentEvent) {
         } => match assistant_message_event {
             AssistantMessageEvent::TextDelta { delta, .. } => {
                 let mut o = std::io::stdout().lock();
-                let _ = write!(o, "{delta}");
+                let _ = write!(o, "{}", redact(&sanitize(delta)));
                 let _ = o.flush();
             }
             AssistantMessageEvent::ThinkingDelta { delta, .. } => {
-                eprint!("{}", Style::Dim.paint_stderr(delta));
+                eprint!("{}", Style::Dim.paint_stderr(&redact(&sanitize(delta))));
             }
             AssistantMessageEvent::ThinkingEnd { .. } => eprintln!(),
             _ => {}
@@ -136,7 +153,7 @@ fn stream_event(e: &AgentEvent) {
         AgentEvent::MessageEnd {
             message: Message::Assistant(a),
         } if !a.text().is_empty() => out_line(""),
-        AgentEvent::ToolExecutionStart { tool_call } => eprintln!(
+        AgentEvent::ToolExecutionStart { tool_call } => eprintln_redacted!(
             "{} {}",
             Style::Cyan.paint_stderr(&format!("→ {}", tool_call.name)),
             short_args(&tool_call.arguments)
@@ -148,10 +165,10 @@ fn stream_event(e: &AgentEvent) {
             let lines = text.lines().count();
             let first = text.lines().next().unwrap_or("");
             let (style, mark) = result_mark(*is_error);
-            eprintln!(
+            eprintln_redacted!(
                 "{} {} ({lines} lines)",
                 style.paint_stderr(mark),
-                truncate(first, 80)
+                truncate(&sanitize(first), 80)
             );
         }
         _ => {}

@@ -336,6 +336,13 @@ impl Rpc {
         s.flush().expect("flush");
     }
 
+    /// Writes raw bytes, valid UTF-8 or not.
+    pub fn send_bytes(&mut self, raw: &[u8]) {
+        let s = self.stdin.as_mut().expect("stdin open");
+        s.write_all(raw).expect("write");
+        s.flush().expect("flush");
+    }
+
     /// Reads records until one satisfies `pred` (10 s at most) and returns it.
     pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -133,8 +133,19 @@ pub async fn run(
     }
     let mut keys = EventStream::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(120));
+    // SIGTERM or SIGHUP (the terminal closed): abort the run below and leave; in raw mode
+    // Ctrl+C arrives as a key, not as SIGINT.
+    let signalled = crate::signals::interrupted();
+    tokio::pin!(signalled);
+    let mut code = crate::exit::OK;
     loop {
         tokio::select! {
+            () = &mut signalled => {
+                if ui.running {
+                    code = crate::exit::ABORTED;
+                }
+                break;
+            }
             ev = keys.next() => {
                 match ev {
                     Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
@@ -175,5 +186,5 @@ pub async fn run(
     if let Some(f) = rt.session_file() {
         eprintln!("tern: session saved to {f} (resume with --continue)");
     }
-    crate::exit::OK
+    code
 }

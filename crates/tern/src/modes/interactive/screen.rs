@@ -112,7 +112,10 @@ impl Ui {
         let w = self.width.saturating_sub(1).max(10);
         let mut rows = Vec::new();
         if !self.partial.is_empty() {
-            rows.push(self.partial_kind.styled(tail(&self.partial, w)));
+            rows.push(
+                self.partial_kind
+                    .styled(tail(&crate::secrets::redact(&self.partial), w)),
+            );
         }
         for (_, label) in &self.tools {
             rows.push(format!(
@@ -182,6 +185,9 @@ impl Ui {
     /// Prints finished lines above the live rows.
     pub fn print(&mut self, text: &str) {
         self.clear_live();
+        // Keys are redacted per printed block (a key split across streamed lines is caught
+        // once the line is whole).
+        let text = crate::secrets::redact(text);
         for line in text.split('\n') {
             let _ = queue!(self.out, style::Print(line), style::Print("\r\n"));
         }

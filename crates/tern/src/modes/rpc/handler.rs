@@ -11,6 +11,7 @@ use super::command::{Command, Level, Mode, StreamingBehavior};
 use crate::event_lines;
 use crate::model_choice::on_the_fly_model;
 use crate::runtime::Runtime;
+use crate::secrets::eprintln_redacted;
 
 /// The RPC session: the agent, the output line channel, and whether a run is going.
 pub struct Rpc {
@@ -71,7 +72,7 @@ impl Rpc {
         let idle = self.idle.clone();
         tokio::spawn(async move {
             if let Err(e) = rt.run_until_settled(message).await {
-                eprintln!("tern: {e}");
+                eprintln_redacted!("tern: {e}");
             }
             let _ = tx.send(event_lines::settled(rt.limits.aborted()).to_string());
             idle.send_replace(true);

@@ -5,67 +5,40 @@
 //!
 //! - `command.rs`: the commands, typed.
 //! - `handler.rs`: what each command does.
+//! - `line_reader.rs`: bounded command lines off stdin.
+//! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
 //! - here: the stdin loop and the responses.
+//!
+//! A bad line (not UTF-8, not JSON, over the size cap) is answered with a `parse` failure
+//! and the loop goes on.
 
 mod command;
 mod handler;
+mod line_reader;
+mod parse;
+
+use line_reader::Next;
+pub use line_reader::DEFAULT_MAX_LINE_BYTES;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::json;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use crate::event_lines;
 use crate::runtime::Runtime;
-use command::Command;
 use handler::Rpc;
-
-/// A failed response.
-fn failure(command: &str, error: String) -> Value {
-    json!({"type": "response", "command": command, "success": false, "error": error})
-}
-
-/// Reads a command line: `Err` is the response to send instead (a `parse` failure, a
-/// missing or unknown `type`, a malformed field).
-fn read_command(line: &str) -> Result<(Command, String, Option<Value>), Value> {
-    let value: Value = match serde_json::from_str(line) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            return Err(failure(
-                "parse",
-                "Failed to parse command: a command is a JSON object".into(),
-            ))
-        }
-        Err(e) => return Err(failure("parse", format!("Failed to parse command: {e}"))),
-    };
-    let id = value.get("id").cloned();
-    let kind = value
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let with_id = |mut resp: Value| {
-        if let Some(id) = &id {
-            resp["id"] = id.clone();
-        }
-        resp
-    };
-    if kind.is_empty() {
-        return Err(with_id(failure("", "missing field `type`".into())));
-    }
-    match serde_json::from_value::<Command>(value) {
-        Ok(command) => Ok((command, kind, id)),
-        Err(e) => Err(with_id(failure(&kind, e.to_string()))),
-    }
-}
+use parse::{failure, read_command_bytes};
 
 /// Runs RPC mode until stdin closes and the last run settles; returns the exit code.
-pub async fn run(rt: Runtime) -> i32 {
+/// Command lines longer than `max_line_bytes` are refused.
+pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         let mut out = tokio::io::stdout();
         while let Some(line) = rx.recv().await {
+            let line = crate::secrets::redact(&line);
             if out.write_all(line.as_bytes()).await.is_err()
                 || out.write_all(b"\n").await.is_err()
                 || out.flush().await.is_err()
@@ -84,21 +57,43 @@ pub async fn run(rt: Runtime) -> i32 {
         tx: tx.clone(),
         idle,
     });
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    // SIGINT, SIGTERM, SIGHUP: abort the running prompt, let it settle, and exit.
+    let mut signalled = false;
+    let stop = crate::signals::interrupted();
+    tokio::pin!(stop);
     loop {
-        let line = match lines.next_line().await {
-            Ok(Some(l)) => l,
-            Ok(None) => break,
+        let next = tokio::select! {
+            n = line_reader::next_line(&mut stdin, max_line_bytes) => n,
+            () = &mut stop => {
+                signalled = true;
+                rpc.rt.abort_by_user();
+                break;
+            }
+        };
+        let line = match next {
+            Ok(Next::Line(l)) => l,
+            Ok(Next::TooLong(n)) => {
+                rpc.send(failure(
+                    "parse",
+                    format!(
+                        "Failed to parse command: the line has {n} bytes, over the limit of \
+                         {max_line_bytes} (raise it with --rpc-max-line-bytes)"
+                    ),
+                ));
+                continue;
+            }
+            Ok(Next::End) => break,
             Err(e) => {
                 eprintln!("tern: cannot read stdin: {e}");
                 break;
             }
         };
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
+        let line = line.strip_suffix(b"\r").unwrap_or(&line);
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let (command, kind, id) = match read_command(line) {
+        let (command, kind, id) = match read_command_bytes(line) {
             Ok(c) => c,
             Err(resp) => {
                 rpc.send(resp);
@@ -127,5 +122,9 @@ pub async fn run(rt: Runtime) -> i32 {
     drop(rpc);
     drop(tx);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
-    0
+    if signalled {
+        crate::exit::ABORTED
+    } else {
+        crate::exit::OK
+    }
 }

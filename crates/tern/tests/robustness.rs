@@ -1,0 +1,375 @@
+//! The CLI under attack, through the real binary: damaged and contended session files, keys
+//! echoed back by a provider, transient failures, silent servers, signals, escape sequences
+//! in model text, and the bash sandbox flags.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{command, run, stderr, stdout, text_of, wait_output, Reply, Rpc, Server};
+use serde_json::{json, Value};
+
+fn print_run(
+    home: &Path,
+    cwd: &Path,
+    server: &Server,
+    extra: &[&str],
+    prompt: &str,
+) -> std::process::Output {
+    let mut c = command(home, cwd);
+    c.args(["-p", "--base-url", &server.url])
+        .args(extra)
+        .arg(prompt);
+    run(c)
+}
+
+fn session_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("session file")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_last_line_without_its_newline_keeps_the_history() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = home.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    let server = Server::start(vec![
+        Reply::text("one"),
+        Reply::text("two"),
+        Reply::text("three"),
+        Reply::text("four"),
+    ]);
+    for (prompt, cut) in [("q1", false), ("q2", true), ("q3", false), ("q4", false)] {
+        let o = print_run(home.path(), cwd.path(), &server, &["--session", f], prompt);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        if cut {
+            // `truncate -s -1`: only the final newline goes.
+            let text = std::fs::read(&file).unwrap();
+            std::fs::write(&file, &text[..text.len() - 1]).unwrap();
+        }
+    }
+    let last = text_of(&server.requests()[3]);
+    for earlier in ["q1", "one", "q2", "two", "q3", "three", "q4"] {
+        assert!(last.contains(earlier), "{earlier} missing from {last}");
+    }
+}
+
+#[test]
+fn a_second_writer_of_a_session_is_refused() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = home.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    let server = Server::start(vec![Reply::text("first")]);
+    let o = print_run(home.path(), cwd.path(), &server, &["--session", f], "q1");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // An RPC process resumes the file and holds it.
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--mode", "rpc", "--base-url", &server.url, "--session", f]);
+    let mut rpc = Rpc::spawn(c);
+    let state = rpc.call("s", json!({"type": "get_state"}));
+    assert_eq!(state["success"], true, "{state}");
+
+    let o = print_run(home.path(), cwd.path(), &server, &["--session", f], "q2");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("s.jsonl") && stderr(&o).contains("in use"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(rpc.finish(), Some(0));
+}
+
+#[test]
+fn a_key_echoed_by_the_provider_is_written_nowhere() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let key = "sk-test-0123456789abcdef";
+    let server = Server::start(vec![Reply::Error(
+        401,
+        format!("Incorrect API key provided: {key}. You can find your API key at ..."),
+    )]);
+    let file = home.path().join("s.jsonl");
+    let mut c = command(home.path(), cwd.path());
+    c.args([
+        "-p",
+        "--base-url",
+        &server.url,
+        "--api-key",
+        key,
+        "--max-retries",
+        "0",
+    ])
+    .args(["--session", file.to_str().unwrap(), "hello"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("Incorrect API key provided: [redacted]"),
+        "{err}"
+    );
+    assert!(!err.contains(key), "{err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(key), "{text}");
+    assert!(text.contains("[redacted]"), "{text}");
+
+    // JSON mode's event lines too, with the key from the environment this time.
+    let server = Server::start(vec![Reply::Error(401, format!("bad key {key}"))]);
+    let mut c = command(home.path(), cwd.path());
+    c.env("OPENAI_API_KEY", key)
+        .args(["--mode", "json", "--no-session", "--max-retries", "0"])
+        .args(["--base-url", &server.url, "hello"]);
+    let o = run(c);
+    assert!(
+        !stdout(&o).contains(key) && !stderr(&o).contains(key),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("bad key [redacted]"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_transient_429_is_retried() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let server = Server::start(vec![
+        Reply::Error(429, "slow down".into()),
+        Reply::Error(503, "overloaded".into()),
+        Reply::text("made it"),
+    ]);
+    let o = print_run(home.path(), cwd.path(), &server, &["--no-session"], "hi");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "made it");
+    assert_eq!(server.requests().len(), 3);
+
+    // --max-retries 0: the first failure ends the run.
+    let server = Server::start(vec![
+        Reply::Error(429, "slow down".into()),
+        Reply::text("x"),
+    ]);
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--max-retries", "0"],
+        "hi",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_silent_server_times_out_in_the_cli_words_and_the_answer_is_marked_partial() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let server = Server::start(vec![Reply::Hang]);
+    let started = Instant::now();
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--idle-timeout", "1"],
+        "hi",
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "Thinking about it");
+    let err = stderr(&o);
+    assert!(
+        err.contains("--idle-timeout") && !err.contains("idle_timeout_ms"),
+        "{err}"
+    );
+    assert!(err.contains("partial"), "{err}");
+
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--idle-timeout=-1"],
+        "hi",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--idle-timeout"), "{}", stderr(&o));
+}
+
+#[test]
+fn escape_sequences_reach_the_terminal_only_in_json_modes() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let evil = "clear\x1b[2J title\x1b]0;owned\x07 done";
+    let server = Server::start(vec![Reply::text(evil), Reply::text(evil)]);
+    let o = print_run(home.path(), cwd.path(), &server, &["--no-session"], "hi");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "clear[2J title]0;owned done");
+
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--mode", "json"],
+        "hi",
+    );
+    assert!(stdout(&o).contains("\\u001b[2J"), "{}", stdout(&o));
+}
+
+fn alive(pid: &str) -> bool {
+    Command::new("kill")
+        .args(["-0", pid])
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn sigterm_aborts_the_run_kills_the_tool_and_keeps_the_session() {
+    for signal in ["TERM", "HUP"] {
+        let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let pid_file = cwd.path().join("pid");
+        let server = Server::start(vec![Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": format!("sh -c 'echo $$ > {}; exec sleep 300'", pid_file.display())}),
+        )]);
+        let file = home.path().join("s.jsonl");
+        let mut c = command(home.path(), cwd.path());
+        c.args([
+            "-p",
+            "--base-url",
+            &server.url,
+            "--tools",
+            "bash",
+            "--allow",
+            "bash",
+        ])
+        .args([
+            "--sandbox",
+            "full-access",
+            "--session",
+            file.to_str().unwrap(),
+            "go",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let child = c.spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let pid = loop {
+            if let Ok(p) = std::fs::read_to_string(&pid_file) {
+                if !p.trim().is_empty() {
+                    break p.trim().to_string();
+                }
+            }
+            assert!(Instant::now() < deadline, "the tool never started");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let o = wait_output(child, Duration::from_secs(20));
+        assert_eq!(o.status.code(), Some(130), "{signal}: {}", stderr(&o));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(&pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !alive(&pid),
+            "{signal}: the tool's process {pid} still runs"
+        );
+        // The session holds the aborted tool result and the aborted answer, in order.
+        let lines = session_lines(&file);
+        let messages: Vec<&Value> = lines
+            .iter()
+            .map(|l| &l["message"])
+            .filter(|m| m.is_object())
+            .collect();
+        let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "toolResult", "assistant"],
+            "{signal}"
+        );
+        assert_eq!(messages[4]["stopReason"], "aborted", "{signal}");
+    }
+}
+
+#[test]
+fn sandbox_flags_reach_bash() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let server = Server::start(vec![
+        Reply::tool("call_1", "bash", json!({"command": "touch made.txt"})),
+        Reply::text("tried"),
+    ]);
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &[
+            "--no-session",
+            "--tools",
+            "bash",
+            "--allow",
+            "bash",
+            "--sandbox",
+            "read-only",
+        ],
+        "make a file",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !cwd.path().join("made.txt").exists(),
+        "read-only let bash write"
+    );
+    let no_landlock = !tern_tools::sandbox::support().confines();
+    assert_eq!(
+        stderr(&o).contains("no Landlock"),
+        no_landlock,
+        "{}",
+        stderr(&o)
+    );
+
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--sandbox", "none"],
+        "x",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--sandbox") && stderr(&o).contains("full-access"),
+        "{}",
+        stderr(&o)
+    );
+
+    // full-access and --pass-env: the named secret reaches the command, others do not.
+    let server = Server::start(vec![
+        Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": "echo \"A=$MY_TOKEN B=$OTHER_TOKEN\" > env.txt"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let mut c = command(home.path(), cwd.path());
+    c.env("MY_TOKEN", "passed-through")
+        .env("OTHER_TOKEN", "kept-back");
+    c.args([
+        "-p",
+        "--no-session",
+        "--base-url",
+        &server.url,
+        "--tools",
+        "bash",
+        "--allow",
+        "bash",
+    ])
+    .args(["--sandbox", "full-access", "--pass-env", "MY_TOKEN", "go"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let env = std::fs::read_to_string(cwd.path().join("env.txt")).unwrap();
+    assert_eq!(env.trim(), "A=passed-through B=");
+}
