@@ -160,7 +160,43 @@ impl SessionFile {
         self.append("thinking_level_change", json!({ "thinkingLevel": level }))
     }
 
+    /// Appends a `custom` entry (pi keeps it in the tree and out of the model's context).
+    /// `sync: false` skips the fsync, for callers that batch their own (durable journals).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let mut s = tern_session::SessionFile::create_at(&dir.path().join("s.jsonl"), std::path::Path::new("/p"));
+    /// s.append_custom("my-ext", serde_json::json!({"n": 1}), true).expect("written");
+    /// let text = std::fs::read_to_string(s.path().expect("on disk"))?;
+    /// assert!(text.contains(r#""customType":"my-ext","data":{"n":1}"#));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append_custom(
+        &mut self,
+        custom_type: &str,
+        data: Value,
+        sync: bool,
+    ) -> Result<(), SessionError> {
+        self.append_with(
+            "custom",
+            json!({"customType": custom_type, "data": data}),
+            sync,
+        )
+    }
+
+    /// Forces what was appended without a sync onto the disk.
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        match self.file.as_mut() {
+            Some(f) => f.sync_data().map_err(|e| self.write_error(e)),
+            None => Ok(()),
+        }
+    }
+
     fn append(&mut self, kind: &str, fields: Value) -> Result<(), SessionError> {
+        self.append_with(kind, fields, true)
+    }
+
+    fn append_with(&mut self, kind: &str, fields: Value, sync: bool) -> Result<(), SessionError> {
         let id = entry_id();
         let mut entry = json!({
             "type": kind,
@@ -177,10 +213,12 @@ impl SessionFile {
         }
         if !self.header_written {
             let header = self.header();
-            self.write_line(&header).map_err(|e| self.write_error(e))?;
+            self.write_line(&header, sync)
+                .map_err(|e| self.write_error(e))?;
             self.header_written = true;
         }
-        self.write_line(&entry).map_err(|e| self.write_error(e))
+        self.write_line(&entry, sync)
+            .map_err(|e| self.write_error(e))
     }
 
     fn write_error(&self, source: std::io::Error) -> SessionError {
@@ -190,14 +228,17 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, value: &Value) -> std::io::Result<()> {
+    fn write_line(&mut self, value: &Value, sync: bool) -> std::io::Result<()> {
         let Some(f) = self.open()? else {
             return Ok(());
         };
         let mut line = serde_json::to_string(value)?;
         line.push('\n');
         f.write_all(line.as_bytes())?;
-        f.sync_data()
+        if sync {
+            f.sync_data()?;
+        }
+        Ok(())
     }
 
     fn open(&mut self) -> std::io::Result<Option<&mut File>> {

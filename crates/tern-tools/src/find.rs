@@ -6,7 +6,7 @@ use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
@@ -66,6 +66,8 @@ pub fn find_tool(config: &ToolConfig) -> AgentTool {
         }
     })
     .with_execution_mode(ToolExecutionMode::Parallel)
+    // Reading twice changes nothing, so a call cut by a crash is simply run again.
+    .with_replay(Replay::Safe)
 }
 
 fn find(

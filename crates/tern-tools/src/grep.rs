@@ -11,7 +11,7 @@ use ignore::overrides::OverrideBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
@@ -82,6 +82,8 @@ pub fn grep_tool(config: &ToolConfig) -> AgentTool {
         }
     })
     .with_execution_mode(ToolExecutionMode::Parallel)
+    // Reading twice changes nothing, so a call cut by a crash is simply run again.
+    .with_replay(Replay::Safe)
 }
 
 struct State {

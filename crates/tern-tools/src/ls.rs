@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 
 use crate::cancel::{blocking, ABORTED};
 use crate::config::ToolConfig;
@@ -59,6 +59,8 @@ pub fn ls_tool(config: &ToolConfig) -> AgentTool {
         }
     })
     .with_execution_mode(ToolExecutionMode::Parallel)
+    // Reading twice changes nothing, so a call cut by a crash is simply run again.
+    .with_replay(Replay::Safe)
 }
 
 fn list(

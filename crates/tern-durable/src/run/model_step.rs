@@ -1,0 +1,150 @@
+//! The model-request step: a stream function around the real one. Live, it journals the
+//! intent (with the context digest) before the request and the final message after it,
+//! before the loop sees that message. Recovering, it serves recorded final messages instead
+//! of sending, and re-sends a request that was cut off.
+
+use std::sync::Arc;
+
+use tern_ai::{
+    assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender,
+    AssistantMessageEventStream, BoxError, Context, Model, PartialMessage, StopReason, StreamFn,
+    StreamOptions,
+};
+
+use super::RunInner;
+use crate::{context_digest, Record, Step};
+
+/// A [`StreamFn`] that journals each request of a durable run.
+pub(super) struct DurableModel {
+    pub(super) run: Arc<RunInner>,
+    pub(super) inner: Arc<dyn StreamFn>,
+}
+
+/// What to do with one request.
+enum Plan {
+    /// Served from the journal.
+    Recorded(AssistantMessage),
+    /// Sent: the step id and its attempt.
+    Live { id: String, attempt: u32 },
+    /// Recovery found another request than the journal's: refuse to go on.
+    Diverged(String),
+}
+
+impl StreamFn for DurableModel {
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        let digest = context_digest(&context.messages);
+        let plan = self.run.plan_model(&digest);
+        let (tx, rx) = assistant_stream();
+        match plan {
+            Plan::Recorded(message) => {
+                push_final(&tx, message);
+            }
+            Plan::Diverged(why) => push_final(&tx, error_message(model, why)),
+            Plan::Live { id, attempt } => {
+                let run = self.run.clone();
+                let inner = self.inner.clone();
+                let model = model.clone();
+                tokio::spawn(async move {
+                    let intent = Record::new(Step::ModelIntent {
+                        id: id.clone(),
+                        run_id: run.run_id.clone(),
+                        attempt,
+                        context_digest: digest,
+                    });
+                    if let Err(e) = run.journal.append(&intent).await {
+                        let why = format!("the request was not sent: {e}");
+                        return push_final(&tx, error_message(&model, why));
+                    }
+                    let mut upstream = match inner.stream(&model, context, options) {
+                        Ok(s) => s,
+                        Err(e) => return push_final(&tx, error_message(&model, e.to_string())),
+                    };
+                    while let Some(event) = upstream.next().await {
+                        match event {
+                            AssistantMessageEvent::Done { .. }
+                            | AssistantMessageEvent::Error { .. } => break,
+                            other => tx.push(other),
+                        }
+                    }
+                    let message = (*upstream.result().await).clone();
+                    let outcome = Record::new(Step::ModelOutcome {
+                        id,
+                        message: message.clone(),
+                    });
+                    if let Err(e) = run.journal.append(&outcome).await {
+                        let why = format!("the response was not recorded: {e}");
+                        return push_final(&tx, error_message(&model, why));
+                    }
+                    push_end(&tx, message);
+                });
+            }
+        }
+        Ok(rx)
+    }
+}
+
+impl RunInner {
+    fn plan_model(&self, digest: &str) -> Plan {
+        let mut cursor = self.cursor.lock();
+        let n = cursor.next_model;
+        cursor.next_model += 1;
+        match cursor.recorded.models.get(n) {
+            None => Plan::Live {
+                id: format!("{}:m{n}", self.run_id),
+                attempt: 1,
+            },
+            Some(m) if m.context_digest != digest => Plan::Diverged(format!(
+                "recovery diverged at model request {} (context digest {} in the journal, {} now); \
+                 the run was not continued",
+                n + 1,
+                m.context_digest,
+                digest
+            )),
+            Some(m) => match &m.outcome {
+                Some(message) => Plan::Recorded(message.clone()),
+                None => Plan::Live {
+                    id: m.id.clone(),
+                    attempt: m.attempts + 1,
+                },
+            },
+        }
+    }
+}
+
+fn error_message(model: &Model, why: String) -> AssistantMessage {
+    AssistantMessage {
+        stop_reason: StopReason::Error,
+        error_message: Some(format!("durable run: {why}")),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        timestamp: tern_ai::clock::now_ms(),
+        ..AssistantMessage::default()
+    }
+}
+
+/// A whole response as the provider would stream it: `start`, then `done` or `error`.
+fn push_final(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+    tx.push(AssistantMessageEvent::Start {
+        partial: PartialMessage::new(message.clone()),
+    });
+    push_end(tx, message);
+}
+
+/// The final event of a response.
+fn push_end(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+    let reason = message.stop_reason;
+    let message = Arc::new(message);
+    match reason {
+        StopReason::Error | StopReason::Aborted => tx.push(AssistantMessageEvent::Error {
+            reason,
+            error: message,
+        }),
+        _ => tx.push(AssistantMessageEvent::Done { reason, message }),
+    }
+}
