@@ -114,6 +114,8 @@ pub enum Step {
     InputCommitted {
         /// The input's id.
         id: String,
+        /// The 0-based model request it was placed before (where recovery re-delivers it).
+        before_request: usize,
     },
     /// An accepted input was handed back to the host (abort) instead of delivered.
     #[serde(rename_all = "camelCase")]
@@ -246,7 +248,10 @@ mod tests {
                 queue: Queue::FollowUp,
                 message: Message::user_text("more"),
             },
-            Step::InputCommitted { id: "i".into() },
+            Step::InputCommitted {
+                id: "i".into(),
+                before_request: 1,
+            },
             Step::InputReturned { id: "i".into() },
             Step::ToolIntent {
                 id: "t".into(),

@@ -13,7 +13,10 @@ use tern_durable::{
 use tern_session::{Recorder, SessionFile};
 
 fn committed(id: &str) -> Record {
-    Record::new(Step::InputCommitted { id: id.into() })
+    Record::new(Step::InputCommitted {
+        id: id.into(),
+        before_request: 0,
+    })
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tern_agent::{Agent, AgentOptions, AgentTool, Replay, ToolResult};
+use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Replay, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{Context, Message, Model, StreamFn, StreamOptions};
 use tern_durable::{
@@ -16,6 +16,8 @@ use tern_durable::{
     SessionFileJournal,
 };
 use tern_session::{Recorder, SessionFile};
+
+const STEER: &str = "also count once more";
 
 /// Answers request n with the n-th scripted response (n = assistant messages so far), as a
 /// scripted server would, and counts the requests it was sent.
@@ -96,6 +98,10 @@ fn shape(messages: &[Message]) -> Vec<(String, Value)> {
         .collect()
 }
 
+fn is_steer(m: &(String, Value)) -> bool {
+    m.1 == json!(STEER) || m.1 == json!([{"type": "text", "text": STEER}])
+}
+
 async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let path = dir.join("s.jsonl");
     let recorder = Arc::new(Mutex::new(Recorder::new(SessionFile::create_at(
@@ -111,6 +117,21 @@ async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let server = ScriptedServer::default();
     let a = agent(&run, &server, dir, Vec::new());
     let _rec = record_messages(&recorder, &a, 0);
+    let _inputs = run.attach(&a);
+    // The host steers once, while the first tool runs.
+    let host = run.clone();
+    let _steering = a.subscribe(move |event, _| {
+        let host = host.clone();
+        async move {
+            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
+                if tool_call.id == "c1" {
+                    host.steer(Message::user_text(STEER))
+                        .await
+                        .expect("accepted");
+                }
+            }
+        }
+    });
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
     (path, server.sent.load(Ordering::SeqCst))
@@ -138,6 +159,7 @@ async fn recover(path: &Path, dir: &Path) -> usize {
             let before = loaded.messages[..transcript_length].to_vec();
             let a = agent(&run, &server, dir, before);
             let _rec = record_messages(&recorder, &a, loaded.messages.len() - transcript_length);
+            let _inputs = run.attach(&a);
             a.prompt_messages(prompt).await.expect("recovered run");
             run.finish(RunEnd::Completed).await.expect("finish");
         }
@@ -155,7 +177,13 @@ async fn a_run_cut_at_any_point_recovers_to_the_uninterrupted_transcript() {
     let (path, requests) = uninterrupted(base.path()).await;
     assert_eq!(requests, 3);
     let reference = shape(&tern_session::load(&path).expect("load").messages);
-    assert_eq!(reference.len(), 7, "prompt, 3 answers, 3 results");
+    assert_eq!(
+        reference.len(),
+        8,
+        "prompt, 3 answers, 3 results, the steer"
+    );
+    assert_eq!(reference.iter().filter(|m| is_steer(m)).count(), 1);
+    let without_steer: Vec<_> = reference.iter().filter(|m| !is_steer(m)).cloned().collect();
     let full = std::fs::read_to_string(&path).expect("read");
 
     // Every line boundary, and a cut inside every line: at least 20 kill points.
@@ -211,8 +239,15 @@ async fn a_run_cut_at_any_point_recovers_to_the_uninterrupted_transcript() {
             assert!((1..=2).contains(&safe), "kill {k}: safe ran {safe} times");
             let got = tern_session::load(&p).expect("load");
             let got = shape(&got.messages);
-            assert_eq!(got.len(), reference.len(), "kill {k}");
-            for (i, (g, r)) in got.iter().zip(&reference).enumerate() {
+            // A steer accepted before the kill is delivered exactly once; one not yet
+            // accepted was never acknowledged to the host.
+            let accepted =
+                prefix[..prefix.rfind('\n').unwrap_or(0)].contains(r#""type":"input_accepted""#);
+            let steers = got.iter().filter(|m| is_steer(m)).count();
+            assert_eq!(steers, usize::from(accepted), "kill {k}: steers delivered");
+            let expected = if accepted { &reference } else { &without_steer };
+            assert_eq!(got.len(), expected.len(), "kill {k}");
+            for (i, (g, r)) in got.iter().zip(expected).enumerate() {
                 let unknown = g.0 == "toolResult"
                     && g.1 == json!([{"type": "text", "text": interrupted_text("never_count")}]);
                 assert!(g == r || unknown, "kill {k}, message {i}: {g:?} != {r:?}");

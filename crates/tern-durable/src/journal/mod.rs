@@ -37,7 +37,7 @@ pub enum Durability {
 /// let dir = tempfile::tempdir()?;
 /// let journal = SessionFileJournal::create(&dir.path().join("s.jsonl"), std::path::Path::new("/p"), Durability::Fsync);
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-/// journal.append(&Record::new(Step::InputCommitted { id: "i1".into() })).await.expect("written");
+/// journal.append(&Record::new(Step::InputCommitted { id: "i1".into(), before_request: 0 })).await.expect("written");
 /// # });
 /// assert_eq!(journal.records().expect("readable").len(), 1);
 /// # Ok::<(), std::io::Error>(())

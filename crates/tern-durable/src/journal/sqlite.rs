@@ -41,7 +41,7 @@ struct Shared {
 /// let db = SqliteJournal::open(&dir.path().join("runs.db"), Durability::Fsync).expect("opens");
 /// let a = db.session("session-a");
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-/// a.append(&Record::new(Step::InputCommitted { id: "i1".into() })).await.expect("committed");
+/// a.append(&Record::new(Step::InputCommitted { id: "i1".into(), before_request: 0 })).await.expect("committed");
 /// # });
 /// assert_eq!(a.records().expect("readable").len(), 1);
 /// assert!(db.session("session-b").records().expect("readable").is_empty());

@@ -6,6 +6,7 @@
 //! Between steps the loop is deterministic, so re-running it from the transcript the run
 //! started from, with the same input, meets the same steps in the same order.
 
+mod inputs;
 mod model_step;
 pub mod recorded;
 mod tool_step;
@@ -25,6 +26,8 @@ use crate::{transcript_digest, Journal, JournalError, Queue, Record, RunEnd, Ste
 pub(crate) struct Cursor {
     pub(crate) recorded: RecordedRun,
     pub(crate) next_model: usize,
+    /// Accepted input not yet seen in the transcript: (id, message).
+    pub(crate) uncommitted: Vec<(String, Message)>,
 }
 
 pub(crate) struct RunInner {
@@ -32,6 +35,9 @@ pub(crate) struct RunInner {
     pub(crate) run_id: String,
     pub(crate) cursor: Mutex<Cursor>,
     inputs: AtomicU64,
+    /// Where accepted input goes; set by `attach`, cleared by `finish` (the agent holds
+    /// this run through its stream function, so the link is broken when the run ends).
+    pub(crate) agent: Mutex<Option<tern_agent::Agent>>,
 }
 
 /// One durable run: its journal, its id, and what recovery replays.
@@ -86,8 +92,10 @@ impl DurableRun {
                 cursor: Mutex::new(Cursor {
                     recorded,
                     next_model: 0,
+                    uncommitted: Vec::new(),
                 }),
                 inputs: AtomicU64::new(inputs),
+                agent: Mutex::new(None),
             }),
         }
     }
@@ -139,7 +147,7 @@ impl DurableRun {
         let pending = recorded
             .inputs
             .iter()
-            .filter(|i| i.queue != Queue::Prompt && !i.committed && !i.returned)
+            .filter(|i| i.queue != Queue::Prompt && i.committed_before.is_none() && !i.returned)
             .cloned()
             .collect();
         let transcript_length = recorded.transcript_length;
@@ -188,6 +196,7 @@ impl DurableRun {
 
     /// Journals how the run ended.
     pub async fn finish(&self, end: RunEnd) -> Result<(), JournalError> {
+        self.inner.agent.lock().take();
         self.inner
             .journal
             .append(&Record::new(Step::RunFinished {

@@ -90,9 +90,13 @@ impl StreamFn for DurableModel {
 
 impl RunInner {
     fn plan_model(&self, digest: &str) -> Plan {
-        let mut cursor = self.cursor.lock();
-        let n = cursor.next_model;
-        cursor.next_model += 1;
+        let n = {
+            let mut cursor = self.cursor.lock();
+            cursor.next_model += 1;
+            cursor.next_model - 1
+        };
+        self.deliver_recorded(n);
+        let cursor = self.cursor.lock();
         match cursor.recorded.models.get(n) {
             None => Plan::Live {
                 id: format!("{}:m{n}", self.run_id),

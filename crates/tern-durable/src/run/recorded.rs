@@ -45,8 +45,8 @@ pub struct RecordedInput {
     pub queue: Queue,
     /// The message.
     pub message: Message,
-    /// Placed into the transcript.
-    pub committed: bool,
+    /// The model request it was placed before, once placed into the transcript.
+    pub committed_before: Option<usize>,
     /// Handed back to the host.
     pub returned: bool,
 }
@@ -109,12 +109,12 @@ impl RecordedRun {
                 id: id.clone(),
                 queue: *queue,
                 message: message.clone(),
-                committed: false,
+                committed_before: None,
                 returned: false,
             }),
-            Step::InputCommitted { id } => {
+            Step::InputCommitted { id, before_request } => {
                 if let Some(i) = self.inputs.iter_mut().find(|i| &i.id == id) {
-                    i.committed = true;
+                    i.committed_before = Some(*before_request);
                 }
             }
             Step::InputReturned { id } => {
