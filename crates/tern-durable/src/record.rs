@@ -72,8 +72,8 @@ pub enum RunEnd {
 pub enum ToolEnd {
     /// The tool returned a result (an `isError` result included).
     Ok {
-        /// What it returned.
-        result: ToolResult,
+        /// What it returned (boxed: results are large, errors small).
+        result: Box<ToolResult>,
     },
     /// The tool failed (threw); the loop turns the message into an error result.
     Err {
@@ -264,7 +264,7 @@ mod tests {
             Step::ToolOutcome {
                 id: "t".into(),
                 end: ToolEnd::Ok {
-                    result: ToolResult::text("done"),
+                    result: Box::new(ToolResult::text("done")),
                 },
             },
             Step::ToolOutcome {

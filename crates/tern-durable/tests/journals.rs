@@ -48,7 +48,7 @@ async fn step_records_share_the_session_file_and_pi_still_reads_its_messages() {
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("json line");
-            format!("{}", v["type"].as_str().unwrap_or("?"))
+            v["type"].as_str().unwrap_or("?").to_string()
         })
         .collect();
     assert_eq!(kinds, ["session", "custom", "message", "custom"]);

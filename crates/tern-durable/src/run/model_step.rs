@@ -23,7 +23,7 @@ pub(super) struct DurableModel {
 /// What to do with one request.
 enum Plan {
     /// Served from the journal.
-    Recorded(AssistantMessage),
+    Recorded(Box<AssistantMessage>),
     /// Sent: the step id and its attempt.
     Live { id: String, attempt: u32 },
     /// Recovery found another request than the journal's: refuse to go on.
@@ -42,7 +42,7 @@ impl StreamFn for DurableModel {
         let (tx, rx) = assistant_stream();
         match plan {
             Plan::Recorded(message) => {
-                push_final(&tx, message);
+                push_final(&tx, *message);
             }
             Plan::Diverged(why) => push_final(&tx, error_message(model, why)),
             Plan::Live { id, attempt } => {
@@ -110,7 +110,7 @@ impl RunInner {
                 digest
             )),
             Some(m) => match &m.outcome {
-                Some(message) => Plan::Recorded(message.clone()),
+                Some(message) => Plan::Recorded(Box::new(message.clone())),
                 None => Plan::Live {
                     id: m.id.clone(),
                     attempt: m.attempts + 1,

@@ -46,7 +46,7 @@ impl RunInner {
 
 fn output_of(end: ToolEnd) -> ToolOutput {
     match end {
-        ToolEnd::Ok { result } => Ok(result),
+        ToolEnd::Ok { result } => Ok(*result),
         ToolEnd::Err { message } => Err(message.into()),
     }
 }
@@ -91,7 +91,9 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
                 .await
                 .map_err(|e| format!("durable run: the tool was not run: {e}"))?;
             let end = match tool.execute(input).await {
-                Ok(result) => ToolEnd::Ok { result },
+                Ok(result) => ToolEnd::Ok {
+                    result: Box::new(result),
+                },
                 Err(e) => ToolEnd::Err {
                     message: e.to_string(),
                 },
