@@ -2,105 +2,20 @@
 //! (and mid-line), as a kill at that moment would leave the file, then recovered; the
 //! result must match the uninterrupted run.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use common::*;
 use parking_lot::Mutex;
-use serde_json::{json, Value};
-use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Replay, ToolResult};
-use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::{Context, Message, Model, StreamFn, StreamOptions};
+use tern_agent::AgentEvent;
+use tern_ai::Message;
 use tern_durable::{
-    interrupted_text, record_messages, Durability, DurableRun, Journal, Recovery, RunEnd,
-    SessionFileJournal,
+    record_messages, Durability, DurableRun, Journal, Recovery, RunEnd, SessionFileJournal,
 };
 use tern_session::{Recorder, SessionFile};
-
-const STEER: &str = "also count once more";
-
-/// Answers request n with the n-th scripted response (n = assistant messages so far), as a
-/// scripted server would, and counts the requests it was sent.
-#[derive(Clone, Default)]
-struct ScriptedServer {
-    sent: Arc<AtomicUsize>,
-}
-
-fn script(n: usize) -> FauxResponse {
-    match n {
-        0 => FauxResponse::tool_calls(vec![
-            ("c1", "safe_count", json!({})),
-            ("c2", "never_count", json!({})),
-        ]),
-        1 => FauxResponse::tool_calls(vec![("c3", "never_count", json!({}))]),
-        _ => FauxResponse::text("done"),
-    }
-}
-
-impl StreamFn for ScriptedServer {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<tern_ai::AssistantMessageEventStream, tern_ai::BoxError> {
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        let n = context
-            .messages
-            .iter()
-            .filter(|m| m.role() == "assistant")
-            .count();
-        FauxModel::new(vec![script(n)]).stream(model, context, options)
-    }
-}
-
-/// A tool that counts its effects as lines of a file.
-fn counting_tool(dir: &Path, name: &str, replay: Replay) -> AgentTool {
-    let file = dir.join(name);
-    AgentTool::dynamic(name, "Count.", json!({"type": "object"}), move |_call| {
-        let file = file.clone();
-        async move {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&file)?;
-            f.write_all(b"x\n")?;
-            Ok(ToolResult::text("counted"))
-        }
-    })
-    .with_replay(replay)
-}
-
-fn effects(dir: &Path, name: &str) -> usize {
-    std::fs::read_to_string(dir.join(name))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
-fn agent(run: &DurableRun, server: &ScriptedServer, dir: &Path, messages: Vec<Message>) -> Agent {
-    Agent::new(AgentOptions {
-        model: Some(Arc::new(Model::default())),
-        stream_fn: Some(run.model(Arc::new(server.clone()))),
-        tools: vec![
-            run.tool(counting_tool(dir, "safe_count", Replay::Safe)),
-            run.tool(counting_tool(dir, "never_count", Replay::Never)),
-        ],
-        messages,
-        ..Default::default()
-    })
-}
-
-fn shape(messages: &[Message]) -> Vec<(String, Value)> {
-    messages
-        .iter()
-        .map(|m| (m.role().to_string(), m.content_json()))
-        .collect()
-}
-
-fn is_steer(m: &(String, Value)) -> bool {
-    m.1 == json!(STEER) || m.1 == json!([{"type": "text", "text": STEER}])
-}
 
 async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let path = dir.join("s.jsonl");
@@ -202,23 +117,10 @@ async fn a_run_cut_at_any_point_recovers_to_the_uninterrupted_transcript() {
         let p = dir.join("s.jsonl");
         let prefix = &full[..*cut];
         std::fs::write(&p, prefix).expect("cut");
-        // Effects that happened before the kill: a call whose intent is on disk may have
-        // run (assume it did: the worst case for doubling).
-        for (name, id) in [
-            ("safe_count", "c1"),
-            ("never_count", "c2"),
-            ("never_count", "c3"),
-        ] {
-            if prefix.contains(&format!(r#""toolCallId":"{id}""#)) {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(dir.join(name))
-                    .expect("effects");
-                f.write_all(b"x\n").expect("effect");
-            }
-        }
+        let complete = &prefix[..prefix.rfind('\n').map_or(0, |i| i + 1)];
+        effects_before_kill(&dir, |id| {
+            complete.contains(&format!(r#""toolCallId":"{id}""#))
+        });
         let completed = outcomes_in(prefix.rsplit_once('\n').map_or("", |(done, _)| done));
         let started = prefix.matches('\n').count() >= 2;
         let sent = if !started {
@@ -246,11 +148,8 @@ async fn a_run_cut_at_any_point_recovers_to_the_uninterrupted_transcript() {
             let steers = got.iter().filter(|m| is_steer(m)).count();
             assert_eq!(steers, usize::from(accepted), "kill {k}: steers delivered");
             let expected = if accepted { &reference } else { &without_steer };
-            assert_eq!(got.len(), expected.len(), "kill {k}");
-            for (i, (g, r)) in got.iter().zip(expected).enumerate() {
-                let unknown = g.0 == "toolResult"
-                    && g.1 == json!([{"type": "text", "text": interrupted_text("never_count")}]);
-                assert!(g == r || unknown, "kill {k}, message {i}: {g:?} != {r:?}");
+            if let Err(e) = same_except_unknown(&got, expected) {
+                panic!("kill {k}: {e}");
             }
             let text = std::fs::read_to_string(&p).expect("read");
             assert!(text.contains(r#""type":"run_finished""#), "kill {k}");
