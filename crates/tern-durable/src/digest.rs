@@ -61,3 +61,41 @@ fn hex(bytes: &[u8]) -> String {
     }
     s
 }
+
+/// The digests of one model request's parts, so a replay can say which part differs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestDigests {
+    /// The system prompt: the system messages' text and sections.
+    pub system: String,
+    /// The tool set and schemas: the system messages' `toolsAdded` / `toolsRemoved`.
+    pub tools: String,
+    /// The whole context ([`context_digest`]).
+    pub context: String,
+}
+
+/// The [`RequestDigests`] of a request's messages.
+///
+/// ```
+/// use tern_ai::Message;
+/// let d = tern_durable::digest::request_digests(&[Message::user_text("hi")]);
+/// assert_eq!(d.context, tern_durable::context_digest(&[Message::user_text("hi")]));
+/// ```
+pub fn request_digests(messages: &[Message]) -> RequestDigests {
+    let mut system = Sha256::new();
+    let mut tools = Sha256::new();
+    for m in messages {
+        if let Message::System(s) = m {
+            let text = serde_json::to_vec(&(&s.content, &s.sections)).unwrap_or_default();
+            system.update((text.len() as u64).to_le_bytes());
+            system.update(&text);
+            let t = serde_json::to_vec(&(&s.tools_added, &s.tools_removed)).unwrap_or_default();
+            tools.update((t.len() as u64).to_le_bytes());
+            tools.update(&t);
+        }
+    }
+    RequestDigests {
+        system: hex(&system.finalize()[..16]),
+        tools: hex(&tools.finalize()[..16]),
+        context: context_digest(messages),
+    }
+}

@@ -10,6 +10,7 @@
 //! | [`record`] | [`Record`] and [`Step`]: the versioned record shapes (`{"v":1,…}`) |
 //! | [`journal`] | the [`Journal`] trait, [`SessionFileJournal`] (pi's session file) and [`SqliteJournal`] |
 //! | [`run`] | [`DurableRun`]: the model and tools as journaled steps, and [`Recovery`] of a cut-off run |
+//! | [`replay`] | [`replay()`](replay::replay): re-run a recording offline, report the first [`Divergence`] |
 //! | [`digest`] | [`transcript_digest`], [`context_digest`]: what ties a journal to its transcript |
 //! | [`error`] | [`JournalError`] |
 
@@ -19,10 +20,14 @@ pub mod digest;
 pub mod error;
 pub mod journal;
 pub mod record;
+pub mod replay;
 pub mod run;
 
 pub use digest::{context_digest, transcript_digest};
 pub use error::JournalError;
-pub use journal::{Durability, Journal, SessionFileJournal, SqliteJournal, SqliteSession};
+pub use journal::{
+    Durability, Journal, MemoryJournal, SessionFileJournal, SqliteJournal, SqliteSession,
+};
 pub use record::{Queue, Record, RunEnd, Step, ToolEnd, FORMAT_VERSION};
+pub use replay::{replay, Divergence, ReplayReport};
 pub use run::{interrupted_text, record_messages, DurableRun, RecordedRun, Recovery};

@@ -13,9 +13,12 @@
 //!     run_id: "r1".into(),
 //!     attempt: 1,
 //!     context_digest: "ab12".into(),
+//!     system_digest: "cd34".into(),
+//!     tools_digest: "ef56".into(),
 //! });
 //! let json = serde_json::to_string(&r).unwrap();
-//! assert_eq!(json, r#"{"v":1,"type":"model_intent","id":"s1","runId":"r1","attempt":1,"contextDigest":"ab12"}"#);
+//! assert_eq!(json, concat!(r#"{"v":1,"type":"model_intent","id":"s1","runId":"r1","attempt":1,"#,
+//!     r#""contextDigest":"ab12","systemDigest":"cd34","toolsDigest":"ef56"}"#));
 //! assert_eq!(Record::from_value(serde_json::from_str(&json).unwrap()).unwrap(), r);
 //! ```
 
@@ -134,6 +137,10 @@ pub enum Step {
         attempt: u32,
         /// [`context_digest`](crate::context_digest) of what is sent.
         context_digest: String,
+        /// Digest of the system prompt sent ([`RequestDigests`](crate::digest::RequestDigests)).
+        system_digest: String,
+        /// Digest of the tool set and schemas sent.
+        tools_digest: String,
     },
     /// A model request finished: its final message (deltas are not journaled).
     #[serde(rename_all = "camelCase")]

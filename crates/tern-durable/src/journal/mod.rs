@@ -3,6 +3,7 @@
 //! | backend | for | module |
 //! |---|---|---|
 //! | [`SessionFileJournal`] | the embedded default: records are `custom` entries (`customType: "tern.step"`) in pi's session file, so pi still reads it | [`session_file`] |
+//! | [`MemoryJournal`] | replays and tests | [`memory`] |
 //! | [`SqliteJournal`] | services holding many agents: one database, many sessions, group commit | [`sqlite`] |
 //!
 //! A journal is append-only. An append returns once the record is as durable as the
@@ -10,6 +11,7 @@
 //! The trait is async so a backend may batch (SQLite's group commit) or call out (a
 //! workflow engine's activity history) without blocking the runtime.
 
+pub mod memory;
 pub mod session_file;
 pub mod sqlite;
 
@@ -17,6 +19,7 @@ use futures::future::BoxFuture;
 
 use crate::{JournalError, Record};
 
+pub use memory::MemoryJournal;
 pub use session_file::SessionFileJournal;
 pub use sqlite::{SqliteJournal, SqliteSession};
 

@@ -28,6 +28,8 @@ pub(crate) struct Cursor {
     pub(crate) next_model: usize,
     /// Accepted input not yet seen in the transcript: (id, message).
     pub(crate) uncommitted: Vec<(String, Message)>,
+    /// Tool calls started so far.
+    pub(crate) next_tool: usize,
 }
 
 pub(crate) struct RunInner {
@@ -38,6 +40,16 @@ pub(crate) struct RunInner {
     /// Where accepted input goes; set by `attach`, cleared by `finish` (the agent holds
     /// this run through its stream function, so the link is broken when the run ends).
     pub(crate) agent: Mutex<Option<tern_agent::Agent>>,
+    /// A replay: nothing goes live; a step the recording lacks is a divergence.
+    pub(crate) offline: bool,
+    divergence: Mutex<Option<crate::Divergence>>,
+}
+
+impl RunInner {
+    /// Keeps the first divergence only: later ones follow from it.
+    pub(crate) fn note_divergence(&self, d: crate::Divergence) {
+        self.divergence.lock().get_or_insert(d);
+    }
 }
 
 /// One durable run: its journal, its id, and what recovery replays.
@@ -93,7 +105,10 @@ impl DurableRun {
                     recorded,
                     next_model: 0,
                     uncommitted: Vec::new(),
+                    next_tool: 0,
                 }),
+                offline: false,
+                divergence: Mutex::new(None),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),
             }),
@@ -157,6 +172,31 @@ impl DurableRun {
             prompt,
             transcript_length,
             pending,
+        })
+    }
+
+    /// This run as a replay: nothing goes live (only before it is used).
+    pub(crate) fn offline(self) -> Self {
+        let mut inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => return DurableRun { inner: shared },
+        };
+        inner.offline = true;
+        DurableRun {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The first divergence a replay met, then whether fewer requests were made.
+    pub(crate) fn first_divergence(&self) -> Option<crate::Divergence> {
+        if let Some(d) = self.inner.divergence.lock().clone() {
+            return Some(d);
+        }
+        let cursor = self.inner.cursor.lock();
+        let recorded = cursor.recorded.models.len();
+        (cursor.next_model < recorded).then(|| crate::Divergence::MissingRequests {
+            recorded,
+            made: cursor.next_model,
         })
     }
 

@@ -12,7 +12,9 @@ use tern_ai::{
 };
 
 use super::RunInner;
-use crate::{context_digest, Record, Step};
+use crate::digest::{request_digests, RequestDigests};
+use crate::replay::Divergence;
+use crate::{Record, Step};
 
 /// A [`StreamFn`] that journals each request of a durable run.
 pub(super) struct DurableModel {
@@ -37,8 +39,8 @@ impl StreamFn for DurableModel {
         context: Context,
         options: StreamOptions,
     ) -> Result<AssistantMessageEventStream, BoxError> {
-        let digest = context_digest(&context.messages);
-        let plan = self.run.plan_model(&digest);
+        let digests = request_digests(&context.messages);
+        let plan = self.run.plan_model(&digests);
         let (tx, rx) = assistant_stream();
         match plan {
             Plan::Recorded(message) => {
@@ -54,7 +56,9 @@ impl StreamFn for DurableModel {
                         id: id.clone(),
                         run_id: run.run_id.clone(),
                         attempt,
-                        context_digest: digest,
+                        context_digest: digests.context,
+                        system_digest: digests.system,
+                        tools_digest: digests.tools,
                     });
                     if let Err(e) = run.journal.append(&intent).await {
                         let why = format!("the request was not sent: {e}");
@@ -89,7 +93,7 @@ impl StreamFn for DurableModel {
 }
 
 impl RunInner {
-    fn plan_model(&self, digest: &str) -> Plan {
+    fn plan_model(&self, digests: &RequestDigests) -> Plan {
         let n = {
             let mut cursor = self.cursor.lock();
             cursor.next_model += 1;
@@ -97,26 +101,43 @@ impl RunInner {
         };
         self.deliver_recorded(n);
         let cursor = self.cursor.lock();
-        match cursor.recorded.models.get(n) {
-            None => Plan::Live {
+        let Some(m) = cursor.recorded.models.get(n) else {
+            if self.offline {
+                drop(cursor);
+                return self.diverge(Divergence::ExtraRequest { request: n + 1 });
+            }
+            return Plan::Live {
                 id: format!("{}:m{n}", self.run_id),
                 attempt: 1,
-            },
-            Some(m) if m.context_digest != digest => Plan::Diverged(format!(
-                "recovery diverged at model request {} (context digest {} in the journal, {} now); \
-                 the run was not continued",
-                n + 1,
-                m.context_digest,
-                digest
-            )),
-            Some(m) => match &m.outcome {
-                Some(message) => Plan::Recorded(Box::new(message.clone())),
-                None => Plan::Live {
-                    id: m.id.clone(),
-                    attempt: m.attempts + 1,
-                },
-            },
-        }
+            };
+        };
+        let request = n + 1;
+        let divergence = if m.digests.system != digests.system {
+            Some(Divergence::SystemPrompt { request })
+        } else if m.digests.tools != digests.tools {
+            Some(Divergence::Tools { request })
+        } else if m.digests.context != digests.context {
+            Some(Divergence::Context { request })
+        } else {
+            None
+        };
+        let plan = match (&m.outcome, divergence) {
+            (_, Some(d)) => Err(d),
+            (Some(message), None) => Ok(Plan::Recorded(Box::new(message.clone()))),
+            (None, None) if self.offline => Err(Divergence::ExtraRequest { request }),
+            (None, None) => Ok(Plan::Live {
+                id: m.id.clone(),
+                attempt: m.attempts + 1,
+            }),
+        };
+        drop(cursor);
+        plan.unwrap_or_else(|d| self.diverge(d))
+    }
+
+    fn diverge(&self, d: Divergence) -> Plan {
+        let text = d.to_string();
+        self.note_divergence(d);
+        Plan::Diverged(format!("{text}; the run was not continued"))
     }
 }
 

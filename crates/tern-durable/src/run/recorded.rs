@@ -13,8 +13,8 @@ use crate::{Queue, Record, RunEnd, Step, ToolEnd};
 pub struct RecordedModel {
     /// The step id.
     pub id: String,
-    /// Digest of the context it was sent with.
-    pub context_digest: String,
+    /// Digests of what it was sent with.
+    pub digests: crate::digest::RequestDigests,
     /// Attempts made (intents written).
     pub attempts: u32,
     /// The final message, if the request finished before the journal ends.
@@ -123,12 +123,20 @@ impl RecordedRun {
                 }
             }
             Step::ModelIntent {
-                id, context_digest, ..
+                id,
+                context_digest,
+                system_digest,
+                tools_digest,
+                ..
             } => match self.models.iter_mut().find(|m| &m.id == id) {
                 Some(m) => m.attempts += 1,
                 None => self.models.push(RecordedModel {
                     id: id.clone(),
-                    context_digest: context_digest.clone(),
+                    digests: crate::digest::RequestDigests {
+                        system: system_digest.clone(),
+                        tools: tools_digest.clone(),
+                        context: context_digest.clone(),
+                    },
                     attempts: 1,
                     outcome: None,
                 }),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tern_agent::{AgentTool, Replay, ToolCallInput, ToolOutput};
 
 use super::RunInner;
-use crate::{Record, Step, ToolEnd};
+use crate::{Divergence, Record, Step, ToolEnd};
 
 /// The text of the result a `never` tool gets when a crash cut its call.
 pub fn interrupted_text(tool_name: &str) -> String {
@@ -27,15 +27,37 @@ enum Plan {
 
 impl RunInner {
     fn plan_tool(&self, tool: &AgentTool, call_id: &str) -> Plan {
-        let cursor = self.cursor.lock();
+        let mut cursor = self.cursor.lock();
+        let index = cursor.next_tool;
+        cursor.next_tool += 1;
+        if let Some(recorded) = cursor.recorded.tool_order.get(index) {
+            if recorded != call_id && cursor.recorded.tools.contains_key(call_id) {
+                self.note_divergence(Divergence::ToolCallOrder {
+                    index: index + 1,
+                    recorded: recorded.clone(),
+                    now: call_id.to_string(),
+                });
+            }
+        }
         match cursor.recorded.tools.get(call_id) {
+            None if self.offline => {
+                self.note_divergence(Divergence::ExtraToolCall {
+                    call_id: call_id.to_string(),
+                    tool: tool.name().to_string(),
+                });
+                Plan::Interrupted
+            }
             None => Plan::Live {
                 id: format!("{}:t:{call_id}", self.run_id),
             },
             Some(t) => match &t.outcome {
                 Some(end) => Plan::Recorded(end.clone()),
                 // Both the policy it started under and today's tool must say safe.
-                None if t.replay == Replay::Safe && tool.replay() == Replay::Safe => {
+                // A replay never runs a tool.
+                None if !self.offline
+                    && t.replay == Replay::Safe
+                    && tool.replay() == Replay::Safe =>
+                {
                     Plan::Live { id: t.id.clone() }
                 }
                 None => Plan::Interrupted,
