@@ -3,12 +3,12 @@
 // exactly one `start` first and exactly one terminal event (`done` or `error`) last.
 use std::sync::OnceLock;
 
-use tern_ai::providers::{map_body, EventSink};
+use tern_ai::providers::{map_body, ProviderSink};
 use tern_ai::{AssistantMessageEvent, Model, StreamOptions};
 
 struct Collect(Vec<AssistantMessageEvent>);
 
-impl EventSink for Collect {
+impl ProviderSink for Collect {
     fn emit(&mut self, event: AssistantMessageEvent) {
         if let Some(p) = event.partial() {
             // Every content index names an existing block at emission time.

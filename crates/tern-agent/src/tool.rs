@@ -21,12 +21,13 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tern_ai::schema::CompiledSchema;
 use tern_ai::{BoxError, ContentBlock, ToolDeclaration, Usage};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -241,6 +242,9 @@ type PrepareFn = dyn Fn(&Value) -> Option<Value> + Send + Sync;
 #[derive(Clone)]
 struct ToolInner {
     declaration: Arc<ToolDeclaration>,
+    /// The parameters schema compiled for validation, on first use (shared by copies: the
+    /// builder calls never change the parameters).
+    compiled_parameters: Arc<OnceLock<CompiledSchema>>,
     label: String,
     execution_mode: Option<ToolExecutionMode>,
     replay: Replay,
@@ -290,6 +294,7 @@ impl AgentTool {
                     parameters,
                     constrained_sampling: None,
                 }),
+                compiled_parameters: Arc::new(OnceLock::new()),
                 label: name.to_string(),
                 execution_mode: None,
                 replay: Replay::Never,
@@ -395,6 +400,14 @@ impl AgentTool {
     /// JSON Schema of the arguments.
     pub fn parameters(&self) -> &Value {
         &self.inner.declaration.parameters
+    }
+
+    /// The parameters schema compiled for argument validation: compiled on first use, then
+    /// shared by every clone of the tool.
+    pub fn compiled_parameters(&self) -> &CompiledSchema {
+        self.inner
+            .compiled_parameters
+            .get_or_init(|| CompiledSchema::new(self.inner.declaration.parameters.clone()))
     }
 
     /// The declaration the model sees, shared by every clone of the tool and every

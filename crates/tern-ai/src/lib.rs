@@ -3,7 +3,7 @@
 //! The LLM vocabulary of tern: [messages](Message) with the Pi reference's JSON, the
 //! [assistant-message event protocol](AssistantMessageEvent) and its
 //! [stream](AssistantMessageEventStream), [transcript helpers](transcript) (system prompt
-//! and tool-set replay), [tool-argument validation](validation), [models](Model), the
+//! and tool-set replay), [tool-argument validation](schema), [models](Model), the
 //! [stream-function contract](StreamFn) and a scripted [faux model](faux) for tests.
 //!
 //! ```
@@ -27,11 +27,11 @@ pub mod json_parse;
 pub mod message;
 pub mod model;
 pub mod providers;
+pub mod schema;
 pub mod sse;
 pub mod stream;
 pub mod stream_fn;
 pub mod transcript;
-pub mod validation;
 
 pub use event::{AssistantMessageEvent, Delta, PartialMessage};
 pub use message::{

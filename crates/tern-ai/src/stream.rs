@@ -145,7 +145,8 @@ pub struct EventSender<E: StreamEvent> {
     shared: Arc<Shared<E>>,
 }
 
-/// The consuming half: iterate with [`EventStream::next`], then await [`EventStream::result`].
+/// The consuming half: iterate with [`EventStream::next`], then await the final message (for
+/// assistant messages, [`AssistantMessageEventStream::result`]).
 pub struct EventStream<E: StreamEvent> {
     shared: Arc<Shared<E>>,
     // Events taken from the shared queue in one lock, handed out one by one.

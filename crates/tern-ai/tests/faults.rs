@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tern_ai::providers::{run, EventSink};
+use tern_ai::providers::{run, ProviderSink};
 use tern_ai::{AssistantMessageEvent, Model, StopReason, StreamOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -208,7 +208,7 @@ fn valid_body(api: &str) -> Vec<u8> {
 
 struct Collect(Vec<AssistantMessageEvent>);
 
-impl EventSink for Collect {
+impl ProviderSink for Collect {
     fn emit(&mut self, event: AssistantMessageEvent) {
         self.0.push(event);
     }

@@ -4,7 +4,7 @@
 //! either `{"ok": <validated arguments>}` or `{"err": <error message>}`.
 
 use serde_json::Value;
-use tern_ai::validation::validate_tool_arguments;
+use tern_ai::schema::{validate_tool_arguments, CompiledSchema};
 
 /// The tool name every case was run with.
 const TOOL: &str = "t";
@@ -25,8 +25,7 @@ fn js_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-#[test]
-fn matches_the_reference_on_every_recorded_case() {
+fn recorded_cases() -> Vec<Value> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/validation_cases.json"
@@ -38,6 +37,12 @@ fn matches_the_reference_on_every_recorded_case() {
         "expected at least 60 recorded cases, found {}",
         cases.len()
     );
+    cases
+}
+
+#[test]
+fn matches_the_reference_on_every_recorded_case() {
+    let cases = recorded_cases();
 
     let mut failures = Vec::new();
     for case in &cases {
@@ -73,4 +78,59 @@ fn matches_the_reference_on_every_recorded_case() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// A schema compiled once answers every call as the one-shot function does, and keeps no
+/// state from one call to the next (each case is validated twice).
+#[test]
+fn a_compiled_schema_answers_like_the_one_shot_function() {
+    let cases = recorded_cases();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case["name"].as_str().unwrap_or("<unnamed>");
+        let arguments_error = case.get("argumentsError").and_then(Value::as_str);
+        let once =
+            validate_tool_arguments(TOOL, &case["schema"], &case["arguments"], arguments_error);
+        let compiled = CompiledSchema::new(case["schema"].clone());
+        for round in 0..2 {
+            let again = compiled.validate(TOOL, &case["arguments"], arguments_error);
+            if again != once {
+                failures.push(format!("case {name}, call {round}: {again:?} vs {once:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_compiled_schema_can_be_shared_across_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<CompiledSchema>();
+    let schema = std::sync::Arc::new(CompiledSchema::new(serde_json::json!({
+        "type": "object",
+        "properties": { "n": { "type": "integer", "minimum": 1 } },
+        "required": ["n"]
+    })));
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let schema = schema.clone();
+            std::thread::spawn(move || {
+                schema.validate(TOOL, &serde_json::json!({ "n": i.to_string() }), None)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("a validating thread"))
+        .collect();
+    assert!(
+        results[0]
+            .as_ref()
+            .is_err_and(|e| e.contains("  - n: expected >= 1")),
+        "{:?}",
+        results[0]
+    );
+    for (i, r) in results.iter().enumerate().skip(1) {
+        assert_eq!(r, &Ok(serde_json::json!({ "n": i })));
+    }
 }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tern_agent::default_convert_to_llm;
+use tern_ai::schema::validate_tool_arguments;
 use tern_ai::sse::SseDecoder;
 use tern_ai::transcript::{create_initial_system_message, get_current_tools};
-use tern_ai::validation::validate_tool_arguments;
 use tern_ai::{AssistantMessageEvent, Message, PartialMessage, ToolDeclaration};
 
 use crate::fixtures::{n_schema, noop_tool, SYSTEM_PROMPT};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tern_agent::hooks::{BeforeToolCallResult, TurnDecision};
-use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Hooks, Subscription};
+use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Hooks, RunOutcome, Subscription};
 use tern_ai::{Message, Model, StreamFn, StreamOptions, ThinkingLevel};
 use tern_session::{Recorder, SessionFile};
 use tern_tools::policy::{AskFn, PermissionGate, Policy};
@@ -195,8 +195,9 @@ impl Runtime {
     }
 
     /// Runs `message` and then whatever was queued meanwhile (steering that arrived after the
-    /// last turn still gets its run), until the agent would stop or a limit stops it.
-    pub async fn run_until_settled(&self, message: Message) -> Result<(), AgentError> {
+    /// last turn still gets its run), until the agent would stop or a limit stops it. The
+    /// outcome is the last run's.
+    pub async fn run_until_settled(&self, message: Message) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
         let timer = self.limits.start_timer(&self.agent);
         let mut result = self.agent.prompt_messages(vec![message]).await;

@@ -8,7 +8,6 @@ mod updates;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tern_ai::validation::validate_tool_arguments;
 use tern_ai::{AssistantMessage, ToolCall};
 use tokio_util::sync::CancellationToken;
 
@@ -62,9 +61,8 @@ async fn prepare_tool_call(
     };
     let prepared = tool.prepare_arguments(&tool_call.arguments);
     let raw = prepared.as_ref().unwrap_or(&tool_call.arguments);
-    let args = match validate_tool_arguments(
+    let args = match tool.compiled_parameters().validate(
         &tool_call.name,
-        tool.parameters(),
         raw,
         tool_call.extra().arguments_error.as_deref(),
     ) {

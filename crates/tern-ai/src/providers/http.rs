@@ -24,6 +24,23 @@ pub struct HttpRequest {
     pub ignore_retry_headers: bool,
 }
 
+impl HttpRequest {
+    /// `POST {model.baseUrl}{path}` with a JSON object body, retry headers honoured.
+    pub fn to_base_url(
+        model: &crate::model::Model,
+        path: &str,
+        headers: Vec<(String, String)>,
+        body: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        HttpRequest {
+            url: format!("{}{path}", model.base_url.trim_end_matches('/')),
+            headers,
+            body: serde_json::Value::Object(body),
+            ignore_retry_headers: false,
+        }
+    }
+}
+
 /// A non-2xx response, body read.
 #[derive(Clone, Debug)]
 pub struct HttpFailure {
@@ -195,13 +212,13 @@ pub async fn send(
 }
 
 /// Where a provider reads a streaming response body from: the network, or bytes already in
-/// memory (fuzzing and tests map a body to events this way, see
-/// [`map_body`](super::map_body)).
+/// memory (fuzzing and tests map a body to events this way, see `providers::map_body`).
 #[derive(Debug)]
 pub enum Body {
     /// A live HTTP response.
     Http(reqwest::Response),
     /// Chunks handed out in order, then the end.
+    #[cfg(feature = "testing")]
     Chunks(std::collections::VecDeque<Bytes>),
 }
 
@@ -220,6 +237,7 @@ impl Body {
                 },
                 _ = options.signal.cancelled() => Err(SendError::Aborted),
             },
+            #[cfg(feature = "testing")]
             Body::Chunks(chunks) => {
                 if options.signal.is_cancelled() {
                     return Err(SendError::Aborted);

@@ -99,16 +99,23 @@ pub(crate) trait Fields<'de>: Default {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error>;
 }
 
+/// `impl DeserializeSeed for $seed`: the seed is its own visitor, asked for with `$method`.
+macro_rules! seed_visits_itself {
+    ($seed:ident, $method:ident) => {
+        impl<'de, T: Fields<'de>> DeserializeSeed<'de> for $seed<'_, T> {
+            type Value = ();
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+                d.$method(self)
+            }
+        }
+    };
+}
+
 /// Reads a JSON object into the fields of a `T` in place (nested structs are filled where
 /// they lie rather than built and moved); anything but an object is an error.
 pub(crate) struct Object<'t, T>(pub &'t mut T);
 
-impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Object<'_, T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
+seed_visits_itself!(Object, deserialize_map);
 
 impl<'de, T: Fields<'de>> Visitor<'de> for Object<'_, T> {
     type Value = ();
@@ -142,59 +149,65 @@ pub(crate) fn from_str<'de, T: Fields<'de>>(
     de.end()
 }
 
-/// Reads `null` (as `None`) or an object, in place.
-pub(crate) struct Optional<'t, T>(pub &'t mut Option<T>);
-
-impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Optional<'_, T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_option(self)
-    }
+/// What [`Nullable`] reads when the value is not `null`.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// An object.
+    Object,
+    /// An array of objects, of which the first is kept.
+    FirstOf,
 }
 
-impl<'de, T: Fields<'de>> Visitor<'de> for Optional<'_, T> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object or null")
-    }
-    fn visit_none<E>(self) -> Result<(), E> {
-        *self.0 = None;
-        Ok(())
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        Object(self.0.insert(T::default())).deserialize(d)
+/// Reads `null` (as `None`) or a value of a [`Shape`] into an `Option`, in place.
+pub(crate) struct Nullable<'t, T> {
+    target: &'t mut Option<T>,
+    shape: Shape,
+}
+
+/// Reads `null` (as `None`) or an object, in place.
+pub(crate) fn optional<T>(target: &mut Option<T>) -> Nullable<'_, T> {
+    Nullable {
+        target,
+        shape: Shape::Object,
     }
 }
 
 /// Reads `null` or an array of objects, keeping the first object in place (`None` for
 /// `null` or `[]`); the other elements are checked and dropped.
-pub(crate) struct FirstOf<'t, T>(pub &'t mut Option<T>);
-
-impl<'de, T: Fields<'de>> DeserializeSeed<'de> for FirstOf<'_, T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_option(self)
+pub(crate) fn first_of<T>(target: &mut Option<T>) -> Nullable<'_, T> {
+    Nullable {
+        target,
+        shape: Shape::FirstOf,
     }
 }
 
-impl<'de, T: Fields<'de>> Visitor<'de> for FirstOf<'_, T> {
+seed_visits_itself!(Nullable, deserialize_option);
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Nullable<'_, T> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array or null")
+        f.write_str(match self.shape {
+            Shape::Object => "an object or null",
+            Shape::FirstOf => "an array or null",
+        })
     }
     fn visit_none<E>(self) -> Result<(), E> {
-        *self.0 = None;
+        *self.target = None;
         Ok(())
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
+        match self.shape {
+            Shape::Object => Object(self.target.insert(T::default())).deserialize(d),
+            // Back in `visit_seq` below.
+            Shape::FirstOf => d.deserialize_seq(self),
+        }
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         if seq
-            .next_element_seed(Object(self.0.insert(T::default())))?
+            .next_element_seed(Object(self.target.insert(T::default())))?
             .is_none()
         {
-            *self.0 = None;
+            *self.target = None;
             return Ok(());
         }
         while seq.next_element::<Any>()?.is_some() {}
@@ -220,7 +233,7 @@ mod tests {
                 "a" => self.a = str_field(map)?,
                 "b" => {
                     let mut first = None;
-                    map.next_value_seed(FirstOf(&mut first))?;
+                    map.next_value_seed(first_of(&mut first))?;
                     self.first = first.map(Box::new);
                 }
                 _ => return Ok(false),

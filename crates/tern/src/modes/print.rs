@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-use tern_agent::AgentEvent;
-use tern_ai::{AssistantMessageEvent, Message, StopReason};
+use tern_agent::{AgentEvent, RunEnding, RunOutcome};
+use tern_ai::{AssistantMessageEvent, Message};
 
 use crate::event_lines;
 use crate::exit;
@@ -62,37 +62,28 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
     if let Some(s) = sub {
         s.unsubscribe();
     }
-    if let Err(e) = result {
-        eprintln!("tern: {e}");
-        return exit::ERROR;
-    }
-    let code = outcome(rt);
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("tern: {e}");
+            return exit::ERROR;
+        }
+    };
+    let code = outcome(rt, &run);
     if output == Output::Json {
         let aborted = code == exit::ABORTED || rt.limits.timed_out.load(Ordering::SeqCst);
         out_line(&event_lines::settled(aborted).to_string());
     }
     if output == Output::Print {
-        let text = last_text(rt);
-        if !text.is_empty() {
+        if let Some(text) = run.final_text().filter(|t| !t.is_empty()) {
             out_line(&text);
         }
     }
     code
 }
 
-/// The text of the last assistant message.
-pub fn last_text(rt: &Runtime) -> String {
-    rt.agent.with_messages(|m| {
-        m.iter()
-            .rev()
-            .find_map(Message::as_assistant)
-            .map(|a| a.text())
-            .unwrap_or_default()
-    })
-}
-
 /// The exit code of the run that just ended; explains non-zero ones on stderr.
-pub fn outcome(rt: &Runtime) -> i32 {
+pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
     let l = &rt.limits;
     if l.user_aborted.load(Ordering::SeqCst) {
         eprintln!("tern: aborted");
@@ -112,18 +103,12 @@ pub fn outcome(rt: &Runtime) -> i32 {
         );
         return exit::LIMIT;
     }
-    let last = rt
-        .agent
-        .with_messages(|m| m.iter().rev().find_map(Message::as_assistant).cloned());
-    match last {
-        Some(a) if a.stop_reason == StopReason::Error => {
-            eprintln!(
-                "tern: the model request failed: {}",
-                a.error_message.as_deref().unwrap_or("unknown error")
-            );
+    match &run.ending {
+        RunEnding::Failed(message) => {
+            eprintln!("tern: the model request failed: {message}");
             exit::ERROR
         }
-        Some(a) if a.stop_reason == StopReason::Aborted => {
+        RunEnding::Aborted => {
             eprintln!("tern: aborted");
             exit::ABORTED
         }

@@ -1,0 +1,495 @@
+//! The Anthropic Messages request: prompt caching markers, budget or adaptive thinking,
+//! signed and redacted thinking replay, tool results grouped into one user turn, betas and
+//! authentication headers.
+
+use serde_json::{json, Map, Value};
+
+use crate::message::{
+    Content, ContentBlock, ImageContent, Message, ThinkingLevel, ToolResultMessage,
+};
+use crate::model::Model;
+use crate::providers::driver::{Credentials, WireApi};
+use crate::providers::http::{HttpFailure, HttpRequest};
+use crate::providers::js_json::compact;
+use crate::providers::model_options::{
+    api_key, cache_retention, compat, merge_headers, resolve_max_tokens,
+};
+use crate::providers::thinking::thinking_level_map;
+use crate::providers::transform::{transform_messages, ERROR_TOOL_IMAGE_PLACEHOLDER};
+use crate::stream_fn::{Context, StreamOptions};
+use crate::transcript::{
+    collapse_system_messages, get_current_tools, get_initial_system_message,
+    get_system_message_text,
+};
+
+const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
+
+pub(super) fn compat_bool(model: &Model, key: &str, default: bool) -> bool {
+    compat(model, key)
+        .and_then(Value::as_bool)
+        .unwrap_or(default)
+}
+
+fn image_block(img: &ImageContent) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": img.mime_type, "data": img.data}})
+}
+
+fn convert_content_blocks(content: &[ContentBlock]) -> Value {
+    let has_images = content.iter().any(|b| matches!(b, ContentBlock::Image(_)));
+    if !has_images {
+        let texts: Vec<&str> = content.iter().filter_map(|b| b.as_text()).collect();
+        return json!(texts.join("\n"));
+    }
+    let mut blocks: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
+            ContentBlock::Image(i) => Some(image_block(i)),
+            _ => None,
+        })
+        .collect();
+    if !blocks.iter().any(|b| b["type"] == "text") {
+        blocks.insert(0, json!({"type": "text", "text": "(see attached image)"}));
+    }
+    Value::Array(blocks)
+}
+
+fn normalize_tool_call_id(id: &str) -> String {
+    crate::providers::transform::sanitize_id(id)
+        .chars()
+        .take(64)
+        .collect()
+}
+
+fn split_error_images(
+    msg: &ToolResultMessage,
+) -> Option<(Vec<ContentBlock>, String, Vec<ImageContent>)> {
+    if !msg.is_error {
+        return None;
+    }
+    let images: Vec<ImageContent> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return None;
+    }
+    Some((
+        crate::providers::transform::replace_images_with_placeholder(
+            &msg.content,
+            ERROR_TOOL_IMAGE_PLACEHOLDER,
+        ),
+        format!(
+            "Images from the error result of tool call {} ({}):",
+            msg.tool_call_id, msg.tool_name
+        ),
+        images,
+    ))
+}
+
+fn convert_messages(
+    messages: &[Message],
+    cache_control: Option<&Value>,
+    allow_empty_signature: bool,
+) -> Vec<Value> {
+    let mut params: Vec<Value> = Vec::new();
+    let mut i = 0;
+    while i < messages.len() {
+        match &messages[i] {
+            Message::System(s) => {
+                let text = crate::transcript::render_system_message_update(s);
+                if !text.is_empty() {
+                    params.push(
+                        json!({"role": "system", "content": [{"type": "text", "text": text}]}),
+                    );
+                }
+            }
+            Message::User(u) => match &u.content {
+                Content::Text(t) => {
+                    if !t.trim().is_empty() {
+                        params.push(json!({"role": "user", "content": t}));
+                    }
+                }
+                Content::Blocks(blocks) => {
+                    let out: Vec<Value> = blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Text(t) if !t.text.trim().is_empty() => {
+                                Some(json!({"type": "text", "text": t.text}))
+                            }
+                            ContentBlock::Image(img) => Some(image_block(img)),
+                            _ => None,
+                        })
+                        .collect();
+                    if !out.is_empty() {
+                        params.push(json!({"role": "user", "content": out}));
+                    }
+                }
+            },
+            Message::Assistant(a) => {
+                let mut blocks: Vec<Value> = Vec::new();
+                for b in &a.content {
+                    match b {
+                        ContentBlock::Text(t) => {
+                            if !t.text.trim().is_empty() {
+                                blocks.push(json!({"type": "text", "text": t.text}));
+                            }
+                        }
+                        ContentBlock::Thinking(t) => {
+                            if t.redacted == Some(true) {
+                                blocks.push(json!({"type": "redacted_thinking", "data": t.thinking_signature}));
+                                continue;
+                            }
+                            let sig = t
+                                .thinking_signature
+                                .as_deref()
+                                .filter(|s| !s.trim().is_empty());
+                            if t.thinking.trim().is_empty() && sig.is_none() {
+                                continue;
+                            }
+                            match sig {
+                                None if allow_empty_signature => {
+                                    blocks.push(json!({"type": "thinking", "thinking": t.thinking, "signature": ""}))
+                                }
+                                None => blocks.push(json!({"type": "text", "text": t.thinking})),
+                                Some(s) => blocks.push(json!({"type": "thinking", "thinking": t.thinking, "signature": s})),
+                            }
+                        }
+                        ContentBlock::ToolCall(c) => {
+                            blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}));
+                        }
+                        ContentBlock::Image(_) => {}
+                    }
+                }
+                if !blocks.is_empty() {
+                    params.push(json!({"role": "assistant", "content": blocks}));
+                }
+            }
+            Message::ToolResult(_) => {
+                let mut results: Vec<Value> = Vec::new();
+                let mut images: Vec<Value> = Vec::new();
+                while let Some(Message::ToolResult(t)) = messages.get(i) {
+                    let split = split_error_images(t);
+                    let content = match &split {
+                        Some((c, _, _)) => convert_content_blocks(c),
+                        None => convert_content_blocks(&t.content),
+                    };
+                    results.push(json!({"type": "tool_result", "tool_use_id": t.tool_call_id, "content": content, "is_error": t.is_error}));
+                    if let Some((_, caption, imgs)) = split {
+                        images.push(json!({"type": "text", "text": caption}));
+                        images.extend(imgs.iter().map(image_block));
+                    }
+                    i += 1;
+                }
+                results.extend(images);
+                params.push(json!({"role": "user", "content": results}));
+                continue;
+            }
+            Message::Custom(_) => {}
+        }
+        i += 1;
+    }
+    if let (Some(cc), Some(last)) = (cache_control, params.last_mut()) {
+        let role = last["role"].as_str().unwrap_or("").to_string();
+        if role == "user" || role == "system" {
+            match &mut last["content"] {
+                Value::Array(blocks) => {
+                    if let Some(b) = blocks.last_mut() {
+                        let ty = b["type"].as_str().unwrap_or("");
+                        if matches!(
+                            ty,
+                            "text" | "image" | "tool_result" | "tool_addition" | "tool_removal"
+                        ) {
+                            b["cache_control"] = cc.clone();
+                        }
+                    }
+                }
+                Value::String(s) => {
+                    let text = std::mem::take(s);
+                    last["content"] = json!([{"type": "text", "text": text, "cache_control": cc}]);
+                }
+                _ => {}
+            }
+        }
+    }
+    params
+}
+
+fn convert_tools(
+    tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
+    eager: bool,
+    cache_control: Option<&Value>,
+) -> Value {
+    let n = tools.len();
+    Value::Array(
+        tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let p = &t.parameters;
+                let mut schema = Map::new();
+                schema.insert("type".into(), json!("object"));
+                schema.insert(
+                    "properties".into(),
+                    p.get("properties").cloned().unwrap_or(json!({})),
+                );
+                schema.insert(
+                    "required".into(),
+                    p.get("required").cloned().unwrap_or(json!([])),
+                );
+                for k in ["additionalProperties", "$defs", "definitions"] {
+                    if let Some(v) = p.get(k) {
+                        schema.insert(k.into(), v.clone());
+                    }
+                }
+                let mut def = Map::new();
+                def.insert("name".into(), json!(t.name));
+                def.insert("description".into(), json!(t.description));
+                if eager {
+                    def.insert("eager_input_streaming".into(), json!(true));
+                }
+                def.insert("input_schema".into(), Value::Object(schema));
+                if let (Some(cc), true) = (cache_control, i + 1 == n) {
+                    def.insert("cache_control".into(), cc.clone());
+                }
+                Value::Object(def)
+            })
+            .collect(),
+    )
+}
+
+fn map_effort(model: &Model, level: ThinkingLevel) -> String {
+    if let Some(Value::String(s)) = thinking_level_map(model, level.as_str()) {
+        return s.clone();
+    }
+    match level {
+        ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
+        ThinkingLevel::Medium => "medium".into(),
+        _ => "high".into(),
+    }
+}
+
+fn thinking_budget(level: ThinkingLevel, options: &StreamOptions) -> u64 {
+    let b = options.thinking_budgets.clone().unwrap_or_default();
+    match level {
+        ThinkingLevel::Minimal => b.minimal.unwrap_or(1024),
+        ThinkingLevel::Low => b.low.unwrap_or(2048),
+        ThinkingLevel::Medium => b.medium.unwrap_or(8192),
+        _ => b.high.unwrap_or(16384),
+    }
+}
+
+impl WireApi for super::Anthropic {
+    const CREDENTIALS: Credentials =
+        Credentials::ApiKeyOrHeader(&["authorization", "x-api-key", "cf-aig-authorization"]);
+    type Stream = super::stream::State;
+
+    /// Builds the request (URL, headers and body) the reference would send.
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+        let messages = collapse_system_messages(&context.messages);
+        let retention = cache_retention(options);
+        let cache_control = if retention == "none" {
+            None
+        } else if retention == "long" && compat_bool(model, "supportsLongCacheRetention", true) {
+            Some(json!({"type": "ephemeral", "ttl": "1h"}))
+        } else {
+            Some(json!({"type": "ephemeral"}))
+        };
+        let eager = compat_bool(model, "supportsEagerToolInputStreaming", true);
+        let initial = get_initial_system_message(&messages);
+        let system_text = initial.map(get_system_message_text).unwrap_or_default();
+        let transformed = transform_messages(&messages, model, &normalize_tool_call_id);
+        let conversation = if initial.is_some() && !transformed.is_empty() {
+            &transformed[1..]
+        } else {
+            &transformed[..]
+        };
+
+        // streamSimple: thinking level, budgets and max tokens.
+        let base_max = resolve_max_tokens(model, context, options);
+        let level = options.reasoning.filter(|l| *l != ThinkingLevel::Off);
+        let force_adaptive = compat_bool(model, "forceAdaptiveThinking", false);
+        let mut max_tokens = base_max;
+        let mut budget = 0u64;
+        let mut effort: Option<String> = None;
+        if let Some(l) = level {
+            if force_adaptive {
+                effort = Some(map_effort(model, l));
+            } else {
+                let mut b = thinking_budget(l, options);
+                let mt = (base_max + b).min(model.max_tokens.max(1));
+                if mt <= b {
+                    b = b.min(mt.saturating_sub(1024));
+                }
+                max_tokens = mt;
+                budget = b.min(max_tokens.saturating_sub(1024));
+            }
+        }
+        let thinking_enabled = level.is_some();
+
+        let mut body = Map::new();
+        body.insert("model".into(), json!(model.id));
+        body.insert(
+            "messages".into(),
+            Value::Array(convert_messages(
+                conversation,
+                cache_control.as_ref(),
+                compat_bool(model, "allowEmptySignature", false),
+            )),
+        );
+        body.insert("max_tokens".into(), json!(max_tokens));
+        body.insert("stream".into(), json!(true));
+        if !system_text.is_empty() {
+            let mut block = json!({"type": "text", "text": system_text});
+            if let Some(cc) = &cache_control {
+                block["cache_control"] = cc.clone();
+            }
+            body.insert("system".into(), json!([block]));
+        }
+        if let Some(t) = options.temperature {
+            if !thinking_enabled && compat_bool(model, "supportsTemperature", true) {
+                body.insert("temperature".into(), json!(t));
+            }
+        }
+        let tools = get_current_tools(&messages);
+        if !tools.is_empty() {
+            let tcc = if compat_bool(model, "supportsCacheControlOnTools", true) {
+                cache_control.as_ref()
+            } else {
+                None
+            };
+            body.insert("tools".into(), convert_tools(&tools, eager, tcc));
+        }
+        let off_null = thinking_level_map(model, "off").is_some_and(Value::is_null);
+        if model.reasoning && !thinking_enabled && !off_null {
+            body.insert("thinking".into(), json!({"type": "disabled"}));
+        } else if model.reasoning && thinking_enabled {
+            if force_adaptive {
+                body.insert(
+                    "thinking".into(),
+                    json!({"type": "adaptive", "display": "summarized"}),
+                );
+                if let Some(e) = &effort {
+                    body.insert("output_config".into(), json!({"effort": e}));
+                }
+            } else {
+                let b = if budget == 0 { 1024 } else { budget };
+                body.insert(
+                    "thinking".into(),
+                    json!({"type": "enabled", "budget_tokens": b, "display": "summarized"}),
+                );
+            }
+        }
+        if let Some(Value::String(uid)) = options.metadata.as_ref().and_then(|m| m.get("user_id")) {
+            body.insert("metadata".into(), json!({"user_id": uid}));
+        }
+        if let Some(tc) = &options.tool_choice {
+            body.insert(
+                "tool_choice".into(),
+                match tc {
+                    Value::String(s) => json!({"type": s}),
+                    other => other.clone(),
+                },
+            );
+        }
+
+        // Betas.
+        let mut configured: Option<Option<String>> = None;
+        for h in [model.headers.as_ref(), Some(&options.headers)]
+            .into_iter()
+            .flatten()
+        {
+            for (k, v) in h {
+                if k.eq_ignore_ascii_case("anthropic-beta") {
+                    configured = Some(v.as_str().map(str::to_string));
+                }
+            }
+        }
+        let betas: Vec<String> = match configured {
+            Some(None) => Vec::new(),
+            Some(Some(list)) => {
+                let mut out: Vec<String> = Vec::new();
+                for f in list.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                    if !out.iter().any(|o| o == f) {
+                        out.push(f.to_string());
+                    }
+                }
+                out
+            }
+            None => {
+                let mut f = Vec::new();
+                if !tools.is_empty() && !eager {
+                    f.push(FINE_GRAINED_TOOL_STREAMING_BETA.to_string());
+                }
+                if model.reasoning && thinking_enabled && !force_adaptive {
+                    f.push(INTERLEAVED_THINKING_BETA.to_string());
+                }
+                f
+            }
+        };
+
+        let mut headers: Vec<(String, String)> = vec![
+            ("accept".into(), "application/json".into()),
+            (
+                "anthropic-dangerous-direct-browser-access".into(),
+                "true".into(),
+            ),
+        ];
+        let is_openrouter =
+            model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+        if let Some(sid) = options.session_id.as_ref().filter(|_| retention != "none") {
+            if compat_bool(model, "sendSessionAffinityHeaders", is_openrouter) {
+                let fmt = compat(model, "sessionAffinityFormat")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or(is_openrouter.then(|| "openrouter".to_string()));
+                let name = if fmt.as_deref() == Some("openrouter") {
+                    "x-session-id"
+                } else {
+                    "x-session-affinity"
+                };
+                headers.push((name.into(), sid.clone()));
+            }
+        }
+        merge_headers(&mut headers, model.headers.as_ref());
+        merge_headers(&mut headers, Some(&options.headers));
+        headers.retain(|(k, _)| !k.eq_ignore_ascii_case("anthropic-beta"));
+        if !betas.is_empty() {
+            headers.push(("anthropic-beta".into(), betas.join(",")));
+        }
+        if let Some(key) = api_key(model, options) {
+            if !headers.iter().any(|(k, _)| {
+                k.eq_ignore_ascii_case("x-api-key") || k.eq_ignore_ascii_case("authorization")
+            }) {
+                if key.contains("sk-ant-oat") {
+                    headers.push(("authorization".into(), format!("Bearer {key}")));
+                } else {
+                    headers.push(("x-api-key".into(), key));
+                }
+            }
+        }
+        headers.push(("anthropic-version".into(), "2023-06-01".into()));
+        headers.push(("content-type".into(), "application/json".into()));
+        HttpRequest::to_base_url(model, "/v1/messages?beta=true", headers, body)
+    }
+
+    /// `"<status> <message or compact JSON body>"` or `"<status> <text>"`.
+    fn sdk_message(f: &HttpFailure) -> String {
+        match serde_json::from_str::<Value>(&f.body) {
+            Ok(v) => {
+                let msg = match v.get("message") {
+                    Some(Value::String(m)) if !m.is_empty() => m.clone(),
+                    _ => compact(&v),
+                };
+                format!("{} {msg}", f.status)
+            }
+            Err(_) if f.body.is_empty() => format!("{} status code (no body)", f.status),
+            Err(_) => format!("{} {}", f.status, f.body),
+        }
+    }
+}

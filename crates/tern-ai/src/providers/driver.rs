@@ -1,0 +1,359 @@
+//! What the four providers share around their wire format: the [`WireApi`] trait each one
+//! implements, and [`run`] / [`read_body`], which own the run prologue (credentials, request,
+//! sending), the read loop (framing, abort and idle handling, decode failures) and the
+//! end-of-stream checks, so an API only maps records and says how a stream may end.
+
+use std::future::Future;
+
+use super::http::{self, Body, HttpFailure, HttpRequest, SendError};
+use super::model_options::api_key;
+use super::output::Output;
+use super::ProviderSink;
+use crate::message::StopReason;
+use crate::model::Model;
+use crate::sse::{GeminiRecord, GeminiRecordSplitter, SseDecoder, TooLong};
+use crate::stream_fn::{Context, StreamOptions};
+
+/// How the body of a streaming response is cut into records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-sent events as the OpenAI SDK reads them: a record without its blank line at
+    /// the end of the body is dropped.
+    Sse,
+    /// Server-sent events as pi-ai's own reader reads them: the pending record is dispatched
+    /// at the end of the body.
+    SseFlushAtEnd,
+    /// The Gemini SDK's records (split on blank lines, `data:`-prefixed only); leftover text
+    /// at the end of the body is an error.
+    Gemini,
+}
+
+/// One record of the body: the SSE event name (if any) and the data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SseRecord<'r> {
+    /// The `event:` field; `None` for Gemini records and unnamed events.
+    pub event: Option<&'r str>,
+    /// The data (the text after `data:`).
+    pub data: &'r str,
+}
+
+impl Framing {
+    /// Whether `data` ends the stream before the body does: the OpenAI SDK stops at
+    /// `[DONE]` and leaves the rest of the body unread.
+    pub(crate) fn ends_stream(self, data: &str) -> bool {
+        self == Framing::Sse && data.starts_with("[DONE]")
+    }
+}
+
+/// What a request needs before it is sent.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Credentials {
+    /// Nothing: the host may not need a key.
+    Optional,
+    /// An API key (option or environment).
+    ApiKey,
+    /// An API key, or one of these headers (lower-case) in the model or option headers.
+    ApiKeyOrHeader(&'static [&'static str]),
+}
+
+impl Credentials {
+    fn check(self, model: &Model, options: &StreamOptions) -> Result<(), String> {
+        let present = match self {
+            Credentials::Optional => true,
+            Credentials::ApiKey => api_key(model, options).is_some(),
+            Credentials::ApiKeyOrHeader(names) => {
+                api_key(model, options).is_some()
+                    || options
+                        .headers
+                        .keys()
+                        .chain(model.headers.iter().flat_map(|h| h.keys()))
+                        .any(|k| names.contains(&k.to_ascii_lowercase().as_str()))
+            }
+        };
+        match present {
+            true => Ok(()),
+            false => Err(format!("No API key for provider: {}", model.provider)),
+        }
+    }
+}
+
+/// The request half of one wire API: what it needs, how to build its request, how its SDK
+/// words HTTP failures, and which mapper reads its responses (each API implements it in
+/// its `request.rs`).
+pub(crate) trait WireApi: 'static {
+    /// What the run fails without, before any request.
+    const CREDENTIALS: Credentials = Credentials::Optional;
+
+    /// The mapper of a response.
+    type Stream: WireStream;
+
+    /// The request the reference would send.
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest;
+
+    /// The SDK's error message for an HTTP failure (also the text of a refused retry delay);
+    /// by default the OpenAI SDK's, which most hosts share.
+    fn sdk_message(failure: &HttpFailure) -> String {
+        super::openai_sdk::sdk_message(failure)
+    }
+
+    /// The displayed text of an HTTP error status.
+    fn status_message(_model: &Model, failure: &HttpFailure) -> String {
+        Self::sdk_message(failure)
+    }
+}
+
+/// The stream half of one wire API: the mapper state of one response and how its records
+/// map to events (each API implements it in its `stream.rs`).
+pub(crate) trait WireStream: Default + Send {
+    /// How the response body is cut into records.
+    const FRAMING: Framing;
+
+    /// Maps one record; `Err` ends the stream with that message.
+    fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String>;
+
+    /// Checks once the body is read without failure; `Err` ends the stream with that message.
+    fn end_of_stream(&mut self, _out: &mut Output<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Last touches to the message before a failure is reported.
+    fn on_failure(&mut self, _out: &mut Output<'_>) {}
+
+    /// After a clean end: `Ok` ends with `done`, `Err` with an `error` carrying the message.
+    fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String>;
+}
+
+/// The usual end of a stream: no stop reason is `no_stop_reason`; an `error` or `aborted`
+/// stop reason fails with `error_text` of the message (or a generic text).
+pub(crate) fn settle_stop_reason(
+    out: &Output<'_>,
+    no_stop_reason: &str,
+    error_text: impl FnOnce(&crate::message::AssistantMessage) -> Option<String>,
+) -> Result<(), String> {
+    let (reason, error) = out.with(|m| (m.stop_reason, error_text(m)));
+    match reason {
+        StopReason::Pending => Err(no_stop_reason.to_string()),
+        StopReason::Error | StopReason::Aborted => {
+            Err(error.unwrap_or_else(|| "An unknown error occurred".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Runs API `A` against the network: credentials, request, then [`read_body`].
+pub(crate) async fn run<A: WireApi>(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    sink: &mut dyn ProviderSink,
+) {
+    let mut out = Output::new(model, sink);
+    if let Err(message) = A::CREDENTIALS.check(model, options) {
+        out.fail(message, false);
+        return;
+    }
+    let request = A::build_request(model, context, options);
+    let response = match http::send(&request, options, &A::sdk_message).await {
+        Ok(response) => response,
+        Err(e) => {
+            let (message, aborted) = send_failure(e, |f| A::status_message(model, f));
+            out.fail(message, aborted || options.signal.is_cancelled());
+            return;
+        }
+    };
+    read_body::<A>(model, options, &mut out, Body::Http(response)).await;
+}
+
+/// The message of a failed send or read, and whether it was an abort.
+fn send_failure(e: SendError, status_message: impl Fn(&HttpFailure) -> String) -> (String, bool) {
+    match e {
+        SendError::Status(f) => (status_message(&f), false),
+        SendError::Network(m) | SendError::Message(m) => (m, false),
+        SendError::Aborted => ("Request was aborted".to_string(), true),
+    }
+}
+
+/// Maps a streaming response body to events (everything after the response head): `start`,
+/// the records, then exactly one `done` or `error`.
+pub(crate) async fn read_body<A: WireApi>(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    mut body: Body,
+) {
+    out.start();
+    let mut api = A::Stream::default();
+    let result = match read_records::<A>(&mut api, model, options, out, &mut body).await {
+        Ok(()) => api.end_of_stream(out).map_err(|message| (message, false)),
+        Err(failure) => Err(failure),
+    };
+    if let Err((message, aborted)) = result {
+        api.on_failure(out);
+        out.fail(message, aborted || options.signal.is_cancelled());
+        return;
+    }
+    if options.signal.is_cancelled() {
+        out.fail("Request was aborted".into(), true);
+        return;
+    }
+    match api.settle(out) {
+        Ok(()) => out.done(),
+        Err(message) => out.fail(message, false),
+    }
+}
+
+/// The read loop: chunk by chunk, each chunk decoded whole before its records are mapped (a
+/// chunk on which decoding fails yields none of them).
+async fn read_records<A: WireApi>(
+    api: &mut A::Stream,
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    body: &mut Body,
+) -> Result<(), (String, bool)> {
+    let mut reader = RecordReader::new(A::Stream::FRAMING);
+    loop {
+        let chunk = body
+            .next_chunk(options)
+            .await
+            .map_err(|e| send_failure(e, |f| A::status_message(model, f)))?;
+        let last = chunk.is_none();
+        match chunk {
+            Some(chunk) => reader.feed(&chunk),
+            None => reader.finish(),
+        }
+        .map_err(|message| (message, false))?;
+        for (event, data) in reader.records.iter() {
+            if A::Stream::FRAMING.ends_stream(data) {
+                return Ok(());
+            }
+            api.record(out, SseRecord { event, data })
+                .map_err(|message| (message, false))?;
+        }
+        if last {
+            return Ok(());
+        }
+    }
+}
+
+/// The decoder of one framing plus the records of the current chunk.
+struct RecordReader {
+    decoder: Decoder,
+    records: Records,
+}
+
+enum Decoder {
+    Sse { flush_at_end: bool, sse: SseDecoder },
+    Gemini(GeminiRecordSplitter),
+}
+
+impl RecordReader {
+    fn new(framing: Framing) -> Self {
+        let decoder = match framing {
+            Framing::Sse | Framing::SseFlushAtEnd => Decoder::Sse {
+                flush_at_end: framing == Framing::SseFlushAtEnd,
+                sse: SseDecoder::new(),
+            },
+            Framing::Gemini => Decoder::Gemini(GeminiRecordSplitter::new()),
+        };
+        RecordReader {
+            decoder,
+            records: Records::default(),
+        }
+    }
+
+    /// Decodes one chunk into `records`.
+    fn feed(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let records = &mut self.records;
+        records.clear();
+        match &mut self.decoder {
+            Decoder::Sse { sse, .. } => sse.feed_borrowed(chunk, &mut |ev, data| {
+                records.push(ev, data);
+            }),
+            Decoder::Gemini(splitter) => splitter.feed(chunk, &mut |r| {
+                if let GeminiRecord::Data(d) = r {
+                    records.push(None, &d);
+                }
+            }),
+        }
+        .map_err(|e: TooLong| e.to_string())
+    }
+
+    /// Ends the body, leaving in `records` what the framing dispatches at the end.
+    fn finish(&mut self) -> Result<(), String> {
+        let records = &mut self.records;
+        records.clear();
+        match &mut self.decoder {
+            Decoder::Sse { flush_at_end, sse } => {
+                let push = &mut |e: crate::sse::SseEvent| records.push(e.event.as_deref(), &e.data);
+                if *flush_at_end {
+                    sse.finish_and_flush(push);
+                } else {
+                    sse.finish(push);
+                }
+                Ok(())
+            }
+            Decoder::Gemini(splitter) => match splitter.finish() {
+                Some(_) => Err("Incomplete JSON segment at the end".into()),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// The records of one chunk, stored back to back in one reused buffer.
+#[derive(Default)]
+struct Records {
+    data: String,
+    /// Event name and end of the data in `data`, per record.
+    records: Vec<(Option<String>, usize)>,
+}
+
+impl Records {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.records.clear();
+    }
+
+    fn push(&mut self, event: Option<&str>, data: &str) {
+        self.data.push_str(data);
+        self.records
+            .push((event.map(str::to_owned), self.data.len()));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Option<&str>, &str)> {
+        let mut start = 0;
+        self.records.iter().map(move |(event, end)| {
+            let data = &self.data[start..*end];
+            start = *end;
+            (event.as_deref(), data)
+        })
+    }
+}
+
+/// A boxed provider run, for the table of APIs.
+pub(crate) type RunFuture<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// [`run`] of `A`, boxed.
+pub(crate) fn boxed_run<'a, A: WireApi>(
+    model: &'a Model,
+    context: &'a Context,
+    options: &'a StreamOptions,
+    sink: &'a mut dyn ProviderSink,
+) -> RunFuture<'a> {
+    Box::pin(run::<A>(model, context, options, sink))
+}
+
+/// [`read_body`] of `A` on a body already in memory, boxed.
+#[cfg(feature = "testing")]
+pub(crate) fn boxed_map_body<'a, A: WireApi>(
+    model: &'a Model,
+    options: &'a StreamOptions,
+    chunks: Vec<bytes::Bytes>,
+    sink: &'a mut dyn ProviderSink,
+) -> RunFuture<'a> {
+    Box::pin(async move {
+        let mut out = Output::new(model, sink);
+        read_body::<A>(model, options, &mut out, Body::Chunks(chunks.into())).await;
+    })
+}

@@ -1,0 +1,353 @@
+//! The OpenAI Responses request: `input` items (reasoning items replayed verbatim from
+//! their signature, message ids kept in text signatures, tool-call ids split into call and
+//! item), prompt-cache options, reasoning effort, session headers.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::message::{Content, ContentBlock, Message};
+use crate::model::Model;
+use crate::providers::driver::WireApi;
+use crate::providers::http::{HttpFailure, HttpRequest};
+use crate::providers::js_json::compact;
+use crate::providers::model_options::{cache_retention, compat, merge_headers, resolve_max_tokens};
+use crate::providers::openai_sdk::{base_headers, http_error_message, responses_error_prefix};
+use crate::providers::thinking::{reasoning_effort, thinking_level_map};
+use crate::providers::transform::{accepts_images, short_hash, transform_messages};
+use crate::stream_fn::{Context, StreamOptions};
+use crate::transcript::{
+    collapse_system_messages, get_current_tools, get_system_message_text,
+    render_system_message_update,
+};
+
+const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
+
+fn normalize_id_part(part: &str) -> String {
+    let s: String = crate::providers::transform::sanitize_id(part)
+        .chars()
+        .take(64)
+        .collect();
+    s.trim_end_matches('_').to_string()
+}
+
+fn parse_text_signature(sig: Option<&str>) -> Option<(String, Option<String>)> {
+    let sig = sig.filter(|s| !s.is_empty())?;
+    if sig.starts_with('{') {
+        if let Ok(v) = serde_json::from_str::<Value>(sig) {
+            if v.get("v").and_then(Value::as_f64) == Some(1.0) {
+                if let Some(id) = v.get("id").and_then(Value::as_str) {
+                    let phase = v
+                        .get("phase")
+                        .and_then(Value::as_str)
+                        .filter(|p| *p == "commentary" || *p == "final_answer")
+                        .map(str::to_string);
+                    return Some((id.to_string(), phase));
+                }
+            }
+        }
+    }
+    Some((sig.to_string(), None))
+}
+
+fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
+    let texts: Vec<&str> = content.iter().filter_map(|b| b.as_text()).collect();
+    let text = texts.join("\n");
+    let images: Vec<&crate::message::ImageContent> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let has_text = !text.trim().is_empty();
+    if images.is_empty() || !accepts_images(model) {
+        return json!(if has_text {
+            text
+        } else if !images.is_empty() {
+            "(see attached image)".to_string()
+        } else {
+            "(no tool output)".to_string()
+        });
+    }
+    let mut out = Vec::new();
+    if has_text {
+        out.push(json!({"type": "input_text", "text": text}));
+    }
+    for i in images {
+        out.push(json!({"type": "input_image", "detail": "auto", "image_url": format!("data:{};base64,{}", i.mime_type, i.data)}));
+    }
+    Value::Array(out)
+}
+
+/// Converts a transcript into Responses `input` items.
+pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
+    let allowed = TOOL_CALL_PROVIDERS.contains(&model.provider.as_str());
+    // The source message decides whether a call is foreign; transform passes only the id, so
+    // foreignness is decided per assistant message below.
+    let mut foreign_ids: HashMap<String, bool> = HashMap::new();
+    for m in messages {
+        if let Message::Assistant(a) = m {
+            let foreign = a.provider != model.provider || a.api != model.api;
+            for c in a.tool_calls() {
+                foreign_ids.insert(c.id.clone(), foreign);
+            }
+        }
+    }
+    let normalize = |id: &str| -> String {
+        if !allowed || !id.contains('|') {
+            return normalize_id_part(id);
+        }
+        let mut parts = id.split('|');
+        let call = normalize_id_part(parts.next().unwrap_or(""));
+        let item_raw = parts.next().unwrap_or("");
+        let foreign = foreign_ids.get(id).copied().unwrap_or(false);
+        let mut item = if foreign {
+            let n = format!("fc_{}", short_hash(item_raw));
+            n.chars().take(64).collect()
+        } else {
+            normalize_id_part(item_raw)
+        };
+        if !item.starts_with("fc_") {
+            item = normalize_id_part(&format!("fc_{item}"));
+        }
+        format!("{call}|{item}")
+    };
+    let transformed = transform_messages(messages, model, &normalize);
+    let developer = compat(model, "supportsDeveloperRole").and_then(Value::as_bool) != Some(false);
+    let instruction_role = if model.reasoning && developer {
+        "developer"
+    } else {
+        "system"
+    };
+    let mut out: Vec<Value> = Vec::new();
+    let mut msg_index = 0usize;
+    for (source_index, msg) in transformed.iter().enumerate() {
+        let leading_system = source_index == 0 && matches!(msg, Message::System(_));
+        match msg {
+            Message::System(s) => {
+                let text = if leading_system {
+                    get_system_message_text(s)
+                } else {
+                    render_system_message_update(s)
+                };
+                if !text.is_empty() {
+                    out.push(json!({"role": instruction_role, "content": text}));
+                }
+            }
+            Message::User(u) => match &u.content {
+                Content::Text(t) => out
+                    .push(json!({"role": "user", "content": [{"type": "input_text", "text": t}]})),
+                Content::Blocks(blocks) => {
+                    let content: Vec<Value> = blocks
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::Text(t) => Some(json!({"type": "input_text", "text": t.text})),
+                            ContentBlock::Image(i) => Some(json!({"type": "input_image", "detail": "auto", "image_url": format!("data:{};base64,{}", i.mime_type, i.data)})),
+                            _ => None,
+                        })
+                        .collect();
+                    // An empty turn is skipped; it still counts for the fallback message ids.
+                    if !content.is_empty() {
+                        out.push(json!({"role": "user", "content": content}));
+                    }
+                }
+            },
+            Message::Assistant(a) => {
+                let same_api = a.provider == model.provider && a.api == model.api;
+                let same_model = same_api && a.model == model.id;
+                let different_model = same_api && a.model != model.id;
+                let mut items: Vec<Value> = Vec::new();
+                let mut text_index = 0usize;
+                for b in &a.content {
+                    match b {
+                        ContentBlock::Thinking(t) => {
+                            if let Some(sig) =
+                                t.thinking_signature.as_deref().filter(|s| !s.is_empty())
+                            {
+                                if let Ok(v) = serde_json::from_str::<Value>(sig) {
+                                    items.push(v);
+                                }
+                            }
+                        }
+                        ContentBlock::Text(t) => {
+                            let parsed = parse_text_signature(t.text_signature.as_deref());
+                            let fallback = if text_index == 0 {
+                                format!("msg_pi_{msg_index}")
+                            } else {
+                                format!("msg_pi_{msg_index}_{text_index}")
+                            };
+                            text_index += 1;
+                            let (mut id, phase) = match parsed {
+                                Some((id, phase)) => (id, phase),
+                                None => (String::new(), None),
+                            };
+                            if id.is_empty() {
+                                id = fallback;
+                            } else if id.encode_utf16().count() > 64 {
+                                id = format!("msg_{}", short_hash(&id));
+                            }
+                            let mut item = json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t.text, "annotations": []}], "status": "completed", "id": id});
+                            if let Some(p) = phase {
+                                item["phase"] = json!(p);
+                            }
+                            items.push(item);
+                        }
+                        ContentBlock::ToolCall(c) => {
+                            let mut parts = c.id.splitn(2, '|');
+                            let call_id = parts.next().unwrap_or("").to_string();
+                            let item_id = parts
+                                .next()
+                                .map(str::to_string)
+                                .filter(|i| !different_model && i.starts_with("fc_"));
+                            let mut item = Map::new();
+                            item.insert("type".into(), json!("function_call"));
+                            if let Some(i) = item_id {
+                                item.insert("id".into(), json!(i));
+                            }
+                            item.insert("call_id".into(), json!(call_id));
+                            item.insert("name".into(), json!(c.name));
+                            item.insert("arguments".into(), json!(compact(&c.arguments)));
+                            if same_model {
+                                if let Some(ns) = &c.extra().namespace {
+                                    item.insert("namespace".into(), json!(ns));
+                                }
+                            }
+                            items.push(Value::Object(item));
+                        }
+                        ContentBlock::Image(_) => {}
+                    }
+                }
+                out.extend(items);
+            }
+            Message::ToolResult(t) => {
+                let call_id = t.tool_call_id.split('|').next().unwrap_or("").to_string();
+                out.push(json!({"type": "function_call_output", "call_id": call_id, "output": tool_result_output(model, &t.content)}));
+            }
+            Message::Custom(_) => {}
+        }
+        if !leading_system {
+            msg_index += 1;
+        }
+    }
+    out
+}
+
+impl WireApi for super::Responses {
+    type Stream = super::stream::State;
+
+    /// Builds the request (URL, headers and body) the reference would send.
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+        let messages = collapse_system_messages(&context.messages);
+        let retention = cache_retention(options);
+        let cs = |k: &str| compat(model, k).and_then(Value::as_str).map(str::to_string);
+        let cb = |k: &str, d: bool| compat(model, k).and_then(Value::as_bool).unwrap_or(d);
+        let mut body = Map::new();
+        body.insert("model".into(), json!(model.id));
+        body.insert(
+            "input".into(),
+            Value::Array(convert_messages(model, &messages)),
+        );
+        body.insert("stream".into(), json!(true));
+        let key_mode = cs("promptCacheKeyMode").unwrap_or_else(|| "auto".into());
+        if retention != "none" && key_mode != "disabled" {
+            if let Some(sid) = &options.session_id {
+                body.insert(
+                    "prompt_cache_key".into(),
+                    json!(sid.chars().take(64).collect::<String>()),
+                );
+            }
+        }
+        let explicit = cb("supportsExplicitPromptCacheMode", false);
+        let long_ok = cb("supportsLongCacheRetention", true);
+        if retention == "long" && long_ok && !explicit {
+            body.insert("prompt_cache_retention".into(), json!("24h"));
+        }
+        if explicit {
+            if retention == "none" {
+                body.insert("prompt_cache_options".into(), json!({"mode": "explicit"}));
+            } else if retention == "long" && long_ok {
+                body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
+            }
+        }
+        body.insert("store".into(), json!(false));
+        let max_tokens = resolve_max_tokens(model, context, options);
+        if max_tokens > 0 && cb("supportsMaxOutputTokens", true) {
+            body.insert("max_output_tokens".into(), json!(max_tokens.max(16)));
+        }
+        if let Some(t) = options.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        let tools = get_current_tools(&messages);
+        if !tools.is_empty() {
+            let strict = cb("supportsStrictMode", false);
+            let list: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
+                    if strict {
+                        f["strict"] = json!(false);
+                    }
+                    f
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(list));
+        }
+        if let Some(tc) = &options.tool_choice {
+            body.insert("tool_choice".into(), tc.clone());
+        }
+        if model.reasoning {
+            if let Some(level) = reasoning_effort(model, options) {
+                let effort = match thinking_level_map(model, level.as_str()) {
+                    Some(v) if !v.is_null() => v.clone(),
+                    _ => json!(level.as_str()),
+                };
+                body.insert(
+                    "reasoning".into(),
+                    json!({"effort": effort, "summary": "auto"}),
+                );
+                body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+            } else if model.provider != "github-copilot" {
+                match thinking_level_map(model, "off") {
+                    Some(Value::Null) => {}
+                    Some(v) => {
+                        body.insert("reasoning".into(), json!({"effort": v}));
+                    }
+                    None => {
+                        body.insert("reasoning".into(), json!({"effort": "none"}));
+                    }
+                }
+            }
+            if model.provider == "xai" {
+                body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+            }
+        }
+
+        let mut headers = base_headers(model, options);
+        if let Some(sid) = options.session_id.as_ref().filter(|_| retention != "none") {
+            let openrouter =
+                model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+            let fmt = cs("sessionAffinityFormat").unwrap_or_else(|| {
+                if openrouter {
+                    "openrouter".into()
+                } else {
+                    "openai".into()
+                }
+            });
+            if fmt == "openrouter" {
+                headers.push(("x-session-id".into(), sid.clone()));
+            } else {
+                if fmt == "openai" {
+                    headers.push(("session-id".into(), sid.clone()));
+                }
+                headers.push(("x-client-request-id".into(), sid.clone()));
+            }
+        }
+        merge_headers(&mut headers, Some(&options.headers));
+        HttpRequest::to_base_url(model, "/responses", headers, body)
+    }
+
+    fn status_message(model: &Model, f: &HttpFailure) -> String {
+        http_error_message(f, Some(&responses_error_prefix(model)))
+    }
+}

@@ -1,0 +1,513 @@
+//! The OpenAI Responses stream: output items tracked by `output_index`, reasoning and
+//! message items finished from their `done` item, usage and service-tier pricing from the
+//! terminal response.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::json_parse::ToolCallArgumentsStream;
+use crate::message::{
+    AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall,
+    ToolCallExtra, Usage,
+};
+use crate::model::Model;
+use crate::providers::cost;
+use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
+use crate::providers::js_json::{compact, js_text, json_truthy};
+use crate::providers::openai_sdk::{parse_record, stream_error_message};
+use crate::providers::output::{has_tool_call, Output};
+
+fn tier_factor(model: &Model, tier: Option<&str>) -> f64 {
+    match tier {
+        Some("flex") => 0.5,
+        Some("priority") | Some("fast") => {
+            if model.id == "gpt-5.5" {
+                2.5
+            } else {
+                2.0
+            }
+        }
+        _ => 1.0,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum SlotKind {
+    Thinking,
+    Text,
+    Tool,
+}
+
+struct Slot {
+    kind: SlotKind,
+    index: usize,
+    args: Option<ToolCallArgumentsStream>,
+}
+
+/// The mapper state of one response.
+#[derive(Default)]
+pub(crate) struct State {
+    slots: HashMap<i64, Slot>,
+    pub(super) unfinished: Vec<usize>,
+    reasoning_by_id: HashMap<String, usize>,
+    pub(super) terminal: bool,
+}
+
+fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &Value) {
+    let s = |k: &str| {
+        item.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    match item.get("type").and_then(Value::as_str).unwrap_or("") {
+        "reasoning" => {
+            let i = out.push_block(ContentBlock::Thinking(ThinkingContent::default()));
+            st.slots.insert(
+                output_index,
+                Slot {
+                    kind: SlotKind::Thinking,
+                    index: i,
+                    args: None,
+                },
+            );
+        }
+        "message" => {
+            if item.get("phase").and_then(Value::as_str) == Some("final_answer") {
+                out.update(|m| m.stop_reason = StopReason::Stop);
+            }
+            let i = out.push_block(ContentBlock::Text(TextContent::default()));
+            st.slots.insert(
+                output_index,
+                Slot {
+                    kind: SlotKind::Text,
+                    index: i,
+                    args: None,
+                },
+            );
+        }
+        "function_call" => {
+            let mut args = ToolCallArgumentsStream::new();
+            let initial = item
+                .get("arguments")
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty());
+            let arguments = match initial {
+                Some(a) => args.append(a).clone(),
+                None => json!({}),
+            };
+            let id_part = |k: &str| match item.get(k) {
+                Some(Value::String(x)) => x.clone(),
+                Some(Value::Null) | None => "undefined".to_string(),
+                Some(other) => other.to_string(),
+            };
+            let i = out.push_block(ContentBlock::tool_call(ToolCall {
+                id: format!("{}|{}", id_part("call_id"), id_part("id")),
+                name: s("name"),
+                arguments,
+                extra: ToolCallExtra {
+                    namespace: item
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    ..ToolCallExtra::default()
+                }
+                .into_option(),
+            }));
+            st.unfinished.push(i);
+            st.slots.insert(
+                output_index,
+                Slot {
+                    kind: SlotKind::Tool,
+                    index: i,
+                    args: Some(args),
+                },
+            );
+        }
+        _ => {}
+    }
+}
+
+fn parse_usage(u: &Value) -> Usage {
+    let n = |v: Option<&Value>| {
+        v.and_then(Value::as_f64)
+            .map(|f| f.max(0.0) as u64)
+            .unwrap_or(0)
+    };
+    let cached = n(u.pointer("/input_tokens_details/cached_tokens"));
+    let write = n(u.pointer("/input_tokens_details/cache_write_tokens"));
+    Usage {
+        input: n(u.get("input_tokens")).saturating_sub(cached + write),
+        output: n(u.get("output_tokens")),
+        cache_read: cached,
+        cache_write: write,
+        reasoning: Some(n(u.pointer("/output_tokens_details/reasoning_tokens"))),
+        total_tokens: n(u.get("total_tokens")),
+        ..Usage::default()
+    }
+}
+
+fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
+    let model = out.model;
+    st.terminal = true;
+    // Backfill encrypted reasoning content announced only in the final output.
+    if let Some(items) = resp.get("output").and_then(Value::as_array) {
+        for item in items {
+            if item.get("type").and_then(Value::as_str) != Some("reasoning") {
+                continue;
+            }
+            let Some(enc) = item.get("encrypted_content").filter(|e| json_truthy(e)) else {
+                continue;
+            };
+            let Some(id) = item.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let Some(&index) = st.reasoning_by_id.get(id) else {
+                continue;
+            };
+            out.update(|m| {
+                if let Some(ContentBlock::Thinking(t)) = m.content.get_mut(index) {
+                    if let Some(Ok(Value::Object(mut stored))) = t
+                        .thinking_signature
+                        .as_deref()
+                        .map(serde_json::from_str::<Value>)
+                    {
+                        if !stored.get("encrypted_content").is_some_and(json_truthy) {
+                            stored.insert("encrypted_content".into(), enc.clone());
+                            t.thinking_signature = Some(compact(&Value::Object(stored)));
+                        }
+                    }
+                }
+            });
+        }
+    }
+    let status = resp
+        .get("status")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let reason = resp
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mapped: (StopReason, Option<String>) = match status.as_deref() {
+        None | Some("") | Some("completed") | Some("in_progress") | Some("queued") => {
+            (StopReason::Stop, None)
+        }
+        Some("incomplete") => match reason.as_deref() {
+            Some("max_output_tokens") => (StopReason::Length, None),
+            Some(r) => (StopReason::Error, Some(format!("Response incomplete: {r}"))),
+            None => (
+                StopReason::Error,
+                Some("Response incomplete without a provider reason".into()),
+            ),
+        },
+        Some("failed") | Some("cancelled") => (StopReason::Error, None),
+        Some(other) => return Err(format!("Unhandled stop reason: {other}")),
+    };
+    let tier = resp
+        .get("service_tier")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    out.update(|m: &mut AssistantMessage| {
+        if let Some(id) = resp
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            m.response_id = Some(id.to_string());
+        }
+        if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
+            m.usage = parse_usage(u);
+        }
+        cost::calculate_cost(model, &mut m.usage);
+        cost::scale_cost(&mut m.usage, tier_factor(model, tier.as_deref()));
+        m.raw_stop_reason = match (&status, &reason) {
+            (Some(s), Some(r)) => Some(format!("{s}.{r}")),
+            (Some(s), None) => Some(s.clone()),
+            (None, Some(r)) => Some(format!("undefined.{r}")),
+            (None, None) => None,
+        };
+        m.stop_reason = mapped.0;
+        m.error_message = mapped.1.clone();
+        if has_tool_call(m) && m.stop_reason == StopReason::Stop {
+            m.stop_reason = StopReason::ToolUse;
+        }
+    });
+    Ok(())
+}
+
+fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
+    let ty = ev.get("type").and_then(Value::as_str).unwrap_or("");
+    let oi = ev.get("output_index").and_then(Value::as_i64).unwrap_or(-1);
+    let delta = || {
+        ev.get("delta")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let slot_of = |st: &State, kind: SlotKind| {
+        st.slots
+            .get(&oi)
+            .filter(|s| s.kind == kind)
+            .map(|s| s.index)
+    };
+    match ty {
+        "response.created" => {
+            if let Some(id) = ev.pointer("/response/id").and_then(Value::as_str) {
+                out.update(|m| m.response_id = Some(id.to_string()));
+            }
+        }
+        "response.output_item.added" => {
+            if let Some(item) = ev.get("item") {
+                create_slot(out, st, oi, item);
+            }
+        }
+        "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+            if let Some(i) = slot_of(st, SlotKind::Thinking) {
+                out.append_text(i, &delta());
+            }
+        }
+        "response.reasoning_summary_part.done" => {
+            if let Some(i) = slot_of(st, SlotKind::Thinking) {
+                out.append_text(i, "\n\n");
+            }
+        }
+        "response.output_text.delta" | "response.refusal.delta" => {
+            if let Some(i) = slot_of(st, SlotKind::Text) {
+                out.append_text(i, &delta());
+            }
+        }
+        "response.function_call_arguments.delta" => {
+            if let Some(slot) = st.slots.get_mut(&oi).filter(|s| s.kind == SlotKind::Tool) {
+                if let Some(args) = slot.args.as_mut() {
+                    let d = delta();
+                    let a = args.append(&d).clone();
+                    out.set_tool_arguments(slot.index, a);
+                    out.tool_delta(slot.index, &d);
+                }
+            }
+        }
+        "response.function_call_arguments.done" => {
+            if let Some(slot) = st.slots.get_mut(&oi).filter(|s| s.kind == SlotKind::Tool) {
+                if let Some(args) = slot.args.as_mut() {
+                    let full = ev.get("arguments").and_then(Value::as_str).unwrap_or("");
+                    let d = args.replace(full);
+                    out.set_tool_arguments(slot.index, args.partial().clone());
+                    if let Some(d) = d.filter(|d| !d.is_empty()) {
+                        out.tool_delta(slot.index, &d);
+                    }
+                }
+            }
+        }
+        "response.output_item.done" => {
+            let item = ev.get("item").cloned().unwrap_or(Value::Null);
+            let item_type = item
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if item_type == "message"
+                && item.get("phase").and_then(Value::as_str) == Some("final_answer")
+            {
+                out.update(|m| m.stop_reason = StopReason::Stop);
+            }
+            if !st.slots.contains_key(&oi) {
+                create_slot(out, st, oi, &item);
+            }
+            let Some(slot) = st.slots.get(&oi) else {
+                return Ok(());
+            };
+            let index = slot.index;
+            match (item_type.as_str(), slot.kind) {
+                ("reasoning", SlotKind::Thinking) => {
+                    let join = |k: &str| -> String {
+                        item.get(k)
+                            .and_then(Value::as_array)
+                            .map(|a| {
+                                a.iter()
+                                    .map(|s| {
+                                        s.get("text").and_then(Value::as_str).unwrap_or("undefined")
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join("\n\n")
+                            })
+                            .unwrap_or_default()
+                    };
+                    let summary = join("summary");
+                    let content = join("content");
+                    let sig = compact(&item);
+                    out.update(|m| {
+                        if let Some(ContentBlock::Thinking(t)) = m.content.get_mut(index) {
+                            if !summary.is_empty() {
+                                t.thinking = summary;
+                            } else if !content.is_empty() {
+                                t.thinking = content;
+                            }
+                            t.thinking_signature = Some(sig);
+                        }
+                    });
+                    if let Some(id) = item.get("id").and_then(Value::as_str) {
+                        st.reasoning_by_id.insert(id.to_string(), index);
+                    }
+                    out.end_block(index);
+                    st.slots.remove(&oi);
+                }
+                ("message", SlotKind::Text) => {
+                    let text: String = item
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .map(|c| {
+                                    let k = if c.get("type").and_then(Value::as_str)
+                                        == Some("output_text")
+                                    {
+                                        "text"
+                                    } else {
+                                        "refusal"
+                                    };
+                                    c.get(k)
+                                        .and_then(Value::as_str)
+                                        .unwrap_or("undefined")
+                                        .to_string()
+                                })
+                                .collect::<String>()
+                        })
+                        .unwrap_or_default();
+                    let mut sig = Map::new();
+                    sig.insert("v".into(), json!(1));
+                    if let Some(id) = item.get("id") {
+                        sig.insert("id".into(), id.clone());
+                    }
+                    if let Some(p) = item.get("phase").filter(|p| json_truthy(p)) {
+                        sig.insert("phase".into(), p.clone());
+                    }
+                    out.update(|m| {
+                        if let Some(ContentBlock::Text(t)) = m.content.get_mut(index) {
+                            t.text = text;
+                            t.text_signature = Some(compact(&Value::Object(sig)));
+                        }
+                    });
+                    out.end_block(index);
+                    st.slots.remove(&oi);
+                }
+                ("function_call", SlotKind::Tool) => {
+                    if let Some(mut slot) = st.slots.remove(&oi) {
+                        if let Some(args) = slot.args.as_mut() {
+                            if let Some(a) = item
+                                .get("arguments")
+                                .and_then(Value::as_str)
+                                .filter(|a| !a.is_empty())
+                            {
+                                args.replace(a);
+                            }
+                            if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
+                                out.update(|m| {
+                                    if let Some(ContentBlock::ToolCall(c)) =
+                                        m.content.get_mut(index)
+                                    {
+                                        std::sync::Arc::make_mut(c).extra_mut().namespace =
+                                            Some(ns.to_string());
+                                    }
+                                });
+                            }
+                            st.unfinished.retain(|i| *i != index);
+                            out.finish_tool_call(index, args);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        "response.completed" | "response.incomplete" => {
+            let resp = ev.get("response").cloned().unwrap_or(Value::Null);
+            finalize(&resp, out, st)?;
+        }
+        "error" => {
+            let code = js_text(ev.get("code"));
+            let msg = ev
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("undefined");
+            return Err(format!("Error Code {code}: {msg}"));
+        }
+        "response.failed" => {
+            st.terminal = true;
+            let resp = ev.get("response").cloned().unwrap_or(Value::Null);
+            if let Some(s) = resp.get("status").and_then(Value::as_str) {
+                out.update(|m| m.raw_stop_reason = Some(s.to_string()));
+            }
+            let err = resp.get("error").filter(|e| json_truthy(e));
+            let text = |v: Option<&Value>, d: &str| {
+                v.and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or(d)
+                    .to_string()
+            };
+            let msg = if let Some(e) = err {
+                format!(
+                    "{}: {}",
+                    text(e.get("code"), "unknown"),
+                    text(e.get("message"), "no message")
+                )
+            } else if let Some(r) = resp
+                .pointer("/incomplete_details/reason")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                format!("incomplete: {r}")
+            } else {
+                "Unknown error (no error details in response)".to_string()
+            };
+            return Err(msg);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+impl WireStream for State {
+    const FRAMING: Framing = Framing::Sse;
+
+    /// One record: an error (named `error`, or with a truthy `error` field) or an event.
+    fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
+        let value = parse_record(record.data)?;
+        if record.event == Some("error") {
+            return Err(stream_error_message(&value));
+        }
+        if let Some(e) = value.get("error").filter(|e| json_truthy(e)) {
+            return Err(stream_error_message(e));
+        }
+        handle(&value, out, self)?;
+        Ok(())
+    }
+
+    /// The stream must have reached a terminal response, with every tool call finished.
+    fn end_of_stream(&mut self, out: &mut Output<'_>) -> Result<(), String> {
+        if !self.terminal {
+            return Err("OpenAI Responses stream ended before a terminal response event".into());
+        }
+        if out.with(|m| m.stop_reason) != StopReason::ToolUse {
+            return Ok(());
+        }
+        let Some(&i) = self.unfinished.first() else {
+            return Ok(());
+        };
+        let (name, id) = out.with(|m| match m.content.get(i) {
+            Some(ContentBlock::ToolCall(c)) => (c.name.clone(), c.id.clone()),
+            _ => (String::new(), String::new()),
+        });
+        Err(format!(
+            "OpenAI Responses stream completed with an unfinished tool call: {name} ({id})"
+        ))
+    }
+
+    fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
+        settle_stop_reason(
+            out,
+            "OpenAI Responses stream ended without a stop reason",
+            |m| m.error_message.clone(),
+        )
+    }
+}

@@ -1,0 +1,240 @@
+//! The message being built and the sink it is reported to: every provider reports through
+//! [`Output`], so event order and failure shape are the same everywhere.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::ProviderSink;
+use crate::clock::now_ms;
+use crate::event::{AssistantMessageEvent, Delta, PartialMessage};
+use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
+use crate::model::Model;
+
+/// The message being built plus the sink: every provider reports through this, so event
+/// order and failure shape are the same everywhere.
+pub(crate) struct Output<'a> {
+    /// The model the request is for.
+    pub model: &'a Model,
+    pub partial: PartialMessage,
+    sink: &'a mut dyn ProviderSink,
+}
+
+impl<'a> Output<'a> {
+    pub fn new(model: &'a Model, sink: &'a mut dyn ProviderSink) -> Self {
+        let message = AssistantMessage {
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: StopReason::Pending,
+            timestamp: now_ms(),
+            ..AssistantMessage::default()
+        };
+        Output {
+            model,
+            partial: PartialMessage::new(message),
+            sink,
+        }
+    }
+
+    pub fn update<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
+        self.partial.update(f)
+    }
+
+    pub fn with<R>(&self, f: impl FnOnce(&AssistantMessage) -> R) -> R {
+        self.partial.with(f)
+    }
+
+    fn emit(&mut self, event: AssistantMessageEvent) {
+        self.sink.emit(event);
+    }
+
+    pub fn start(&mut self) {
+        let partial = self.partial.clone();
+        self.emit(AssistantMessageEvent::Start { partial });
+    }
+
+    pub fn len(&self) -> usize {
+        self.with(|m| m.content.len())
+    }
+
+    /// Appends a block and emits its `*_start`; returns its content index.
+    pub fn push_block(&mut self, block: ContentBlock) -> usize {
+        let kind = match &block {
+            ContentBlock::Text(_) => 0,
+            ContentBlock::Thinking(_) => 1,
+            _ => 2,
+        };
+        let index = self.update(|m| {
+            m.content.push(block);
+            m.content.len() - 1
+        });
+        let partial = self.partial.clone();
+        self.emit(match kind {
+            0 => AssistantMessageEvent::TextStart {
+                content_index: index,
+                partial,
+            },
+            1 => AssistantMessageEvent::ThinkingStart {
+                content_index: index,
+                partial,
+            },
+            _ => AssistantMessageEvent::ToolcallStart {
+                content_index: index,
+                partial,
+            },
+        });
+        index
+    }
+
+    /// Appends text to a text or thinking block and emits the matching delta.
+    pub fn append_text(&mut self, index: usize, delta: &str) {
+        let is_thinking = self.update(|m| match m.content.get_mut(index) {
+            Some(ContentBlock::Text(t)) => {
+                t.text.push_str(delta);
+                Some(false)
+            }
+            Some(ContentBlock::Thinking(t)) => {
+                t.thinking.push_str(delta);
+                Some(true)
+            }
+            _ => None,
+        });
+        let partial = self.partial.clone();
+        match is_thinking {
+            Some(false) => self.emit(AssistantMessageEvent::TextDelta {
+                content_index: index,
+                delta: delta.into(),
+                partial,
+            }),
+            Some(true) => self.emit(AssistantMessageEvent::ThinkingDelta {
+                content_index: index,
+                delta: delta.into(),
+                partial,
+            }),
+            None => {}
+        }
+    }
+
+    /// Emits the text or thinking delta of a block the caller already extended.
+    pub fn emit_delta(&mut self, index: usize, delta: &str) {
+        let is_thinking =
+            self.with(|m| matches!(m.content.get(index), Some(ContentBlock::Thinking(_))));
+        let partial = self.partial.clone();
+        let delta = Delta::from(delta);
+        self.emit(if is_thinking {
+            AssistantMessageEvent::ThinkingDelta {
+                content_index: index,
+                delta,
+                partial,
+            }
+        } else {
+            AssistantMessageEvent::TextDelta {
+                content_index: index,
+                delta,
+                partial,
+            }
+        });
+    }
+
+    /// Emits a `toolcall_delta` after the caller updated the block's arguments.
+    pub fn tool_delta(&mut self, index: usize, delta: &str) {
+        let partial = self.partial.clone();
+        self.emit(AssistantMessageEvent::ToolcallDelta {
+            content_index: index,
+            delta: delta.into(),
+            partial,
+        });
+    }
+
+    /// Sets a tool call's partial arguments.
+    pub fn set_tool_arguments(&self, index: usize, args: Value) {
+        self.update(|m| {
+            if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                Arc::make_mut(c).arguments = args;
+            }
+        });
+    }
+
+    /// Emits the `*_end` event of a block as it is now.
+    pub fn end_block(&mut self, index: usize) {
+        let block = self.with(|m| m.content.get(index).cloned());
+        let partial = self.partial.clone();
+        match block {
+            Some(ContentBlock::Text(t)) => self.emit(AssistantMessageEvent::TextEnd {
+                content_index: index,
+                content: t.text,
+                partial,
+            }),
+            Some(ContentBlock::Thinking(t)) => self.emit(AssistantMessageEvent::ThinkingEnd {
+                content_index: index,
+                content: t.thinking,
+                partial,
+            }),
+            Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
+                content_index: index,
+                tool_call: c,
+                partial,
+            }),
+            _ => {}
+        }
+    }
+
+    /// Finalizes a tool call's arguments from the full text and emits `toolcall_end`.
+    pub fn finish_tool_call(
+        &mut self,
+        index: usize,
+        args: &crate::json_parse::ToolCallArgumentsStream,
+    ) {
+        let (value, error) = args.finish();
+        self.update(|m| {
+            if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+                let c = Arc::make_mut(c);
+                c.arguments = value;
+                if error.is_some() || c.extra.is_some() {
+                    c.extra_mut().arguments_error = error;
+                }
+            }
+        });
+        self.end_block(index);
+    }
+
+    pub fn set_usage(&self, usage: Usage) {
+        self.update(|m| m.usage = usage);
+    }
+
+    /// Ends with `done`.
+    pub fn done(&mut self) {
+        let message = self.partial.snapshot();
+        let reason = message.stop_reason;
+        self.emit(AssistantMessageEvent::Done {
+            reason,
+            message: Arc::new(message),
+        });
+    }
+
+    /// Ends with `error`: `stopReason` becomes `aborted` or `error` with `message`.
+    pub fn fail(&mut self, message: String, aborted: bool) {
+        let reason = if aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        };
+        self.update(|m| {
+            m.stop_reason = reason;
+            m.error_message = Some(message);
+        });
+        let error = self.partial.snapshot();
+        self.emit(AssistantMessageEvent::Error {
+            reason,
+            error: Arc::new(error),
+        });
+    }
+}
+
+/// Whether the content has a tool call.
+pub(crate) fn has_tool_call(m: &AssistantMessage) -> bool {
+    m.content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::ToolCall(_)))
+}

@@ -1,0 +1,186 @@
+//! A case of `shared/providers/`: its inputs, and the output document of FORMAT.md after
+//! running the provider against the replay server.
+
+use serde_json::{json, Map, Value};
+
+use super::recording::{normalize_tool_call, RecordingSink};
+use super::server::{responses_of, start_server, CapturedRequest};
+use crate::message::{Message, ThinkingLevel, ToolDeclaration};
+use crate::model::Model;
+use crate::providers::is_context_overflow;
+use crate::stream_fn::{Context, StreamOptions};
+use crate::transcript::normalize_context;
+
+/// Headers reported in the output document (plus those named by the case).
+pub const HEADERS_THAT_MATTER: [&str; 11] = [
+    "content-type",
+    "authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "anthropic-version",
+    "anthropic-beta",
+    "session-id",
+    "session_id",
+    "x-client-request-id",
+    "x-session-affinity",
+    "x-session-id",
+];
+
+/// The model, context and options a case describes, with `{{origin}}` replaced.
+pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, StreamOptions), String> {
+    let api = case
+        .get("api")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let req = case.get("request").cloned().unwrap_or(Value::Null);
+    let mut model: Model = serde_json::from_value(req.get("model").cloned().unwrap_or(json!({})))
+        .map_err(|e| format!("bad model: {e}"))?;
+    model.base_url = if model.base_url.is_empty() {
+        "{{origin}}".to_string()
+    } else {
+        model.base_url.clone()
+    }
+    .replace("{{origin}}", origin);
+    model.api = api;
+    let ctx = req.get("context").cloned().unwrap_or(json!({}));
+    let messages: Vec<Message> =
+        serde_json::from_value(ctx.get("messages").cloned().unwrap_or(json!([])))
+            .map_err(|e| format!("bad messages: {e}"))?;
+    let tools: Vec<std::sync::Arc<ToolDeclaration>> =
+        serde_json::from_value(ctx.get("tools").cloned().unwrap_or(json!([])))
+            .map_err(|e| format!("bad tools: {e}"))?;
+    let system = ctx.get("systemPrompt").and_then(Value::as_str);
+    let context = Context::new(normalize_context(system, &tools, messages));
+    let o = req.get("options").cloned().unwrap_or(json!({}));
+    let options = StreamOptions {
+        api_key: Some(
+            o.get("apiKey")
+                .and_then(Value::as_str)
+                .unwrap_or("test-api-key-0001")
+                .to_string(),
+        ),
+        max_tokens: o.get("maxTokens").and_then(Value::as_u64),
+        temperature: o.get("temperature").and_then(Value::as_f64),
+        reasoning: o
+            .get("reasoning")
+            .and_then(Value::as_str)
+            .and_then(ThinkingLevel::parse),
+        tool_choice: o.get("toolChoice").cloned(),
+        session_id: o
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        cache_retention: o
+            .get("cacheRetention")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        metadata: o.get("metadata").and_then(Value::as_object).cloned(),
+        max_retries: o
+            .get("maxRetries")
+            .and_then(Value::as_u64)
+            .map(|n| n as u32),
+        max_retry_delay_ms: o.get("maxRetryDelayMs").and_then(Value::as_u64),
+        headers: o
+            .get("headers")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        ..StreamOptions::default()
+    };
+    Ok((model, context, options))
+}
+
+fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
+    let mut wanted: Vec<String> = HEADERS_THAT_MATTER.iter().map(|s| s.to_string()).collect();
+    wanted.extend(extra.iter().map(|h| h.to_ascii_lowercase()));
+    wanted.sort();
+    wanted.dedup();
+    let mut headers = Map::new();
+    for name in wanted {
+        let values: Vec<&str> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .collect();
+        if !values.is_empty() {
+            headers.insert(name, json!(values.join(", ")));
+        }
+    }
+    let body = serde_json::from_str::<Value>(&r.body).unwrap_or_else(|_| json!({"$raw": r.body}));
+    json!({"method": r.method, "path": r.path, "headers": headers, "body": body})
+}
+
+/// Runs a case end to end and returns the output document of FORMAT.md.
+pub async fn run_case(case: &Value) -> Result<Value, String> {
+    let server = start_server(responses_of(case))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (model, context, options) = case_inputs(case, &server.origin)?;
+    let api = model.api.clone();
+    let mut sink = RecordingSink::new(&api);
+    crate::providers::run(&model, &context, &options, &mut sink).await;
+    let requests = server.requests.lock().clone();
+    let req = case.get("request").cloned().unwrap_or(Value::Null);
+    let mut extra: Vec<String> = Vec::new();
+    for src in [
+        req.pointer("/model/headers"),
+        req.pointer("/options/headers"),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if let Some(o) = src.as_object() {
+            extra.extend(o.keys().cloned());
+        }
+    }
+    let overflow = sink
+        .message
+        .as_ref()
+        .is_some_and(|m| is_context_overflow(m, model.context_window));
+    let message = sink.message.as_ref().map(|m| {
+        let mut v = serde_json::to_value(Message::from(m.clone())).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("timestamp");
+            o.remove("durationMs");
+            if let Some(Value::Array(content)) = o.get_mut("content") {
+                for b in content.iter_mut() {
+                    if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                        *b = normalize_tool_call(&api, b);
+                    }
+                }
+            }
+        }
+        v
+    });
+    let mut out = Map::new();
+    out.insert(
+        "case".into(),
+        case.get("id").cloned().unwrap_or(Value::Null),
+    );
+    out.insert("api".into(), json!(api));
+    out.insert(
+        "request".into(),
+        requests
+            .first()
+            .map(|r| describe_request(r, &extra))
+            .unwrap_or(Value::Null),
+    );
+    out.insert("requestCount".into(), json!(requests.len()));
+    if requests.len() > 1 {
+        out.insert(
+            "extraRequests".into(),
+            Value::Array(
+                requests[1..]
+                    .iter()
+                    .map(|r| describe_request(r, &extra))
+                    .collect(),
+            ),
+        );
+    }
+    out.insert("events".into(), Value::Array(sink.events));
+    out.insert("message".into(), message.unwrap_or(Value::Null));
+    out.insert("overflow".into(), json!(overflow));
+    Ok(Value::Object(out))
+}

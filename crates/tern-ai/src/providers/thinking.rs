@@ -1,0 +1,78 @@
+//! Thinking levels: which a model supports, the nearest supported one, and the level a
+//! request asks for (the reference's `getSupportedThinkingLevels` / `clampThinkingLevel`).
+
+use serde_json::Value;
+
+use crate::message::ThinkingLevel;
+use crate::model::Model;
+use crate::stream_fn::StreamOptions;
+
+/// `model.thinkingLevelMap[level]`: `None` when absent, `Some(Value::Null)` when explicitly
+/// unsupported.
+pub(crate) fn thinking_level_map<'m>(model: &'m Model, level: &str) -> Option<&'m Value> {
+    model
+        .extra
+        .get("thinkingLevelMap")
+        .and_then(|m| m.get(level))
+}
+
+const LEVELS: [ThinkingLevel; 7] = [
+    ThinkingLevel::Off,
+    ThinkingLevel::Minimal,
+    ThinkingLevel::Low,
+    ThinkingLevel::Medium,
+    ThinkingLevel::High,
+    ThinkingLevel::Xhigh,
+    ThinkingLevel::Max,
+];
+
+/// The levels a model supports (the reference's `getSupportedThinkingLevels`).
+pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
+    if !model.reasoning {
+        return vec![ThinkingLevel::Off];
+    }
+    LEVELS
+        .iter()
+        .copied()
+        .filter(|l| {
+            let mapped = thinking_level_map(model, l.as_str());
+            if mapped.is_some_and(Value::is_null) {
+                return false;
+            }
+            if matches!(l, ThinkingLevel::Xhigh | ThinkingLevel::Max) {
+                return mapped.is_some();
+            }
+            true
+        })
+        .collect()
+}
+
+/// The nearest supported level, preferring higher ones (`clampThinkingLevel`).
+pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
+    let available = supported_thinking_levels(model);
+    if available.contains(&level) {
+        return level;
+    }
+    let idx = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
+    for l in &LEVELS[idx..] {
+        if available.contains(l) {
+            return *l;
+        }
+    }
+    for l in LEVELS[..idx].iter().rev() {
+        if available.contains(l) {
+            return *l;
+        }
+    }
+    available.first().copied().unwrap_or(ThinkingLevel::Off)
+}
+
+/// The requested reasoning level after clamping; `None` for off.
+pub(crate) fn reasoning_effort(model: &Model, options: &StreamOptions) -> Option<ThinkingLevel> {
+    let level = options.reasoning?;
+    if level == ThinkingLevel::Off {
+        return None;
+    }
+    let clamped = clamp_thinking_level(model, level);
+    (clamped != ThinkingLevel::Off).then_some(clamped)
+}
