@@ -11,11 +11,13 @@
 //! | [`journal`] | the [`Journal`] trait, [`SessionFileJournal`] (pi's session file) and [`SqliteJournal`] |
 //! | [`run`] | [`DurableRun`]: the model and tools as journaled steps, and [`Recovery`] of a cut-off run |
 //! | [`replay`] | [`replay()`](replay::replay): re-run a recording offline, report the first [`Divergence`] |
+//! | [`budget`] | [`Budget`]: limits that end a run with a wrap-up turn, and the [`Limit`] that did |
 //! | [`digest`] | [`transcript_digest`], [`context_digest`]: what ties a journal to its transcript |
 //! | [`error`] | [`JournalError`] |
 
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod digest;
 pub mod error;
 pub mod journal;
@@ -23,6 +25,7 @@ pub mod record;
 pub mod replay;
 pub mod run;
 
+pub use budget::{budget_notice, Budget, Limit};
 pub use digest::{context_digest, transcript_digest};
 pub use error::JournalError;
 pub use journal::{

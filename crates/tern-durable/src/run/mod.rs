@@ -43,6 +43,7 @@ pub(crate) struct RunInner {
     /// A replay: nothing goes live; a step the recording lacks is a divergence.
     pub(crate) offline: bool,
     divergence: Mutex<Option<crate::Divergence>>,
+    pub(crate) spending: Mutex<crate::budget::Spending>,
 }
 
 impl RunInner {
@@ -109,6 +110,7 @@ impl DurableRun {
                 }),
                 offline: false,
                 divergence: Mutex::new(None),
+                spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),
             }),
@@ -198,6 +200,27 @@ impl DurableRun {
             recorded,
             made: cursor.next_model,
         })
+    }
+
+    /// Sets the run's limits (before it starts); see [`Budget`](crate::Budget).
+    pub fn with_budget(self, budget: crate::Budget) -> Self {
+        *self.inner.spending.lock() = crate::budget::Spending::new(budget);
+        self
+    }
+
+    /// The limit that ended the run with a wrap-up turn, if one did.
+    pub fn ended_by(&self) -> Option<crate::Limit> {
+        self.inner.spending.lock().ended_by
+    }
+
+    /// How the run ended, for [`finish`](Self::finish): a budget's wrap-up, or `completed`.
+    pub fn end(&self) -> RunEnd {
+        match self.ended_by() {
+            Some(limit) => RunEnd::Budget {
+                limit: limit.name().to_string(),
+            },
+            None => RunEnd::Completed,
+        }
     }
 
     /// The run id.

@@ -12,6 +12,7 @@ use tern_ai::{
 };
 
 use super::RunInner;
+use crate::budget::Turn;
 use crate::digest::{request_digests, RequestDigests};
 use crate::replay::Divergence;
 use crate::{Record, Step};
@@ -39,11 +40,22 @@ impl StreamFn for DurableModel {
         context: Context,
         options: StreamOptions,
     ) -> Result<AssistantMessageEventStream, BoxError> {
+        let (tx, rx) = assistant_stream();
+        let turn = self.run.spending.lock().next_turn(&context.messages);
+        let context = match turn {
+            Turn::Normal => context,
+            Turn::WrapUp(messages) => Context::new(messages),
+            Turn::Over(limit) => {
+                let why = format!("the {} budget is spent", limit.name());
+                push_final(&tx, error_message(model, why));
+                return Ok(rx);
+            }
+        };
         let digests = request_digests(&context.messages);
         let plan = self.run.plan_model(&digests);
-        let (tx, rx) = assistant_stream();
         match plan {
             Plan::Recorded(message) => {
+                self.run.spending.lock().spent(&message);
                 push_final(&tx, *message);
             }
             Plan::Diverged(why) => push_final(&tx, error_message(model, why)),
@@ -76,6 +88,7 @@ impl StreamFn for DurableModel {
                         }
                     }
                     let message = (*upstream.result().await).clone();
+                    run.spending.lock().spent(&message);
                     let outcome = Record::new(Step::ModelOutcome {
                         id,
                         message: message.clone(),

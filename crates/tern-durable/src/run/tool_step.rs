@@ -81,6 +81,11 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
         let tool = original.clone();
         async move {
             let call_id = input.tool_call_id.clone();
+            if let Err(limit) = run.spending.lock().tool_call() {
+                return Err(
+                    format!("the {} budget is spent: no more tool calls", limit.name()).into(),
+                );
+            }
             let id = match run.plan_tool(&tool, &call_id) {
                 Plan::Recorded(end) => return output_of(end),
                 Plan::Interrupted => {
