@@ -107,11 +107,11 @@ fn total_usage<'a>(messages: impl Iterator<Item = &'a AssistantMessage>) -> Usag
     let mut all_billed = None;
     for m in messages {
         let u = &m.usage;
-        sum.input += u.input;
-        sum.output += u.output;
-        sum.cache_read += u.cache_read;
-        sum.cache_write += u.cache_write;
-        sum.total_tokens += u.total_tokens;
+        sum.input = sum.input.saturating_add(u.input);
+        sum.output = sum.output.saturating_add(u.output);
+        sum.cache_read = sum.cache_read.saturating_add(u.cache_read);
+        sum.cache_write = sum.cache_write.saturating_add(u.cache_write);
+        sum.total_tokens = sum.total_tokens.saturating_add(u.total_tokens);
         sum.cache_write_1h = add_optional(sum.cache_write_1h, u.cache_write_1h);
         sum.reasoning = add_optional(sum.reasoning, u.reasoning);
         let c = &u.cost;
@@ -130,7 +130,7 @@ fn total_usage<'a>(messages: impl Iterator<Item = &'a AssistantMessage>) -> Usag
 fn add_optional(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
     }
 }
 

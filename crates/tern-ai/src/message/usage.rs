@@ -32,6 +32,23 @@ pub struct Usage {
     pub cost: Cost,
 }
 
+impl Usage {
+    /// `input + output + cache_read + cache_write`, the total the reference computes when a
+    /// provider reports none. The counts come from the wire, so the sum saturates instead of
+    /// overflowing.
+    ///
+    /// ```
+    /// let usage = tern_ai::Usage { input: 3, output: 4, cache_read: u64::MAX, ..Default::default() };
+    /// assert_eq!(usage.token_sum(), u64::MAX);
+    /// ```
+    pub fn token_sum(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+}
+
 /// Cost of one response in dollars. Written as JavaScript writes numbers: a whole amount
 /// without a fraction (`0`, not `0.0`).
 ///

@@ -16,7 +16,7 @@ struct Rates {
 /// below `input + cacheRead + cacheWrite` replaces the base rates; 1-hour cache writes cost
 /// twice the input price; `totalFromProvider` is false.
 pub fn calculate_cost(model: &Model, usage: &mut Usage) {
-    let tokens = (usage.input + usage.cache_read + usage.cache_write) as f64;
+    let tokens = usage.input as f64 + usage.cache_read as f64 + usage.cache_write as f64;
     let c = &model.cost;
     let mut rates = Rates {
         input: c.input,

@@ -66,7 +66,7 @@ pub fn is_context_overflow(message: &AssistantMessage, context_window: u64) -> b
             }
         }
     }
-    let input = message.usage.input + message.usage.cache_read;
+    let input = message.usage.input.saturating_add(message.usage.cache_read);
     if context_window > 0 && message.stop_reason == StopReason::Stop && input > context_window {
         return true;
     }

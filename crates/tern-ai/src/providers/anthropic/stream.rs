@@ -79,8 +79,7 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                 m.usage.cache_write_1h = Some(
                     count(u.pointer("/cache_creation/ephemeral_1h_input_tokens")).unwrap_or(0),
                 );
-                m.usage.total_tokens =
-                    m.usage.input + m.usage.output + m.usage.cache_read + m.usage.cache_write;
+                m.usage.total_tokens = m.usage.token_sum();
                 cost::calculate_cost(model, &mut m.usage);
             });
         }
@@ -255,8 +254,7 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                         m.usage.reasoning = Some(v);
                     }
                 }
-                m.usage.total_tokens =
-                    m.usage.input + m.usage.output + m.usage.cache_read + m.usage.cache_write;
+                m.usage.total_tokens = m.usage.token_sum();
                 cost::calculate_cost(model, &mut m.usage);
                 if let Some(u) = &u {
                     if model.provider == "openrouter" || model.base_url.contains("openrouter.ai") {

@@ -28,7 +28,8 @@ pub(crate) fn parse_usage(raw: &Value, model: &Model) -> Usage {
         .or_else(|| n(raw.get("cached_tokens")))
         .unwrap_or(0);
     let cache_write = n(details.and_then(|d| d.get("cache_write_tokens"))).unwrap_or(0);
-    let input = prompt.saturating_sub(cache_read + cache_write);
+    // Counts come from the wire: saturate instead of overflowing on absurd values.
+    let input = prompt.saturating_sub(cache_read.saturating_add(cache_write));
     let output = n(raw.get("completion_tokens")).unwrap_or(0);
     let reasoning = n(raw
         .get("completion_tokens_details")
@@ -42,9 +43,9 @@ pub(crate) fn parse_usage(raw: &Value, model: &Model) -> Usage {
         cache_read,
         cache_write,
         reasoning: Some(reasoning),
-        total_tokens: input + output + cache_read + cache_write,
         ..Usage::default()
     };
+    usage.total_tokens = usage.token_sum();
     cost::calculate_cost(model, &mut usage);
     if model.provider == "openrouter" || model.base_url.contains("openrouter.ai") {
         cost::apply_openrouter_cost(&mut usage, raw);

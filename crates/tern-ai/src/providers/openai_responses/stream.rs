@@ -138,7 +138,7 @@ fn parse_usage(u: &Value) -> Usage {
     let cached = n(u.pointer("/input_tokens_details/cached_tokens"));
     let write = n(u.pointer("/input_tokens_details/cache_write_tokens"));
     Usage {
-        input: n(u.get("input_tokens")).saturating_sub(cached + write),
+        input: n(u.get("input_tokens")).saturating_sub(cached.saturating_add(write)),
         output: n(u.get("output_tokens")),
         cache_read: cached,
         cache_write: write,
