@@ -73,7 +73,8 @@ pub use hooks::Hooks;
 pub use outcome::{RunEnding, RunOutcome, StopCause};
 pub use queue::{PendingMessageQueue, QueueMode};
 pub use tool::{
-    schema_for, AgentTool, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult, ToolUpdater,
+    schema_for, AgentTool, Replay, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult,
+    ToolUpdater,
 };
 pub use tool_exec::{run_tool_call, RunToolCallOptions, ToolCallOutcome};
 

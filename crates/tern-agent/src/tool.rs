@@ -43,6 +43,27 @@ pub enum ToolExecutionMode {
     Sequential,
 }
 
+/// Whether a call interrupted by a crash may run again on recovery (the reference declares
+/// `replay: "never" | "safe"` on tools). Serialized as `"never"` / `"safe"`.
+///
+/// ```
+/// use tern_agent::{AgentTool, Replay, ToolResult};
+/// let ls = AgentTool::dynamic("ls", "List.", serde_json::json!({"type":"object"}),
+///     |_call| async { Ok(ToolResult::text("a b")) });
+/// assert_eq!(ls.replay(), Replay::Never, "never is the safe default");
+/// assert_eq!(ls.with_replay(Replay::Safe).replay(), Replay::Safe);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replay {
+    /// The call may have changed the world: an interrupted call is not re-run; the model is
+    /// told its outcome is unknown.
+    #[default]
+    Never,
+    /// Running the call twice is harmless (reads): an interrupted call is re-run.
+    Safe,
+}
+
 /// What a tool returns (the reference's `AgentToolResult`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -226,6 +247,7 @@ struct ToolInner {
     compiled_parameters: Arc<OnceLock<CompiledSchema>>,
     label: String,
     execution_mode: Option<ToolExecutionMode>,
+    replay: Replay,
     prepare_arguments: Option<Arc<PrepareFn>>,
     execute: Arc<ExecuteFn>,
 }
@@ -275,6 +297,7 @@ impl AgentTool {
                 compiled_parameters: Arc::new(OnceLock::new()),
                 label: name.to_string(),
                 execution_mode: None,
+                replay: Replay::Never,
                 prepare_arguments: None,
                 execute: Arc::new(move |input| Box::pin(execute(input))),
             }),
@@ -316,6 +339,39 @@ impl AgentTool {
     /// Sets the execution mode (`Sequential` makes every batch containing this tool sequential).
     pub fn with_execution_mode(self, mode: ToolExecutionMode) -> Self {
         self.map_inner(|i| i.execution_mode = Some(mode))
+    }
+
+    /// The same tool (name, schema, label, mode, replay policy) with another `execute`:
+    /// the seam for layers that wrap a call without changing the tool the model sees
+    /// (durable runs journal each call around the original `execute`).
+    ///
+    /// ```
+    /// use tern_agent::{AgentTool, ToolResult};
+    /// let t = AgentTool::dynamic("t", "T.", serde_json::json!({"type":"object"}),
+    ///     |_c| async { Ok(ToolResult::text("inner")) });
+    /// let inner = t.clone();
+    /// let wrapped = t.with_execute(move |call| {
+    ///     let run = inner.execute(call);
+    ///     async move { run.await.map(|r| ToolResult::text(format!("wrapped {:?}", r.content().len()))) }
+    /// });
+    /// assert_eq!(wrapped.name(), "t");
+    /// ```
+    pub fn with_execute<F, Fut>(self, execute: F) -> Self
+    where
+        F: Fn(ToolCallInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolOutput> + Send + 'static,
+    {
+        self.map_inner(|i| i.execute = Arc::new(move |input| Box::pin(execute(input))))
+    }
+
+    /// Sets the replay policy durable runs follow when a call of this tool was interrupted.
+    pub fn with_replay(self, replay: Replay) -> Self {
+        self.map_inner(|i| i.replay = replay)
+    }
+
+    /// The replay policy ([`Replay::Never`] unless set).
+    pub fn replay(&self) -> Replay {
+        self.inner.replay
     }
 
     /// Rewrites raw arguments before validation; return `None` to keep them unchanged.

@@ -105,6 +105,12 @@ impl Recorder {
         &self.session
     }
 
+    /// The session being written, to append entries of its own (durable journals append
+    /// their step records here, so they chain into the same tree as the messages).
+    pub fn session_mut(&mut self) -> &mut SessionFile {
+        &mut self.session
+    }
+
     /// Writes a finished message (after any pending prefix).
     pub fn record_message(&mut self, message: &Message) {
         for m in std::mem::take(&mut self.prefix) {

@@ -213,7 +213,43 @@ impl SessionFile {
         self.append("thinking_level_change", json!({ "thinkingLevel": level }))
     }
 
+    /// Appends a `custom` entry (pi keeps it in the tree and out of the model's context).
+    /// `sync: false` skips the fsync, for callers that batch their own (durable journals).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let mut s = tern_session::SessionFile::create_at(&dir.path().join("s.jsonl"), std::path::Path::new("/p"));
+    /// s.append_custom("my-ext", serde_json::json!({"n": 1}), true).expect("written");
+    /// let text = std::fs::read_to_string(s.path().expect("on disk"))?;
+    /// assert!(text.contains(r#""customType":"my-ext","data":{"n":1}"#));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append_custom(
+        &mut self,
+        custom_type: &str,
+        data: Value,
+        sync: bool,
+    ) -> Result<(), SessionError> {
+        self.append_with(
+            "custom",
+            json!({"customType": custom_type, "data": data}),
+            sync,
+        )
+    }
+
+    /// Forces what was appended without a sync onto the disk.
+    pub fn sync(&mut self) -> Result<(), SessionError> {
+        match self.file.as_mut() {
+            Some(f) => f.sync_data().map_err(|e| self.write_error(e)),
+            None => Ok(()),
+        }
+    }
+
     fn append(&mut self, kind: &str, fields: Value) -> Result<(), SessionError> {
+        self.append_with(kind, fields, true)
+    }
+
+    fn append_with(&mut self, kind: &str, fields: Value, sync: bool) -> Result<(), SessionError> {
         let id = entry_id();
         let mut entry = json!({
             "type": kind,
@@ -227,10 +263,10 @@ impl SessionFile {
         if self.path.is_some() {
             if !self.header_written {
                 let header = self.header();
-                self.write_line(&header)?;
+                self.write_line(&header, sync)?;
                 self.header_written = true;
             }
-            self.write_line(&entry)?;
+            self.write_line(&entry, sync)?;
         }
         // Only a written entry becomes the leaf: the next one must not name a parent that
         // is not in the file.
@@ -245,7 +281,7 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, value: &Value) -> Result<(), SessionError> {
+    fn write_line(&mut self, value: &Value, sync: bool) -> Result<(), SessionError> {
         let mut line = serde_json::to_string(value).map_err(|e| self.write_error(e.into()))?;
         for key in self.secrets.iter() {
             // Keys are matched as JSON would spell them inside a string.
@@ -259,7 +295,7 @@ impl SessionFile {
             Some(f) => f
                 .write_all(line.as_bytes())
                 .and_then(|()| f.write_all(b"\n"))
-                .and_then(|()| f.sync_data()),
+                .and_then(|()| if sync { f.sync_data() } else { Ok(()) }),
             None => Ok(()),
         };
         result.map_err(|e| self.write_error(e))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::blocking;
@@ -75,6 +75,8 @@ where
         }
     })
     .with_execution_mode(ToolExecutionMode::Parallel)
+    // Listing twice changes nothing, so a call cut by a crash is simply run again.
+    .with_replay(Replay::Safe)
 }
 
 /// The bracketed notices a listing's text ends with, each with its `details` entry, in the

@@ -8,7 +8,7 @@ use base64::Engine;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
+use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 use tern_ai::{ContentBlock, ImageContent};
 use tokio_util::sync::CancellationToken;
 
@@ -59,6 +59,8 @@ pub fn read_tool(config: &ToolConfig) -> AgentTool {
         }
     })
     .with_execution_mode(ToolExecutionMode::Parallel)
+    // Reading twice changes nothing, so a call cut by a crash is simply run again.
+    .with_replay(Replay::Safe)
 }
 
 fn read_blocking(

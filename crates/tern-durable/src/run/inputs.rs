@@ -1,0 +1,141 @@
+//! Acknowledged input: steering and follow-ups are journaled when accepted, before the
+//! agent sees them; when one is placed into the transcript (its `message_end`) that is
+//! journaled too, with the model request it precedes. Recovery hands each recorded input to
+//! the agent again at the same place, so the replayed requests meet the same contexts.
+
+use std::sync::Arc;
+
+use tern_agent::{Agent, AgentEvent, Subscription};
+use tern_ai::Message;
+
+use super::{DurableRun, RunInner};
+use crate::{JournalError, Queue, Record, Step};
+
+impl RunInner {
+    fn deliver(&self, queue: Queue, message: Message) {
+        if let Some(agent) = self.agent.lock().as_ref() {
+            match queue {
+                Queue::Steer => agent.steer(message),
+                Queue::FollowUp => agent.follow_up(message),
+                // A prompt starts a run; it is never queued into one.
+                Queue::Prompt => {}
+            }
+        }
+    }
+
+    /// Called when model request `n` is planned: recorded input placed before request
+    /// `n + 1` goes to the agent now (it drains its queues after this turn's tools); when
+    /// `n` is the last recorded request, input accepted but never placed goes too.
+    pub(crate) fn deliver_recorded(&self, n: usize) {
+        let due: Vec<(Queue, Message)> = {
+            let cursor = self.cursor.lock();
+            let last = cursor.recorded.models.len().checked_sub(1);
+            cursor
+                .recorded
+                .inputs
+                .iter()
+                .filter(|i| !i.returned && i.queue != Queue::Prompt)
+                .filter(|i| match i.committed_before {
+                    Some(before) => before == n + 1,
+                    None => Some(n) == last,
+                })
+                .map(|i| (i.queue, i.message.clone()))
+                .collect()
+        };
+        for (queue, message) in due {
+            self.deliver(queue, message);
+        }
+    }
+}
+
+impl DurableRun {
+    /// Connects the run to the agent that executes it: accepted input goes to its queues,
+    /// placements are journaled, and a recovered run's input placed before its first
+    /// request (or never placed, when nothing was requested) is queued now.
+    pub fn attach(&self, agent: &Agent) -> Subscription {
+        *self.inner.agent.lock() = Some(agent.clone());
+        {
+            let mut cursor = self.inner.cursor.lock();
+            let recorded: Vec<_> = cursor
+                .recorded
+                .inputs
+                .iter()
+                .filter(|i| i.committed_before.is_none() && !i.returned)
+                .map(|i| (i.id.clone(), i.message.clone()))
+                .collect();
+            cursor.uncommitted = recorded;
+        }
+        let first: Vec<(Queue, Message)> = {
+            let cursor = self.inner.cursor.lock();
+            let nothing_requested = cursor.recorded.models.is_empty();
+            cursor
+                .recorded
+                .inputs
+                .iter()
+                .filter(|i| !i.returned && i.queue != Queue::Prompt)
+                .filter(|i| match i.committed_before {
+                    Some(before) => before == 0,
+                    None => nothing_requested,
+                })
+                .map(|i| (i.queue, i.message.clone()))
+                .collect()
+        };
+        for (q, m) in first {
+            self.inner.deliver(q, m);
+        }
+        let run = self.inner.clone();
+        agent.subscribe(move |event, _signal| {
+            let run = run.clone();
+            async move {
+                let AgentEvent::MessageEnd { message } = &*event else {
+                    return;
+                };
+                if message.role() != "user" {
+                    return;
+                }
+                if let Some(id) = run.take_uncommitted(message) {
+                    let before_request = run.cursor.lock().next_model;
+                    // A listener is awaited before the loop goes on: the placement is on
+                    // disk before the request that carries it.
+                    let _ = run
+                        .journal
+                        .append(&Record::new(Step::InputCommitted { id, before_request }))
+                        .await;
+                }
+            }
+        })
+    }
+
+    /// Accepts a steering message: journaled, then queued. Returns its id.
+    pub async fn steer(&self, message: Message) -> Result<String, JournalError> {
+        self.accept_and_deliver(Queue::Steer, message).await
+    }
+
+    /// Accepts a follow-up: journaled, then queued. Returns its id.
+    pub async fn follow_up(&self, message: Message) -> Result<String, JournalError> {
+        self.accept_and_deliver(Queue::FollowUp, message).await
+    }
+
+    async fn accept_and_deliver(
+        &self,
+        queue: Queue,
+        message: Message,
+    ) -> Result<String, JournalError> {
+        let id = self.accept(queue, message.clone()).await?;
+        self.inner
+            .cursor
+            .lock()
+            .uncommitted
+            .push((id.clone(), message.clone()));
+        self.inner.deliver(queue, message);
+        Ok(id)
+    }
+}
+
+impl RunInner {
+    fn take_uncommitted(self: &Arc<Self>, message: &Message) -> Option<String> {
+        let mut cursor = self.cursor.lock();
+        let at = cursor.uncommitted.iter().position(|(_, m)| m == message)?;
+        Some(cursor.uncommitted.remove(at).0)
+    }
+}

@@ -1,0 +1,292 @@
+//! Durable execution of one run on top of the core: the model and the tools are wrapped so
+//! each request and call is a journaled step, and recovery replays the recorded outcomes.
+//!
+//! The loop itself is the core's, unchanged: a durable run is an [`Agent`] built with
+//! [`DurableRun::model`] as its stream function and [`DurableRun::tool`] around each tool.
+//! Between steps the loop is deterministic, so re-running it from the transcript the run
+//! started from, with the same input, meets the same steps in the same order.
+
+mod inputs;
+mod model_step;
+pub mod recorded;
+mod tool_step;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tern_agent::AgentTool;
+use tern_ai::{Message, StreamFn};
+
+pub use recorded::{RecordedInput, RecordedModel, RecordedRun, RecordedTool};
+pub use tool_step::interrupted_text;
+
+use crate::{transcript_digest, Journal, JournalError, Queue, Record, RunEnd, Step};
+
+pub(crate) struct Cursor {
+    pub(crate) recorded: RecordedRun,
+    pub(crate) next_model: usize,
+    /// Accepted input not yet seen in the transcript: (id, message).
+    pub(crate) uncommitted: Vec<(String, Message)>,
+    /// Tool calls started so far.
+    pub(crate) next_tool: usize,
+}
+
+pub(crate) struct RunInner {
+    pub(crate) journal: Arc<dyn Journal>,
+    pub(crate) run_id: String,
+    pub(crate) cursor: Mutex<Cursor>,
+    inputs: AtomicU64,
+    /// Where accepted input goes; set by `attach`, cleared by `finish` (the agent holds
+    /// this run through its stream function, so the link is broken when the run ends).
+    pub(crate) agent: Mutex<Option<tern_agent::Agent>>,
+    /// A replay: nothing goes live; a step the recording lacks is a divergence.
+    pub(crate) offline: bool,
+    divergence: Mutex<Option<crate::Divergence>>,
+    pub(crate) spending: Mutex<crate::budget::Spending>,
+}
+
+impl RunInner {
+    /// Keeps the first divergence only: later ones follow from it.
+    pub(crate) fn note_divergence(&self, d: crate::Divergence) {
+        self.divergence.lock().get_or_insert(d);
+    }
+}
+
+/// One durable run: its journal, its id, and what recovery replays.
+#[derive(Clone)]
+pub struct DurableRun {
+    inner: Arc<RunInner>,
+}
+
+impl std::fmt::Debug for DurableRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableRun")
+            .field("run_id", &self.inner.run_id)
+            .field("journal", &self.inner.journal.describe())
+            .finish()
+    }
+}
+
+/// What [`DurableRun::recover`] found.
+#[derive(Debug)]
+pub enum Recovery {
+    /// The journal's last run ended (or there was none): nothing to finish.
+    NothingInterrupted,
+    /// A run was cut off: re-run it with this run and this input.
+    Interrupted {
+        /// The run, replaying its recorded steps, then live.
+        run: DurableRun,
+        /// The prompt it was started with.
+        prompt: Vec<Message>,
+        /// Messages the transcript held when it started (replay from there).
+        transcript_length: usize,
+        /// Accepted steering and follow-up input not yet placed into the transcript.
+        pending: Vec<RecordedInput>,
+    },
+}
+
+fn new_run_id() -> String {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "run-{}-{}",
+        tern_ai::clock::now_ms(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+impl DurableRun {
+    fn with(journal: Arc<dyn Journal>, run_id: String, recorded: RecordedRun) -> Self {
+        let inputs = recorded.inputs.len() as u64;
+        DurableRun {
+            inner: Arc::new(RunInner {
+                journal,
+                run_id,
+                cursor: Mutex::new(Cursor {
+                    recorded,
+                    next_model: 0,
+                    uncommitted: Vec::new(),
+                    next_tool: 0,
+                }),
+                offline: false,
+                divergence: Mutex::new(None),
+                spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
+                inputs: AtomicU64::new(inputs),
+                agent: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Starts a new run from `transcript`; its prompt is journaled in the same record, so a
+    /// run on disk always has its input.
+    pub async fn start(
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+        prompt: &[Message],
+    ) -> Result<DurableRun, JournalError> {
+        let run = Self::with(journal, new_run_id(), RecordedRun::default());
+        run.inner
+            .journal
+            .append(&Record::new(Step::RunStarted {
+                run_id: run.inner.run_id.clone(),
+                transcript_digest: transcript_digest(transcript),
+                transcript_length: transcript.len(),
+                prompt: prompt.to_vec(),
+            }))
+            .await?;
+        Ok(run)
+    }
+
+    /// Reads the journal and, when its last run was cut off, prepares to finish it.
+    ///
+    /// `transcript` is the session's transcript as loaded; its first messages must be the
+    /// ones the run started from, or the journal is refused ([`JournalError::OtherTranscript`]).
+    pub fn recover(
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+    ) -> Result<Recovery, JournalError> {
+        let records = journal.records()?;
+        let Some(recorded) = RecordedRun::last(&records) else {
+            return Ok(Recovery::NothingInterrupted);
+        };
+        if !recorded.interrupted() {
+            return Ok(Recovery::NothingInterrupted);
+        }
+        let start = recorded.transcript_length.min(transcript.len());
+        let here = transcript_digest(&transcript[..start]);
+        if recorded.transcript_length > transcript.len() || here != recorded.transcript_digest {
+            return Err(JournalError::OtherTranscript {
+                journal: recorded.transcript_digest.clone(),
+                transcript: here,
+            });
+        }
+        let prompt = recorded.prompt.clone();
+        let pending = recorded
+            .inputs
+            .iter()
+            .filter(|i| i.queue != Queue::Prompt && i.committed_before.is_none() && !i.returned)
+            .cloned()
+            .collect();
+        let transcript_length = recorded.transcript_length;
+        let run_id = recorded.run_id.clone();
+        Ok(Recovery::Interrupted {
+            run: Self::with(journal, run_id, recorded),
+            prompt,
+            transcript_length,
+            pending,
+        })
+    }
+
+    /// This run as a replay: nothing goes live (only before it is used).
+    pub(crate) fn offline(self) -> Self {
+        let mut inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => return DurableRun { inner: shared },
+        };
+        inner.offline = true;
+        DurableRun {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The first divergence a replay met, then whether fewer requests were made.
+    pub(crate) fn first_divergence(&self) -> Option<crate::Divergence> {
+        if let Some(d) = self.inner.divergence.lock().clone() {
+            return Some(d);
+        }
+        let cursor = self.inner.cursor.lock();
+        let recorded = cursor.recorded.models.len();
+        (cursor.next_model < recorded).then(|| crate::Divergence::MissingRequests {
+            recorded,
+            made: cursor.next_model,
+        })
+    }
+
+    /// Sets the run's limits (before it starts); see [`Budget`](crate::Budget).
+    pub fn with_budget(self, budget: crate::Budget) -> Self {
+        *self.inner.spending.lock() = crate::budget::Spending::new(budget);
+        self
+    }
+
+    /// The limit that ended the run with a wrap-up turn, if one did.
+    pub fn ended_by(&self) -> Option<crate::Limit> {
+        self.inner.spending.lock().ended_by
+    }
+
+    /// How the run ended, for [`finish`](Self::finish): a budget's wrap-up, or `completed`.
+    pub fn end(&self) -> RunEnd {
+        match self.ended_by() {
+            Some(limit) => RunEnd::Budget {
+                limit: limit.name().to_string(),
+            },
+            None => RunEnd::Completed,
+        }
+    }
+
+    /// The run id.
+    pub fn id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// The stream function for the run's agent: `inner` wrapped as model-request steps.
+    pub fn model(&self, inner: Arc<dyn StreamFn>) -> Arc<dyn StreamFn> {
+        Arc::new(model_step::DurableModel {
+            run: self.inner.clone(),
+            inner,
+        })
+    }
+
+    /// `tool` wrapped as tool-call steps (same name, schema and policy).
+    pub fn tool(&self, tool: AgentTool) -> AgentTool {
+        tool_step::durable_tool(self.inner.clone(), tool)
+    }
+
+    /// Journals an input at acceptance and returns its id; hand the message to the agent
+    /// (`steer` / `follow_up`) only after this returns.
+    pub async fn accept(&self, queue: Queue, message: Message) -> Result<String, JournalError> {
+        let n = self.inner.inputs.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{}:i{n}", self.inner.run_id);
+        self.inner
+            .journal
+            .append(&Record::new(Step::InputAccepted {
+                id: id.clone(),
+                queue,
+                message,
+            }))
+            .await?;
+        Ok(id)
+    }
+
+    /// Journals how the run ended.
+    pub async fn finish(&self, end: RunEnd) -> Result<(), JournalError> {
+        self.inner.agent.lock().take();
+        self.inner
+            .journal
+            .append(&Record::new(Step::RunFinished {
+                run_id: self.inner.run_id.clone(),
+                end,
+            }))
+            .await
+    }
+}
+
+/// Records `agent`'s finished messages into `recorder`'s session, skipping the first
+/// `already_written`: a recovered run replays messages the session file already holds.
+pub fn record_messages(
+    recorder: &Arc<Mutex<tern_session::Recorder>>,
+    agent: &tern_agent::Agent,
+    already_written: usize,
+) -> tern_agent::Subscription {
+    let rec = recorder.clone();
+    let skip = AtomicU64::new(already_written as u64);
+    agent.subscribe_sync(move |event| {
+        if let tern_agent::AgentEvent::MessageEnd { message } = event {
+            let left = skip.load(Ordering::Relaxed);
+            if left > 0 {
+                skip.store(left - 1, Ordering::Relaxed);
+                return;
+            }
+            rec.lock().record_message(message);
+        }
+    })
+}

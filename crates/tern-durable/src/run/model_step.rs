@@ -1,0 +1,188 @@
+//! The model-request step: a stream function around the real one. Live, it journals the
+//! intent (with the context digest) before the request and the final message after it,
+//! before the loop sees that message. Recovering, it serves recorded final messages instead
+//! of sending, and re-sends a request that was cut off.
+
+use std::sync::Arc;
+
+use tern_ai::{
+    assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender,
+    AssistantMessageEventStream, BoxError, Context, Model, PartialMessage, StopReason, StreamFn,
+    StreamOptions,
+};
+
+use super::RunInner;
+use crate::budget::Turn;
+use crate::digest::{request_digests, RequestDigests};
+use crate::replay::Divergence;
+use crate::{Record, Step};
+
+/// A [`StreamFn`] that journals each request of a durable run.
+pub(super) struct DurableModel {
+    pub(super) run: Arc<RunInner>,
+    pub(super) inner: Arc<dyn StreamFn>,
+}
+
+/// What to do with one request.
+enum Plan {
+    /// Served from the journal.
+    Recorded(Box<AssistantMessage>),
+    /// Sent: the step id and its attempt.
+    Live { id: String, attempt: u32 },
+    /// Recovery found another request than the journal's: refuse to go on.
+    Diverged(String),
+}
+
+impl StreamFn for DurableModel {
+    fn stream(
+        &self,
+        model: &Model,
+        context: Context,
+        options: StreamOptions,
+    ) -> Result<AssistantMessageEventStream, BoxError> {
+        let (tx, rx) = assistant_stream();
+        let turn = self.run.spending.lock().next_turn(&context.messages);
+        let context = match turn {
+            Turn::Normal => context,
+            Turn::WrapUp(messages) => Context::new(messages),
+            Turn::Over(limit) => {
+                let why = format!("the {} budget is spent", limit.name());
+                push_final(&tx, error_message(model, why));
+                return Ok(rx);
+            }
+        };
+        let digests = request_digests(&context.messages);
+        let plan = self.run.plan_model(&digests);
+        match plan {
+            Plan::Recorded(message) => {
+                self.run.spending.lock().spent(&message);
+                push_final(&tx, *message);
+            }
+            Plan::Diverged(why) => push_final(&tx, error_message(model, why)),
+            Plan::Live { id, attempt } => {
+                let run = self.run.clone();
+                let inner = self.inner.clone();
+                let model = model.clone();
+                tokio::spawn(async move {
+                    let intent = Record::new(Step::ModelIntent {
+                        id: id.clone(),
+                        run_id: run.run_id.clone(),
+                        attempt,
+                        context_digest: digests.context,
+                        system_digest: digests.system,
+                        tools_digest: digests.tools,
+                    });
+                    if let Err(e) = run.journal.append(&intent).await {
+                        let why = format!("the request was not sent: {e}");
+                        return push_final(&tx, error_message(&model, why));
+                    }
+                    let mut upstream = match inner.stream(&model, context, options) {
+                        Ok(s) => s,
+                        Err(e) => return push_final(&tx, error_message(&model, e.to_string())),
+                    };
+                    while let Some(event) = upstream.next().await {
+                        match event {
+                            AssistantMessageEvent::Done { .. }
+                            | AssistantMessageEvent::Error { .. } => break,
+                            other => tx.push(other),
+                        }
+                    }
+                    let message = (*upstream.result().await).clone();
+                    run.spending.lock().spent(&message);
+                    let outcome = Record::new(Step::ModelOutcome {
+                        id,
+                        message: message.clone(),
+                    });
+                    if let Err(e) = run.journal.append(&outcome).await {
+                        let why = format!("the response was not recorded: {e}");
+                        return push_final(&tx, error_message(&model, why));
+                    }
+                    push_end(&tx, message);
+                });
+            }
+        }
+        Ok(rx)
+    }
+}
+
+impl RunInner {
+    fn plan_model(&self, digests: &RequestDigests) -> Plan {
+        let n = {
+            let mut cursor = self.cursor.lock();
+            cursor.next_model += 1;
+            cursor.next_model - 1
+        };
+        self.deliver_recorded(n);
+        let cursor = self.cursor.lock();
+        let Some(m) = cursor.recorded.models.get(n) else {
+            if self.offline {
+                drop(cursor);
+                return self.diverge(Divergence::ExtraRequest { request: n + 1 });
+            }
+            return Plan::Live {
+                id: format!("{}:m{n}", self.run_id),
+                attempt: 1,
+            };
+        };
+        let request = n + 1;
+        let divergence = if m.digests.system != digests.system {
+            Some(Divergence::SystemPrompt { request })
+        } else if m.digests.tools != digests.tools {
+            Some(Divergence::Tools { request })
+        } else if m.digests.context != digests.context {
+            Some(Divergence::Context { request })
+        } else {
+            None
+        };
+        let plan = match (&m.outcome, divergence) {
+            (_, Some(d)) => Err(d),
+            (Some(message), None) => Ok(Plan::Recorded(Box::new(message.clone()))),
+            (None, None) if self.offline => Err(Divergence::ExtraRequest { request }),
+            (None, None) => Ok(Plan::Live {
+                id: m.id.clone(),
+                attempt: m.attempts + 1,
+            }),
+        };
+        drop(cursor);
+        plan.unwrap_or_else(|d| self.diverge(d))
+    }
+
+    fn diverge(&self, d: Divergence) -> Plan {
+        let text = d.to_string();
+        self.note_divergence(d);
+        Plan::Diverged(format!("{text}; the run was not continued"))
+    }
+}
+
+fn error_message(model: &Model, why: String) -> AssistantMessage {
+    AssistantMessage {
+        stop_reason: StopReason::Error,
+        error_message: Some(format!("durable run: {why}")),
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        timestamp: tern_ai::clock::now_ms(),
+        ..AssistantMessage::default()
+    }
+}
+
+/// A whole response as the provider would stream it: `start`, then `done` or `error`.
+fn push_final(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+    tx.push(AssistantMessageEvent::Start {
+        partial: PartialMessage::new(message.clone()),
+    });
+    push_end(tx, message);
+}
+
+/// The final event of a response.
+fn push_end(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+    let reason = message.stop_reason;
+    let message = Arc::new(message);
+    match reason {
+        StopReason::Error | StopReason::Aborted => tx.push(AssistantMessageEvent::Error {
+            reason,
+            error: message,
+        }),
+        _ => tx.push(AssistantMessageEvent::Done { reason, message }),
+    }
+}

@@ -1,0 +1,134 @@
+//! Record/replay: a recorded run replays as identical, and each kind of change to the agent
+//! is reported at the first place it shows.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::*;
+use serde_json::json;
+use tern_agent::{Agent, AgentOptions, AgentTool, Replay};
+use tern_ai::{Message, Model, StreamFn};
+use tern_durable::{
+    replay, Divergence, DurableRun, Journal, MemoryJournal, Record, ReplayReport, RunEnd, Step,
+};
+
+const SYSTEM: &str = "You count things.";
+
+fn build(
+    run: &DurableRun,
+    stream_fn: Arc<dyn StreamFn>,
+    dir: &Path,
+    system: &str,
+    safe: AgentTool,
+) -> Agent {
+    Agent::new(AgentOptions {
+        model: Some(Arc::new(Model::default())),
+        system_prompt: Some(system.to_string()),
+        stream_fn: Some(stream_fn),
+        tools: vec![
+            run.tool(safe),
+            run.tool(counting_tool(dir, "never_count", Replay::Never)),
+        ],
+        ..Default::default()
+    })
+}
+
+async fn record(dir: &Path) -> Vec<Record> {
+    let journal = Arc::new(MemoryJournal::default());
+    let prompt = vec![Message::user_text("go")];
+    let run = DurableRun::start(journal.clone(), &[], &prompt)
+        .await
+        .expect("start");
+    let server = ScriptedServer::default();
+    let safe = counting_tool(dir, "safe_count", Replay::Safe);
+    let a = build(&run, run.model(Arc::new(server)), dir, SYSTEM, safe);
+    a.prompt_messages(prompt).await.expect("run");
+    run.finish(RunEnd::Completed).await.expect("finish");
+    journal.records().expect("records")
+}
+
+async fn replay_with(
+    records: Vec<Record>,
+    dir: &Path,
+    system: &str,
+    safe: AgentTool,
+) -> ReplayReport {
+    replay(records, &[], |run, stream_fn| {
+        build(run, stream_fn, dir, system, safe)
+    })
+    .await
+    .expect("replayable")
+}
+
+#[tokio::test]
+async fn a_recorded_run_replays_as_identical_without_running_anything() {
+    let dir = tempfile::tempdir().expect("dir");
+    let records = record(dir.path()).await;
+    let (safe, never) = (
+        effects(dir.path(), "safe_count"),
+        effects(dir.path(), "never_count"),
+    );
+    assert_eq!((safe, never), (1, 2), "the recording ran each call once");
+    let report = replay_with(
+        records,
+        dir.path(),
+        SYSTEM,
+        counting_tool(dir.path(), "safe_count", Replay::Safe),
+    )
+    .await;
+    assert_eq!(report, ReplayReport::Identical);
+    assert_eq!(report.to_string(), "identical");
+    assert_eq!(
+        effects(dir.path(), "never_count"),
+        2,
+        "no tool ran in the replay"
+    );
+}
+
+#[tokio::test]
+async fn each_change_is_reported_at_its_first_divergence() {
+    let dir = tempfile::tempdir().expect("dir");
+    let records = record(dir.path()).await;
+    let safe = || counting_tool(dir.path(), "safe_count", Replay::Safe);
+
+    let changed_schema = AgentTool::dynamic(
+        "safe_count",
+        "Count.",
+        json!({"type": "object", "properties": {"by": {"type": "integer"}}}),
+        |_c| async { Ok(tern_agent::ToolResult::text("counted")) },
+    )
+    .with_replay(Replay::Safe);
+    let report = replay_with(records.clone(), dir.path(), SYSTEM, changed_schema).await;
+    assert_eq!(
+        report,
+        ReplayReport::Diverged(Divergence::Tools { request: 1 })
+    );
+
+    let report = replay_with(records.clone(), dir.path(), "You count, carefully.", safe()).await;
+    assert_eq!(
+        report,
+        ReplayReport::Diverged(Divergence::SystemPrompt { request: 1 })
+    );
+    assert!(report.to_string().contains("system prompt"), "{report}");
+
+    // The recording started the first batch's calls in the other order.
+    let mut reordered = records.clone();
+    let intents: Vec<usize> = reordered
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.step, Step::ToolIntent { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    reordered.swap(intents[0], intents[1]);
+    let report = replay_with(reordered, dir.path(), SYSTEM, safe()).await;
+    assert_eq!(
+        report,
+        ReplayReport::Diverged(Divergence::ToolCallOrder {
+            index: 1,
+            recorded: "c2".into(),
+            now: "c1".into(),
+        })
+    );
+}
