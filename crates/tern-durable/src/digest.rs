@@ -9,8 +9,9 @@ use tern_ai::Message;
 ///
 /// ```
 /// use tern_ai::Message;
-/// let a = tern_durable::transcript_digest(&[Message::user_text("hi")]);
-/// assert_eq!(a, tern_durable::transcript_digest(&[Message::user_text("hi")]));
+/// let hi = Message::user_text("hi");
+/// let a = tern_durable::transcript_digest(&[hi.clone()]);
+/// assert_eq!(a, tern_durable::transcript_digest(&[hi]));
 /// assert_ne!(a, tern_durable::transcript_digest(&[Message::user_text("ho")]));
 /// assert_eq!(a.len(), 32);
 /// ```

@@ -60,7 +60,7 @@ async fn step_records_share_the_session_file_and_pi_still_reads_its_messages() {
 }
 
 #[tokio::test]
-async fn a_torn_last_record_is_ignored_and_the_next_append_replaces_it() {
+async fn a_torn_last_record_is_ignored_and_a_whole_one_without_its_newline_is_kept() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("s.jsonl");
     let journal = SessionFileJournal::create(&path, Path::new("/p"), Durability::Fsync);
@@ -72,10 +72,15 @@ async fn a_torn_last_record_is_ignored_and_the_next_append_replaces_it() {
     std::fs::write(&path, &text[..cut]).expect("cut");
     assert_eq!(journal.records().expect("records"), vec![committed("a")]);
 
-    // Even a complete-looking last line without its newline is torn.
+    // A last line that parses but lacks its newline is whole (the session writer keeps it).
     let whole = text.trim_end_matches('\n');
     std::fs::write(&path, whole).expect("no newline");
-    assert_eq!(journal.records().expect("records"), vec![committed("a")]);
+    assert_eq!(
+        journal.records().expect("records"),
+        vec![committed("a"), committed("b")]
+    );
+    // The session file is locked while its writer lives.
+    drop(journal);
 
     let again = SessionFileJournal::new(
         Arc::new(Mutex::new(Recorder::new(SessionFile::resume(
@@ -88,7 +93,7 @@ async fn a_torn_last_record_is_ignored_and_the_next_append_replaces_it() {
     again.append(&committed("c")).await.expect("c");
     assert_eq!(
         again.records().expect("records"),
-        vec![committed("a"), committed("c")]
+        vec![committed("a"), committed("b"), committed("c")]
     );
 }
 

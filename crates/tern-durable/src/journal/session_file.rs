@@ -100,8 +100,10 @@ impl Journal for SessionFileJournal {
 
 /// The step records of a session file, oldest first (a missing file has none).
 ///
-/// A torn last line (a crash mid-write) is ignored; a damaged line before it is an error,
-/// because the writer cuts a torn tail before appending, so only the last line can be torn.
+/// A torn last line (a crash mid-write: it does not parse) is ignored; a damaged line before
+/// it is an error, because the writer cuts a torn tail before appending, so only the last
+/// line can be torn. A last line that parses but lacks its newline is whole: the writer keeps
+/// it and completes it before the next append.
 pub fn read_step_records(path: &Path) -> Result<Vec<Record>, JournalError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -120,13 +122,11 @@ pub fn read_step_records(path: &Path) -> Result<Vec<Record>, JournalError> {
         if line.trim().is_empty() {
             continue;
         }
-        // A last line without its newline is torn even when it parses: the writer cuts it
-        // before the next append, so reading it would act on a record that will vanish.
-        if i + 1 == lines.len() && !complete {
-            break;
-        }
+        let last_unfinished = i + 1 == lines.len() && !complete;
         let value: Value = match serde_json::from_str(line) {
             Ok(v) => v,
+            // The writer cuts a last line that does not parse before its next append.
+            Err(_) if last_unfinished => break,
             Err(e) => {
                 return Err(JournalError::Corrupt {
                     where_: path.display().to_string(),
