@@ -25,6 +25,14 @@
 
 #![warn(missing_docs)]
 
+// The bash guard (a child subreaper), the sandbox and `/proc` walks are Linux's; the file
+// layer has a portable path already. Say so at build time rather than with obscure errors.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "tern-tools runs on Linux only for now: its bash guard needs PR_SET_CHILD_SUBREAPER and \
+     its sandbox Landlock and seccomp (see the README's sandbox table)"
+);
+
 pub mod bash;
 pub mod cancel;
 pub mod config;

@@ -143,6 +143,45 @@ fn timeout_kills_background_and_setsid_children() -> Result<(), String> {
     all_dead(&pids)
 }
 
+/// A confined command that kills its guard (its parent) would orphan its children out of
+/// the reaper's reach; Landlock's signal scope refuses the kill, and the timeout still ends
+/// every process.
+fn a_confined_command_cannot_kill_its_guard() -> Result<(), String> {
+    if !tern_tools::sandbox::support().confines() {
+        println!("(no Landlock here: only full-access runs, which has no such guarantee)");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config =
+        ToolConfig::new(dir.path()).with_sandbox(SandboxPolicy::new(SandboxMode::WorkspaceWrite));
+    let tool = bash_tool(&config);
+    let rt = runtime();
+    let command = format!(
+        "guard=$PPID; kill -9 $guard; echo $? > kill.rc; kill -9 {tern}; echo $? > tern.rc; {SPAWNS}",
+        tern = std::process::id()
+    );
+    let input = call(
+        json!({ "command": command, "timeout": 1 }),
+        CancellationToken::new(),
+    );
+    let out = rt
+        .block_on(tool.execute(input))
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    match out {
+        Err(e) if e.contains("Command timed out after 1 seconds") => {}
+        other => return Err(format!("expected a timeout, got {other:?}")),
+    }
+    for rc in ["kill.rc", "tern.rc"] {
+        let code = std::fs::read_to_string(dir.path().join(rc)).map_err(|e| e.to_string())?;
+        if code.trim() == "0" {
+            return Err(format!("the confined command's kill succeeded ({rc})"));
+        }
+    }
+    let pids = wait_for_pids(dir.path(), &["bg.pid", "ss.pid", "sh.pid"])?;
+    all_dead(&pids)
+}
+
 fn a_normal_end_lists_what_is_left_running() -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let config = config(dir.path());
@@ -210,7 +249,7 @@ fn main() -> ExitCode {
     if let Some(dir) = std::env::var_os(HELPER_ENV) {
         helper(&PathBuf::from(dir));
     }
-    let tests: [(&str, Scenario); 4] = [
+    let tests: [(&str, Scenario); 5] = [
         (
             "abort_kills_background_and_setsid_children",
             abort_kills_background_and_setsid_children,
@@ -218,6 +257,10 @@ fn main() -> ExitCode {
         (
             "timeout_kills_background_and_setsid_children",
             timeout_kills_background_and_setsid_children,
+        ),
+        (
+            "a_confined_command_cannot_kill_its_guard",
+            a_confined_command_cannot_kill_its_guard,
         ),
         (
             "a_normal_end_lists_what_is_left_running",

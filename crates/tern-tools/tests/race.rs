@@ -3,6 +3,12 @@
 //!
 //! `TERN_RACE_COUNT` sets the number of calls per tool (default 1000, 3,000 calls in all);
 //! `scripts/race-test.sh COUNT` runs a longer round.
+//!
+//! The same round runs twice: with `openat2` (Linux 5.6+), and with the portable path that
+//! older kernels and other systems take (one `openat` per component), forced by a seccomp
+//! filter that makes `openat2` fail with `ENOSYS` in a child test process.
+
+#![cfg(target_os = "linux")]
 
 mod common;
 
@@ -47,6 +53,65 @@ fn swapper(work: PathBuf, stop: Arc<AtomicBool>, swaps: Arc<AtomicUsize>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn swapping_a_folder_for_a_symlink_never_leads_outside() {
+    race_round().await;
+}
+
+/// Set in the child process that runs the round without `openat2`.
+const NO_OPENAT2: &str = "TERN_RACE_NO_OPENAT2";
+
+/// Makes `openat2` fail with `ENOSYS` in every thread of this process.
+fn refuse_openat2() {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+    let arch: TargetArch = std::env::consts::ARCH.try_into().expect("a seccomp arch");
+    let filter = SeccompFilter::new(
+        [(libc::SYS_openat2, vec![])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .expect("filter");
+    let program: BpfProgram = filter.try_into().expect("bpf");
+    seccompiler::apply_filter_all_threads(&program).expect("seccomp");
+    let probe = rustix::fs::openat2(
+        rustix::fs::CWD,
+        ".",
+        rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+        rustix::fs::ResolveFlags::BENEATH,
+    );
+    assert_eq!(
+        probe.err(),
+        Some(rustix::io::Errno::NOSYS),
+        "openat2 still works"
+    );
+}
+
+#[test]
+fn the_portable_path_holds_too() {
+    if std::env::var_os(NO_OPENAT2).is_some() {
+        refuse_openat2();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(race_round());
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "the_portable_path_holds_too", "--nocapture"])
+        .env(NO_OPENAT2, "1")
+        .output()
+        .expect("re-run the test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn race_round() {
     let count: usize = std::env::var("TERN_RACE_COUNT")
         .ok()
         .and_then(|c| c.parse().ok())

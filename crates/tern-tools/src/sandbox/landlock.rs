@@ -1,12 +1,14 @@
 //! The Landlock ruleset of a confined command: reads everywhere but the deny-read list,
-//! writes in the writable roots only.
+//! writes in the writable roots only, and (ABI 6+) no signal to a process outside the
+//! sandbox — so a command cannot kill its guard (which would let its children escape the
+//! reaper) or tern itself — and, without the network, no abstract UNIX socket outside it.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use landlock::{
     Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, ABI,
+    RulesetCreatedAttr, Scope, ABI,
 };
 
 use super::{SandboxError, SandboxMode, SandboxPolicy};
@@ -64,12 +66,17 @@ pub(super) fn ruleset(
         .collect();
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
-    let mut created = Ruleset::default()
+    let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
-        .map_err(err)?
-        .create()
         .map_err(err)?;
+    if version >= 6 {
+        ruleset = ruleset.scope(Scope::Signal).map_err(err)?;
+        if !policy.network {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket).map_err(err)?;
+        }
+    }
+    let mut created = ruleset.create().map_err(err)?;
     let mut grant = |path: &Path, access| -> Result<(), SandboxError> {
         let Ok(fd) = PathFd::new(path) else {
             // A path that vanished or cannot be opened grants nothing.

@@ -1,6 +1,7 @@
 //! The seccomp filter that keeps a command off the network: `socket(2)` for IPv4, IPv6 and
 //! packet sockets fails with `EPERM`, and so does io_uring (whose `IORING_OP_SOCKET` would
-//! pass by the filter). Unix sockets stay: shells, git and compilers use them locally.
+//! pass by the filter). Unix sockets stay: shells, git and compilers use them locally (the
+//! Landlock ruleset keeps abstract ones inside the sandbox on ABI 6+).
 
 use std::collections::BTreeMap;
 
