@@ -117,6 +117,11 @@ pub struct Args {
     #[arg(long = "pass-env", value_name = "NAME")]
     pub pass_env: Vec<String>,
 
+    /// Let the file tools use this folder outside the working directory too, and sandboxed
+    /// bash write there in workspace-write (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
+
     /// Continue the most recent session of this directory.
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,

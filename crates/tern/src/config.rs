@@ -16,6 +16,7 @@
 //! sandbox = "workspace-write"
 //! network = false
 //! pass_env = ["NPM_TOKEN"]
+//! add_dirs = ["../shared-docs"]   # folders outside the working directory the tools may use
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -66,6 +67,9 @@ pub struct Config {
     /// Secret-looking variables passed to bash all the same.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Folders outside the working directory the tools may use (relative to it).
+    #[serde(default)]
+    pub add_dirs: Vec<PathBuf>,
 }
 
 /// The default config path: `<config dir>/tern/config.toml`.

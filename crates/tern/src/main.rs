@@ -187,11 +187,16 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     let mut deny = config.deny.clone();
     deny.extend(args.deny.iter().cloned());
     let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
-    let sandbox = tool_choice::sandbox_policy(&args, &config)?;
+    let mut sandbox = tool_choice::sandbox_policy(&args, &config)?;
+    let added = tool_choice::added_dirs(&args, &config, &tool_cwd)?;
+    sandbox.writable.extend(added.iter().cloned());
     // The file tools also apply the path rules to the paths they really open.
-    let tool_config = tern_tools::ToolConfig::new(&tool_cwd)
+    let mut tool_config = tern_tools::ToolConfig::new(&tool_cwd)
         .with_path_policy(policy.clone())
         .with_sandbox(sandbox.clone());
+    for dir in added {
+        tool_config = tool_config.with_allowed_root(dir);
+    }
     let tools_spec = args
         .tools
         .clone()

@@ -1,7 +1,7 @@
 //! Which tools the agent gets, the permission policy over them, and the default system
 //! prompt that names them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tern_agent::AgentTool;
 use tern_tools::policy::{Action, Policy, Rule};
@@ -32,6 +32,32 @@ pub fn sandbox_policy(args: &Args, config: &Config) -> Result<SandboxPolicy, Usa
     policy.pass_env = config.pass_env.clone();
     policy.pass_env.extend(args.pass_env.iter().cloned());
     Ok(policy)
+}
+
+/// The folders of `--add-dir` and the config's `add_dirs`, resolved against `cwd` (they
+/// must exist and be folders: a typo must not silently widen nothing, or something else).
+pub fn added_dirs(args: &Args, config: &Config, cwd: &Path) -> Result<Vec<PathBuf>, UsageError> {
+    config
+        .add_dirs
+        .iter()
+        .chain(&args.add_dir)
+        .map(|d| {
+            let full = cwd.join(d);
+            match std::fs::canonicalize(&full) {
+                Ok(p) if p.is_dir() => Ok(p),
+                Ok(p) => Err(UsageError(format!(
+                    "--add-dir {}: {} is not a folder",
+                    d.display(),
+                    p.display()
+                ))),
+                Err(e) => Err(UsageError(format!(
+                    "--add-dir {}: cannot open {}: {e}",
+                    d.display(),
+                    full.display()
+                ))),
+            }
+        })
+        .collect()
 }
 
 /// Says on stderr, at start-up, when bash cannot be confined here: without Landlock,

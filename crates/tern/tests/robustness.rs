@@ -373,3 +373,56 @@ fn sandbox_flags_reach_bash() {
     let env = std::fs::read_to_string(cwd.path().join("env.txt")).unwrap();
     assert_eq!(env.trim(), "A=passed-through B=");
 }
+
+#[test]
+fn add_dir_opens_one_named_folder_outside_and_nothing_else() {
+    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (added, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(added.path().join("note.txt"), "ADDED-NOTE").unwrap();
+    std::fs::write(other.path().join("note.txt"), "OTHER-NOTE").unwrap();
+    let dir = added.path().to_str().unwrap().to_string();
+    // The flag, then the same folder through the config file.
+    for (flag, config) in [
+        (true, String::new()),
+        (false, format!("add_dirs = [{dir:?}]\n")),
+    ] {
+        let made = added.path().join(format!("made-{flag}.txt"));
+        let server = Server::start(vec![
+            Reply::tool("c1", "read", json!({"path": added.path().join("note.txt")})),
+            Reply::tool("c2", "read", json!({"path": other.path().join("note.txt")})),
+            Reply::tool(
+                "c3",
+                "bash",
+                json!({"command": format!("echo hi > {}", made.display())}),
+            ),
+            Reply::text("done"),
+        ]);
+        let mut c = command(home.path(), cwd.path());
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        c.args(["-p", "--no-session", "--base-url", &server.url])
+            .args(["--tools", "read,bash", "--allow", "bash"]);
+        if flag {
+            c.args(["--add-dir", &dir]);
+        }
+        c.arg("go");
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let requests = server.requests();
+        let result = |n: usize| text_of(&requests[n]);
+        assert!(result(1).contains("ADDED-NOTE"), "{}", result(1));
+        assert!(!result(2).contains("OTHER-NOTE"), "{}", result(2));
+        if tern_tools::sandbox::support().confines() {
+            assert!(
+                made.exists(),
+                "workspace-write could not write the added folder"
+            );
+        }
+    }
+
+    let mut c = command(home.path(), cwd.path());
+    c.args(["-p", "--no-session", "--base-url", "http://127.0.0.1:9/v1"])
+        .args(["--add-dir", "no-such-folder", "go"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-folder"), "{}", stderr(&o));
+}
