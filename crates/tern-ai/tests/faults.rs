@@ -456,7 +456,32 @@ async fn html_with_status_200() {
             StreamOptions::default(),
         )
         .await;
-        assert_error(api, &o, "");
+        // The error says what arrived instead of events.
+        assert_error(api, &o, "not an event stream");
+        assert_error(api, &o, "text/html");
+        assert_error(api, &o, "502 Bad Gateway");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_with_status_200() {
+    each_api(|api| async move {
+        // A proxy's gzip of a stream, passed on without `Content-Encoding`.
+        let mut body = vec![0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0, 0x03];
+        body.extend((0..200u8).map(|b| b.wrapping_mul(37)));
+        let o = drive(
+            api,
+            Fault::Full {
+                status: 200,
+                content_type: "text/event-stream",
+                headers: vec![],
+                body,
+            },
+            StreamOptions::default(),
+        )
+        .await;
+        assert_error(api, &o, "gzip-compressed data");
     })
     .await;
 }

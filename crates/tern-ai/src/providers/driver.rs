@@ -182,14 +182,23 @@ pub(crate) async fn read_body<A: WireApi>(
     mut body: Body,
 ) {
     out.start();
+    let content_type = body.content_type();
     let mut api = A::Stream::default();
-    let result = match read_records::<A>(&mut api, model, options, out, &mut body).await {
-        Ok(()) => api.end_of_stream(out).map_err(|message| (message, false)),
-        Err(failure) => Err(failure),
-    };
+    let mut reader = RecordReader::new(A::Stream::FRAMING);
+    let result =
+        match read_records::<A>(&mut api, model, options, out, &mut body, &mut reader).await {
+            Ok(()) => api.end_of_stream(out).map_err(|message| (message, false)),
+            Err(failure) => Err(failure),
+        };
     if let Err((message, aborted)) = result {
         api.on_failure(out);
-        out.fail(message, aborted || options.signal.is_cancelled());
+        let aborted = aborted || options.signal.is_cancelled();
+        let message = if aborted {
+            message
+        } else {
+            reader.seen.explain(message, content_type.as_deref())
+        };
+        out.fail(message, aborted);
         return;
     }
     if options.signal.is_cancelled() {
@@ -198,7 +207,61 @@ pub(crate) async fn read_body<A: WireApi>(
     }
     match api.settle(out) {
         Ok(()) => out.done(),
-        Err(message) => out.fail(message, false),
+        Err(message) => out.fail(reader.seen.explain(message, content_type.as_deref()), false),
+    }
+}
+
+/// What a body held, to say what arrived when it held no event at all.
+#[derive(Default)]
+struct Seen {
+    bytes: u64,
+    records: u64,
+    /// The first bytes, for the message.
+    head: Vec<u8>,
+}
+
+impl Seen {
+    const HEAD: usize = 64;
+
+    fn chunk(&mut self, chunk: &[u8]) {
+        self.bytes += chunk.len() as u64;
+        let room = Self::HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+    }
+
+    /// `message`, followed by what the body was when it held bytes but no event (an HTML
+    /// page or a compressed body with status 200): the reference's words stay first.
+    fn explain(&self, message: String, content_type: Option<&str>) -> String {
+        let event_stream = content_type.is_some_and(|t| {
+            let t = t.to_ascii_lowercase();
+            t.starts_with("text/event-stream") || t.contains("json")
+        });
+        // A compressed body is never events, whatever its type says (a proxy that gzips
+        // the stream without `Content-Encoding` being undone).
+        let gzip = self.head.starts_with(&[0x1f, 0x8b]);
+        if self.records > 0 || self.bytes == 0 || content_type.is_none() || (event_stream && !gzip)
+        {
+            return message;
+        }
+        let what = if gzip {
+            "gzip-compressed data".to_string()
+        } else {
+            let text: String = String::from_utf8_lossy(&self.head)
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            let more = if self.bytes > self.head.len() as u64 {
+                "…"
+            } else {
+                ""
+            };
+            format!("\"{}{more}\"", text.trim())
+        };
+        format!(
+            "{message} (the server answered 200 with {} bytes of {}, not an event stream: {what})",
+            self.bytes,
+            content_type.unwrap_or("unknown type")
+        )
     }
 }
 
@@ -210,8 +273,8 @@ async fn read_records<A: WireApi>(
     options: &StreamOptions,
     out: &mut Output<'_>,
     body: &mut Body,
+    reader: &mut RecordReader,
 ) -> Result<(), (String, bool)> {
-    let mut reader = RecordReader::new(A::Stream::FRAMING);
     loop {
         let chunk = body
             .next_chunk(options)
@@ -219,10 +282,14 @@ async fn read_records<A: WireApi>(
             .map_err(|e| send_failure(e, |f| A::status_message(model, f)))?;
         let last = chunk.is_none();
         match chunk {
-            Some(chunk) => reader.feed(&chunk),
+            Some(chunk) => {
+                reader.seen.chunk(&chunk);
+                reader.feed(&chunk)
+            }
             None => reader.finish(),
         }
         .map_err(|message| (message, false))?;
+        reader.seen.records += reader.records.records.len() as u64;
         for (event, data) in reader.records.iter() {
             if A::Stream::FRAMING.ends_stream(data) {
                 return Ok(());
@@ -240,6 +307,7 @@ async fn read_records<A: WireApi>(
 struct RecordReader {
     decoder: Decoder,
     records: Records,
+    seen: Seen,
 }
 
 enum Decoder {
@@ -259,6 +327,7 @@ impl RecordReader {
         RecordReader {
             decoder,
             records: Records::default(),
+            seen: Seen::default(),
         }
     }
 

@@ -295,6 +295,19 @@ pub enum Body {
 }
 
 impl Body {
+    /// The response's `Content-Type`, when it came over HTTP.
+    pub fn content_type(&self) -> Option<String> {
+        match self {
+            Body::Http(response) => response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            #[cfg(feature = "testing")]
+            Body::Chunks(_) => None,
+        }
+    }
+
     /// The next body chunk; `Ok(None)` at the end, `Err` on a read failure, an abort or
     /// when the server stays silent longer than the idle timeout.
     pub async fn next_chunk(
