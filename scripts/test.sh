@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The project's tests: the workspace test suite, then a deterministic fuzz smoke of every
-# fuzz target (scripts/fuzz.sh smoke). `scripts/test.sh --quick` runs only the test suite.
+# The project's tests: the workspace test suite, then the lint gates (rustfmt, clippy with
+# warnings denied, rustdoc with warnings denied) and a deterministic fuzz smoke of every fuzz
+# target (scripts/fuzz.sh smoke). `scripts/test.sh --quick` runs only the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace
 if [ "${1:-}" = "--quick" ]; then
   exit 0
 fi
+echo "== cargo fmt --check, clippy -D warnings, rustdoc -D warnings"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== fuzz smoke (scripts/fuzz.sh smoke)"
 bash scripts/fuzz.sh smoke

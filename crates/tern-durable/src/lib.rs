@@ -10,7 +10,7 @@
 //! | [`record`] | [`Record`] and [`Step`]: the versioned record shapes (`{"v":1,…}`) |
 //! | [`journal`] | the [`Journal`] trait, [`SessionFileJournal`] (pi's session file) and [`SqliteJournal`] |
 //! | [`run`] | [`DurableRun`]: the model and tools as journaled steps, and [`Recovery`] of a cut-off run |
-//! | [`replay`] | [`replay()`](replay::replay): re-run a recording offline, report the first [`Divergence`] |
+//! | [`replay`](mod@replay) | [`replay()`](replay::replay): re-run a recording offline, report the first [`Divergence`] |
 //! | [`budget`] | [`Budget`]: limits that end a run with a wrap-up turn, and the [`Limit`] that did |
 //! | [`digest`] | [`transcript_digest`], [`context_digest`]: what ties a journal to its transcript |
 //! | [`error`] | [`JournalError`] |

@@ -7,7 +7,7 @@
 //! file tools (tested as written, relative to the working directory, and absolute).
 //!
 //! Command patterns are tested against each simple command the line runs, as
-//! [`shell_rules`](crate::shell_rules) finds them (so `bash:rm *` also denies `/bin/rm -r x`,
+//! [`shell_rules`] finds them (so `bash:rm *` also denies `/bin/rm -r x`,
 //! `true; rm x`, `sh -c 'rm x'`, `sudo env rm x`, `echo $(rm x)`); a command whose program is
 //! only known at run time is asked about rather than allowed.
 //!

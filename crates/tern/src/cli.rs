@@ -142,7 +142,7 @@ pub struct Args {
     #[arg(long)]
     pub no_session: bool,
 
-    /// Config file (default: <config dir>/tern/config.toml, or TERN_CONFIG).
+    /// Config file (default: tern/config.toml in the user config folder, e.g. ~/.config; or TERN_CONFIG).
     #[arg(long, value_name = "FILE", env = "TERN_CONFIG")]
     pub config: Option<PathBuf>,
 

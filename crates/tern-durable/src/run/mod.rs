@@ -1,7 +1,7 @@
 //! Durable execution of one run on top of the core: the model and the tools are wrapped so
 //! each request and call is a journaled step, and recovery replays the recorded outcomes.
 //!
-//! The loop itself is the core's, unchanged: a durable run is an [`Agent`] built with
+//! The loop itself is the core's, unchanged: a durable run is an [`Agent`](tern_agent::Agent) built with
 //! [`DurableRun::model`] as its stream function and [`DurableRun::tool`] around each tool.
 //! Between steps the loop is deterministic, so re-running it from the transcript the run
 //! started from, with the same input, meets the same steps in the same order.
