@@ -77,24 +77,15 @@ pub fn tail(s: &str, n: usize) -> String {
     s.chars().skip(count - n).collect()
 }
 
-/// Model and tool text made safe for the screen: tabs become spaces, other control characters
-/// (escape sequences included) are dropped, newlines stay.
+/// Model and tool text made safe for the interactive screen: [`sanitize`], then tabs become
+/// spaces (the live rows count characters to fit the width).
 pub fn clean(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push('\n'),
-            '\t' => out.push_str("    "),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    sanitize(s).replace('\t', "    ")
 }
 
-/// Model text as print mode writes it: control characters (escape sequences included) are
-/// dropped, newlines and tabs stay, so the text is what the model wrote minus what would
-/// drive the terminal.
+/// Text from outside (the model, tools, a provider's error body) as it may reach a terminal:
+/// control characters (escape sequences included) are dropped, newlines and tabs stay, so
+/// the text is what was written minus what would drive the terminal.
 ///
 /// ```ignore
 /// assert_eq!(sanitize("a\tb\x1b]0;owned\x07c\n"), "a\tb]0;ownedc\n");

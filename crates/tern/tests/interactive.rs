@@ -21,6 +21,8 @@ fn interactive_mode_in_tmux() {
         Reply::text("Noted the banana."),
         Reply::text("Summary done."),
         Reply::Hang,
+        Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
+        Reply::tool("call_2", "bash", json!({"command": "sleep 30; echo never"})),
     ]);
     let tmp = tempfile::tempdir().unwrap();
     // TERN_TEST_OUT keeps the captured panes for a look.
@@ -39,8 +41,14 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        4,
-        "prompt, after steering, after the follow-up, hung"
+        6,
+        "prompt, after steering, after the follow-up, hung, escapes, the long tool"
+    );
+    // `-c` resumed the session: the last request carries the first run's history.
+    assert!(
+        text_of(&reqs[5]).contains("Noted the banana"),
+        "{}",
+        text_of(&reqs[5])
     );
     let body = text_of(&reqs[1]);
     let (slept, banana) = (body.find("slept").unwrap(), body.find("banana").unwrap());

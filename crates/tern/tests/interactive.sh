@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Drives `tern`'s interactive mode in tmux: a prompt, a permission question answered "y", a
 # steering message (Enter) and a follow-up (Alt+Enter) typed while a slow tool runs, Ctrl+C
-# abort of a hung turn, history, Ctrl+D exit.
+# abort of a hung turn, history, model text with escape sequences, Ctrl+D exit; then `-c`
+# and SIGTERM while a tool runs.
 #
 # Needs: tmux (apt-get install -y tmux), TERN_BIN (the binary) and TERN_TEST_URL (a scripted
 # OpenAI-compatible server answering: 1) a bash tool call `sleep 3; echo slept`, 2) text
-# "Noted the banana.", 3) text "Summary done.", 4) a hung stream). The cargo test `tests/interactive.rs` starts that
+# "Noted the banana.", 3) text "Summary done.", 4) a hung stream, 5) text with escape
+# sequences, 6) a bash tool call `sleep 30; echo never`). The cargo test `tests/interactive.rs` starts that
 # server and runs this script:
 #
 #     cargo test -p tern --test interactive -- --nocapture
@@ -64,6 +66,39 @@ tmux send-keys -t "$S" C-c
 wait_for "aborted; the session is kept" "aborted"
 tmux send-keys -t "$S" Up
 wait_for "> hang please" "history-up"
-tmux send-keys -t "$S" C-u C-d
+tmux send-keys -t "$S" C-u
+# Escape sequences in model text (set the title, clear the screen) must not drive the terminal.
+tmux send-keys -t "$S" "evil please" Enter
+wait_for "before]2;owned after[2J end" "escapes-shown-as-text"
+title="$(tmux display -p -t "$S" '#{pane_title}')"
+if [ "$title" = owned ]; then
+  echo "the model's escape sequence retitled the terminal" >&2; exit 1
+fi
+tmux send-keys -t "$S" C-d
 wait_for "TERN-EXIT=0" "exited"
+
+# SIGTERM while a tool runs: the run is aborted, the command's processes die, the session is
+# kept, tern exits with the abort code.
+tmux kill-session -t "$S"
+tmux new-session -d -s "$S" -x 110 -y 36 \
+  "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
+   '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash -c; \
+   echo \"TERN-EXIT=\$?\"; sleep 30"
+wait_for "resumed:" "resumed"
+tmux send-keys -t "$S" "run the long thing" Enter
+wait_for "Allow bash" "permission-question-2"
+tmux send-keys -t "$S" y
+wait_for "sleep 30" "long-tool-running"
+sleep 0.5
+shell="$(tmux display -p -t "$S" '#{pane_pid}')"
+tern_pid="$(pgrep -P "$shell" | head -1)"
+sleeper="$(pgrep -f 'sleep 30; echo never' | head -1 || true)"
+[ -n "$tern_pid" ] && [ -n "$sleeper" ] || { echo "no tern ($tern_pid) or tool ($sleeper) process" >&2; exit 1; }
+kill -TERM "$tern_pid"
+wait_for "TERN-EXIT=130" "sigterm-exit"
+for _ in $(seq 1 50); do kill -0 "$sleeper" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$sleeper" 2>/dev/null; then
+  echo "the tool's process $sleeper outlived tern after SIGTERM" >&2; exit 1
+fi
+grep -q "run the long thing" "$WORK"/home/sessions/*/*.jsonl || { echo "the session lost the prompt" >&2; exit 1; }
 echo "interactive: all steps passed; panes in $OUT"

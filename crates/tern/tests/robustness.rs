@@ -211,6 +211,23 @@ fn escape_sequences_reach_the_terminal_only_in_json_modes() {
         "hi",
     );
     assert!(stdout(&o).contains("\\u001b[2J"), "{}", stdout(&o));
+
+    // A tool name and a provider's error body are outside text too (stderr shows the tool
+    // line only on a terminal).
+    let server = Server::start(vec![
+        Reply::tool("c1", "evil\x1b]0;owned\x07", json!({})),
+        Reply::Error(400, "bad\x1b[2J request".into()),
+    ]);
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--max-retries", "0"],
+        "hi",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("request failed"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains('\x1b'), "{:?}", stderr(&o));
 }
 
 fn alive(pid: &str) -> bool {

@@ -122,6 +122,7 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
             } else {
                 ""
             };
+            let message = sanitize(message);
             eprintln_redacted!("tern: the model request failed: {message}{hint}");
             exit::ERROR
         }
@@ -155,7 +156,7 @@ fn stream_event(e: &AgentEvent) {
         } if !a.text().is_empty() => out_line(""),
         AgentEvent::ToolExecutionStart { tool_call } => eprintln_redacted!(
             "{} {}",
-            Style::Cyan.paint_stderr(&format!("→ {}", tool_call.name)),
+            Style::Cyan.paint_stderr(&format!("→ {}", sanitize(&tool_call.name))),
             short_args(&tool_call.arguments)
         ),
         AgentEvent::ToolExecutionEnd {

@@ -39,7 +39,7 @@ impl Ui {
                 match a.stop_reason {
                     StopReason::Error => self.print(&Style::Red.paint(&format!(
                         "error: {}",
-                        a.error_message.as_deref().unwrap_or("the request failed")
+                        clean(a.error_message.as_deref().unwrap_or("the request failed"))
                     ))),
                     StopReason::Aborted => self.print(&Style::Yellow.paint("(aborted)")),
                     _ => self.redraw(),
@@ -53,7 +53,11 @@ impl Ui {
                 self.flush_partial();
                 self.tools.push((
                     tool_call.id.clone(),
-                    format!("{} {}", tool_call.name, short_args(&tool_call.arguments)),
+                    format!(
+                        "{} {}",
+                        clean(&tool_call.name),
+                        short_args(&tool_call.arguments)
+                    ),
                 ));
                 self.redraw();
             }
@@ -68,7 +72,7 @@ impl Ui {
                     .iter()
                     .position(|(id, _)| *id == tool_call.id)
                     .map(|i| self.tools.remove(i).1)
-                    .unwrap_or_else(|| tool_call.name.clone());
+                    .unwrap_or_else(|| clean(&tool_call.name));
                 let text = clean(&tern_ai::content_text(result.content(), "\n"));
                 let first = text.lines().next().unwrap_or("").to_string();
                 let n = text.lines().count();
