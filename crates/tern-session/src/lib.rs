@@ -12,6 +12,7 @@
 //! | [`reader`] | [`load`]: the header and the active branch as messages, with warnings for damage ([`LoadedSession`]) |
 //! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`) |
 //! | [`recorder`] | [`Recorder`]: subscribes to an [`Agent`](tern_agent::Agent) and writes its finished messages |
+//! | [`redact`] | [`redact::redact`]: known keys out of any text (the writer applies it to every line) |
 //! | [`layout`] | where files live: [`cwd_folder`], [`latest_for_cwd`], [`find_by_id`] |
 //! | [`timestamp`] | [`iso_time`]: pi's ISO timestamps |
 //! | [`error`] | [`SessionError`] |
@@ -40,6 +41,7 @@ pub mod error;
 pub mod layout;
 pub mod reader;
 pub mod recorder;
+pub mod redact;
 pub mod timestamp;
 pub mod writer;
 

@@ -124,7 +124,7 @@ impl SessionFile {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn with_secrets(mut self, secrets: Arc<[String]>) -> Self {
-        self.secrets = secrets;
+        self.secrets = crate::redact::ordered(secrets.to_vec()).into();
         self
     }
 
@@ -282,15 +282,8 @@ impl SessionFile {
     }
 
     fn write_line(&mut self, value: &Value, sync: bool) -> Result<(), SessionError> {
-        let mut line = serde_json::to_string(value).map_err(|e| self.write_error(e.into()))?;
-        for key in self.secrets.iter() {
-            // Keys are matched as JSON would spell them inside a string.
-            let spelled = serde_json::to_string(key).unwrap_or_default();
-            let spelled = spelled.trim_matches('"');
-            if !spelled.is_empty() && line.contains(spelled) {
-                line = line.replace(spelled, "[redacted]");
-            }
-        }
+        let line = serde_json::to_string(value).map_err(|e| self.write_error(e.into()))?;
+        let line = crate::redact::redact(&self.secrets, &line);
         let result = match self.open()? {
             Some(f) => f
                 .write_all(line.as_bytes())

@@ -8,9 +8,6 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-/// What a key is replaced with.
-pub const MASK: &str = "[redacted]";
-
 /// Keys shorter than this are not redacted: replacing a two-letter "key" would mangle text
 /// and protect nothing.
 const MIN_SECRET_LEN: usize = 6;
@@ -27,31 +24,18 @@ pub fn init(explicit: &[Option<&str>]) -> Arc<[String]> {
         }
     }
     keys.retain(|k| k.trim().len() >= MIN_SECRET_LEN);
-    // Longest first, so a key that contains another is replaced whole.
-    keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
-    keys.dedup();
+    let keys = tern_session::redact::ordered(keys);
     SECRETS.get_or_init(|| keys.into()).clone()
 }
 
-/// `text` with every known key replaced by [`MASK`].
+/// `text` with every known key replaced by `[redacted]` ([`tern_session::redact`]).
 ///
 /// ```ignore
 /// secrets::init(&[Some("sk-live-123456")]);
 /// assert_eq!(secrets::redact("key sk-live-123456 refused"), "key [redacted] refused");
 /// ```
 pub fn redact(text: &str) -> Cow<'_, str> {
-    redact_with(SECRETS.get().map(|s| &s[..]).unwrap_or(&[]), text)
-}
-
-/// `text` with each of `keys` replaced by [`MASK`].
-pub fn redact_with<'a>(keys: &[String], text: &'a str) -> Cow<'a, str> {
-    let mut out = Cow::Borrowed(text);
-    for k in keys {
-        if out.contains(k.as_str()) {
-            out = Cow::Owned(out.replace(k.as_str(), MASK));
-        }
-    }
-    out
+    tern_session::redact::redact(SECRETS.get().map(|s| &s[..]).unwrap_or(&[]), text)
 }
 
 /// Prints a line on stderr, keys redacted.
@@ -61,18 +45,3 @@ macro_rules! eprintln_redacted {
     };
 }
 pub(crate) use eprintln_redacted;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_masked_longest_first() {
-        let keys = vec!["sk-abcdef-long".to_string(), "sk-abcdef".to_string()];
-        assert_eq!(
-            redact_with(&keys, "a sk-abcdef-long b sk-abcdef c"),
-            "a [redacted] b [redacted] c"
-        );
-        assert!(matches!(redact_with(&keys, "clean"), Cow::Borrowed(_)));
-    }
-}
