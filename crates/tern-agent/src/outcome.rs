@@ -73,6 +73,29 @@ impl RunOutcome {
         }
     }
 
+    /// This outcome followed by `next`'s, as one: the messages of both in order, the usage
+    /// summed, and `next`'s ending (a host that continues the run with queued input reports
+    /// the whole of it).
+    ///
+    /// ```
+    /// # use tern_agent::{Agent, RunEnding};
+    /// # use tern_ai::{faux::{FauxModel, FauxResponse}, Message, Model};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let faux = FauxModel::new(vec![FauxResponse::text("one"), FauxResponse::text("two")]);
+    /// let agent = Agent::builder(Model::default(), faux).build();
+    /// let first = agent.prompt("a").await.expect("runs");
+    /// agent.follow_up(Message::user_text("b"));
+    /// let both = first.then(agent.continue_run().await.expect("runs"));
+    /// assert_eq!(both.messages.len(), 4);
+    /// assert_eq!(both.ending, RunEnding::Completed);
+    /// # });
+    /// ```
+    pub fn then(self, next: RunOutcome) -> RunOutcome {
+        let mut messages = self.messages;
+        messages.extend(next.messages);
+        RunOutcome::new(next.ending, messages)
+    }
+
     /// Whether the run completed.
     pub fn is_completed(&self) -> bool {
         self.ending == RunEnding::Completed

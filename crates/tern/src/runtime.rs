@@ -221,13 +221,14 @@ impl Runtime {
 
     /// Runs `message` and then whatever was queued meanwhile (steering that arrived after the
     /// last turn still gets its run), until the agent would stop or a limit stops it. The
-    /// outcome is the last run's.
+    /// outcome covers every run: all their messages and usage, the last one's ending.
     pub async fn run_until_settled(&self, message: Message) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
         let timer = self.limits.start_timer(&self.agent);
         let mut result = self.agent.prompt_messages(vec![message]).await;
-        while result.is_ok() && !self.limits.stopped() && self.agent.has_queued_messages() {
-            result = self.agent.continue_run().await;
+        while !self.limits.stopped() && self.agent.has_queued_messages() {
+            let Ok(so_far) = result else { break };
+            result = self.agent.continue_run().await.map(|next| so_far.then(next));
         }
         if let Some(t) = timer {
             t.abort();
