@@ -24,8 +24,8 @@ use crate::message::{
     AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
 use crate::model::Model;
-use crate::stream::{assistant_stream, AssistantMessageEventSender, AssistantMessageEventStream};
-use crate::stream_fn::{BoxError, Context, StreamFn, StreamOptions};
+use crate::stream::{assistant_stream, AssistantMessageEventSender};
+use crate::stream_fn::{Context, StreamFn, StreamOptions, StreamStart};
 
 /// One prepared response.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -138,12 +138,7 @@ impl FauxModel {
 }
 
 impl StreamFn for FauxModel {
-    fn stream(
-        &self,
-        model: &Model,
-        _context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, _context: Context, options: StreamOptions) -> StreamStart {
         let (tx, rx) = assistant_stream();
         let base = AssistantMessage {
             api: model.api.clone(),

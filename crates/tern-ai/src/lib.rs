@@ -45,4 +45,4 @@ pub use stream::{
     assistant_stream, event_stream, AssistantMessageEventSender, AssistantMessageEventStream,
     EventSender, EventStream, StreamEvent,
 };
-pub use stream_fn::{BoxError, Context, StreamFn, StreamOptions, ThinkingBudgets};
+pub use stream_fn::{BoxError, Context, StreamFn, StreamOptions, StreamStart, ThinkingBudgets};

@@ -17,6 +17,9 @@ use crate::stream::AssistantMessageEventStream;
 /// Boxed error type used where the reference lets a callback throw anything.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// What [`StreamFn::stream`] returns: the response's event stream, or why it could not start.
+pub type StreamStart = Result<AssistantMessageEventStream, BoxError>;
+
 /// The transcript a provider receives: system messages in place, no custom roles.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Context {
@@ -97,26 +100,14 @@ pub struct StreamOptions {
 /// ```
 pub trait StreamFn: Send + Sync {
     /// Starts a request. `Err` only when it cannot start; failures after that are events.
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError>;
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart;
 }
 
 impl<F> StreamFn for F
 where
-    F: Fn(&Model, Context, StreamOptions) -> Result<AssistantMessageEventStream, BoxError>
-        + Send
-        + Sync,
+    F: Fn(&Model, Context, StreamOptions) -> StreamStart + Send + Sync,
 {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         self(model, context, options)
     }
 }

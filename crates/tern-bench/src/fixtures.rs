@@ -11,8 +11,8 @@ use tern_agent::{Agent, AgentOptions, AgentTool, ToolResult};
 use tern_ai::clock::now_ms;
 use tern_ai::{
     assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
-    BoxError, ContentBlock, Context, Model, ModelCost, PartialMessage, StopReason, StreamFn,
-    StreamOptions, ToolCall, Usage,
+    ContentBlock, Context, Model, ModelCost, PartialMessage, StopReason, StreamFn, StreamOptions,
+    ToolCall, Usage,
 };
 
 /// The system prompt of every agent (26 bytes).
@@ -236,7 +236,7 @@ impl StreamFn for LoopScript {
         _model: &Model,
         _context: Context,
         _options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         let k = self.k.fetch_add(1, Ordering::Relaxed);
         if k + 1 < self.turns {
             Ok(scripted_response(
@@ -268,7 +268,7 @@ impl StreamFn for TextScript {
         _model: &Model,
         _context: Context,
         _options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         Ok(text_response(&self.delta, self.repeat))
     }
 }
@@ -301,7 +301,7 @@ impl StreamFn for ParallelScript {
         _model: &Model,
         _context: Context,
         _options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         if self.k.fetch_add(1, Ordering::Relaxed) == 0 {
             let blocks: Vec<Block> = (0..self.n)
                 .map(|i| Block::ToolCall {

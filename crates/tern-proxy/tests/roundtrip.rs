@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{
-    assistant_stream, AssistantMessageEvent, AssistantMessageEventStream, BoxError, Context, Model,
-    PartialMessage, StopReason, StreamFn, StreamOptions, ThinkingLevel,
+    assistant_stream, AssistantMessageEvent, Context, Model, PartialMessage, StopReason, StreamFn,
+    StreamOptions, ThinkingLevel,
 };
 use tern_proxy::{ProxyServer, ProxyStreamFn};
 use tokio_util::sync::CancellationToken;
@@ -111,10 +111,7 @@ async fn refusals_are_json_errors_the_client_words_as_the_reference() {
 
 #[tokio::test]
 async fn a_stream_function_that_cannot_start_answers_502() {
-    let failing = |_: &Model,
-                   _: Context,
-                   _: StreamOptions|
-     -> Result<AssistantMessageEventStream, BoxError> {
+    let failing = |_: &Model, _: Context, _: StreamOptions| -> tern_ai::StreamStart {
         Err("no provider key configured".into())
     };
     let server = serve(ProxyServer::new(failing)).await;
@@ -131,10 +128,7 @@ async fn a_stream_function_that_cannot_start_answers_502() {
 
 #[tokio::test]
 async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
-    let dropping = |_: &Model,
-                    _: Context,
-                    _: StreamOptions|
-     -> Result<AssistantMessageEventStream, BoxError> {
+    let dropping = |_: &Model, _: Context, _: StreamOptions| -> tern_ai::StreamStart {
         let (tx, rx) = assistant_stream();
         let partial = PartialMessage::new(tern_ai::AssistantMessage::default());
         tx.push(AssistantMessageEvent::Start { partial });
@@ -156,10 +150,7 @@ async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
 
 /// An upstream that sends nothing until its signal fires.
 fn silent() -> impl StreamFn {
-    |_: &Model,
-     _: Context,
-     options: StreamOptions|
-     -> Result<AssistantMessageEventStream, BoxError> {
+    |_: &Model, _: Context, options: StreamOptions| -> tern_ai::StreamStart {
         let (tx, rx) = assistant_stream();
         tokio::spawn(async move {
             options.signal.cancelled().await;

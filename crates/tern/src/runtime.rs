@@ -228,7 +228,11 @@ impl Runtime {
         let mut result = self.agent.prompt_messages(vec![message]).await;
         while !self.limits.stopped() && self.agent.has_queued_messages() {
             let Ok(so_far) = result else { break };
-            result = self.agent.continue_run().await.map(|next| so_far.then(next));
+            result = self
+                .agent
+                .continue_run()
+                .await
+                .map(|next| so_far.then(next));
         }
         if let Some(t) = timer {
             t.abort();

@@ -9,8 +9,8 @@ use std::task::{Context as TaskContext, Waker};
 use serde_json::{json, Map, Value};
 use tern_ai::{
     assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender,
-    AssistantMessageEventStream, BoxError, ContentBlock, Context, Model, PartialMessage,
-    StopReason, StreamFn, StreamOptions, TextContent, ThinkingContent, ToolCall,
+    ContentBlock, Context, Model, PartialMessage, StopReason, StreamFn, StreamOptions, TextContent,
+    ThinkingContent, ToolCall,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -38,7 +38,7 @@ impl StreamFn for ScriptedModel {
         model: &Model,
         context: Context,
         options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         let Some(h) = self.harness.upgrade() else {
             return Err("scripted model used after the scenario ended".into());
         };

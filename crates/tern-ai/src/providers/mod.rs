@@ -47,7 +47,7 @@ mod typed_json;
 use crate::event::AssistantMessageEvent;
 use crate::model::Model;
 use crate::stream::{assistant_stream, AssistantMessageEventSender, AssistantMessageEventStream};
-use crate::stream_fn::{BoxError, Context, StreamFn, StreamOptions};
+use crate::stream_fn::{Context, StreamFn, StreamOptions, StreamStart};
 
 use driver::{boxed_run, RunFuture, WireApi};
 use output::Output;
@@ -199,12 +199,7 @@ pub fn stream(
 pub struct Providers;
 
 impl StreamFn for Providers {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err("the built-in providers need a tokio runtime".into());
         }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use tern_ai::{
     assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender,
-    AssistantMessageEventStream, BoxError, Context, Model, PartialMessage, StopReason, StreamFn,
-    StreamOptions,
+    Context, Model, PartialMessage, StopReason, StreamFn, StreamOptions, StreamStart,
 };
 
 use super::RunInner;
@@ -34,12 +33,7 @@ enum Plan {
 }
 
 impl StreamFn for DurableModel {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         let (tx, rx) = assistant_stream();
         let turn = self.run.spending.lock().next_turn(&context.messages);
         let context = match turn {

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tern_ai::{
-    assistant_stream, AssistantMessageEventSender, AssistantMessageEventStream, BoxError, Context,
-    Model, StopReason, StreamFn, StreamOptions,
+    assistant_stream, AssistantMessageEventSender, Context, Model, StopReason, StreamFn,
+    StreamOptions, StreamStart,
 };
 
 use crate::wire::{parse_line, Line, ProxyRequest, ProxyRequestOptions, STREAM_PATH};
@@ -175,12 +175,7 @@ impl ProxyStreamFn {
 }
 
 impl StreamFn for ProxyStreamFn {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         let runtime =
             tokio::runtime::Handle::try_current().map_err(|_| ProxyClientError::NoRuntime)?;
         // The stream first, then the message: its timestamp is not before the stream's clock,

@@ -10,8 +10,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tern_ai::{
-    assistant_stream, AssistantMessageEvent, AssistantMessageEventStream, BoxError, Context,
-    Message, Model, StreamFn, StreamOptions,
+    assistant_stream, AssistantMessageEvent, AssistantMessageEventStream, Context, Message, Model,
+    StreamFn, StreamOptions,
 };
 use tern_proxy::{ProxyServer, ProxyStreamFn};
 use tokio_util::sync::CancellationToken;
@@ -181,7 +181,7 @@ impl<S: StreamFn> StreamFn for Fragmented<S> {
         model: &Model,
         context: Context,
         options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         let mut inner = self.0.stream(model, context, options)?;
         let (tx, rx) = assistant_stream();
         let size = self.1;
@@ -239,7 +239,7 @@ impl<S: StreamFn> StreamFn for Recorded<S> {
         model: &Model,
         context: Context,
         options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    ) -> tern_ai::StreamStart {
         self.seen.lock().push((model.clone(), options.clone()));
         self.inner.stream(model, context, options)
     }
