@@ -311,7 +311,10 @@ async fn run_file(o: &Options, i: usize) -> Result<(), String> {
     let (recorder, transcript) = if path.exists() {
         let loaded = tern_session::load(&path).map_err(|x| e(&x))?;
         let session = SessionFile::resume(&path, &loaded, cwd);
-        (Arc::new(Mutex::new(Recorder::new(session))), loaded.messages)
+        (
+            Arc::new(Mutex::new(Recorder::new(session))),
+            loaded.messages,
+        )
     } else {
         let session = SessionFile::create_at(&path, cwd);
         (Arc::new(Mutex::new(Recorder::new(session))), Vec::new())

@@ -37,7 +37,11 @@ enum Aim {
     /// After a delay from the spawn.
     Delay(Duration),
     /// After chunk `chunk` of answer `n` to `agent` was written (the answer is unfinished).
-    Stream { agent: usize, n: usize, chunk: usize },
+    Stream {
+        agent: usize,
+        n: usize,
+        chunk: usize,
+    },
     /// When `call` of `agent` has started (its intent is journaled), before its effect.
     ToolStarted { agent: usize, call: &'static str },
     /// When `call`'s effect is in the effects file, before its result is journaled.
@@ -62,6 +66,8 @@ pub enum Category {
     BetweenSteps,
     /// Before the run's first record.
     NotStarted,
+    /// After the run's last record.
+    Finished,
 }
 
 impl Category {
@@ -73,6 +79,7 @@ impl Category {
             Category::InTool => "between tool start and end",
             Category::BetweenSteps => "between steps",
             Category::NotStarted => "before the run's first record",
+            Category::Finished => "after the run's last record",
         }
     }
 }
@@ -136,7 +143,8 @@ impl Setup<'_> {
         if recover {
             c.arg("--recover");
         }
-        c.spawn().map_err(|e| format!("spawn the agent process: {e}"))
+        c.spawn()
+            .map_err(|e| format!("spawn the agent process: {e}"))
     }
 
     fn journal_files(&self) -> &'static [&'static str] {
@@ -282,6 +290,8 @@ impl Setup<'_> {
                     Category::ModelInFlight
                 } else if run.is_none() {
                     Category::NotStarted
+                } else if run.as_ref().is_some_and(|r| r.finished.is_some()) {
+                    Category::Finished
                 } else {
                     Category::BetweenSteps
                 };
@@ -388,7 +398,9 @@ impl Setup<'_> {
                 && g["isError"] == true
                 && r["toolCallId"] == call;
             if !is_unknown {
-                return Err(format!("message {k} is {g}, the uninterrupted run's is {r}"));
+                return Err(format!(
+                    "message {k} is {g}, the uninterrupted run's is {r}"
+                ));
             }
             if !snapshots.iter().any(|s| s.open_tools.contains(call)) {
                 return Err(format!(
@@ -421,7 +433,10 @@ impl Setup<'_> {
                         before.completed
                     ));
                 }
-                stats.resent += sent.iter().filter(|n| log_has(&log, i, life - 1, **n)).count();
+                stats.resent += sent
+                    .iter()
+                    .filter(|n| log_has(&log, i, life - 1, **n))
+                    .count();
             }
         }
         for n in 0..REQUESTS {
@@ -550,6 +565,7 @@ struct Tally {
     resent: usize,
     safe_reruns: usize,
     second_kills: usize,
+    write_kills: usize,
 }
 
 impl Tally {
@@ -563,6 +579,7 @@ impl Tally {
             resent: 0,
             safe_reruns: 0,
             second_kills: 0,
+            write_kills: 0,
         }
     }
 
@@ -572,9 +589,10 @@ impl Tally {
             println!("  {:>5}  {}", n, c.name());
         }
         println!(
-            "  {} outcome-unknown results, {} requests re-sent after a kill cut them, {} safe \
-             re-runs, {} recoveries killed again",
-            self.unknown, self.resent, self.safe_reruns, self.second_kills
+            "  {} process kills inside a journal write; {} outcome-unknown results, {} \
+             requests re-sent after a kill cut them, {} safe re-runs, {} recoveries killed \
+             again",
+            self.write_kills, self.unknown, self.resent, self.safe_reruns, self.second_kills
         );
         for f in self.failed.iter().take(20) {
             println!("  FAILED {f}");
@@ -637,6 +655,7 @@ fn kill_point(
     }
     let mut snapshots: Vec<Vec<Snapshot>> = vec![Vec::new(); setup.agents];
     let mut record = |life: u32, in_write: bool, tally: &mut Tally| -> Result<(), String> {
+        tally.write_kills += usize::from(in_write);
         for (i, s) in setup.snapshot(life, in_write)?.into_iter().enumerate() {
             *tally.categories.entry(s.category).or_insert(0) += 1;
             snapshots[i].push(s);
@@ -709,7 +728,14 @@ fn run_variant(v: &Variant, server: &Server, base: &Path, seed: u64, expect: &[V
     let mut tally = Tally::new();
     let mut rng = Rng::new(seed ^ v.kind as u64);
     let name = v.kind.name();
-    let stagger = |d: Duration| if v.agents > 1 { d.as_millis() as u64 } else { 0 };
+    // Many agents start spread over half a run, so a kill finds them at different steps.
+    let stagger = |d: Duration| {
+        if v.agents > 1 {
+            d.as_millis() as u64 / 2
+        } else {
+            0
+        }
+    };
     let ref_setup = Setup {
         point: 1000 * (v.kind as usize + 1),
         kind: v.kind,
@@ -726,6 +752,11 @@ fn run_variant(v: &Variant, server: &Server, base: &Path, seed: u64, expect: &[V
             return tally;
         }
     };
+    println!(
+        "{name}: the uninterrupted run of {} agent(s) took {} ms",
+        v.agents,
+        duration.as_millis()
+    );
     if reference != expect {
         tally
             .failed

@@ -161,11 +161,9 @@ impl Server {
 fn route(path: &str) -> Option<(usize, usize, u32)> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match parts.as_slice() {
-        ["p", point, "a", agent, "l", life, "v1", "chat", "completions"] => Some((
-            point.parse().ok()?,
-            agent.parse().ok()?,
-            life.parse().ok()?,
-        )),
+        ["p", point, "a", agent, "l", life, "v1", "chat", "completions"] => {
+            Some((point.parse().ok()?, agent.parse().ok()?, life.parse().ok()?))
+        }
         _ => None,
     }
 }
