@@ -9,7 +9,7 @@
 #   CRASH_POINTS=1000 scripts/crash-test.sh
 #   CRASH_SEED=1796154326500 scripts/crash-test.sh
 #
-# `cargo test -p tern-durable --test crash` runs the short version (24 + 4 x 50).
+# `cargo test -p tern-durable --test crash` runs the short version (24 + 3 x 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CRASH_POINTS="${CRASH_POINTS:-200}"

@@ -12,9 +12,11 @@
 //! and each writes its final transcript to `transcript.json` before its run is finished.
 //! Requests go to `URL/a/i/l/L/v1`, so the server knows the agent and the process life.
 //!
-//! Recovering, an agent whose run was never started (killed before its first record) starts
-//! it: the host was never told the run was accepted. Likewise the host steers again only
-//! when the journal has no accepted steer: input not acknowledged is the host's to resend.
+//! The host steers once (when the first tool call starts) and sends a follow-up once (when
+//! the first final answer starts streaming). Recovering, an agent whose run was never started
+//! (killed before its first record) starts it: the host was never told the run was accepted.
+//! Likewise the host sends again only input the journal has not accepted: input not
+//! acknowledged is the host's to send again.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,6 +42,10 @@ pub const PROMPT: &str = "Count everything once.";
 pub const STEER: &str = "Also stamp it a second time.";
 /// The host steers when this call starts.
 pub const STEER_AT: &str = "call_1";
+/// The follow-up the host sends once, while the model streams its answer `FOLLOW_UP_AT`.
+pub const FOLLOW_UP: &str = "Then say that you are done.";
+/// The 0-based assistant message during which the follow-up is sent (the first final answer).
+pub const FOLLOW_UP_AT: usize = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -255,41 +261,57 @@ fn build(run: &DurableRun, o: &Options, i: usize, messages: Vec<Message>) -> Age
     })
 }
 
-/// The host: steers once, when call `STEER_AT` starts (through `DurableRun::steer`, which
-/// journals the acceptance before the agent gets the message).
-fn host_steers(run: &DurableRun, agent: &Agent) -> Subscription {
+/// The host: steers once, when call `STEER_AT` starts, and sends a follow-up once, when
+/// answer `FOLLOW_UP_AT` starts (each through `DurableRun`, which journals the acceptance
+/// before the agent gets the message). Input already accepted (`accepted`) is not sent again:
+/// the host had its acknowledgement; input not acknowledged is the host's to send again.
+fn host(run: &DurableRun, agent: &Agent, accepted: &[Queue]) -> Subscription {
     let host = run.clone();
+    let steer = !accepted.contains(&Queue::Steer);
+    let follow_up = !accepted.contains(&Queue::FollowUp);
+    let answers = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     agent.subscribe(move |event, _| {
         let host = host.clone();
+        let answers = answers.clone();
         async move {
-            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
-                if tool_call.id == STEER_AT {
-                    if let Err(e) = host.steer(Message::user_text(STEER)).await {
-                        eprintln!("the steer was not accepted: {e}");
+            let sent = match &*event {
+                AgentEvent::ToolExecutionStart { tool_call }
+                    if steer && tool_call.id == STEER_AT =>
+                {
+                    Some(host.steer(Message::user_text(STEER)).await)
+                }
+                AgentEvent::MessageStart { message } if message.role() == "assistant" => {
+                    let n = answers.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if follow_up && n == FOLLOW_UP_AT {
+                        Some(host.follow_up(Message::user_text(FOLLOW_UP)).await)
+                    } else {
+                        None
                     }
                 }
+                _ => None,
+            };
+            if let Some(Err(e)) = sent {
+                eprintln!("the host's input was not accepted: {e}");
             }
         }
     })
 }
 
-/// Whether the journal's last run has accepted a steer (the host has its acknowledgement).
-fn steer_accepted(records: &[tern_durable::Record]) -> bool {
+/// The queues of the input the journal's last run accepted.
+fn accepted(records: &[tern_durable::Record]) -> Vec<Queue> {
     let Some(start) = records
         .iter()
         .rposition(|r| matches!(r.step, Step::RunStarted { .. }))
     else {
-        return false;
+        return Vec::new();
     };
-    records[start..].iter().any(|r| {
-        matches!(
-            r.step,
-            Step::InputAccepted {
-                queue: Queue::Steer,
-                ..
-            }
-        )
-    })
+    records[start..]
+        .iter()
+        .filter_map(|r| match r.step {
+            Step::InputAccepted { queue, .. } => Some(queue),
+            _ => None,
+        })
+        .collect()
 }
 
 fn ended(messages: &[Message]) -> Result<RunEnd, String> {
@@ -350,7 +372,7 @@ async fn run_file(o: &Options, i: usize) -> Result<(), String> {
     };
     let _messages = record_messages(&recorder, &agent, written);
     let _inputs = run.attach(&agent);
-    let _host = (!steer_accepted(&records)).then(|| host_steers(&run, &agent));
+    let _host = host(&run, &agent, &accepted(&records));
     let outcome = agent.prompt_messages(prompt).await.map_err(|x| e(&x))?;
     let end = ended(&outcome.messages)?;
     run.finish(end).await.map_err(|x| e(&x))
@@ -378,7 +400,7 @@ async fn run_sqlite(o: &Options, db: &SqliteJournal, i: usize) -> Result<(), Str
     };
     let agent = build(&run, o, i, Vec::new());
     let _inputs = run.attach(&agent);
-    let _host = (!steer_accepted(&records)).then(|| host_steers(&run, &agent));
+    let _host = host(&run, &agent, &accepted(&records));
     let outcome = agent.prompt_messages(prompt).await.map_err(|x| e(&x))?;
     let end = ended(&outcome.messages)?;
     // The transcript is kept before the run is finished: a kill in between replays the run

@@ -16,7 +16,7 @@ use tern_durable::{
     interrupted_text, Durability, Journal, Queue, Record, RecordedRun, RunEnd, SqliteJournal, Step,
 };
 
-use crate::agent::{agent_dir, session_id, Kind, STEER};
+use crate::agent::{agent_dir, session_id, Kind, FOLLOW_UP, STEER};
 use crate::rng::Rng;
 use crate::server::{answer, Server, Trigger, REQUESTS};
 
@@ -338,30 +338,26 @@ impl Setup<'_> {
     ) -> Result<Stats, String> {
         let mut stats = Stats::default();
         let got = self.transcript(i)?;
-        let steers = got
-            .iter()
-            .filter(|m| m.role() == "user" && is_text(&m.content_json(), STEER))
-            .count();
-        // 4. Every accepted steer is delivered exactly once (and accepted once: the host
-        //    resends only a steer it had no acknowledgement for).
-        if steers != 1 {
-            return Err(format!("the steer is in the transcript {steers} times"));
-        }
         let records = self.records(db, i)?;
-        let accepted = records
-            .iter()
-            .filter(|r| {
-                matches!(
-                    r.step,
-                    Step::InputAccepted {
-                        queue: Queue::Steer,
-                        ..
-                    }
-                )
-            })
-            .count();
-        if accepted != 1 {
-            return Err(format!("the steer was accepted {accepted} times"));
+        // 4. Every accepted input is delivered exactly once (and accepted once: the host
+        //    sends again only input it had no acknowledgement for).
+        for (queue, text) in [(Queue::Steer, STEER), (Queue::FollowUp, FOLLOW_UP)] {
+            let delivered = got
+                .iter()
+                .filter(|m| m.role() == "user" && is_text(&m.content_json(), text))
+                .count();
+            if delivered != 1 {
+                return Err(format!(
+                    "the {queue:?} is in the transcript {delivered} times"
+                ));
+            }
+            let accepted = records
+                .iter()
+                .filter(|r| matches!(&r.step, Step::InputAccepted { queue: q, .. } if *q == queue))
+                .count();
+            if accepted != 1 {
+                return Err(format!("the {queue:?} was accepted {accepted} times"));
+            }
         }
         let starts = records
             .iter()
@@ -866,7 +862,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 pub fn main() -> std::process::ExitCode {
     let started = Instant::now();
     let points = env_number("CRASH_POINTS", 24) as usize;
-    let sqlite_kills = env_number("CRASH_SQLITE_KILLS", 4) as usize;
+    let sqlite_kills = env_number("CRASH_SQLITE_KILLS", 3) as usize;
     let agents = env_number("CRASH_AGENTS", 50) as usize;
     let seed = env_number("CRASH_SEED", tern_ai::clock::now_ms() as u64);
     println!(

@@ -15,8 +15,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-/// Requests in the script; a fifth one is an error.
-pub const REQUESTS: usize = 4;
+/// Requests in the script; a sixth one is an error.
+pub const REQUESTS: usize = 5;
 
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
@@ -93,6 +93,11 @@ pub fn answer(n: usize) -> Option<Vec<String>> {
         }
         3 => {
             text("All counted: two tallies and two stamps.", &mut events);
+            "stop"
+        }
+        // After the follow-up.
+        4 => {
+            text("Done.", &mut events);
             "stop"
         }
         _ => return None,
