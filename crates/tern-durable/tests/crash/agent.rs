@@ -12,8 +12,8 @@
 //! and each writes its final transcript to `transcript.json` before its run is finished.
 //! Requests go to `URL/a/i/l/L/v1`, so the server knows the agent and the process life.
 //!
-//! The host steers once (when the first tool call starts) and sends a follow-up once (when
-//! the first final answer starts streaming). Recovering, an agent whose run was never started
+//! The host sends three inputs, each once ([`INPUTS`]): a steer when the first tool call
+//! starts, a steer while request 2 streams, a follow-up while the first final answer streams. Recovering, an agent whose run was never started
 //! (killed before its first record) starts it: the host was never told the run was accepted.
 //! Likewise the host sends again only input the journal has not accepted: input not
 //! acknowledged is the host's to send again.
@@ -38,14 +38,36 @@ use crate::rng::Rng;
 
 /// The prompt every agent starts with.
 pub const PROMPT: &str = "Count everything once.";
-/// The steering message the host sends once.
-pub const STEER: &str = "Also stamp it a second time.";
-/// The host steers when this call starts.
-pub const STEER_AT: &str = "call_1";
-/// The follow-up the host sends once, while the model streams its answer `FOLLOW_UP_AT`.
-pub const FOLLOW_UP: &str = "Then say that you are done.";
-/// The 0-based assistant message during which the follow-up is sent (the first final answer).
-pub const FOLLOW_UP_AT: usize = 3;
+/// When the host sends input.
+#[derive(Clone, Copy, Debug)]
+pub enum When {
+    /// When this tool call starts.
+    ToolStart(&'static str),
+    /// When the assistant message with this 0-based index starts streaming.
+    Answer(usize),
+}
+
+/// The input the host sends, each once: (queue, text, when).
+pub const INPUTS: [(Queue, &str, When); 3] = [
+    // During the first tool batch: placed before request 1.
+    (
+        Queue::Steer,
+        "Also stamp it a second time.",
+        When::ToolStart("call_1"),
+    ),
+    // While request 2 streams: placed after its tool batch, before request 3.
+    (
+        Queue::Steer,
+        "And tally once more at the end.",
+        When::Answer(2),
+    ),
+    // While the first final answer streams: delivered when the model would stop.
+    (
+        Queue::FollowUp,
+        "Then say that you are done.",
+        When::Answer(3),
+    ),
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -261,44 +283,68 @@ fn build(run: &DurableRun, o: &Options, i: usize, messages: Vec<Message>) -> Age
     })
 }
 
-/// The host: steers once, when call `STEER_AT` starts, and sends a follow-up once, when
-/// answer `FOLLOW_UP_AT` starts (each through `DurableRun`, which journals the acceptance
-/// before the agent gets the message). Input already accepted (`accepted`) is not sent again:
-/// the host had its acknowledgement; input not acknowledged is the host's to send again.
-fn host(run: &DurableRun, agent: &Agent, accepted: &[Queue]) -> Subscription {
+/// The host: sends each of `INPUTS` once, at its moment, through `DurableRun` (which
+/// journals the acceptance before the agent gets the message). Input the journal has
+/// accepted is not sent again (the host had its acknowledgement); input not acknowledged is
+/// the host's to send again.
+fn host(run: &DurableRun, agent: &Agent, accepted: &[String]) -> Subscription {
     let host = run.clone();
-    let steer = !accepted.contains(&Queue::Steer);
-    let follow_up = !accepted.contains(&Queue::FollowUp);
+    let due: Vec<(Queue, &'static str, When)> = INPUTS
+        .into_iter()
+        .filter(|(_, text, _)| !accepted.iter().any(|a| a == text))
+        .collect();
     let answers = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     agent.subscribe(move |event, _| {
         let host = host.clone();
-        let answers = answers.clone();
+        let now: Option<When> = match &*event {
+            AgentEvent::ToolExecutionStart { tool_call } => {
+                INPUTS.iter().find_map(|(_, _, w)| match w {
+                    When::ToolStart(id) if *id == tool_call.id => Some(*w),
+                    _ => None,
+                })
+            }
+            AgentEvent::MessageStart { message } if message.role() == "assistant" => Some(
+                When::Answer(answers.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
+            ),
+            _ => None,
+        };
+        let send: Vec<(Queue, &'static str)> = due
+            .iter()
+            .filter(|(_, _, w)| match (w, now) {
+                (When::ToolStart(a), Some(When::ToolStart(b))) => *a == b,
+                (When::Answer(a), Some(When::Answer(b))) => *a == b,
+                _ => false,
+            })
+            .map(|(q, t, _)| (*q, *t))
+            .collect();
         async move {
-            let sent = match &*event {
-                AgentEvent::ToolExecutionStart { tool_call }
-                    if steer && tool_call.id == STEER_AT =>
-                {
-                    Some(host.steer(Message::user_text(STEER)).await)
+            for (queue, text) in send {
+                let message = Message::user_text(text);
+                let sent = match queue {
+                    Queue::FollowUp => host.follow_up(message).await,
+                    _ => host.steer(message).await,
+                };
+                if let Err(e) = sent {
+                    eprintln!("the host's input was not accepted: {e}");
                 }
-                AgentEvent::MessageStart { message } if message.role() == "assistant" => {
-                    let n = answers.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    if follow_up && n == FOLLOW_UP_AT {
-                        Some(host.follow_up(Message::user_text(FOLLOW_UP)).await)
-                    } else {
-                        None
-                    }
-                }
-                _ => None,
-            };
-            if let Some(Err(e)) = sent {
-                eprintln!("the host's input was not accepted: {e}");
             }
         }
     })
 }
 
-/// The queues of the input the journal's last run accepted.
-fn accepted(records: &[tern_durable::Record]) -> Vec<Queue> {
+/// A message's text (its content as a string, or its text blocks joined).
+pub fn text_of(message: &Message) -> String {
+    match message.content_json() {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Array(blocks) => {
+            blocks.iter().filter_map(|b| b["text"].as_str()).collect()
+        }
+        _ => String::new(),
+    }
+}
+
+/// The texts of the input the journal's last run accepted.
+fn accepted(records: &[tern_durable::Record]) -> Vec<String> {
     let Some(start) = records
         .iter()
         .rposition(|r| matches!(r.step, Step::RunStarted { .. }))
@@ -307,8 +353,8 @@ fn accepted(records: &[tern_durable::Record]) -> Vec<Queue> {
     };
     records[start..]
         .iter()
-        .filter_map(|r| match r.step {
-            Step::InputAccepted { queue, .. } => Some(queue),
+        .filter_map(|r| match &r.step {
+            Step::InputAccepted { message, .. } => Some(text_of(message)),
             _ => None,
         })
         .collect()

@@ -13,10 +13,10 @@ use serde_json::Value;
 use tern_ai::Message;
 use tern_durable::journal::session_file::read_step_records;
 use tern_durable::{
-    interrupted_text, Durability, Journal, Queue, Record, RecordedRun, RunEnd, SqliteJournal, Step,
+    interrupted_text, Durability, Journal, Record, RecordedRun, RunEnd, SqliteJournal, Step,
 };
 
-use crate::agent::{agent_dir, session_id, Kind, FOLLOW_UP, STEER};
+use crate::agent::{agent_dir, session_id, text_of, Kind, INPUTS};
 use crate::rng::Rng;
 use crate::server::{answer, Server, Trigger, REQUESTS};
 
@@ -341,22 +341,25 @@ impl Setup<'_> {
         let records = self.records(db, i)?;
         // 4. Every accepted input is delivered exactly once (and accepted once: the host
         //    sends again only input it had no acknowledgement for).
-        for (queue, text) in [(Queue::Steer, STEER), (Queue::FollowUp, FOLLOW_UP)] {
+        for (queue, text, _) in INPUTS {
             let delivered = got
                 .iter()
-                .filter(|m| m.role() == "user" && is_text(&m.content_json(), text))
+                .filter(|m| m.role() == "user" && text_of(m) == text)
                 .count();
             if delivered != 1 {
                 return Err(format!(
-                    "the {queue:?} is in the transcript {delivered} times"
+                    "{queue:?} {text:?} is in the transcript {delivered} times"
                 ));
             }
             let accepted = records
                 .iter()
-                .filter(|r| matches!(&r.step, Step::InputAccepted { queue: q, .. } if *q == queue))
+                .filter(|r| {
+                    matches!(&r.step, Step::InputAccepted { queue: q, message, .. }
+                        if *q == queue && text_of(message) == text)
+                })
                 .count();
             if accepted != 1 {
-                return Err(format!("the {queue:?} was accepted {accepted} times"));
+                return Err(format!("{queue:?} {text:?} was accepted {accepted} times"));
             }
         }
         let starts = records
@@ -480,17 +483,6 @@ fn effects(dir: &Path) -> BTreeMap<String, usize> {
         }
     }
     out
-}
-
-/// Whether message content (a string or text blocks) is `text`.
-fn is_text(content: &Value, text: &str) -> bool {
-    match content {
-        Value::String(s) => s == text,
-        Value::Array(blocks) => {
-            blocks.len() == 1 && blocks[0]["type"] == "text" && blocks[0]["text"] == text
-        }
-        _ => false,
-    }
 }
 
 fn has_line(path: &Path, line: &str) -> bool {
@@ -934,9 +926,11 @@ pub fn main() -> std::process::ExitCode {
     }
     println!("time {:.1} s", started.elapsed().as_secs_f64());
     println!("{total} passed, {failed} failed");
-    if failed > 0 {
+    if failed > 0 || std::env::var_os("CRASH_KEEP").is_some() {
         let kept = base.keep();
         println!("the runs are kept in {}", kept.display());
+    }
+    if failed > 0 {
         std::process::ExitCode::FAILURE
     } else {
         std::process::ExitCode::SUCCESS

@@ -4,7 +4,7 @@
 //! with SIGKILL at a chosen or random moment, recovers it (`--recover`) until it completes,
 //! and checks every agent: the transcript is the reference's except for documented
 //! "outcome unknown" results; no model request with a journaled outcome was sent again; no
-//! `never` effect happened twice; the accepted steer and follow-up were each delivered exactly
+//! `never` effect happened twice; every accepted steer and follow-up was delivered exactly
 //! once.
 //!
 //! The agent process is this test binary itself: it is always built and up to date with the
