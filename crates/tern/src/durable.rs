@@ -70,12 +70,9 @@ impl Current {
             .map(|tool| {
                 let original = tool.clone();
                 let current = self.clone();
-                tool.with_execute(move |input: ToolCallInput| {
-                    let call = match current.get() {
-                        Some(run) => run.tool(original.clone()).execute(input),
-                        None => original.execute(input),
-                    };
-                    async move { call.await }
+                tool.with_execute(move |input: ToolCallInput| match current.get() {
+                    Some(run) => run.tool(original.clone()).execute(input),
+                    None => original.execute(input),
                 })
             })
             .collect()

@@ -112,7 +112,10 @@ mod tests {
             ..Default::default()
         };
         let note = l.limit_note(Limit::Turns);
-        assert!(note.contains("--max-turns") && note.contains("4 turns"), "{note}");
+        assert!(
+            note.contains("--max-turns") && note.contains("4 turns"),
+            "{note}"
+        );
         assert!(l.limit_note(Limit::ToolCalls).contains("--max-tool-calls"));
     }
 }

@@ -164,7 +164,11 @@ fn check_recover_and_replay(args: &Args) -> Result<(), UsageError> {
         ));
     }
     if (args.recover || args.replay.is_some()) && !args.messages.is_empty() {
-        let flag = if args.recover { "--recover" } else { "--replay" };
+        let flag = if args.recover {
+            "--recover"
+        } else {
+            "--replay"
+        };
         return Err(UsageError(format!(
             "{flag} takes no prompt; drop the prompt words"
         )));
@@ -241,6 +245,9 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
 
     let (stream_fn, model, api_key) = if args.demo {
         (demo::stream_fn(), demo::model(), None)
+    } else if let Some(r) = &replayed {
+        // A replay sends nothing: the session's model, with no key needed.
+        (model_choice::providers(), r.model(), None)
     } else {
         let choice = model_choice::resolve_model(&args, &config)?;
         (model_choice::providers(), choice.model, choice.api_key)

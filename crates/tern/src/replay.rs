@@ -43,6 +43,17 @@ impl Replayed {
         })
     }
 
+    /// The model the session last named (a replay never reaches it).
+    pub fn model(&self) -> tern_ai::Model {
+        let (provider, id) = self
+            .loaded
+            .model
+            .clone()
+            .unwrap_or_else(|| ("local".to_string(), "local".to_string()));
+        tern_ai::providers::catalog::get_model(&provider, &id)
+            .unwrap_or_else(|| crate::model_choice::on_the_fly_model(&id, &provider, "offline"))
+    }
+
     /// Where each run starts among the records, and how long its starting transcript was.
     fn runs(&self) -> Vec<(usize, usize, String)> {
         self.records

@@ -5,9 +5,7 @@ use std::sync::Arc;
 
 use tern_agent::{AgentError, RunEnding, RunOutcome};
 use tern_ai::Message;
-use tern_durable::{
-    DurableRun, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd,
-};
+use tern_durable::{DurableRun, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd};
 
 use crate::durable::{journal_for, system_prefix_len};
 use crate::runtime::Runtime;
@@ -35,9 +33,9 @@ pub enum RecoverError {
 impl std::fmt::Display for RecoverError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RecoverError::NoSession => f.write_str(
-                "there is no session file to recover from; name it with --session FILE",
-            ),
+            RecoverError::NoSession => {
+                f.write_str("there is no session file to recover from; name it with --session FILE")
+            }
             RecoverError::Journal(e) => write!(f, "{e}"),
         }
     }
@@ -91,7 +89,11 @@ impl Runtime {
         }
     }
 
-    async fn execute(&self, run: DurableRun, prompt: Vec<Message>) -> Result<RunOutcome, AgentError> {
+    async fn execute(
+        &self,
+        run: DurableRun,
+        prompt: Vec<Message>,
+    ) -> Result<RunOutcome, AgentError> {
         let run = run.with_budget(self.limits.budget.clone());
         self.current.set(Some(run.clone()));
         let inputs = run.attach(&self.agent);
@@ -152,7 +154,8 @@ impl Runtime {
     pub async fn run_recovered(&self, p: Prepared) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
         self.agent.set_messages(p.start);
-        let recording = tern_durable::record_messages(&self.recorder, &self.agent, p.already_written);
+        let recording =
+            tern_durable::record_messages(&self.recorder, &self.agent, p.already_written);
         if let Some(old) = self.recording.lock().replace(recording) {
             old.unsubscribe();
         }

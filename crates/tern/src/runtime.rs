@@ -132,18 +132,17 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         messages,
         stream_fn: Some(current.stream_fn(o.stream_fn)),
         stream_options,
-        hooks: Hooks::default()
-            .before_tool_call(move |ctx, signal| {
-                let gate = gate.clone();
-                async move {
-                    let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
-                    Ok(verdict.block.then_some(BeforeToolCallResult {
-                        block: true,
-                        reason: verdict.reason,
-                        ..BeforeToolCallResult::default()
-                    }))
-                }
-            }),
+        hooks: Hooks::default().before_tool_call(move |ctx, signal| {
+            let gate = gate.clone();
+            async move {
+                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                Ok(verdict.block.then_some(BeforeToolCallResult {
+                    block: true,
+                    reason: verdict.reason,
+                    ..BeforeToolCallResult::default()
+                }))
+            }
+        }),
         ..Default::default()
     });
     let prefix = if fresh {

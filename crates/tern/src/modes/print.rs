@@ -138,7 +138,9 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
             "tern: timeout reached after {:.0} s (--timeout) and the run did not wrap up within \
              {:.0} s more; it was aborted and the task was not confirmed complete",
             l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default(),
-            l.timeout.map(|d| crate::limits::grace(d).as_secs_f64()).unwrap_or_default()
+            l.timeout
+                .map(|d| crate::limits::grace(d).as_secs_f64())
+                .unwrap_or_default()
         );
         return exit::LIMIT;
     }
