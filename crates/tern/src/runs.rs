@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use tern_agent::{AgentError, RunEnding, RunOutcome};
 use tern_ai::Message;
-use tern_durable::{DurableRun, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd};
+use tern_durable::{
+    DurableRun, Journal, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd,
+};
 
 use crate::durable::{journal_for, system_prefix_len};
 use crate::runtime::Runtime;
@@ -54,6 +56,16 @@ fn run_end(run: &DurableRun, result: &Result<RunOutcome, AgentError>) -> RunEnd 
         },
         Err(_) => RunEnd::Failed,
     }
+}
+
+/// Whether `journal`'s last run started and never ended (false when it cannot be read:
+/// `--recover` says why).
+pub fn last_run_interrupted(journal: &dyn Journal) -> bool {
+    journal
+        .records()
+        .ok()
+        .and_then(|r| RecordedRun::last(&r))
+        .is_some_and(|r| r.interrupted())
 }
 
 impl Runtime {
@@ -167,11 +179,7 @@ impl Runtime {
         if self.recorder.lock().session().path().is_none() {
             return false;
         }
-        journal_for(&self.recorder)
-            .records()
-            .ok()
-            .and_then(|r| RecordedRun::last(&r))
-            .is_some_and(|r| r.interrupted())
+        last_run_interrupted(&*journal_for(&self.recorder))
     }
 
     /// Queues a steering message: journaled at acceptance when a run is going.
@@ -201,5 +209,53 @@ impl Runtime {
             Queue::FollowUp => self.agent.follow_up(message),
             _ => self.agent.steer(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_durable::{Record, Step};
+
+    fn journal(steps: Vec<Step>) -> MemoryJournal {
+        MemoryJournal::new(steps.into_iter().map(Record::new).collect())
+    }
+
+    fn started(id: &str) -> Step {
+        Step::RunStarted {
+            run_id: id.into(),
+            transcript_digest: tern_durable::transcript_digest(&[]),
+            transcript_length: 0,
+            prompt: vec![Message::user_text("go")],
+        }
+    }
+
+    fn finished(id: &str) -> Step {
+        Step::RunFinished {
+            run_id: id.into(),
+            end: RunEnd::Completed,
+        }
+    }
+
+    #[test]
+    fn only_a_last_run_without_its_end_is_interrupted() {
+        assert!(!last_run_interrupted(&journal(vec![])), "no run at all");
+        assert!(last_run_interrupted(&journal(vec![started("r1")])));
+        assert!(!last_run_interrupted(&journal(vec![
+            started("r1"),
+            finished("r1")
+        ])));
+        assert!(last_run_interrupted(&journal(vec![
+            started("r1"),
+            finished("r1"),
+            started("r2"),
+        ])));
+        // Opening such a session in the terminal UI says so, and how to finish it.
+        let note = crate::modes::interactive::interrupted_note(true).unwrap_or_default();
+        assert!(
+            note.contains("interrupted") && note.contains("/recover"),
+            "{note}"
+        );
+        assert!(crate::modes::interactive::interrupted_note(false).is_none());
     }
 }

@@ -434,3 +434,67 @@ fn rpc_recover_finishes_the_interrupted_run_and_steering_is_journaled() {
     assert_eq!(rpc.finish(), Some(0));
     assert!(read(&session).contains(r#""type":"input_committed""#));
 }
+
+/// The terminal UI on a session with an interrupted run: one line says so, `/recover`
+/// finishes it. Skipped, with a note, when tmux is not installed.
+#[test]
+fn interactive_resume_offers_recover_in_tmux() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+        return;
+    }
+    let (home, cwd) = dirs();
+    let session = home.path().join("s.jsonl");
+    killed_run(home.path(), cwd.path(), &session, "run the slow thing");
+    let server = Server::start(vec![Reply::text("Recovered in the terminal.")]);
+    let name = format!("tern-durable-{}", std::process::id());
+    let shell = format!(
+        "cd '{}' && env HOME='{}' TERN_SESSION_DIR='{}/sessions' TERN_CONFIG=/dev/null '{}' \
+         --base-url '{}' --tools bash --allow bash --sandbox full-access --session '{}'; \
+         sleep 30",
+        cwd.path().display(),
+        home.path().display(),
+        home.path().display(),
+        common::tern().display(),
+        server.url,
+        session.display()
+    );
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("run tmux");
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "120",
+        "-y",
+        "30",
+        &shell,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let pane =
+        || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &name]).stdout).to_string();
+    let wait_pane = |text: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let p = pane();
+            if p.contains(text) {
+                return;
+            }
+            if Instant::now() > deadline {
+                tmux(&["kill-session", "-t", &name]);
+                panic!("expected {text:?} on screen; the pane was:\n{p}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_pane("was interrupted before it ended; /recover finishes it");
+    tmux(&["send-keys", "-t", &name, "/recover", "Enter"]);
+    wait_pane("Recovered in the terminal.");
+    tmux(&["send-keys", "-t", &name, "C-d"]);
+    tmux(&["kill-session", "-t", &name]);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert!(text_of(&reqs[0]).contains("interrupted"));
+    assert!(read(&session).contains(r#""type":"run_finished""#));
+}

@@ -67,7 +67,16 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
             Ok(p) => Some(p),
             Err(code) => return code,
         },
-        Start::Prompt(_) => None,
+        Start::Prompt(_) => {
+            if rt.interrupted_run() {
+                eprintln_redacted!(
+                    "tern: note: the previous run in {} was interrupted; it stays unfinished \
+                     (--recover, instead of a new prompt, finishes such a run)",
+                    rt.session_file().unwrap_or_default()
+                );
+            }
+            None
+        }
     };
     if output == Output::Json {
         out_line(&rt.session_header().to_string());
