@@ -192,6 +192,22 @@ impl Runtime {
         self.queue(Queue::FollowUp, message).await;
     }
 
+    /// Journals queued messages the host took back (RPC `clear_queue`) as returned, so a
+    /// recovery does not deliver them.
+    pub async fn withdraw(&self, messages: &[Message]) {
+        let Some(run) = self.current.get() else {
+            return;
+        };
+        for m in messages {
+            if let Err(e) = run.withdraw(m).await {
+                eprintln_redacted!(
+                    "tern: warning: a cleared message was not journaled as cleared ({e}); a \
+                     recovery of this run would deliver it"
+                );
+            }
+        }
+    }
+
     async fn queue(&self, queue: Queue, message: Message) {
         if let Some(run) = self.current.get() {
             let accepted = match queue {

@@ -388,14 +388,18 @@ fn rpc_recover_finishes_the_interrupted_run_and_steering_is_journaled() {
         )
         .unwrap();
         wait_until("the tool", || !read(&pid).trim().is_empty());
-        writeln!(
-            stdin,
-            "{}",
-            json!({"type": "steer", "message": "and report back"})
-        )
-        .unwrap();
+        // A follow-up accepted, then cleared: journaled as returned, never delivered.
+        for cmd in [
+            json!({"type": "follow_up", "message": "forget this"}),
+            json!({"type": "clear_queue"}),
+            json!({"type": "steer", "message": "and report back"}),
+        ] {
+            writeln!(stdin, "{cmd}").unwrap();
+        }
         wait_until("the steer's acceptance", || {
-            read(&session).contains(r#""type":"input_accepted""#)
+            let text = read(&session);
+            text.contains(r#""type":"input_returned""#)
+                && text.matches(r#""type":"input_accepted""#).count() == 2
         });
     }
     kill_mid_tool(child, &session, &pid);
@@ -427,6 +431,10 @@ fn rpc_recover_finishes_the_interrupted_run_and_steering_is_journaled() {
     assert!(
         sent.contains("and report back") && sent.contains("interrupted"),
         "{sent}"
+    );
+    assert!(
+        !sent.contains("forget this"),
+        "a cleared message stays cleared: {sent}"
     );
     let again = rpc.call("r2", json!({"type": "recover"}));
     assert_eq!(again["success"], true, "{again}");

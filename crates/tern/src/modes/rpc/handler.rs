@@ -87,8 +87,13 @@ impl Rpc {
             if let Err(e) = result {
                 eprintln_redacted!("tern: {e}");
             }
-            let _ = tx.send(event_lines::settled(rt.limits.aborted()).to_string());
-            idle.send_replace(true);
+            // Idle in the same step as `agent_settled` is sent: a command sent after a client
+            // read it finds the agent idle.
+            let settled = event_lines::settled(rt.limits.aborted()).to_string();
+            idle.send_modify(|idle| {
+                let _ = tx.send(settled);
+                *idle = true;
+            });
         });
     }
 
@@ -141,6 +146,7 @@ impl Rpc {
             Command::ClearQueue => {
                 let (s, f) = agent.queued();
                 agent.clear_all_queues();
+                self.rt.withdraw(&[s.clone(), f.clone()].concat()).await;
                 self.queue_update();
                 Ok(Some(json!({"steering": texts(&s), "followUp": texts(&f)})))
             }
