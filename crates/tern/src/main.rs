@@ -226,6 +226,15 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
             .unwrap_or_else(|| "there is no session to recover".into());
         return Err(UsageError(format!("--recover: {what}")));
     }
+    // Nothing to recover needs no model: said before one is looked for.
+    if let (true, SessionSource::Existing(path, _)) = (args.recover, &session) {
+        let records = tern_durable::journal::session_file::read_step_records(path)
+            .map_err(|e| UsageError(format!("cannot recover {}: {e}", path.display())))?;
+        if !tern_durable::RecordedRun::last(&records).is_some_and(|r| r.interrupted()) {
+            print::nothing_to_recover(&path.display().to_string());
+            return Ok(exit::OK);
+        }
+    }
     // A replay runs the tools its session declared, unless --tools names them.
     let replayed = match &args.replay {
         Some(path) => Some(replay::load(path)?),

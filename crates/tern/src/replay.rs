@@ -94,8 +94,9 @@ pub fn load(path: &Path) -> Result<Replayed, UsageError> {
     Ok(r)
 }
 
-/// Replays every recorded run in order; prints `identical` or the first divergence, and
-/// returns the exit code (0 identical, 1 diverged, 2 a journal that cannot be replayed).
+/// Replays every recorded run that ended, in order (an interrupted one is skipped with a
+/// note); prints `identical` or the first divergence, and returns the exit code (0
+/// identical, 1 diverged, 2 a journal that cannot be replayed or nothing to replay).
 pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
     let n = system_prefix_len(&r.loaded.messages);
     let prefix = if n > 0 {
@@ -107,9 +108,24 @@ pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
     let body = &r.loaded.messages[n..];
     let runs = r.runs();
     let total = runs.len();
+    let mut replayed = 0;
     for (k, (at, length, id)) in runs.iter().enumerate() {
         let end = runs.get(k + 1).map_or(r.records.len(), |next| next.0);
         let records = r.records[*at..end].to_vec();
+        if !records
+            .iter()
+            .any(|rec| matches!(rec.step, Step::RunFinished { .. }))
+        {
+            // Its recording stops where it was cut: a replay would only report the cut.
+            eprintln_redacted!(
+                "tern: run {} of {total} ({id}) was interrupted before it ended and is not \
+                 replayed; `tern --session {} --recover` finishes it",
+                k + 1,
+                r.path.display()
+            );
+            continue;
+        }
+        replayed += 1;
         let mut start = prefix.clone();
         start.extend_from_slice(&body[..(*length).min(body.len())]);
         let report = tern_durable::replay(records, body, |run, _offline| {
@@ -138,7 +154,14 @@ pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
             }
         }
     }
-    let runs = if total == 1 { "run" } else { "runs" };
-    println!("identical ({total} recorded {runs} replayed)");
+    if replayed == 0 {
+        eprintln_redacted!(
+            "tern: --replay {}: no run of the session ended, so none was replayed",
+            r.path.display()
+        );
+        return exit::USAGE;
+    }
+    let runs = if replayed == 1 { "run" } else { "runs" };
+    println!("identical ({replayed} recorded {runs} replayed)");
     exit::OK
 }

@@ -59,6 +59,7 @@ fn kill_mid_tool(mut child: Child, session: &Path, pid: &Path) {
     let _ = child.wait();
     let _ = Command::new("kill")
         .args(["-KILL", read(pid).trim()])
+        .stderr(Stdio::null())
         .status();
 }
 
@@ -102,6 +103,18 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
     let session = home.path().join("s.jsonl");
     killed_run(home.path(), cwd.path(), &session, "run the slow thing");
     assert!(!read(&session).contains(r#""type":"run_finished""#));
+    let replay = || {
+        let mut c = command(home.path(), cwd.path());
+        c.arg("--replay").arg(&session).args(BASH);
+        run(c)
+    };
+    let o = replay();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("was interrupted before it ended and is not replayed"),
+        "{}",
+        stderr(&o)
+    );
 
     let server = Server::start(vec![Reply::text("Recovered: the sleep may not have run.")]);
     let o = recover(home.path(), cwd.path(), &session, &server);
@@ -125,6 +138,10 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
         ["system", "user", "assistant", "toolResult", "assistant"]
     );
     assert!(read(&session).contains(r#""type":"run_finished""#));
+    // The recovered run, interrupted result included, replays as identical.
+    let o = replay();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "identical (1 recorded run replayed)");
 
     // Recovering a run that ended: nothing to do, exit 0 and a note.
     let idle = Server::start(vec![]);

@@ -42,6 +42,11 @@ pub enum Start {
     Recover,
 }
 
+/// The note `--recover` leaves when the session's last run ended (or there was none).
+pub fn nothing_to_recover(file: &str) {
+    eprintln_redacted!("tern: nothing to recover: the last run in {file} ended");
+}
+
 /// The interrupted run to finish, or the exit code when there is none (a note on stderr
 /// says why).
 fn recovery(rt: &Runtime) -> Result<Prepared, i32> {
@@ -49,7 +54,7 @@ fn recovery(rt: &Runtime) -> Result<Prepared, i32> {
     match rt.prepare_recovery() {
         Ok(Some(p)) => Ok(p),
         Ok(None) => {
-            eprintln_redacted!("tern: nothing to recover: the last run in {file} ended");
+            nothing_to_recover(&file);
             Err(exit::OK)
         }
         Err(e) => {
