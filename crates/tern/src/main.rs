@@ -284,6 +284,11 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         .tools
         .clone()
         .or(replayed.as_ref().and_then(replay::Replayed::tool_spec))
+        .or(match (&session, args.recover) {
+            // A recovery runs the tools its session declared, unless --tools names them.
+            (SessionSource::Existing(_, loaded), true) => replay::declared_tools(&loaded.messages),
+            _ => None,
+        })
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
     let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;

@@ -29,18 +29,7 @@ impl Replayed {
     /// The tools the session's system messages declared, as a `--tools` value (`None` when
     /// the file has no system message, e.g. a run killed before its first entry).
     pub fn tool_spec(&self) -> Option<String> {
-        if system_prefix_len(&self.loaded.messages) == 0 {
-            return None;
-        }
-        let names: Vec<String> = tern_ai::transcript::get_current_tools(&self.loaded.messages)
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
-        Some(if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(",")
-        })
+        declared_tools(&self.loaded.messages)
     }
 
     /// The model the session last named (a replay never reaches it).
@@ -69,6 +58,24 @@ impl Replayed {
             })
             .collect()
     }
+}
+
+/// The tools a transcript's system messages declare, as a `--tools` value: what a replay or
+/// a recovery of its runs needs (`None` when it has no system message yet, e.g. a run killed
+/// before its first entry).
+pub fn declared_tools(messages: &[tern_ai::Message]) -> Option<String> {
+    if system_prefix_len(messages) == 0 {
+        return None;
+    }
+    let names: Vec<String> = tern_ai::transcript::get_current_tools(messages)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    Some(if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(",")
+    })
 }
 
 /// Reads the session file and its journal.

@@ -87,10 +87,11 @@ fn killed_run(home: &Path, cwd: &Path, session: &Path, prompt: &str) -> Server {
     server
 }
 
+/// `--recover` of `session`: without `--tools`, it runs the tools the session declared.
 fn recover(home: &Path, cwd: &Path, session: &Path, server: &Server) -> std::process::Output {
     let mut c = command(home, cwd);
     c.args(["--base-url", &server.url])
-        .args(BASH)
+        .args(&BASH[2..])
         .arg("--session")
         .arg(session)
         .arg("--recover");

@@ -167,6 +167,9 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
             // The library names no flag; say which one sets it here.
             let hint = if message.starts_with("Idle timeout") {
                 " (set it with --idle-timeout SECONDS or `idle_timeout` in the config)"
+            } else if message.contains("the run was not continued") {
+                " (a recovered run needs what it was started with: the same --tools, \
+                 --allow/--deny and limit flags)"
             } else {
                 ""
             };
