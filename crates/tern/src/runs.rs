@@ -96,19 +96,34 @@ impl Runtime {
             }
         };
         match run {
-            Some(run) => self.execute(run, prompt).await,
+            Some(run) => {
+                let queued = self.agent.queued();
+                self.agent.clear_all_queues();
+                self.execute(run, prompt, queued).await
+            }
             None => self.agent.prompt_messages(prompt).await,
         }
     }
 
+    /// Runs `run` from `prompt`, with `queued` (messages queued while no run was going) as
+    /// its first accepted input.
     async fn execute(
         &self,
         run: DurableRun,
         prompt: Vec<Message>,
+        queued: (Vec<Message>, Vec<Message>),
     ) -> Result<RunOutcome, AgentError> {
         let run = run.with_budget(self.limits.budget.clone());
         self.current.set(Some(run.clone()));
         let inputs = run.attach(&self.agent);
+        // Messages queued while no run was going become input of this one, journaled.
+        let (steering, follow_ups) = queued;
+        for m in steering {
+            self.queue(Queue::Steer, m).await;
+        }
+        for m in follow_ups {
+            self.queue(Queue::FollowUp, m).await;
+        }
         let timer = self.limits.start_timer(&self.agent);
         let mut result = self.agent.prompt_messages(prompt).await;
         while result.is_ok()
@@ -171,7 +186,20 @@ impl Runtime {
         if let Some(old) = self.recording.lock().replace(recording) {
             old.unsubscribe();
         }
-        self.execute(p.run, p.prompt).await
+        // A recovered run replays its own input: messages queued meanwhile wait for the
+        // next run (the agent would place them before the first replayed request).
+        let (steering, follow_ups) = self.agent.queued();
+        self.agent.clear_all_queues();
+        let result = self
+            .execute(p.run, p.prompt, (Vec::new(), Vec::new()))
+            .await;
+        for m in steering {
+            self.agent.steer(m);
+        }
+        for m in follow_ups {
+            self.agent.follow_up(m);
+        }
+        result
     }
 
     /// Whether the session's last run was cut off (false when it cannot be told).
