@@ -154,7 +154,7 @@ pub struct Args {
     pub no_session: bool,
 
     /// Finish the run that was interrupted in the session (with --session, --continue or
-    /// --resume) and print its answer; nothing is sent or run twice.
+    /// --resume) and print its answer; steps it recorded are not sent or run again.
     #[arg(long)]
     pub recover: bool,
 

@@ -159,6 +159,39 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
 }
 
 #[test]
+fn a_run_killed_mid_request_sends_that_request_again() {
+    let (home, cwd) = dirs();
+    let session = home.path().join("s.jsonl");
+    let hung = Server::start(vec![Reply::Hang]);
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--base-url", &hung.url, "--session"])
+        .arg(&session)
+        .args(["-p", "think hard"]);
+    let mut child = spawn(c);
+    wait_until("the request", || {
+        read(&session).contains(r#""type":"model_intent""#) && hung.requests().len() == 1
+    });
+    child.kill().expect("SIGKILL tern");
+    let _ = child.wait();
+
+    let server = Server::start(vec![Reply::text("Thought it through.")]);
+    let o = recover(home.path(), cwd.path(), &session, &server);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "Thought it through.");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "the request without an outcome, once more");
+    assert_eq!(
+        common::messages(&reqs[0]),
+        common::messages(&hung.requests()[0]),
+        "the same request"
+    );
+    assert_eq!(read(&session).matches(r#""attempt":2"#).count(), 1);
+    let loaded = tern_session::load(&session).expect("readable");
+    let roles: Vec<&str> = loaded.messages.iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+}
+
+#[test]
 fn a_journal_of_another_transcript_or_format_is_refused_with_exit_2() {
     let (home, cwd) = dirs();
     let session = home.path().join("s.jsonl");
