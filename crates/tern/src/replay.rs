@@ -172,3 +172,29 @@ pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
     println!("identical ({replayed} recorded {runs} replayed)");
     exit::OK
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tern_ai::Message;
+
+    fn system(tools: &[&str]) -> Message {
+        let decls: Vec<_> = tools
+            .iter()
+            .map(|n| json!({"name": n, "description": "d", "parameters": {"type": "object"}}))
+            .collect();
+        serde_json::from_value(
+            json!({"role": "system", "content": "s", "toolsAdded": decls, "timestamp": 0}),
+        )
+        .expect("a system message")
+    }
+
+    #[test]
+    fn the_declared_tools_are_the_transcripts() {
+        let ms = vec![system(&["read", "bash"]), Message::user_text("hi")];
+        assert_eq!(declared_tools(&ms).as_deref(), Some("read,bash"));
+        assert_eq!(declared_tools(&[system(&[])]).as_deref(), Some("none"));
+        assert_eq!(declared_tools(&[Message::user_text("hi")]), None);
+    }
+}
