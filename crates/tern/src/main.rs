@@ -329,6 +329,14 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
             "--max-cost must be a number of dollars, 0 or more, not {c}"
         )));
     }
+    if max_cost.is_some_and(|c| c > 0.0) && model.cost.input == 0.0 && model.cost.output == 0.0 {
+        eprintln_redacted!(
+            "tern: warning: the catalog has no prices for {}/{}, so its runs cost $0 and \
+             --max-cost never ends one",
+            model.provider,
+            model.id
+        );
+    }
     let limits = Limits {
         budget: durable::budget(
             max_turns,
