@@ -21,7 +21,7 @@ pub enum Mode {
     name = "tern",
     version,
     about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
-    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nExit codes: 0 done, 1 provider/tool error, 2 usage error, 3 limit reached, 130 aborted."
+    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached, 130 aborted."
 )]
 pub struct Args {
     /// Prompt words; `@path` includes a file's contents.
@@ -81,13 +81,29 @@ pub struct Args {
     #[arg(long = "deny", value_name = "RULE")]
     pub deny: Vec<String>,
 
-    /// End the run after N turns that still call tools (exit code 3).
+    /// At most N model requests per run: the N-th is a wrap-up turn without tools, where
+    /// the model answers with what it has (exit code 3).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 
-    /// Abort the run after SECS seconds (exit code 3).
+    /// After SECS seconds the next model request is the wrap-up turn (exit code 3); a run
+    /// still going as long again (5 to 60 s more) is aborted.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
+
+    /// Once the run has cost USD dollars (at the model's catalog prices), the next request is
+    /// the wrap-up turn (exit code 3).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+
+    /// Once the run has used N tokens (input + output), the next request is the wrap-up
+    /// turn (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+
+    /// After N tool calls the next request is the wrap-up turn (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u32>,
 
     /// Give up on a model response after SECS seconds without a byte from the server
     /// (default 120; 0 waits forever).
@@ -141,6 +157,16 @@ pub struct Args {
     /// Keep the session in memory only.
     #[arg(long)]
     pub no_session: bool,
+
+    /// Finish the run that was interrupted in the session (with --session, --continue or
+    /// --resume) and print its answer; steps it recorded are not sent or run again.
+    #[arg(long)]
+    pub recover: bool,
+
+    /// Re-run the recorded runs of this session file offline, against the recorded model
+    /// outputs and tool results; print `identical` (exit 0) or the first divergence (exit 1).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
 
     /// Config file (default: tern/config.toml in the user config folder, e.g. ~/.config; or TERN_CONFIG).
     #[arg(long, value_name = "FILE", env = "TERN_CONFIG")]

@@ -10,6 +10,10 @@
 //! allow = ["bash:git status*"]
 //! deny = ["bash:rm *"]
 //! max_turns = 30
+//! # timeout = 600        # seconds
+//! # max_cost = 0.50      # dollars
+//! # max_tokens = 200000
+//! # max_tool_calls = 100
 //! idle_timeout = 120      # seconds; 0 waits forever
 //! max_retries = 3         # 0 disables retries
 //! max_retry_delay = 60    # seconds
@@ -54,6 +58,12 @@ pub struct Config {
     pub max_turns: Option<u32>,
     /// Timeout in seconds.
     pub timeout: Option<f64>,
+    /// Cost limit in dollars.
+    pub max_cost: Option<f64>,
+    /// Token limit.
+    pub max_tokens: Option<u64>,
+    /// Tool-call limit.
+    pub max_tool_calls: Option<u32>,
     /// Idle timeout of a model response, in seconds (0: none).
     pub idle_timeout: Option<f64>,
     /// Retries of a failed request.

@@ -10,8 +10,11 @@
 //! | [`model_choice`] | which model runs, its key, the thinking level |
 //! | [`tool_choice`] | which tools, the permission policy, the default system prompt |
 //! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
-//! | [`limits`] | `--max-turns`, `--timeout`, and how a run ended |
-//! | [`runtime`] | the wired agent: permission gate, turn limit, session recorder |
+//! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, and how a run ended |
+//! | [`runtime`] | the wired agent: permission gate, session recorder, the current durable run |
+//! | [`durable`] | the agent's model and tools as steps of the current durable run, the journal, the budget |
+//! | [`runs`] | a prompt, a `--recover` and steering through the durable run |
+//! | [`replay`] | `--replay FILE`: the recorded runs re-run offline |
 //! | [`modes`] | print and JSON ([`modes::print`](mod@modes::print)), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
 //! | [`event_lines`] | agent events as pi's JSON lines (JSON and RPC modes) |
 //! | [`secrets`] | the known keys, redacted from everything tern writes |
@@ -25,11 +28,14 @@
 mod cli;
 mod config;
 mod demo;
+mod durable;
 mod event_lines;
 mod input;
 mod limits;
 mod model_choice;
 mod modes;
+mod replay;
+mod runs;
 mod runtime;
 mod secrets;
 mod session_choice;
@@ -60,7 +66,8 @@ pub mod exit {
     pub const ERROR: i32 = 1;
     /// Bad arguments or configuration.
     pub const USAGE: i32 = 2;
-    /// `--max-turns` or `--timeout` ended the run.
+    /// A limit (`--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`,
+    /// `--max-tool-calls`) ended the run.
     pub const LIMIT: i32 = 3;
     /// The user aborted the run.
     pub const ABORTED: i32 = 130;
@@ -119,6 +126,56 @@ fn seconds_ms(flag: &str, secs: Option<f64>) -> Result<Option<u64>, UsageError> 
     }
 }
 
+/// `--recover` and `--replay` take no prompt and go with the flags that make sense for them.
+fn check_recover_and_replay(args: &Args) -> Result<(), UsageError> {
+    if args.recover {
+        if args.no_session {
+            return Err(UsageError(
+                "--recover needs a session file (--session FILE, --continue or --resume), \
+                 not --no-session"
+                    .into(),
+            ));
+        }
+        if args.session.is_none() && !args.continue_session && args.resume.is_none() {
+            return Err(UsageError(
+                "--recover needs the session to recover: pass --session FILE, --continue or \
+                 --resume ID"
+                    .into(),
+            ));
+        }
+        if args.mode == Mode::Rpc {
+            return Err(UsageError(
+                "in RPC mode send a `recover` command instead of passing --recover".into(),
+            ));
+        }
+    }
+    if args.replay.is_some()
+        && (args.recover
+            || args.no_session
+            || args.continue_session
+            || args.resume.is_some()
+            || args.session.is_some()
+            || args.demo)
+    {
+        return Err(UsageError(
+            "--replay FILE names its session itself: drop --session, --continue, --resume, \
+             --no-session, --recover and --demo"
+                .into(),
+        ));
+    }
+    if (args.recover || args.replay.is_some()) && !args.messages.is_empty() {
+        let flag = if args.recover {
+            "--recover"
+        } else {
+            "--replay"
+        };
+        return Err(UsageError(format!(
+            "{flag} takes no prompt; drop the prompt words"
+        )));
+    }
+    Ok(())
+}
+
 async fn run(mut args: Args) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
     // Before anything is printed or written: every key known from here on is redacted.
@@ -131,7 +188,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
             .map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?,
     };
     let interactive_tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let interactive = args.mode == Mode::Text && !args.print && interactive_tty && !args.demo;
+    let interactive = args.mode == Mode::Text
+        && !args.print
+        && interactive_tty
+        && !args.demo
+        && !args.recover
+        && args.replay.is_none();
 
     // The demo runs in a temp folder holding the lesson's file.
     let demo_dir = if args.demo {
@@ -150,10 +212,33 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     // A resumed session keeps its model and thinking level unless the command line names them.
     // The demo keeps its scripted transcript out of this directory's sessions (so a later
     // --continue does not pick it up) unless --session names a file.
-    let session = if args.demo && args.session.is_none() {
+    check_recover_and_replay(&args)?;
+    let session = if (args.demo && args.session.is_none()) || args.replay.is_some() {
         SessionSource::None
     } else {
         session_choice::session_source(&args, &cwd)?
+    };
+    if args.recover && !matches!(session, SessionSource::Existing(..)) {
+        let what = args
+            .session
+            .as_ref()
+            .map(|p| format!("session file {} does not exist", p.display()))
+            .unwrap_or_else(|| "there is no session to recover".into());
+        return Err(UsageError(format!("--recover: {what}")));
+    }
+    // Nothing to recover needs no model: said before one is looked for.
+    if let (true, SessionSource::Existing(path, _)) = (args.recover, &session) {
+        let records = tern_durable::journal::session_file::read_step_records(path)
+            .map_err(|e| UsageError(format!("cannot recover {}: {e}", path.display())))?;
+        if !tern_durable::RecordedRun::last(&records).is_some_and(|r| r.interrupted()) {
+            print::nothing_to_recover(&path.display().to_string());
+            return Ok(exit::OK);
+        }
+    }
+    // A replay runs the tools its session declared, unless --tools names them.
+    let replayed = match &args.replay {
+        Some(path) => Some(replay::load(path)?),
+        None => None,
     };
     let mut session_thinking = None;
     if let SessionSource::Existing(_, loaded) = &session {
@@ -169,6 +254,9 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
 
     let (stream_fn, model, api_key) = if args.demo {
         (demo::stream_fn(), demo::model(), None)
+    } else if let Some(r) = &replayed {
+        // A replay sends nothing: the session's model, with no key needed.
+        (model_choice::providers(), r.model(), None)
     } else {
         let choice = model_choice::resolve_model(&args, &config)?;
         (model_choice::providers(), choice.model, choice.api_key)
@@ -200,6 +288,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     let tools_spec = args
         .tools
         .clone()
+        .or(replayed.as_ref().and_then(replay::Replayed::tool_spec))
+        .or(match (&session, args.recover) {
+            // A recovery runs the tools its session declared, unless --tools names them.
+            (SessionSource::Existing(_, loaded), true) => replay::declared_tools(&loaded.messages),
+            _ => None,
+        })
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
     let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
@@ -230,17 +324,39 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         )?,
         idle_timeout_ms: seconds_ms("--idle-timeout", args.idle_timeout.or(config.idle_timeout))?,
     };
+    let max_turns = args.max_turns.or(config.max_turns);
+    if max_turns == Some(0) {
+        return Err(UsageError("--max-turns must be at least 1".into()));
+    }
+    let max_cost = args.max_cost.or(config.max_cost);
+    if let Some(c) = max_cost.filter(|c| !c.is_finite() || *c < 0.0) {
+        return Err(UsageError(format!(
+            "--max-cost must be a number of dollars, 0 or more, not {c}"
+        )));
+    }
+    if max_cost.is_some_and(|c| c > 0.0) && model.cost.input == 0.0 && model.cost.output == 0.0 {
+        eprintln_redacted!(
+            "tern: warning: the catalog has no prices for {}/{}, so its runs cost $0 and \
+             --max-cost never ends one",
+            model.provider,
+            model.id
+        );
+    }
     let limits = Limits {
-        max_turns: args.max_turns.or(config.max_turns),
+        budget: durable::budget(
+            max_turns,
+            timeout,
+            max_cost,
+            args.max_tokens.or(config.max_tokens),
+            args.max_tool_calls.or(config.max_tool_calls),
+        ),
+        max_turns,
         timeout,
         ..Default::default()
     };
-    if limits.max_turns == Some(0) {
-        return Err(UsageError("--max-turns must be at least 1".into()));
-    }
 
     // The first prompt (not in RPC mode, where prompts come as commands).
-    let prompt = if args.mode == Mode::Rpc {
+    let prompt = if args.mode == Mode::Rpc || args.recover || args.replay.is_some() {
         if args.messages.iter().any(|m| m.starts_with('@')) {
             return Err(UsageError(
                 "RPC mode takes no @file arguments; send prompts as `prompt` commands".into(),
@@ -258,7 +374,8 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         };
         input::build_prompt(&args.messages, &cwd, stdin)?
     };
-    if prompt.trim().is_empty() && !interactive && args.mode != Mode::Rpc {
+    let promptless = args.mode == Mode::Rpc || args.recover || args.replay.is_some();
+    if prompt.trim().is_empty() && !interactive && !promptless {
         return Err(UsageError(
             "no prompt given; pass it as an argument (tern -p \"...\") or on stdin".into(),
         ));
@@ -286,16 +403,24 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         secrets,
         requests,
     })?;
+    if let Some(r) = replayed {
+        return Ok(replay::run(&rt, r).await);
+    }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
+    let start = if args.recover {
+        print::Start::Recover
+    } else {
+        print::Start::Prompt(prompt.clone())
+    };
     let code = match args.mode {
         Mode::Rpc => modes::rpc::run(rt, args.rpc_max_line_bytes).await,
-        Mode::Json => print::run(&rt, prompt, print::Output::Json).await,
+        Mode::Json => print::run(&rt, start, print::Output::Json).await,
         Mode::Text if interactive => match questions {
             Some(q) => interactive::run(rt, prompt, q).await,
             None => exit::USAGE,
         },
-        Mode::Text if args.demo => print::run(&rt, prompt, print::Output::Stream).await,
-        Mode::Text => print::run(&rt, prompt, print::Output::Print).await,
+        Mode::Text if args.demo => print::run(&rt, start, print::Output::Stream).await,
+        Mode::Text => print::run(&rt, start, print::Output::Print).await,
     };
     if let Some(dir) = &demo_dir {
         demo::farewell(dir.path(), rt_session_file);

@@ -1,17 +1,19 @@
-//! The wired agent a mode runs: the model and tools behind the permission gate, the turn
-//! limit hook, and the session recorder.
+//! The wired agent a mode runs: the model and tools behind the permission gate, as
+//! journaled steps of the current durable run, and the session recorder. How a run, a
+//! recovery or a steering message goes through the durable run is in `runs.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tern_agent::hooks::{BeforeToolCallResult, TurnDecision};
-use tern_agent::{Agent, AgentError, AgentOptions, AgentTool, Hooks, RunOutcome, Subscription};
+use tern_agent::hooks::BeforeToolCallResult;
+use tern_agent::{Agent, AgentOptions, AgentTool, Hooks, Subscription};
 use tern_ai::{Message, Model, StreamFn, StreamOptions, ThinkingLevel};
 use tern_session::{Recorder, SessionFile};
 use tern_tools::policy::{AskFn, PermissionGate, Policy};
 
+use crate::durable::Current;
 use crate::limits::Limits;
 use crate::secrets::eprintln_redacted;
 use crate::session_choice::SessionSource;
@@ -29,7 +31,11 @@ pub struct Runtime {
     pub session_root: Option<PathBuf>,
     /// Working directory.
     pub cwd: PathBuf,
-    _recording: Subscription,
+    /// The durable run that is going, if one is.
+    pub current: Current,
+    /// Records the agent's messages into the session (replaced when a recovered run
+    /// replays messages the file already holds).
+    pub(crate) recording: Mutex<Option<Subscription>>,
 }
 
 /// How the permission gate asks (interactive mode), if anyone can.
@@ -117,40 +123,26 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         idle_timeout_ms: o.requests.idle_timeout_ms,
         ..Default::default()
     };
-    let turn_limits = limits.clone();
+    let current = Current::default();
     let agent = Agent::new(AgentOptions {
         system_prompt: Some(o.system_prompt),
         model: Some(model.into()),
         thinking_level: thinking,
-        tools: o.tools,
+        tools: current.tools(o.tools),
         messages,
-        stream_fn: Some(o.stream_fn),
+        stream_fn: Some(current.stream_fn(o.stream_fn)),
         stream_options,
-        hooks: Hooks::default()
-            .before_tool_call(move |ctx, signal| {
-                let gate = gate.clone();
-                async move {
-                    let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
-                    Ok(verdict.block.then_some(BeforeToolCallResult {
-                        block: true,
-                        reason: verdict.reason,
-                        ..BeforeToolCallResult::default()
-                    }))
-                }
-            })
-            .finish_turn(move |turn, _signal| {
-                let l = turn_limits.clone();
-                async move {
-                    let n = l.turns.fetch_add(1, Ordering::SeqCst) + 1;
-                    if let Some(max) = l.max_turns {
-                        if n >= max && turn.message.tool_calls().next().is_some() {
-                            l.turn_limit_hit.store(true, Ordering::SeqCst);
-                            return Ok(Some(TurnDecision::End));
-                        }
-                    }
-                    Ok(None)
-                }
-            }),
+        hooks: Hooks::default().before_tool_call(move |ctx, signal| {
+            let gate = gate.clone();
+            async move {
+                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                Ok(verdict.block.then_some(BeforeToolCallResult {
+                    block: true,
+                    reason: verdict.reason,
+                    ..BeforeToolCallResult::default()
+                }))
+            }
+        }),
         ..Default::default()
     });
     let prefix = if fresh {
@@ -178,7 +170,8 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         recorder,
         session_root,
         cwd: o.cwd,
-        _recording: recording,
+        current,
+        recording: Mutex::new(Some(recording)),
     })
 }
 
@@ -217,26 +210,5 @@ impl Runtime {
     pub fn abort_by_user(&self) {
         self.limits.user_aborted.store(true, Ordering::SeqCst);
         self.agent.abort();
-    }
-
-    /// Runs `message` and then whatever was queued meanwhile (steering that arrived after the
-    /// last turn still gets its run), until the agent would stop or a limit stops it. The
-    /// outcome covers every run: all their messages and usage, the last one's ending.
-    pub async fn run_until_settled(&self, message: Message) -> Result<RunOutcome, AgentError> {
-        self.limits.reset_run();
-        let timer = self.limits.start_timer(&self.agent);
-        let mut result = self.agent.prompt_messages(vec![message]).await;
-        while !self.limits.stopped() && self.agent.has_queued_messages() {
-            let Ok(so_far) = result else { break };
-            result = self
-                .agent
-                .continue_run()
-                .await
-                .map(|next| so_far.then(next));
-        }
-        if let Some(t) = timer {
-            t.abort();
-        }
-        result
     }
 }

@@ -19,6 +19,16 @@ fn session_files(home: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Entries other than the durable runs' step records (`custom` entries of type `tern.step`,
+/// which pi keeps out of the conversation).
+fn without_steps(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .filter(|e| !(e["type"] == "custom" && e["customType"] == "tern.step"))
+        .cloned()
+        .collect()
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -87,17 +97,21 @@ fn resumed_session_gives_the_model_the_same_transcript() {
         "system, user, assistant, tool, assistant, user"
     );
 
-    // The file: a pi header, then message entries chained by parentId.
+    // The file: a pi header, then message entries (and the runs' step records) chained by
+    // parentId.
     let entries = lines(&files[0]);
     assert_eq!(entries[0]["type"], "session");
     assert_eq!(entries[0]["version"], 3);
     assert_eq!(entries[0]["cwd"], cwd.path().to_string_lossy().as_ref());
     let mut parent = Value::Null;
     for e in &entries[1..] {
-        assert_eq!(e["type"], "message");
         assert_eq!(e["parentId"], parent);
         assert_eq!(e["id"].as_str().unwrap().len(), 8);
         parent = e["id"].clone();
+    }
+    let entries = without_steps(&entries);
+    for e in &entries[1..] {
+        assert_eq!(e["type"], "message");
     }
     let roles: Vec<&str> = entries[1..]
         .iter()
@@ -178,12 +192,15 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     ]);
     assert_eq!(run(c).status.code(), Some(0));
     let file = session_files(home.path()).remove(0);
-    let complete = lines(&file).len();
+    let complete = without_steps(&lines(&file)).len();
 
-    // A crash mid-write: the last entry (the second answer) is cut in the middle.
+    // A crash mid-write: the last message entry (the second answer) is cut in the middle;
+    // the step records that follow it were never written.
     let text = std::fs::read_to_string(&file).unwrap();
-    let last_start = text.trim_end().rfind('\n').unwrap() + 1;
-    let cut = last_start + (text.len() - last_start) / 2;
+    let answer_end = text.rfind(r#""type":"message""#).unwrap();
+    let last_start = text[..answer_end].rfind('\n').unwrap() + 1;
+    let line_end = last_start + text[last_start..].find('\n').unwrap();
+    let cut = last_start + (line_end - last_start) / 2;
     std::fs::write(&file, &text[..cut]).unwrap();
 
     let mut c = command(home.path(), cwd.path());
@@ -206,7 +223,7 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     }
     assert!(!body.contains("second answer"));
     // The file is whole again: the torn tail was cut before the new entries.
-    let after = lines(&file);
+    let after = without_steps(&lines(&file));
     assert_eq!(after.len(), complete - 1 + 2);
     assert_eq!(
         after.last().unwrap()["message"]["content"][0]["text"],
@@ -248,6 +265,7 @@ fn a_pi_session_file_is_read_and_continued() {
     // file declared none), then the prompt and the answer.
     let entries = lines(&file);
     assert_eq!(entries[6]["parentId"], "d4e5f6a7");
+    let entries = without_steps(&entries);
     let roles: Vec<&str> = entries[6..]
         .iter()
         .map(|e| e["message"]["role"].as_str().unwrap())

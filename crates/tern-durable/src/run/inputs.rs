@@ -116,6 +116,40 @@ impl DurableRun {
         self.accept_and_deliver(Queue::FollowUp, message).await
     }
 
+    /// Takes back accepted input the host removed from the agent's queues before it was
+    /// placed (RPC `clear_queue`): journaled as returned, so a recovery does not deliver it
+    /// again. `Ok(None)` when `message` is not input of this run still waiting.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_ai::Message;
+    /// use tern_durable::{DurableRun, Journal, MemoryJournal, Recovery, Step};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let journal = Arc::new(MemoryJournal::default());
+    /// let run = DurableRun::start(journal.clone(), &[], &[Message::user_text("go")]).await.unwrap();
+    /// let later = Message::user_text("later");
+    /// let id = run.follow_up(later.clone()).await.unwrap();
+    /// assert_eq!(run.withdraw(&later).await.unwrap(), Some(id));
+    /// assert_eq!(run.withdraw(&later).await.unwrap(), None, "only once");
+    /// let records = journal.records().unwrap();
+    /// assert!(matches!(records.last().unwrap().step, Step::InputReturned { .. }));
+    /// match DurableRun::recover(journal, &[]).unwrap() {
+    ///     Recovery::Interrupted { pending, .. } => assert!(pending.is_empty()),
+    ///     Recovery::NothingInterrupted => unreachable!("the run did not end"),
+    /// }
+    /// # });
+    /// ```
+    pub async fn withdraw(&self, message: &Message) -> Result<Option<String>, JournalError> {
+        let Some(id) = self.inner.take_uncommitted(message) else {
+            return Ok(None);
+        };
+        self.inner
+            .journal
+            .append(&Record::new(Step::InputReturned { id: id.clone() }))
+            .await?;
+        Ok(Some(id))
+    }
+
     async fn accept_and_deliver(
         &self,
         queue: Queue,

@@ -1,4 +1,5 @@
-//! Print mode and JSON mode: run one prompt, then exit with a code that says how it ended.
+//! Print mode and JSON mode: run one prompt (or finish an interrupted run, `--recover`),
+//! then exit with a code that says how it ended.
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -8,6 +9,7 @@ use tern_ai::{AssistantMessageEvent, Message};
 
 use crate::event_lines;
 use crate::exit;
+use crate::runs::Prepared;
 use crate::runtime::Runtime;
 use crate::secrets::eprintln_redacted;
 use crate::secrets::redact;
@@ -32,9 +34,55 @@ fn out_line(s: &str) {
     let _ = o.flush();
 }
 
-/// Runs `prompt` and returns the exit code.
-pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
+/// What the run starts from.
+pub enum Start {
+    /// A prompt.
+    Prompt(String),
+    /// The session's interrupted run (`--recover`).
+    Recover,
+}
+
+/// The note `--recover` leaves when the session's last run ended (or there was none).
+pub fn nothing_to_recover(file: &str) {
+    eprintln_redacted!("tern: nothing to recover: the last run in {file} ended");
+}
+
+/// The interrupted run to finish, or the exit code when there is none (a note on stderr
+/// says why).
+fn recovery(rt: &Runtime) -> Result<Prepared, i32> {
+    let file = rt.session_file().unwrap_or_default();
+    match rt.prepare_recovery() {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => {
+            nothing_to_recover(&file);
+            Err(exit::OK)
+        }
+        Err(e) => {
+            eprintln_redacted!("tern: cannot recover {file}: {e}");
+            Err(exit::USAGE)
+        }
+    }
+}
+
+/// Runs `start` and returns the exit code.
+pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
     let agent = &rt.agent;
+    let recovered = match start {
+        Start::Recover => match recovery(rt) {
+            Ok(p) => Some(p),
+            Err(code) => return code,
+        },
+        Start::Prompt(_) => {
+            if rt.interrupted_run() {
+                eprintln_redacted!(
+                    "tern: note: the previous run in {} was interrupted; it stays unfinished \
+                     (--recover, instead of a new prompt, finishes such a run)",
+                    rt.session_file().unwrap_or_default()
+                );
+            }
+            None
+        }
+    };
     if output == Output::Json {
         out_line(&rt.session_header().to_string());
     }
@@ -45,8 +93,6 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
         Output::Stream => Some(agent.subscribe_sync(stream_event)),
         Output::Print => None,
     };
-    rt.limits.reset_run();
-    let timer = rt.limits.start_timer(agent);
     let ctrl_c = {
         let agent = agent.clone();
         let flag = rt.limits.user_aborted.clone();
@@ -56,10 +102,11 @@ pub async fn run(rt: &Runtime, prompt: String, output: Output) -> i32 {
             agent.abort();
         })
     };
-    let result = agent.prompt(&prompt).await;
-    if let Some(t) = timer {
-        t.abort();
-    }
+    let result = match (recovered, start) {
+        (Some(p), _) => rt.run_recovered(p).await,
+        (None, Start::Prompt(text)) => rt.run_prompt(vec![Message::user_text(text)]).await,
+        (None, Start::Recover) => return exit::ERROR,
+    };
     ctrl_c.abort();
     agent.wait_for_idle().await;
     if let Some(s) = sub {
@@ -102,16 +149,17 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
     }
     if l.timed_out.load(Ordering::SeqCst) {
         eprintln_redacted!(
-            "tern: timeout reached after {:.0} s (--timeout); the run was aborted and the task was not confirmed complete",
-            l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default()
+            "tern: timeout reached after {:.0} s (--timeout) and the run did not wrap up within \
+             {:.0} s more; it was aborted and the task was not confirmed complete",
+            l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default(),
+            l.timeout
+                .map(|d| crate::limits::grace(d).as_secs_f64())
+                .unwrap_or_default()
         );
         return exit::LIMIT;
     }
-    if l.turn_limit_hit.load(Ordering::SeqCst) {
-        eprintln_redacted!(
-            "tern: turn limit reached ({} turns, --max-turns); the run was stopped and the task was not confirmed complete",
-            l.max_turns.unwrap_or_default()
-        );
+    if let Some(limit) = *l.ended_by.lock() {
+        eprintln_redacted!("tern: {}", l.limit_note(limit));
         return exit::LIMIT;
     }
     match &run.ending {
@@ -119,6 +167,9 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
             // The library names no flag; say which one sets it here.
             let hint = if message.starts_with("Idle timeout") {
                 " (set it with --idle-timeout SECONDS or `idle_timeout` in the config)"
+            } else if message.contains("the run was not continued") {
+                " (a recovered run needs what it was started with: the same --tools, \
+                 --allow/--deny and limit flags)"
             } else {
                 ""
             };

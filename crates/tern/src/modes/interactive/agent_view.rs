@@ -97,17 +97,18 @@ impl Ui {
         self.tools.clear();
         self.flush_partial();
         let l = &self.rt.limits;
+        let ended_by = *l.ended_by.lock();
         let note = if l.timed_out.load(Ordering::SeqCst) {
-            Some("timeout reached (--timeout); the run was aborted and the task was not confirmed complete")
-        } else if l.turn_limit_hit.load(Ordering::SeqCst) {
-            Some("turn limit reached (--max-turns); the task was not confirmed complete")
+            Some("timeout reached (--timeout) and the run did not wrap up; it was aborted and the task was not confirmed complete".to_string())
+        } else if let Some(limit) = ended_by {
+            Some(l.limit_note(limit))
         } else if l.user_aborted.load(Ordering::SeqCst) {
-            Some("aborted; the session is kept, type to go on")
+            Some("aborted; the session is kept, type to go on".to_string())
         } else {
             None
         };
         match note {
-            Some(n) => self.print(&Style::Yellow.paint(n)),
+            Some(n) => self.print(&Style::Yellow.paint(&n)),
             None => self.redraw(),
         }
     }

@@ -5,14 +5,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tern_ai::Message;
 
 use super::screen::Ui;
-use super::{start_run, UiSender};
+use super::{start_recovery, start_run, UiSender};
 use crate::terminal_text::{short_args, truncate, Style};
 
 /// The keys and commands, as `/help` lists them.
 pub const HELP: &str =
     "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
-queue a follow-up · /steer TEXT · /new: new session · Up/Down: history · Ctrl+C: abort the \
-turn (twice: exit) · Ctrl+D or /quit: exit";
+queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
+Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
 pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
@@ -105,6 +105,10 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
             new_session(ui);
             return false;
         }
+        "/recover" => {
+            recover(ui, ui_tx);
+            return false;
+        }
         "/follow" | "/f" => (true, rest),
         "/steer" | "/s" => (false, rest),
         c if c.starts_with('/') => {
@@ -118,18 +122,40 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
         return false;
     }
     if ui.running {
+        // Journaled at acceptance, then queued; the queue rows follow on the next redraw.
         let m = Message::user_text(body);
-        if follow {
-            ui.rt.agent.follow_up(m);
-        } else {
-            ui.rt.agent.steer(m);
-        }
+        let rt = ui.rt.clone();
+        tokio::spawn(async move {
+            if follow {
+                rt.follow_up(m).await;
+            } else {
+                rt.steer(m).await;
+            }
+        });
     } else {
         ui.running = true;
         start_run(&ui.rt, body, ui_tx);
     }
     ui.redraw();
     false
+}
+
+/// `/recover`: finish the session's interrupted run, unless the agent is working.
+fn recover(ui: &mut Ui, ui_tx: &UiSender) {
+    if ui.running {
+        ui.print(&Style::Yellow.paint("the agent is working; wait for it, then /recover"));
+        return;
+    }
+    match ui.rt.prepare_recovery() {
+        Ok(None) => ui.print(&Style::Dim.paint("nothing to recover: the last run ended")),
+        Ok(Some(prepared)) => {
+            ui.print(&Style::Dim.paint("finishing the interrupted run…"));
+            ui.running = true;
+            start_recovery(&ui.rt, prepared, ui_tx);
+        }
+        Err(e) => ui.print(&Style::Red.paint(&format!("cannot recover: {e}"))),
+    }
+    ui.redraw();
 }
 
 /// `/new`: a new session, unless the agent is working.

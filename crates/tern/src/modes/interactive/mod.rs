@@ -8,6 +8,7 @@
 //! Keys: Enter sends (a steering message while the agent works), Alt+Enter or `/follow TEXT`
 //! queues a follow-up, Up/Down walk the history, Ctrl+C aborts the running turn (the session
 //! is kept), a second Ctrl+C or Ctrl+D on an empty line exits. `/help` lists the commands.
+//! A resumed session whose last run was cut off says so; `/recover` finishes that run.
 //!
 //! - `screen.rs`: the UI state and the live rows.
 //! - `agent_view.rs`: agent events on the screen.
@@ -78,9 +79,27 @@ fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
     let rt = rt.clone();
     let tx = ui_tx.clone();
     tokio::spawn(async move {
-        let _ = rt.run_until_settled(Message::user_text(text)).await;
+        let _ = rt.run_prompt(vec![Message::user_text(text)]).await;
         let _ = tx.send(UiEvent::Settled);
     });
+}
+
+/// Finishes the session's interrupted run in its own task (`/recover`).
+fn start_recovery(rt: &Arc<Runtime>, prepared: crate::runs::Prepared, ui_tx: &UiSender) {
+    let rt = rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        let _ = rt.run_recovered(prepared).await;
+        let _ = tx.send(UiEvent::Settled);
+    });
+}
+
+/// The line shown on opening a session whose last run was cut off.
+pub fn interrupted_note(interrupted: bool) -> Option<&'static str> {
+    interrupted.then_some(
+        "the last run in this session was interrupted before it ended; /recover finishes it \
+         (nothing it recorded is sent or run again)",
+    )
 }
 
 /// Runs the interactive UI; returns the exit code.
@@ -125,6 +144,9 @@ pub async fn run(
         ui.print(&Style::Dim.paint(&format!(
             "(resumed: {history_len} messages in the transcript)"
         )));
+    }
+    if let Some(note) = interrupted_note(rt.interrupted_run()) {
+        ui.print(&Style::Yellow.paint(note));
     }
     if !first_prompt.trim().is_empty() {
         ui.running = true;

@@ -36,6 +36,9 @@ pub enum Command {
     ClearQueue,
     /// Starts a new session.
     NewSession,
+    /// Finishes the session's interrupted run, streaming its events like a prompt; the
+    /// response says whether a run was interrupted.
+    Recover,
     /// The agent's state.
     GetState,
     /// The transcript.

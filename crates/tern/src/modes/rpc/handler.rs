@@ -33,6 +33,14 @@ fn texts(ms: &[Message]) -> Vec<String> {
         .collect()
 }
 
+/// What a run started from a command begins with.
+enum Start {
+    /// A prompt.
+    Prompt(Message),
+    /// The session's interrupted run.
+    Recover(crate::runs::Prepared),
+}
+
 const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
 impl Rpc {
@@ -56,26 +64,36 @@ impl Rpc {
         self.send(json!({"type": "queue_update", "steering": texts(&s), "followUp": texts(&f)}));
     }
 
-    fn queue(&self, message: Message, how: StreamingBehavior) -> Option<Value> {
+    /// Queues a message; while a run is going it is journaled before it is queued.
+    async fn queue(&self, message: Message, how: StreamingBehavior) -> Option<Value> {
         match how {
-            StreamingBehavior::Steer => self.rt.agent.steer(message),
-            StreamingBehavior::FollowUp => self.rt.agent.follow_up(message),
+            StreamingBehavior::Steer => self.rt.steer(message).await,
+            StreamingBehavior::FollowUp => self.rt.follow_up(message).await,
         }
         self.queue_update();
         Some(json!({"disposition": "queued"}))
     }
 
-    fn start_run(&self, message: Message) {
+    fn start_run(&self, start: Start) {
         self.idle.send_replace(false);
         let rt = self.rt.clone();
         let tx = self.tx.clone();
         let idle = self.idle.clone();
         tokio::spawn(async move {
-            if let Err(e) = rt.run_until_settled(message).await {
+            let result = match start {
+                Start::Prompt(message) => rt.run_prompt(vec![message]).await,
+                Start::Recover(prepared) => rt.run_recovered(prepared).await,
+            };
+            if let Err(e) = result {
                 eprintln_redacted!("tern: {e}");
             }
-            let _ = tx.send(event_lines::settled(rt.limits.aborted()).to_string());
-            idle.send_replace(true);
+            // Idle in the same step as `agent_settled` is sent: a command sent after a client
+            // read it finds the agent idle.
+            let settled = event_lines::settled(rt.limits.aborted()).to_string();
+            idle.send_modify(|idle| {
+                let _ = tx.send(settled);
+                *idle = true;
+            });
         });
     }
 
@@ -90,17 +108,33 @@ impl Rpc {
             } => {
                 let m = input.into_message();
                 if !self.running() {
-                    self.start_run(m);
+                    self.start_run(Start::Prompt(m));
                     return Ok(Some(json!({"disposition": "started"})));
                 }
                 match streaming_behavior {
-                    Some(how) => Ok(self.queue(m, how)),
+                    Some(how) => Ok(self.queue(m, how).await),
                     None => Err(BUSY.into()),
                 }
             }
-            Command::Steer(input) => Ok(self.queue(input.into_message(), StreamingBehavior::Steer)),
-            Command::FollowUp(input) => {
-                Ok(self.queue(input.into_message(), StreamingBehavior::FollowUp))
+            Command::Steer(input) => Ok(self
+                .queue(input.into_message(), StreamingBehavior::Steer)
+                .await),
+            Command::FollowUp(input) => Ok(self
+                .queue(input.into_message(), StreamingBehavior::FollowUp)
+                .await),
+            Command::Recover => {
+                if self.running() {
+                    return Err(
+                        "cannot recover while the agent is running; wait for agent_settled".into(),
+                    );
+                }
+                match self.rt.prepare_recovery().map_err(|e| e.to_string())? {
+                    None => Ok(Some(json!({"interrupted": false}))),
+                    Some(prepared) => {
+                        self.start_run(Start::Recover(prepared));
+                        Ok(Some(json!({"interrupted": true, "disposition": "started"})))
+                    }
+                }
             }
             Command::Abort => {
                 if self.running() {
@@ -112,6 +146,7 @@ impl Rpc {
             Command::ClearQueue => {
                 let (s, f) = agent.queued();
                 agent.clear_all_queues();
+                self.rt.withdraw(&[s.clone(), f.clone()].concat()).await;
                 self.queue_update();
                 Ok(Some(json!({"steering": texts(&s), "followUp": texts(&f)})))
             }
