@@ -33,4 +33,6 @@ pub use journal::{
 };
 pub use record::{Queue, Record, RunEnd, Step, ToolEnd, FORMAT_VERSION};
 pub use replay::{replay, Divergence, ReplayReport};
-pub use run::{interrupted_text, record_messages, DurableRun, RecordedRun, Recovery};
+pub use run::{
+    interrupted_text, record_messages, DurableRun, InputProgress, InputStage, RecordedRun, Recovery,
+};

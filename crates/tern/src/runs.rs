@@ -114,6 +114,9 @@ impl Runtime {
         queued: (Vec<Message>, Vec<Message>),
     ) -> Result<RunOutcome, AgentError> {
         let run = run.with_budget(self.limits.budget.clone());
+        if let Some(observer) = self.inputs.lock().clone() {
+            run.on_input(move |p| observer(p));
+        }
         self.current.set(Some(run.clone()));
         let inputs = run.attach(&self.agent);
         // Messages queued while no run was going become input of this one, journaled.
@@ -213,14 +216,16 @@ impl Runtime {
         last_run_interrupted(&*journal_for(&self.recorder))
     }
 
-    /// Queues a steering message: journaled at acceptance when a run is going.
-    pub async fn steer(&self, message: Message) {
-        self.queue(Queue::Steer, message).await;
+    /// Queues a steering message: journaled at acceptance when a run is going, and then
+    /// its input id is returned.
+    pub async fn steer(&self, message: Message) -> Option<String> {
+        self.queue(Queue::Steer, message).await
     }
 
-    /// Queues a follow-up: journaled at acceptance when a run is going.
-    pub async fn follow_up(&self, message: Message) {
-        self.queue(Queue::FollowUp, message).await;
+    /// Queues a follow-up: journaled at acceptance when a run is going, and then its input
+    /// id is returned.
+    pub async fn follow_up(&self, message: Message) -> Option<String> {
+        self.queue(Queue::FollowUp, message).await
     }
 
     /// Journals queued messages the host took back (RPC `clear_queue`) as returned, so a
@@ -239,14 +244,14 @@ impl Runtime {
         }
     }
 
-    async fn queue(&self, queue: Queue, message: Message) {
+    async fn queue(&self, queue: Queue, message: Message) -> Option<String> {
         if let Some(run) = self.current.get() {
             let accepted = match queue {
                 Queue::FollowUp => run.follow_up(message.clone()).await,
                 _ => run.steer(message.clone()).await,
             };
             match accepted {
-                Ok(_) => return,
+                Ok(id) => return Some(id),
                 Err(e) => eprintln_redacted!(
                     "tern: warning: the message was not journaled ({e}); it is queued all the same"
                 ),
@@ -256,6 +261,7 @@ impl Runtime {
             Queue::FollowUp => self.agent.follow_up(message),
             _ => self.agent.steer(message),
         }
+        None
     }
 }
 

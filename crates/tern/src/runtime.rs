@@ -36,7 +36,13 @@ pub struct Runtime {
     /// Records the agent's messages into the session (replaced when a recovered run
     /// replays messages the file already holds).
     pub(crate) recording: Mutex<Option<Subscription>>,
+    /// Who hears how far accepted input has come, in every durable run (RPC's
+    /// `input_update` events).
+    pub inputs: Mutex<Option<InputObserver>>,
 }
+
+/// Hears each stage an accepted input reaches.
+pub type InputObserver = Arc<dyn Fn(&tern_durable::InputProgress) + Send + Sync>;
 
 /// How the permission gate asks (interactive mode), if anyone can.
 pub type Asker = Option<AskFn>;
@@ -172,6 +178,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         cwd: o.cwd,
         current,
         recording: Mutex::new(Some(recording)),
+        inputs: Mutex::new(None),
     })
 }
 

@@ -60,8 +60,35 @@ fn rpc_prompt_steer_abort_and_state() {
         .unwrap()
         .clone();
     assert_eq!(q["steering"], json!(["also mention banana"]));
+    let id = r["data"]["inputId"].clone();
+    assert!(id.is_string(), "the steer's response names its input: {r}");
     let settled = rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
     assert_eq!(settled["aborted"], false);
+    // The input's way, step by step: accepted (journaled), committed (placed after the tool
+    // result), seen (sent in the second request, before its response streamed).
+    let stages: Vec<(usize, String)> = rpc
+        .seen
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v["type"] == "input_update" && v["inputId"] == id)
+        .map(|(i, v)| (i, v["stage"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let names: Vec<&str> = stages.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(names, ["accepted", "committed", "seen"], "{:?}", rpc.seen);
+    let tool_end = rpc
+        .seen
+        .iter()
+        .position(|v| v["type"] == "tool_execution_end")
+        .expect("the tool ended");
+    let answer = tool_end
+        + rpc.seen[tool_end..]
+            .iter()
+            .position(|v| v["type"] == "message_start" && v["message"]["role"] == "assistant")
+            .expect("the second answer started");
+    assert!(
+        stages[2].0 < answer,
+        "seen before the answer to that request"
+    );
 
     // The steering message reached the next request, after the tool result.
     let reqs = server.requests();

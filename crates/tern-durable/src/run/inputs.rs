@@ -2,6 +2,10 @@
 //! agent sees them; when one is placed into the transcript (its `message_end`) that is
 //! journaled too, with the model request it precedes. Recovery hands each recorded input to
 //! the agent again at the same place, so the replayed requests meet the same contexts.
+//!
+//! A host hears each stage of its input ([`DurableRun::on_input`]): accepted (journaled),
+//! committed (placed into the transcript, journaled) and seen (sent to the model in a
+//! request).
 
 use std::sync::Arc;
 
@@ -11,7 +15,65 @@ use tern_ai::Message;
 use super::{DurableRun, RunInner};
 use crate::{JournalError, Queue, Record, Step};
 
+/// How far an accepted input has come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputStage {
+    /// Journaled: a crash from here on does not lose it.
+    Accepted,
+    /// Placed into the transcript (its `message_end`), and that placement journaled.
+    Committed,
+    /// Sent to the model as part of a request's context.
+    Seen,
+}
+
+impl InputStage {
+    /// The stage's name: `accepted`, `committed`, `seen`.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputStage::Accepted => "accepted",
+            InputStage::Committed => "committed",
+            InputStage::Seen => "seen",
+        }
+    }
+}
+
+/// One input reaching one stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputProgress {
+    /// The id [`DurableRun::steer`] / [`DurableRun::follow_up`] / [`DurableRun::accept`] returned.
+    pub id: String,
+    /// The stage it reached.
+    pub stage: InputStage,
+}
+
+pub(crate) type InputObserver = Arc<dyn Fn(&InputProgress) + Send + Sync>;
+
 impl RunInner {
+    pub(crate) fn notify(&self, id: &str, stage: InputStage) {
+        let observers = self.observers.lock().clone();
+        let progress = InputProgress {
+            id: id.to_string(),
+            stage,
+        };
+        for o in observers {
+            o(&progress);
+        }
+    }
+
+    /// Request `n` is being sent: input placed before it is seen now.
+    pub(crate) fn note_request(&self, n: usize) {
+        let seen: Vec<String> = {
+            let mut unseen = self.unseen.lock();
+            let (now, later): (Vec<_>, Vec<_>) = unseen.drain(..).partition(|(_, b)| *b <= n);
+            *unseen = later;
+            now.into_iter().map(|(id, _)| id).collect()
+        };
+        for id in seen {
+            self.notify(&id, InputStage::Seen);
+        }
+    }
+
     fn deliver(&self, queue: Queue, message: Message) {
         if let Some(agent) = self.agent.lock().as_ref() {
             match queue {
@@ -97,13 +159,40 @@ impl DurableRun {
                     let before_request = run.cursor.lock().next_model;
                     // A listener is awaited before the loop goes on: the placement is on
                     // disk before the request that carries it.
-                    let _ = run
+                    let placed = run
                         .journal
-                        .append(&Record::new(Step::InputCommitted { id, before_request }))
+                        .append(&Record::new(Step::InputCommitted {
+                            id: id.clone(),
+                            before_request,
+                        }))
                         .await;
+                    if placed.is_ok() {
+                        run.unseen.lock().push((id.clone(), before_request));
+                        run.notify(&id, InputStage::Committed);
+                    }
                 }
             }
         })
+    }
+
+    /// Calls `observer` each time an input of this run reaches a stage: accepted when
+    /// [`steer`](Self::steer) / [`follow_up`](Self::follow_up) journal it, committed when it
+    /// is placed into the transcript, seen when a request carries it to the model.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use tern_durable::{DurableRun, InputStage, MemoryJournal};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let run = DurableRun::start(Arc::new(MemoryJournal::default()), &[], &[]).await.unwrap();
+    /// let heard = Arc::new(Mutex::new(Vec::new()));
+    /// let h = heard.clone();
+    /// run.on_input(move |p| h.lock().unwrap().push((p.id.clone(), p.stage)));
+    /// let id = run.steer(tern_ai::Message::user_text("and the tests")).await.unwrap();
+    /// assert_eq!(*heard.lock().unwrap(), [(id, InputStage::Accepted)]);
+    /// # });
+    /// ```
+    pub fn on_input(&self, observer: impl Fn(&InputProgress) + Send + Sync + 'static) {
+        self.inner.observers.lock().push(Arc::new(observer));
     }
 
     /// Accepts a steering message: journaled, then queued. Returns its id.
@@ -156,6 +245,7 @@ impl DurableRun {
         message: Message,
     ) -> Result<String, JournalError> {
         let id = self.accept(queue, message.clone()).await?;
+        self.inner.notify(&id, InputStage::Accepted);
         self.inner
             .cursor
             .lock()

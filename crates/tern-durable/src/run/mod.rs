@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use tern_agent::AgentTool;
 use tern_ai::{Message, StreamFn};
 
+pub use inputs::{InputProgress, InputStage};
 pub use recorded::{RecordedInput, RecordedModel, RecordedRun, RecordedTool};
 pub use tool_step::interrupted_text;
 
@@ -44,6 +45,10 @@ pub(crate) struct RunInner {
     pub(crate) offline: bool,
     divergence: Mutex<Option<crate::Divergence>>,
     pub(crate) spending: Mutex<crate::budget::Spending>,
+    /// Who hears how far accepted input has come ([`DurableRun::on_input`]).
+    pub(crate) observers: Mutex<Vec<inputs::InputObserver>>,
+    /// Input placed into the transcript, not yet sent: (id, the request it precedes).
+    pub(crate) unseen: Mutex<Vec<(String, usize)>>,
 }
 
 impl RunInner {
@@ -110,6 +115,8 @@ impl DurableRun {
                 }),
                 offline: false,
                 divergence: Mutex::new(None),
+                observers: Mutex::new(Vec::new()),
+                unseen: Mutex::new(Vec::new()),
                 spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),

@@ -107,6 +107,7 @@ impl RunInner {
             cursor.next_model - 1
         };
         self.deliver_recorded(n);
+        self.note_request(n);
         let cursor = self.cursor.lock();
         let Some(m) = cursor.recorded.models.get(n) else {
             if self.offline {

@@ -64,14 +64,19 @@ impl Rpc {
         self.send(json!({"type": "queue_update", "steering": texts(&s), "followUp": texts(&f)}));
     }
 
-    /// Queues a message; while a run is going it is journaled before it is queued.
+    /// Queues a message; while a run is going it is journaled before it is queued, and the
+    /// response names its input id (`input_update` events follow it to `committed` and
+    /// `seen`).
     async fn queue(&self, message: Message, how: StreamingBehavior) -> Option<Value> {
-        match how {
+        let id = match how {
             StreamingBehavior::Steer => self.rt.steer(message).await,
             StreamingBehavior::FollowUp => self.rt.follow_up(message).await,
-        }
+        };
         self.queue_update();
-        Some(json!({"disposition": "queued"}))
+        Some(match id {
+            Some(id) => json!({"disposition": "queued", "inputId": id}),
+            None => json!({"disposition": "queued"}),
+        })
     }
 
     fn start_run(&self, start: Start) {

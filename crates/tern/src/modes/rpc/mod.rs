@@ -51,6 +51,13 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
     let sub = rt.agent.subscribe_sync(move |e| {
         let _ = events_tx.send(event_lines::event_json(e).to_string());
     });
+    // Accepted input, step by step: `{"type":"input_update","inputId":…,"stage":…}`.
+    let inputs_tx = tx.clone();
+    *rt.inputs.lock() = Some(Arc::new(move |p: &tern_durable::InputProgress| {
+        let _ = inputs_tx.send(
+            json!({"type": "input_update", "inputId": p.id, "stage": p.stage.name()}).to_string(),
+        );
+    }));
     let (idle, _) = watch::channel(true);
     let rpc = Arc::new(Rpc {
         rt: Arc::new(rt),
