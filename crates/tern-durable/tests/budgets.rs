@@ -25,7 +25,7 @@ impl StreamFn for Greedy {
         model: &Model,
         context: Context,
         options: StreamOptions,
-    ) -> Result<tern_ai::AssistantMessageEventStream, tern_ai::BoxError> {
+    ) -> tern_ai::StreamStart {
         let n = {
             let mut r = self.requests.lock();
             r.push(context.messages.to_vec());

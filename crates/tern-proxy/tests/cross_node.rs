@@ -68,7 +68,7 @@ impl StreamFn for Boxed {
         model: &tern_ai::Model,
         context: tern_ai::Context,
         options: tern_ai::StreamOptions,
-    ) -> Result<tern_ai::AssistantMessageEventStream, tern_ai::BoxError> {
+    ) -> tern_ai::StreamStart {
         self.0.stream(model, context, options)
     }
 }

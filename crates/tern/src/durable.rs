@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tern_agent::{AgentTool, ToolCallInput};
-use tern_ai::{AssistantMessageEventStream, BoxError, Context, Model, StreamFn, StreamOptions};
+use tern_ai::{Context, Model, StreamFn, StreamOptions, StreamStart};
 use tern_durable::{Budget, DurableRun, Journal, MemoryJournal, SessionFileJournal};
 use tern_session::Recorder;
 
@@ -39,12 +39,7 @@ struct Dispatch {
 }
 
 impl StreamFn for Dispatch {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> Result<AssistantMessageEventStream, BoxError> {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         match self.current.get() {
             Some(run) => run
                 .model(self.inner.clone())

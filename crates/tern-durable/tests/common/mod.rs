@@ -39,7 +39,7 @@ impl StreamFn for ScriptedServer {
         model: &Model,
         context: Context,
         options: StreamOptions,
-    ) -> Result<tern_ai::AssistantMessageEventStream, tern_ai::BoxError> {
+    ) -> tern_ai::StreamStart {
         self.sent.fetch_add(1, Ordering::SeqCst);
         let n = context
             .messages
