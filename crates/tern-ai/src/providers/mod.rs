@@ -27,6 +27,7 @@
 mod anthropic;
 pub mod catalog;
 pub mod cost;
+mod custom_input;
 mod driver;
 mod google;
 mod http;

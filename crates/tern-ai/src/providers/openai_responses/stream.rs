@@ -13,9 +13,10 @@ use crate::message::{
 };
 use crate::model::Model;
 use crate::providers::cost;
+use crate::providers::custom_input::CustomInput;
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
 use crate::providers::js_json::{compact, js_text, json_truthy};
-use crate::providers::openai_sdk::{parse_record, stream_error_message};
+use crate::providers::openai_sdk::{is_wrapped_event, parse_record, sdk_record_error};
 use crate::providers::output::{has_tool_call, Output};
 
 fn tier_factor(model: &Model, tier: Option<&str>) -> f64 {
@@ -43,6 +44,8 @@ struct Slot {
     kind: SlotKind,
     index: usize,
     args: Option<ToolCallArgumentsStream>,
+    /// The input of a freeform (`custom_tool_call`) tool call.
+    custom: Option<CustomInput>,
 }
 
 /// The mapper state of one response.
@@ -70,6 +73,7 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Thinking,
                     index: i,
                     args: None,
+                    custom: None,
                 },
             );
         }
@@ -84,6 +88,7 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Text,
                     index: i,
                     args: None,
+                    custom: None,
                 },
             );
         }
@@ -97,23 +102,11 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 Some(a) => args.append(a).clone(),
                 None => json!({}),
             };
-            let id_part = |k: &str| match item.get(k) {
-                Some(Value::String(x)) => x.clone(),
-                Some(Value::Null) | None => "undefined".to_string(),
-                Some(other) => other.to_string(),
-            };
             let i = out.push_block(ContentBlock::tool_call(ToolCall {
-                id: format!("{}|{}", id_part("call_id"), id_part("id")),
+                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
                 name: s("name"),
                 arguments,
-                extra: ToolCallExtra {
-                    namespace: item
-                        .get("namespace")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    ..ToolCallExtra::default()
-                }
-                .into_option(),
+                extra: namespace_extra(item),
             }));
             st.unfinished.push(i);
             st.slots.insert(
@@ -122,11 +115,69 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Tool,
                     index: i,
                     args: Some(args),
+                    custom: None,
+                },
+            );
+        }
+        "custom_tool_call" => {
+            let initial = item.get("input").and_then(Value::as_str).unwrap_or("");
+            let custom = CustomInput::new(initial);
+            let i = out.push_block(ContentBlock::tool_call(ToolCall {
+                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
+                name: s("name"),
+                arguments: custom.arguments(),
+                extra: namespace_extra(item),
+            }));
+            st.unfinished.push(i);
+            st.slots.insert(
+                output_index,
+                Slot {
+                    kind: SlotKind::Tool,
+                    index: i,
+                    args: None,
+                    custom: Some(custom),
                 },
             );
         }
         _ => {}
     }
+}
+
+/// One half of a tool call id (`call_id` or `id`) as the reference interpolates it.
+fn id_part(item: &Value, k: &str) -> String {
+    match item.get(k) {
+        Some(Value::String(x)) => x.clone(),
+        Some(Value::Null) | None => "undefined".to_string(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The tool call extras of an item with a `namespace`.
+fn namespace_extra(item: &Value) -> Option<Box<ToolCallExtra>> {
+    ToolCallExtra {
+        namespace: item
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        ..ToolCallExtra::default()
+    }
+    .into_option()
+}
+
+/// Sends a custom tool call's JSON piece (if any) after updating its arguments.
+fn send_custom(out: &mut Output<'_>, index: usize, custom: &CustomInput, piece: Option<String>) {
+    out.set_tool_arguments(index, custom.arguments());
+    if let Some(p) = piece {
+        out.tool_delta(index, &p);
+    }
+}
+
+fn set_namespace(out: &Output<'_>, index: usize, ns: &str) {
+    out.update(|m| {
+        if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+            std::sync::Arc::make_mut(c).extra_mut().namespace = Some(ns.to_string());
+        }
+    });
 }
 
 fn parse_usage(u: &Value) -> Usage {
@@ -190,20 +241,22 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let mapped: (StopReason, Option<String>) = match status.as_deref() {
+    // An unknown status fails only after the response's id, usage and raw status are
+    // kept, as the reference maps the status last.
+    let mapped: Result<(StopReason, Option<String>), String> = match status.as_deref() {
         None | Some("") | Some("completed") | Some("in_progress") | Some("queued") => {
-            (StopReason::Stop, None)
+            Ok((StopReason::Stop, None))
         }
-        Some("incomplete") => match reason.as_deref() {
+        Some("incomplete") => Ok(match reason.as_deref() {
             Some("max_output_tokens") => (StopReason::Length, None),
             Some(r) => (StopReason::Error, Some(format!("Response incomplete: {r}"))),
             None => (
                 StopReason::Error,
                 Some("Response incomplete without a provider reason".into()),
             ),
-        },
-        Some("failed") | Some("cancelled") => (StopReason::Error, None),
-        Some(other) => return Err(format!("Unhandled stop reason: {other}")),
+        }),
+        Some("failed") | Some("cancelled") => Ok((StopReason::Error, None)),
+        Some(other) => Err(format!("Unhandled stop reason: {other}")),
     };
     let tier = resp
         .get("service_tier")
@@ -228,13 +281,15 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             (None, Some(r)) => Some(format!("undefined.{r}")),
             (None, None) => None,
         };
-        m.stop_reason = mapped.0;
-        m.error_message = mapped.1.clone();
-        if has_tool_call(m) && m.stop_reason == StopReason::Stop {
-            m.stop_reason = StopReason::ToolUse;
+        if let Ok((reason, error)) = &mapped {
+            m.stop_reason = *reason;
+            m.error_message = error.clone();
+            if has_tool_call(m) && m.stop_reason == StopReason::Stop {
+                m.stop_reason = StopReason::ToolUse;
+            }
         }
     });
-    Ok(())
+    mapped.map(|_| ())
 }
 
 fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
@@ -297,6 +352,18 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                     if let Some(d) = d.filter(|d| !d.is_empty()) {
                         out.tool_delta(slot.index, &d);
                     }
+                }
+            }
+        }
+        "response.custom_tool_call_input.delta" | "response.custom_tool_call_input.done" => {
+            if let Some(slot) = st.slots.get_mut(&oi).filter(|s| s.kind == SlotKind::Tool) {
+                if let Some(custom) = slot.custom.as_mut() {
+                    let piece = if ty.ends_with(".delta") {
+                        custom.append(ev.get("delta").and_then(Value::as_str).unwrap_or(""))?
+                    } else {
+                        custom.close(ev.get("input").and_then(Value::as_str))?
+                    };
+                    send_custom(out, slot.index, custom, piece);
                 }
             }
         }
@@ -392,7 +459,23 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                     out.end_block(index);
                     st.slots.remove(&oi);
                 }
-                ("function_call", SlotKind::Tool) => {
+                ("custom_tool_call", SlotKind::Tool) => {
+                    let Some(slot) = st.slots.get_mut(&oi) else {
+                        return Ok(());
+                    };
+                    let Some(custom) = slot.custom.as_mut() else {
+                        return Ok(());
+                    };
+                    let piece = custom.close(item.get("input").and_then(Value::as_str))?;
+                    send_custom(out, index, custom, piece);
+                    if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
+                        set_namespace(out, index, ns);
+                    }
+                    st.unfinished.retain(|i| *i != index);
+                    out.end_block(index);
+                    st.slots.remove(&oi);
+                }
+                ("function_call", SlotKind::Tool) if slot.args.is_some() => {
                     if let Some(mut slot) = st.slots.remove(&oi) {
                         if let Some(args) = slot.args.as_mut() {
                             if let Some(a) = item
@@ -403,14 +486,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                                 args.replace(a);
                             }
                             if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
-                                out.update(|m| {
-                                    if let Some(ContentBlock::ToolCall(c)) =
-                                        m.content.get_mut(index)
-                                    {
-                                        std::sync::Arc::make_mut(c).extra_mut().namespace =
-                                            Some(ns.to_string());
-                                    }
-                                });
+                                set_namespace(out, index, ns);
                             }
                             st.unfinished.retain(|i| *i != index);
                             out.finish_tool_call(index, args);
@@ -473,11 +549,11 @@ impl WireStream for State {
     /// One record: an error (named `error`, or with a truthy `error` field) or an event.
     fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
         let value = parse_record(record.data)?;
-        if record.event == Some("error") {
-            return Err(stream_error_message(&value));
+        if let Some(message) = sdk_record_error(record.event, &value) {
+            return Err(message);
         }
-        if let Some(e) = value.get("error").filter(|e| json_truthy(e)) {
-            return Err(stream_error_message(e));
+        if is_wrapped_event(record.event) {
+            return Ok(());
         }
         handle(&value, out, self)?;
         Ok(())
