@@ -203,9 +203,10 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
             {
+                // The raw value is kept even when it is unknown and fails the stream.
+                out.update(|m| m.raw_stop_reason = Some(r.to_string()));
                 let (reason, err) = map_stop_reason(r, d.get("stop_details"))?;
                 out.update(|m| {
-                    m.raw_stop_reason = Some(r.to_string());
                     m.stop_reason = reason;
                     if err.is_some() {
                         m.error_message = err;

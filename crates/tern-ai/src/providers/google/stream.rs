@@ -163,9 +163,10 @@ fn handle_chunk(chunk: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
     {
+        // The raw value is kept even when it is unknown and fails the stream.
+        out.update(|m| m.raw_stop_reason = Some(fr.to_string()));
         let reason = map_stop_reason(fr)?;
         out.update(|m| {
-            m.raw_stop_reason = Some(fr.to_string());
             m.stop_reason = reason;
             if has_tool_call(m) && m.stop_reason == StopReason::Stop {
                 m.stop_reason = StopReason::ToolUse;
