@@ -15,9 +15,9 @@ use crate::model::Model;
 use crate::providers::cost;
 use crate::providers::custom_input::CustomInput;
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
-use crate::providers::js_json::{compact, js_text, json_truthy};
+use crate::providers::js_json::{compact, js_join_item, js_text, json_truthy};
 use crate::providers::openai_sdk::{is_wrapped_event, parse_record, sdk_record_error};
-use crate::providers::output::{has_tool_call, Output};
+use crate::providers::output::{append_diagnostic, has_tool_call, pick_keys, Output};
 
 fn tier_factor(model: &Model, tier: Option<&str>) -> f64 {
     match tier {
@@ -199,6 +199,33 @@ fn parse_usage(u: &Value) -> Usage {
     }
 }
 
+/// Records the replayed reasoning items the API withheld, except `turn_boundary` removals
+/// (models that keep only the current turn's reasoning report those on every request).
+fn append_reasoning_removals(out: &Output<'_>, transformations: Option<&Value>) {
+    let Some(list) = transformations.and_then(Value::as_array) else {
+        return;
+    };
+    let removals: Vec<Value> = list
+        .iter()
+        .filter(|t| {
+            t.get("type").and_then(Value::as_str) == Some("reasoning")
+                && t.get("action").and_then(Value::as_str) == Some("removed")
+                && t.get("reason").and_then(Value::as_str) != Some("turn_boundary")
+        })
+        .map(|t| pick_keys(t, &["type", "id", "action", "reason"], false))
+        .collect();
+    if removals.is_empty() {
+        return;
+    }
+    out.update(|m| {
+        append_diagnostic(
+            m,
+            "openai_input_transformations",
+            json!({ "transformations": removals }),
+        )
+    });
+}
+
 fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
     let model = out.model;
     st.terminal = true;
@@ -233,6 +260,7 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             });
         }
     }
+    append_reasoning_removals(out, resp.get("input_transformations"));
     let status = resp
         .get("status")
         .and_then(Value::as_str)
@@ -393,9 +421,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                             .and_then(Value::as_array)
                             .map(|a| {
                                 a.iter()
-                                    .map(|s| {
-                                        s.get("text").and_then(Value::as_str).unwrap_or("undefined")
-                                    })
+                                    .map(|s| js_join_item(s.get("text")))
                                     .collect::<Vec<_>>()
                                     .join("\n\n")
                             })
@@ -434,10 +460,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                                     } else {
                                         "refusal"
                                     };
-                                    c.get(k)
-                                        .and_then(Value::as_str)
-                                        .unwrap_or("undefined")
-                                        .to_string()
+                                    js_join_item(c.get(k))
                                 })
                                 .collect::<String>()
                         })

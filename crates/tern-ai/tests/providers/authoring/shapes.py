@@ -267,6 +267,50 @@ def responses_cases():
           [r_created()] + r_message(0, "msg_c", "Stopped") + [r_completed(status="cancelled")],
           ["stop-reason"])
 
+    # Reasoning removals reported by the terminal response become a diagnostic.
+    write(R, "shape-input-transformations",
+          "response.completed with input_transformations: reasoning removals other than turn_boundary are "
+          "recorded as an `openai_input_transformations` diagnostic with {type, id, action, reason} (null "
+          "values kept, absent ones dropped); other entries and turn_boundary removals are left out.",
+          plain,
+          [r_created()] + r_message(0, "msg_d", "Ok") +
+          [r_completed(extra={"input_transformations": [
+              {"type": "reasoning", "id": "rs_old1", "action": "removed", "reason": "prefix_mismatch", "extra": 1},
+              {"type": "reasoning", "id": "rs_old2", "action": "removed", "reason": "turn_boundary"},
+              {"type": "reasoning", "action": "removed", "reason": None},
+              {"type": "reasoning", "id": "rs_old3", "action": "kept", "reason": "x"},
+              {"type": "message", "id": "m", "action": "removed", "reason": "x"},
+              None]})],
+          ["diagnostics"])
+
+    # Parts without their text field: Array.join writes them as empty strings.
+    write(R, "shape-item-parts-without-text",
+          "Done items whose parts lack their text: a summary part without `text` and an output_text part "
+          "without `text` (or a part of another type without `refusal`) join as empty strings.",
+          plain,
+          [r_created(),
+           r_ev({"type": "response.output_item.added", "output_index": 0,
+                 "item": {"id": "rs_p", "type": "reasoning", "summary": []}}),
+           r_ev({"type": "response.reasoning_summary_text.delta", "output_index": 0, "item_id": "rs_p",
+                 "summary_index": 0, "delta": "Think"}),
+           r_ev({"type": "response.output_item.done", "output_index": 0,
+                 "item": {"id": "rs_p", "type": "reasoning",
+                          "summary": [{"type": "summary_text", "text": "First"}, {"type": "summary_text"},
+                                      {"type": "summary_text", "text": "Third"}]}}),
+           r_ev({"type": "response.output_item.added", "output_index": 1,
+                 "item": {"id": "msg_p", "type": "message", "status": "in_progress", "content": [],
+                          "role": "assistant"}}),
+           r_ev({"type": "response.output_text.delta", "output_index": 1, "item_id": "msg_p", "content_index": 0,
+                 "delta": "AB"}),
+           r_ev({"type": "response.output_item.done", "output_index": 1,
+                 "item": {"id": "msg_p", "type": "message", "status": "completed", "role": "assistant",
+                          "content": [{"type": "output_text", "text": "A", "annotations": []},
+                                      {"type": "output_text", "annotations": []},
+                                      {"type": "output_audio", "transcript": "x"},
+                                      {"type": "output_text", "text": "B", "annotations": []}]}}),
+           r_completed()],
+          ["reasoning", "output-item-types"])
+
     # Tool call completed without its output_item.done.
     write(R, "shape-unfinished-tool-call",
           "A function_call item whose output_item.done never arrives before response.completed: the toolUse "
@@ -414,6 +458,24 @@ def anthropic_cases():
                                                       "message": "Internal server error"},
                            "request_id": "req_011"})],
           ["error-nested"])
+
+    write(A, "shape-input-transformations",
+          "input_transformations reported by message_start and replaced by message_delta: the last list "
+          "becomes an `anthropic_input_transformations` diagnostic of {type, path, reason} (nulls dropped) on "
+          "a successful message.",
+          plain,
+          [a_ev({"type": "message_start", "message": {
+              "id": "msg_tr1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+              "content": [], "stop_reason": None, "usage": {"input_tokens": 30, "output_tokens": 1},
+              "input_transformations": [{"type": "ignored", "path": "x"}]}})] + a_text(0, "Hi") +
+          [a_ev({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 4},
+                 "input_transformations": [
+                     {"type": "thinking_removed", "path": "messages.1.content.0", "reason": "signature_invalid",
+                      "other": True},
+                     {"type": "tool_rewritten", "path": None, "reason": "schema"},
+                     {}]}),
+           a_ev({"type": "message_stop"})],
+          ["diagnostics"])
 
     write(A, "shape-tool-use-prefilled-input",
           "A tool_use block whose start carries a non-empty input and no input_json_delta: the block shows "
