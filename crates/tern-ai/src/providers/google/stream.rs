@@ -205,8 +205,9 @@ impl WireStream for State {
         let data = record.data;
         let value: Value = serde_json::from_str(data).map_err(|e| format!("{e}"))?;
         if let Some(err) = value.get("error").filter(|e| e.is_object()) {
-            let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
-            if (400..600).contains(&code) {
+            // Any number in [400, 600) counts, fractions included; other codes are data.
+            let code = err.get("code").and_then(Value::as_f64).unwrap_or(0.0);
+            if (400.0..600.0).contains(&code) {
                 let status = js_text(err.get("status"));
                 return Err(format!("got status: {status}. {}", compact(&value)));
             }

@@ -594,6 +594,17 @@ def google_cases():
            g_chunk([{"text": "!"}], finish="STOP", usage=g_usage())],
           ["error-nested"])
 
+    write(G, "shape-error-record-codes",
+          "`{error}` records whose code is a string (\"503\") or a non-error number are read as chunks; a "
+          "fractional code in [400, 600) (429.5) fails the stream; status missing prints `undefined`.",
+          plain,
+          [g_chunk([{"text": "Hi"}]),
+           data({"error": {"code": "503", "message": "string code", "status": "UNAVAILABLE"}}),
+           data({"error": {"code": 399, "message": "below"}}),
+           g_chunk([{"text": "!"}]),
+           data({"error": {"code": 429.5, "message": "fraction"}})],
+          ["error-nested"])
+
     write(G, "shape-finish-other-stops",
           "finishReason LANGUAGE after thinking and text: error `Provider stopped with: LANGUAGE`; blocks "
           "closed first; responseId from the first chunk that has one.",
@@ -684,6 +695,13 @@ def completions_cases():
            event("error", {"error": {"message": "Provider returned error", "code": 429,
                                      "metadata": {"raw": "Rate limited upstream", "provider_name": "Y"}}})],
           ["error-nested"])
+
+    write(C, "shape-done-not-exact",
+          "Only a data field that is exactly `[DONE]` ends the stream: `[DONE] ` with a trailing space is "
+          "parsed as JSON and fails with the SDK's malformed-event error.",
+          plain,
+          [c_chunk({"content": "Hi"}), c_chunk({}, finish="stop", usage=c_usage()), "data: [DONE] \n\n"],
+          ["done-sentinel", "error"])
 
     write(C, "shape-http-error-metadata-raw",
           "An HTTP 400 whose error carries OpenRouter's metadata.raw: the message is `<status>: <error JSON>`, "
