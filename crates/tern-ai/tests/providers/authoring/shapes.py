@@ -199,6 +199,21 @@ def responses_cases():
            r_completed()],
           ["output-item-types", "reasoning", "refusal"])
 
+    # Tool calls that only arrive as done items.
+    write(R, "shape-tool-items-done-without-added",
+          "A function_call item and a custom_tool_call item seen only in output_item.done: each creates its "
+          "tool call from the item (arguments parsed, custom input sent as one JSON piece) and ends it at once.",
+          tools_req,
+          [r_created(),
+           r_ev({"type": "response.output_item.done", "output_index": 0,
+                 "item": {"id": "fc_d1", "type": "function_call", "status": "completed", "call_id": "call_d1",
+                          "name": "write_file", "arguments": "{\"path\":\"x.txt\",\"content\":\"hi\"}"}}),
+           r_ev({"type": "response.output_item.done", "output_index": 1,
+                 "item": {"id": "ctc_d2", "type": "custom_tool_call", "status": "completed", "call_id": "call_d2",
+                          "name": "apply_patch", "input": "line1\nline2\t\"q\""}}),
+           r_completed()],
+          ["tool-call", "custom-tool-call", "output-item-types"])
+
     # Unknown response status: the reference keeps usage, id and the raw status, then throws.
     write(R, "shape-unknown-status",
           "response.completed with a status the client does not know: the stream fails with "
@@ -657,6 +672,20 @@ def completions_cases():
            c_chunk(None, usage=c_usage(), choices=False),
            "data: [DONE]\n\n"],
           ["custom-tool-call", "tool-call"])
+
+    write(C, "shape-custom-tool-call-switch",
+          "A tool call that starts as a function call and then receives a custom-only delta turns freeform: "
+          "its arguments restart as {input: \"\"}, the function arguments received so far are dropped, and a "
+          "later function delta no longer appends.",
+          tools_req,
+          [c_chunk({"tool_calls": [{"index": 0, "id": "call_sw1", "type": "function",
+                                    "function": {"name": "write_file", "arguments": "{\"path\":"}}]}),
+           c_chunk({"tool_calls": [{"index": 0, "custom": {"input": "raw text"}}]}),
+           c_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"ignored\"}"}}]}),
+           c_chunk({"tool_calls": [{"index": 0, "custom": {"input": " more"}}]}),
+           c_chunk({}, finish="tool_calls", usage=c_usage()),
+           "data: [DONE]\n\n"],
+          ["custom-tool-call"])
 
     write(C, "shape-custom-tool-call-empty",
           "A custom tool call that never receives input: closing it sends the whole `{\"input\":\"\"}` at once.",
