@@ -1,6 +1,7 @@
-//! The OpenAI Responses stream: output items tracked by `output_index`, reasoning and
-//! message items finished from their `done` item, usage and service-tier pricing from the
-//! terminal response.
+//! The OpenAI Responses stream: output items tracked by `output_index` (reasoning, message,
+//! function and custom tool calls; other item types make no block), finished from their
+//! `done` item; usage, service-tier pricing and input transformations from the terminal
+//! response.
 
 use std::collections::HashMap;
 
