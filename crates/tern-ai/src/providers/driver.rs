@@ -41,7 +41,7 @@ impl Framing {
     /// Whether `data` ends the stream before the body does: the OpenAI SDK stops at
     /// `[DONE]` and leaves the rest of the body unread.
     pub(crate) fn ends_stream(self, data: &str) -> bool {
-        self == Framing::Sse && data.starts_with("[DONE]")
+        self == Framing::Sse && data == "[DONE]"
     }
 }
 

@@ -37,3 +37,19 @@ pub(crate) fn js_text(v: Option<&Value>) -> String {
         None => "undefined".to_string(),
     }
 }
+
+/// An element as `Array.prototype.join` writes it: absent and null as nothing, strings
+/// bare, objects opaque, arrays joined with commas, other values as JSON text.
+pub(crate) fn js_join_item(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(_)) => "[object Object]".to_string(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| js_join_item(Some(x)))
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(other) => other.to_string(),
+    }
+}

@@ -18,7 +18,8 @@
 //!   `reasoning` and `chunk`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
 //!   `transform` (history transforms), `model_options`, `thinking`, `typed_json`,
-//!   `openai_sdk` (what both OpenAI APIs share).
+//!   `openai_sdk` (what both OpenAI APIs share), `custom_input` (freeform tool input as both
+//!   OpenAI APIs stream it). `README.md` lists every wire shape and how it maps.
 //! - Public: [`catalog`] (models as data), [`cost`], [`overflow`], [`js_json`] (JSON as
 //!   JavaScript sees it), the thinking-level
 //!   helpers; with the `testing` feature, `replay` (a local replay server), `map_body` and
@@ -27,6 +28,7 @@
 mod anthropic;
 pub mod catalog;
 pub mod cost;
+mod custom_input;
 mod driver;
 mod google;
 mod http;

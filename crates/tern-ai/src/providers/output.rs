@@ -230,3 +230,32 @@ pub(crate) fn has_tool_call(m: &AssistantMessage) -> bool {
         .iter()
         .any(|b| matches!(b, ContentBlock::ToolCall(_)))
 }
+
+/// Appends a provider diagnostic (`{type, timestamp, details}`) to the message.
+pub(crate) fn append_diagnostic(m: &mut AssistantMessage, kind: &str, details: Value) {
+    let mut d = serde_json::Map::new();
+    d.insert("type".into(), Value::String(kind.into()));
+    d.insert("timestamp".into(), Value::from(crate::clock::now_ms()));
+    d.insert("details".into(), details);
+    let list = m
+        .extra_mut()
+        .diagnostics
+        .get_or_insert_with(|| Value::Array(Vec::new()));
+    match list {
+        Value::Array(a) => a.push(Value::Object(d)),
+        other => *other = Value::Array(vec![Value::Object(d)]),
+    }
+}
+
+/// The listed keys of a wire object that are present, as JSON keeps them after
+/// `({type, id}) => ({type, id})` (absent keys vanish); with `drop_null`, null values vanish
+/// too (`type ?? undefined`).
+pub(crate) fn pick_keys(v: &Value, keys: &[&str], drop_null: bool) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in keys {
+        if let Some(x) = v.get(*k).filter(|x| !(drop_null && x.is_null())) {
+            out.insert((*k).to_string(), x.clone());
+        }
+    }
+    Value::Object(out)
+}

@@ -9,7 +9,7 @@ use crate::json_parse::{parse_json_with_repair, ToolCallArgumentsStream};
 use crate::message::{ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall};
 use crate::providers::cost;
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
-use crate::providers::output::Output;
+use crate::providers::output::{append_diagnostic, pick_keys, Output};
 
 fn map_stop_reason(
     reason: &str,
@@ -49,6 +49,8 @@ pub(crate) struct State {
     open: HashMap<i64, OpenBlock>,
     pub(super) saw_start: bool,
     pub(super) saw_stop: bool,
+    /// The last `input_transformations` list the message reported.
+    transformations: Option<Vec<Value>>,
 }
 
 fn count(v: Option<&Value>) -> Option<u64> {
@@ -62,6 +64,9 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
         "message_start" => {
             st.saw_start = true;
             let msg = ev.get("message").cloned().unwrap_or(Value::Null);
+            if let Some(t) = msg.get("input_transformations").and_then(Value::as_array) {
+                st.transformations = Some(t.clone());
+            }
             let u = msg.get("usage").cloned().unwrap_or(Value::Null);
             out.update(|m| {
                 if let Some(id) = msg.get("id").and_then(Value::as_str) {
@@ -197,15 +202,19 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
             }
         }
         "message_delta" => {
+            if let Some(t) = ev.get("input_transformations").and_then(Value::as_array) {
+                st.transformations = Some(t.clone());
+            }
             let d = ev.get("delta").cloned().unwrap_or(Value::Null);
             if let Some(r) = d
                 .get("stop_reason")
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
             {
+                // The raw value is kept even when it is unknown and fails the stream.
+                out.update(|m| m.raw_stop_reason = Some(r.to_string()));
                 let (reason, err) = map_stop_reason(r, d.get("stop_details"))?;
                 out.update(|m| {
-                    m.raw_stop_reason = Some(r.to_string());
                     m.stop_reason = reason;
                     if err.is_some() {
                         m.error_message = err;
@@ -290,6 +299,25 @@ impl WireStream for State {
     fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
         settle_stop_reason(out, "Anthropic stream ended without a stop reason", |m| {
             m.error_message.clone()
-        })
+        })?;
+        // A successful message records what the API changed in its input.
+        let Some(list) = self.transformations.as_ref().filter(|l| !l.is_empty()) else {
+            return Ok(());
+        };
+        let mut entries = Vec::with_capacity(list.len());
+        for t in list {
+            if t.is_null() {
+                return Err("Cannot read properties of null (reading 'type')".into());
+            }
+            entries.push(pick_keys(t, &["type", "path", "reason"], true));
+        }
+        out.update(|m| {
+            append_diagnostic(
+                m,
+                "anthropic_input_transformations",
+                json!({ "transformations": entries }),
+            )
+        });
+        Ok(())
     }
 }

@@ -163,9 +163,10 @@ fn handle_chunk(chunk: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
     {
+        // The raw value is kept even when it is unknown and fails the stream.
+        out.update(|m| m.raw_stop_reason = Some(fr.to_string()));
         let reason = map_stop_reason(fr)?;
         out.update(|m| {
-            m.raw_stop_reason = Some(fr.to_string());
             m.stop_reason = reason;
             if has_tool_call(m) && m.stop_reason == StopReason::Stop {
                 m.stop_reason = StopReason::ToolUse;
@@ -204,8 +205,9 @@ impl WireStream for State {
         let data = record.data;
         let value: Value = serde_json::from_str(data).map_err(|e| format!("{e}"))?;
         if let Some(err) = value.get("error").filter(|e| e.is_object()) {
-            let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
-            if (400..600).contains(&code) {
+            // Any number in [400, 600) counts, fractions included; other codes are data.
+            let code = err.get("code").and_then(Value::as_f64).unwrap_or(0.0);
+            if (400.0..600.0).contains(&code) {
                 let status = js_text(err.get("status"));
                 return Err(format!("got status: {status}. {}", compact(&value)));
             }

@@ -47,6 +47,8 @@ pub(crate) struct ToolCallDelta<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     pub(crate) index: Option<i64>,
     pub(crate) function: Option<FunctionDelta<'a>>,
+    /// A freeform tool call's `custom` part.
+    pub(crate) custom: Option<CustomDelta<'a>>,
 }
 
 /// A tool call's `function`.
@@ -54,6 +56,13 @@ pub(crate) struct ToolCallDelta<'a> {
 pub(crate) struct FunctionDelta<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
     pub(crate) arguments: Option<Cow<'a, str>>,
+}
+
+/// A freeform tool call's `custom` part.
+#[derive(Default)]
+pub(crate) struct CustomDelta<'a> {
+    pub(crate) name: Option<Cow<'a, str>>,
+    pub(crate) input: Option<Cow<'a, str>>,
 }
 
 impl<'de> Deserialize<'de> for ToolCallDelta<'de> {
@@ -106,6 +115,12 @@ fields!(ToolCallDelta, |this, map| {
     "id" => this.id = str_field(map)?,
     "index" => this.index = map.next_value()?,
     "function" => map.next_value_seed(optional(&mut this.function))?,
+    "custom" => map.next_value_seed(optional(&mut this.custom))?,
+});
+
+fields!(CustomDelta, |this, map| {
+    "name" => this.name = str_field(map)?,
+    "input" => this.input = str_field(map)?,
 });
 
 fields!(FunctionDelta, |this, map| {
@@ -130,10 +145,20 @@ impl<'a> Chunk<'a> {
         let call = |c: &'a Value| ToolCallDelta {
             id: s(c, "id"),
             index: c.get("index").and_then(Value::as_i64),
-            function: c.get("function").map(|f| FunctionDelta {
-                name: s(f, "name"),
-                arguments: s(f, "arguments"),
-            }),
+            function: c
+                .get("function")
+                .filter(|f| !f.is_null())
+                .map(|f| FunctionDelta {
+                    name: s(f, "name"),
+                    arguments: s(f, "arguments"),
+                }),
+            custom: c
+                .get("custom")
+                .filter(|f| !f.is_null())
+                .map(|f| CustomDelta {
+                    name: s(f, "name"),
+                    input: s(f, "input"),
+                }),
         };
         let delta = |d: &'a Value| Delta {
             content: s(d, "content"),

@@ -12,7 +12,9 @@ use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{cache_retention, compat, merge_headers, resolve_max_tokens};
-use crate::providers::openai_sdk::{base_headers, http_error_message};
+use crate::providers::openai_sdk::{
+    base_headers, body_error, http_error_message, with_raw_metadata,
+};
 use crate::providers::thinking::{reasoning_effort, thinking_level_map};
 use crate::providers::transform::{accepts_images, sanitize_id, short_hash, transform_messages};
 use crate::stream_fn::{Context, StreamOptions};
@@ -429,6 +431,6 @@ impl WireApi for super::Completions {
     }
 
     fn status_message(_model: &Model, f: &HttpFailure) -> String {
-        http_error_message(f, None)
+        with_raw_metadata(http_error_message(f, None), body_error(f).as_ref())
     }
 }

@@ -13,9 +13,12 @@ use crate::json_parse::ToolCallArgumentsStream;
 use crate::message::{ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage};
 use crate::model::Model;
 use crate::providers::cost;
+use crate::providers::custom_input::CustomInput;
 use crate::providers::driver::{Framing, SseRecord, WireStream};
-use crate::providers::js_json::{compact, json_truthy};
-use crate::providers::openai_sdk::{parse_record, stream_error_message};
+use crate::providers::js_json::compact;
+use crate::providers::openai_sdk::{
+    is_wrapped_event, parse_record, record_error, stream_error_message, with_raw_metadata,
+};
 use crate::providers::output::{has_tool_call, Output};
 
 /// Usage of a chunk's `usage` object, with cost (`parseChunkUsage`).
@@ -68,7 +71,13 @@ pub(crate) fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
 struct ToolState {
     index: usize,
     args: ToolCallArgumentsStream,
+    /// The input of a freeform (`custom`) tool call; `args` is unused then.
+    custom: Option<CustomInput>,
 }
+
+/// The `function` or `custom` part of a tool-call delta: its name and its text (arguments
+/// or input).
+pub(crate) type CallPart<'a> = (Option<&'a str>, Option<&'a str>);
 
 /// The mapper state of one response.
 #[derive(Default)]
@@ -154,15 +163,15 @@ pub(crate) fn handle_chunk(chunk: &Chunk<'_>, model: &Model, out: &mut Output<'_
         content(out, st, text);
     }
     for call in delta.tool_calls.iter().flatten() {
-        let function = call.function.as_ref();
-        tool_call_delta(
-            out,
-            st,
-            call.index,
-            call.id.as_deref(),
-            function.and_then(|f| f.name.as_deref()),
-            function.and_then(|f| f.arguments.as_deref()),
-        );
+        let function = call
+            .function
+            .as_ref()
+            .map(|f| (f.name.as_deref(), f.arguments.as_deref()));
+        let custom = call
+            .custom
+            .as_ref()
+            .map(|c| (c.name.as_deref(), c.input.as_deref()));
+        tool_call_delta(out, st, call.index, call.id.as_deref(), function, custom);
     }
 }
 
@@ -218,15 +227,21 @@ pub(crate) fn content(out: &mut Output<'_>, st: &mut State, text: &str) {
     out.append_text(idx, text);
 }
 
-/// One entry of `tool_calls`: found by stream index, else by id, else a new tool call.
+/// One entry of `tool_calls`: found by stream index, else by id, else a new tool call. A
+/// `custom` part without a `function` part makes it a freeform call.
 pub(crate) fn tool_call_delta(
     out: &mut Output<'_>,
     st: &mut State,
     stream_index: Option<i64>,
     id: Option<&str>,
-    name: Option<&str>,
-    arguments: Option<&str>,
+    function: Option<CallPart<'_>>,
+    custom: Option<CallPart<'_>>,
 ) {
+    let name = function
+        .and_then(|f| f.0)
+        .or_else(|| custom.and_then(|c| c.0));
+    let is_custom = custom.is_some() && function.is_none();
+    let arguments = function.and_then(|f| f.1);
     let id = id.filter(|s| !s.is_empty());
     let mut slot = stream_index.and_then(|i| st.by_index.get(&i).copied());
     if slot.is_none() {
@@ -235,19 +250,29 @@ pub(crate) fn tool_call_delta(
     let slot = match slot {
         Some(s) => s,
         None => {
+            let custom_input = is_custom.then(|| CustomInput::new(""));
             let index = out.push_block(ContentBlock::tool_call(ToolCall {
                 id: id.unwrap_or("").to_string(),
                 name: name.unwrap_or("").to_string(),
-                arguments: Value::Object(Map::new()),
+                arguments: custom_input
+                    .as_ref()
+                    .map_or_else(|| Value::Object(Map::new()), CustomInput::arguments),
                 ..ToolCall::default()
             }));
             st.tools.push(ToolState {
                 index,
                 args: ToolCallArgumentsStream::new(),
+                custom: custom_input,
             });
             st.tools.len() - 1
         }
     };
+    // A call that turns freeform later starts its input over.
+    if is_custom && st.tools[slot].custom.is_none() {
+        let c = CustomInput::new("");
+        out.set_tool_arguments(st.tools[slot].index, c.arguments());
+        st.tools[slot].custom = Some(c);
+    }
     if let Some(i) = stream_index {
         st.by_index.entry(i).or_insert(slot);
     }
@@ -270,13 +295,25 @@ pub(crate) fn tool_call_delta(
             }
         }
     });
-    let mut piece = "";
-    if let Some(a) = arguments.filter(|s| !s.is_empty()) {
-        piece = a;
-        let args = st.tools[slot].args.append(a).clone();
-        out.set_tool_arguments(index, args);
+    let mut piece = String::new();
+    let tool = &mut st.tools[slot];
+    match tool.custom.as_mut() {
+        None => {
+            if let Some(a) = arguments.filter(|s| !s.is_empty()) {
+                piece = a.to_string();
+                let args = tool.args.append(a).clone();
+                out.set_tool_arguments(index, args);
+            }
+        }
+        Some(c) => {
+            if let Some(input) = custom.and_then(|c| c.1).filter(|s| !s.is_empty()) {
+                // The input cannot be closed before the stream ends, so appending succeeds.
+                piece = c.append(input).ok().flatten().unwrap_or_default();
+                out.set_tool_arguments(index, c.arguments());
+            }
+        }
     }
-    out.tool_delta(index, piece);
+    out.tool_delta(index, &piece);
 }
 
 /// The thinking block, created with signature `sig` when there is none yet.
@@ -341,18 +378,17 @@ pub(crate) fn process_event_by(
     // faster than a `Value`. An error event, an `error` field, or anything the typed read
     // rejects (a field of another type, a non-object, bad JSON) takes the `Value` path below,
     // which handles every chunk as the provider always did.
-    if read == ChunkRead::Typed && event != Some("error") {
+    if read == ChunkRead::Typed && event != Some("error") && !is_wrapped_event(event) {
         if let Some(chunk) = Chunk::read(data) {
             handle_chunk(&chunk, model, out, st);
             return Ok(());
         }
     }
     let value = parse_record(data)?;
-    let err = value.get("error").filter(|e| json_truthy(e));
-    if event == Some("error") || err.is_some() {
-        return Err(stream_error_message(err.unwrap_or(&value)));
+    if let Some(err) = record_error(event, &value) {
+        return Err(with_raw_metadata(stream_error_message(&err), Some(&err)));
     }
-    if value.is_object() {
+    if value.is_object() && !is_wrapped_event(event) {
         handle_chunk(&Chunk::from_value(&value), model, out, st);
     }
     Ok(())
@@ -380,13 +416,22 @@ impl WireStream for State {
     }
 }
 
-fn end_blocks(out: &mut Output<'_>, st: &State) {
+fn end_blocks(out: &mut Output<'_>, st: &mut State) {
     for idx in 0..out.len() {
         if st.thinking == Some(idx) {
             apply_details(out, st);
             out.end_block(idx);
-        } else if let Some(t) = st.tools.iter().find(|t| t.index == idx) {
-            out.finish_tool_call(idx, &t.args);
+        } else if let Some(t) = st.tools.iter_mut().find(|t| t.index == idx) {
+            match t.custom.as_mut() {
+                // A freeform input is closed, never parsed.
+                Some(c) => {
+                    if let Ok(Some(piece)) = c.close(None) {
+                        out.tool_delta(idx, &piece);
+                    }
+                    out.end_block(idx);
+                }
+                None => out.finish_tool_call(idx, &t.args),
+            }
         } else {
             out.end_block(idx);
         }

@@ -97,6 +97,13 @@ impl<'s> CompletionsChunks<'s> {
         name: Option<&str>,
         arguments: Option<&str>,
     ) {
-        stream::tool_call_delta(&mut self.out, &mut self.st, index, id, name, arguments);
+        stream::tool_call_delta(
+            &mut self.out,
+            &mut self.st,
+            index,
+            id,
+            Some((name, arguments)),
+            None,
+        );
     }
 }

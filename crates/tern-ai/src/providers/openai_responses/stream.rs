@@ -1,6 +1,7 @@
-//! The OpenAI Responses stream: output items tracked by `output_index`, reasoning and
-//! message items finished from their `done` item, usage and service-tier pricing from the
-//! terminal response.
+//! The OpenAI Responses stream: output items tracked by `output_index` (reasoning, message,
+//! function and custom tool calls; other item types make no block), finished from their
+//! `done` item; usage, service-tier pricing and input transformations from the terminal
+//! response.
 
 use std::collections::HashMap;
 
@@ -13,10 +14,11 @@ use crate::message::{
 };
 use crate::model::Model;
 use crate::providers::cost;
+use crate::providers::custom_input::CustomInput;
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
-use crate::providers::js_json::{compact, js_text, json_truthy};
-use crate::providers::openai_sdk::{parse_record, stream_error_message};
-use crate::providers::output::{has_tool_call, Output};
+use crate::providers::js_json::{compact, js_join_item, js_text, json_truthy};
+use crate::providers::openai_sdk::{is_wrapped_event, parse_record, sdk_record_error};
+use crate::providers::output::{append_diagnostic, has_tool_call, pick_keys, Output};
 
 fn tier_factor(model: &Model, tier: Option<&str>) -> f64 {
     match tier {
@@ -43,6 +45,8 @@ struct Slot {
     kind: SlotKind,
     index: usize,
     args: Option<ToolCallArgumentsStream>,
+    /// The input of a freeform (`custom_tool_call`) tool call.
+    custom: Option<CustomInput>,
 }
 
 /// The mapper state of one response.
@@ -70,6 +74,7 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Thinking,
                     index: i,
                     args: None,
+                    custom: None,
                 },
             );
         }
@@ -84,6 +89,7 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Text,
                     index: i,
                     args: None,
+                    custom: None,
                 },
             );
         }
@@ -97,23 +103,11 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 Some(a) => args.append(a).clone(),
                 None => json!({}),
             };
-            let id_part = |k: &str| match item.get(k) {
-                Some(Value::String(x)) => x.clone(),
-                Some(Value::Null) | None => "undefined".to_string(),
-                Some(other) => other.to_string(),
-            };
             let i = out.push_block(ContentBlock::tool_call(ToolCall {
-                id: format!("{}|{}", id_part("call_id"), id_part("id")),
+                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
                 name: s("name"),
                 arguments,
-                extra: ToolCallExtra {
-                    namespace: item
-                        .get("namespace")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    ..ToolCallExtra::default()
-                }
-                .into_option(),
+                extra: namespace_extra(item),
             }));
             st.unfinished.push(i);
             st.slots.insert(
@@ -122,11 +116,69 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                     kind: SlotKind::Tool,
                     index: i,
                     args: Some(args),
+                    custom: None,
+                },
+            );
+        }
+        "custom_tool_call" => {
+            let initial = item.get("input").and_then(Value::as_str).unwrap_or("");
+            let custom = CustomInput::new(initial);
+            let i = out.push_block(ContentBlock::tool_call(ToolCall {
+                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
+                name: s("name"),
+                arguments: custom.arguments(),
+                extra: namespace_extra(item),
+            }));
+            st.unfinished.push(i);
+            st.slots.insert(
+                output_index,
+                Slot {
+                    kind: SlotKind::Tool,
+                    index: i,
+                    args: None,
+                    custom: Some(custom),
                 },
             );
         }
         _ => {}
     }
+}
+
+/// One half of a tool call id (`call_id` or `id`) as the reference interpolates it.
+fn id_part(item: &Value, k: &str) -> String {
+    match item.get(k) {
+        Some(Value::String(x)) => x.clone(),
+        Some(Value::Null) | None => "undefined".to_string(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The tool call extras of an item with a `namespace`.
+fn namespace_extra(item: &Value) -> Option<Box<ToolCallExtra>> {
+    ToolCallExtra {
+        namespace: item
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        ..ToolCallExtra::default()
+    }
+    .into_option()
+}
+
+/// Sends a custom tool call's JSON piece (if any) after updating its arguments.
+fn send_custom(out: &mut Output<'_>, index: usize, custom: &CustomInput, piece: Option<String>) {
+    out.set_tool_arguments(index, custom.arguments());
+    if let Some(p) = piece {
+        out.tool_delta(index, &p);
+    }
+}
+
+fn set_namespace(out: &Output<'_>, index: usize, ns: &str) {
+    out.update(|m| {
+        if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
+            std::sync::Arc::make_mut(c).extra_mut().namespace = Some(ns.to_string());
+        }
+    });
 }
 
 fn parse_usage(u: &Value) -> Usage {
@@ -146,6 +198,33 @@ fn parse_usage(u: &Value) -> Usage {
         total_tokens: n(u.get("total_tokens")),
         ..Usage::default()
     }
+}
+
+/// Records the replayed reasoning items the API withheld, except `turn_boundary` removals
+/// (models that keep only the current turn's reasoning report those on every request).
+fn append_reasoning_removals(out: &Output<'_>, transformations: Option<&Value>) {
+    let Some(list) = transformations.and_then(Value::as_array) else {
+        return;
+    };
+    let removals: Vec<Value> = list
+        .iter()
+        .filter(|t| {
+            t.get("type").and_then(Value::as_str) == Some("reasoning")
+                && t.get("action").and_then(Value::as_str) == Some("removed")
+                && t.get("reason").and_then(Value::as_str) != Some("turn_boundary")
+        })
+        .map(|t| pick_keys(t, &["type", "id", "action", "reason"], false))
+        .collect();
+    if removals.is_empty() {
+        return;
+    }
+    out.update(|m| {
+        append_diagnostic(
+            m,
+            "openai_input_transformations",
+            json!({ "transformations": removals }),
+        )
+    });
 }
 
 fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
@@ -182,6 +261,7 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             });
         }
     }
+    append_reasoning_removals(out, resp.get("input_transformations"));
     let status = resp
         .get("status")
         .and_then(Value::as_str)
@@ -190,20 +270,22 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let mapped: (StopReason, Option<String>) = match status.as_deref() {
+    // An unknown status fails only after the response's id, usage and raw status are
+    // kept, as the reference maps the status last.
+    let mapped: Result<(StopReason, Option<String>), String> = match status.as_deref() {
         None | Some("") | Some("completed") | Some("in_progress") | Some("queued") => {
-            (StopReason::Stop, None)
+            Ok((StopReason::Stop, None))
         }
-        Some("incomplete") => match reason.as_deref() {
+        Some("incomplete") => Ok(match reason.as_deref() {
             Some("max_output_tokens") => (StopReason::Length, None),
             Some(r) => (StopReason::Error, Some(format!("Response incomplete: {r}"))),
             None => (
                 StopReason::Error,
                 Some("Response incomplete without a provider reason".into()),
             ),
-        },
-        Some("failed") | Some("cancelled") => (StopReason::Error, None),
-        Some(other) => return Err(format!("Unhandled stop reason: {other}")),
+        }),
+        Some("failed") | Some("cancelled") => Ok((StopReason::Error, None)),
+        Some(other) => Err(format!("Unhandled stop reason: {other}")),
     };
     let tier = resp
         .get("service_tier")
@@ -228,13 +310,15 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             (None, Some(r)) => Some(format!("undefined.{r}")),
             (None, None) => None,
         };
-        m.stop_reason = mapped.0;
-        m.error_message = mapped.1.clone();
-        if has_tool_call(m) && m.stop_reason == StopReason::Stop {
-            m.stop_reason = StopReason::ToolUse;
+        if let Ok((reason, error)) = &mapped {
+            m.stop_reason = *reason;
+            m.error_message = error.clone();
+            if has_tool_call(m) && m.stop_reason == StopReason::Stop {
+                m.stop_reason = StopReason::ToolUse;
+            }
         }
     });
-    Ok(())
+    mapped.map(|_| ())
 }
 
 fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String> {
@@ -300,6 +384,18 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                 }
             }
         }
+        "response.custom_tool_call_input.delta" | "response.custom_tool_call_input.done" => {
+            if let Some(slot) = st.slots.get_mut(&oi).filter(|s| s.kind == SlotKind::Tool) {
+                if let Some(custom) = slot.custom.as_mut() {
+                    let piece = if ty.ends_with(".delta") {
+                        custom.append(ev.get("delta").and_then(Value::as_str).unwrap_or(""))?
+                    } else {
+                        custom.close(ev.get("input").and_then(Value::as_str))?
+                    };
+                    send_custom(out, slot.index, custom, piece);
+                }
+            }
+        }
         "response.output_item.done" => {
             let item = ev.get("item").cloned().unwrap_or(Value::Null);
             let item_type = item
@@ -326,9 +422,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                             .and_then(Value::as_array)
                             .map(|a| {
                                 a.iter()
-                                    .map(|s| {
-                                        s.get("text").and_then(Value::as_str).unwrap_or("undefined")
-                                    })
+                                    .map(|s| js_join_item(s.get("text")))
                                     .collect::<Vec<_>>()
                                     .join("\n\n")
                             })
@@ -367,10 +461,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                                     } else {
                                         "refusal"
                                     };
-                                    c.get(k)
-                                        .and_then(Value::as_str)
-                                        .unwrap_or("undefined")
-                                        .to_string()
+                                    js_join_item(c.get(k))
                                 })
                                 .collect::<String>()
                         })
@@ -392,7 +483,23 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                     out.end_block(index);
                     st.slots.remove(&oi);
                 }
-                ("function_call", SlotKind::Tool) => {
+                ("custom_tool_call", SlotKind::Tool) => {
+                    let Some(slot) = st.slots.get_mut(&oi) else {
+                        return Ok(());
+                    };
+                    let Some(custom) = slot.custom.as_mut() else {
+                        return Ok(());
+                    };
+                    let piece = custom.close(item.get("input").and_then(Value::as_str))?;
+                    send_custom(out, index, custom, piece);
+                    if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
+                        set_namespace(out, index, ns);
+                    }
+                    st.unfinished.retain(|i| *i != index);
+                    out.end_block(index);
+                    st.slots.remove(&oi);
+                }
+                ("function_call", SlotKind::Tool) if slot.args.is_some() => {
                     if let Some(mut slot) = st.slots.remove(&oi) {
                         if let Some(args) = slot.args.as_mut() {
                             if let Some(a) = item
@@ -403,14 +510,7 @@ fn handle(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), String
                                 args.replace(a);
                             }
                             if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
-                                out.update(|m| {
-                                    if let Some(ContentBlock::ToolCall(c)) =
-                                        m.content.get_mut(index)
-                                    {
-                                        std::sync::Arc::make_mut(c).extra_mut().namespace =
-                                            Some(ns.to_string());
-                                    }
-                                });
+                                set_namespace(out, index, ns);
                             }
                             st.unfinished.retain(|i| *i != index);
                             out.finish_tool_call(index, args);
@@ -473,11 +573,11 @@ impl WireStream for State {
     /// One record: an error (named `error`, or with a truthy `error` field) or an event.
     fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
         let value = parse_record(record.data)?;
-        if record.event == Some("error") {
-            return Err(stream_error_message(&value));
+        if let Some(message) = sdk_record_error(record.event, &value) {
+            return Err(message);
         }
-        if let Some(e) = value.get("error").filter(|e| json_truthy(e)) {
-            return Err(stream_error_message(e));
+        if is_wrapped_event(record.event) {
+            return Ok(());
         }
         handle(&value, out, self)?;
         Ok(())

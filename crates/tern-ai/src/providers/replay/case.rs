@@ -144,6 +144,15 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
         if let Some(o) = v.as_object_mut() {
             o.remove("timestamp");
             o.remove("durationMs");
+            // Diagnostics carry their own clock readings and error stacks.
+            if let Some(Value::Array(diagnostics)) = o.get_mut("diagnostics") {
+                for d in diagnostics.iter_mut().filter_map(Value::as_object_mut) {
+                    d.remove("timestamp");
+                    if let Some(e) = d.get_mut("error").and_then(Value::as_object_mut) {
+                        e.remove("stack");
+                    }
+                }
+            }
             if let Some(Value::Array(content)) = o.get_mut("content") {
                 for b in content.iter_mut() {
                     if b.get("type").and_then(Value::as_str) == Some("toolCall") {
