@@ -44,6 +44,8 @@ pub(crate) struct RunInner {
     pub(crate) offline: bool,
     divergence: Mutex<Option<crate::Divergence>>,
     pub(crate) spending: Mutex<crate::budget::Spending>,
+    /// The context digest so far: each request hashes only the messages it adds.
+    pub(crate) context_digests: Mutex<crate::digest::ContextDigests>,
 }
 
 impl RunInner {
@@ -113,6 +115,7 @@ impl DurableRun {
                 spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),
+                context_digests: Mutex::new(Default::default()),
             }),
         }
     }
