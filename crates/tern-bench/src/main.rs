@@ -103,6 +103,7 @@ fn run(which: &str, a: &Args) -> Result<Value, String> {
                 agent_reps: a.int("agent_reps", d.agent_reps),
                 dir: a.str("dir").map(PathBuf::from).unwrap_or(d.dir),
                 count_fsyncs: a.int("count_fsyncs", 1) != 0,
+                only: a.str("only").unwrap_or_default(),
             })
         }
         // The child W8 runs under strace to count its fsyncs.

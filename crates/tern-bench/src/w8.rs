@@ -112,6 +112,14 @@ pub struct W8Params {
     pub dir: PathBuf,
     /// Count fsyncs with `strace` in a child process (`false`: the fsync fields are `null`).
     pub count_fsyncs: bool,
+    /// Only these parts (configuration names and `many`, comma-separated); empty: all.
+    pub only: String,
+}
+
+impl W8Params {
+    fn runs(&self, part: &str) -> bool {
+        self.only.is_empty() || self.only.split(',').any(|p| p.trim() == part)
+    }
 }
 
 /// `target/w8-journals` when the binary is in `target/<profile>/`, else `./w8-journals`.
@@ -143,6 +151,7 @@ impl Default for W8Params {
             agent_reps: 3,
             dir: default_dir(),
             count_fsyncs: true,
+            only: String::new(),
         }
     }
 }
@@ -323,6 +332,24 @@ pub fn file_system_of(dir: &Path) -> (String, String, String) {
     best
 }
 
+/// The disk's own price: median µs of a 300-byte append and `fdatasync` on a file in `dir`
+/// (20 times), to read the fsync figures against.
+pub fn fdatasync_us(dir: &Path) -> Result<f64, String> {
+    use std::io::Write;
+    let path = dir.join("fdatasync-probe");
+    let mut f = std::fs::File::create(&path).map_err(err)?;
+    let mut us = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        f.write_all(&[b'x'; 300]).map_err(err)?;
+        f.sync_data().map_err(err)?;
+        us.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    Ok(median(&us))
+}
+
 /// The figures of one configuration.
 fn measure(config: Config, p: &W8Params, out: &mut Map<String, Value>) -> Result<(), String> {
     let (t, reps) = if config.fsync() {
@@ -330,6 +357,9 @@ fn measure(config: Config, p: &W8Params, out: &mut Map<String, Value>) -> Result
     } else {
         (p.turns, p.reps)
     };
+    check(reps > 0, || {
+        format!("{}: no measured prompts", config.name())
+    })?;
     let store = Store::open(config, &p.dir)?;
     let mut plain = Vec::new();
     let mut journaled = Vec::new();
@@ -431,6 +461,7 @@ pub async fn many_agents(
 }
 
 fn measure_many(p: &W8Params, out: &mut Map<String, Value>) -> Result<(), String> {
+    check(p.agent_reps > 0, || "many: no measured rounds".into())?;
     let config = Config::parse("sqlite_fsync").expect("a configuration");
     let path = p.dir.join("sqlite_fsync_many.db");
     for ext in ["", "-wal", "-shm"] {
@@ -597,15 +628,18 @@ fn fsync_figures(p: &W8Params, out: &mut Map<String, Value>) {
             )
         })
         .collect();
-    runs.push((
-        "many".into(),
-        FsyncChild {
-            config: Config::parse("sqlite_fsync").expect("a configuration"),
-            turns: p.agent_turns,
-            agents: p.agents,
-            dir: p.dir.clone(),
-        },
-    ));
+    runs.retain(|(name, _)| p.runs(name));
+    if p.runs("many") {
+        runs.push((
+            "many".into(),
+            FsyncChild {
+                config: Config::parse("sqlite_fsync").expect("a configuration"),
+                turns: p.agent_turns,
+                agents: p.agents,
+                dir: p.dir.clone(),
+            },
+        ));
+    }
     let mut source = "strace -f, fsync/fdatasync calls between markers".to_string();
     for (name, c) in runs {
         let (count, per_step) = if p.count_fsyncs {
@@ -643,10 +677,15 @@ pub fn w8(p: &W8Params) -> Res {
     out.insert("dir_fs".into(), json!(fs));
     out.insert("dir_mount".into(), json!(mount));
     out.insert("dir_device".into(), json!(device));
+    out.insert("disk_fdatasync_us_median".into(), json!(fdatasync_us(&p.dir)?));
     for config in Config::ALL {
-        measure(config, p, &mut out)?;
+        if p.runs(config.name()) {
+            measure(config, p, &mut out)?;
+        }
     }
-    measure_many(p, &mut out)?;
+    if p.runs("many") {
+        measure_many(p, &mut out)?;
+    }
     fsync_figures(p, &mut out);
     // The journal files are only for the measurement.
     for entry in std::fs::read_dir(&p.dir).map_err(err)?.flatten() {

@@ -62,6 +62,7 @@ fn w8_reports_steps_overheads_and_the_many_agent_ratio() {
         agent_reps: 1,
         dir: d.clone(),
         count_fsyncs: false,
+        only: String::new(),
     })
     .unwrap();
     assert_eq!(v["workload"], "W8");
