@@ -677,7 +677,10 @@ pub fn w8(p: &W8Params) -> Res {
     out.insert("dir_fs".into(), json!(fs));
     out.insert("dir_mount".into(), json!(mount));
     out.insert("dir_device".into(), json!(device));
-    out.insert("disk_fdatasync_us_median".into(), json!(fdatasync_us(&p.dir)?));
+    out.insert(
+        "disk_fdatasync_us_median".into(),
+        json!(fdatasync_us(&p.dir)?),
+    );
     for config in Config::ALL {
         if p.runs(config.name()) {
             measure(config, p, &mut out)?;
