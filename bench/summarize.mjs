@@ -111,6 +111,7 @@ if (rows.some((r) => r.workload === "W8")) {
 			trow(`${what}: journal overhead µs per turn`, `${c}_overhead_us_per_turn`, "");
 			if (sync === "buffered") trow(`${what}: journal overhead µs per step`, `${c}_overhead_us_per_step`, "≤ 10 µs", (x) => x <= 10);
 			else trow(`${what}: journal overhead µs per step`, `${c}_overhead_us_per_step`, "(Restate ≈ 1,200 µs)");
+			trow(`${what}: journal overhead, process CPU µs per step`, `${c}_overhead_cpu_us_per_step`, "");
 			trow(`${what}: fsyncs per step (counted)`, `${c}_fsyncs_per_step`, "≤ 1", (x) => x <= 1);
 		}
 	}
