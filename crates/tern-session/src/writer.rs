@@ -308,7 +308,8 @@ impl SessionFile {
             if !self.header_written {
                 let header = serde_json::to_string(&self.header())
                     .map_err(|e| self.write_error(e.into()))?;
-                self.write_line(header, sync)?;
+                // Not synced on its own: the entry's sync right after covers both lines.
+                self.write_line(header, false)?;
                 self.header_written = true;
             }
             self.write_line(line, sync)?;
