@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the Node reference (WORKLOADS.md W1-W7) and tern's tern-bench alternately, ROUNDS
-# rounds in one session, then prints a table of medians and ratios.
+# rounds in one session, then prints a table of medians and ratios. W8 (journaled runs) is
+# tern only: its journal files go to $CARGO_TARGET_DIR/w8-journals (the disk, not tmpfs).
 #
 # Usage: bench/compare.sh [ROUNDS]            (default 3)
 # Env:   REF_DIR   the reference scripts      (default /work/shared/bench/node, read-only is fine)
 #        CARGO_TARGET_DIR                     (default <repo>/target)
 #        W7_RUNS   hyperfine runs for W7      (default 20)
-#        ONLY      e.g. "w1 w2" to run a subset of W1-W6 (W7 is skipped unless listed)
+#        ONLY      e.g. "w1 w2" to run a subset of W1-W8 (W7 is skipped unless listed)
 #        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO)
 # Output: $CARGO_TARGET_DIR/bench-results/<stamp>/{results.jsonl,env.txt,w7-hyperfine.json,table.md}
 set -euo pipefail
@@ -16,7 +17,7 @@ REF_DIR=${REF_DIR:-/work/shared/bench/node}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 export CARGO_TARGET_DIR=$TARGET
 NODE_DIR=$TARGET/bench-node
-ONLY=${ONLY:-"w1 w2 w3 w4 w5 w6 w7"}
+ONLY=${ONLY:-"w1 w2 w3 w4 w5 w6 w7 w8"}
 W7_RUNS=${W7_RUNS:-20}
 
 need() { command -v "$1" >/dev/null || { echo "compare.sh: needs $1 ($2)" >&2; exit 1; }; }
@@ -78,6 +79,12 @@ for r in $(seq 1 "$ROUNDS"); do
 		fi
 		echo "   $w done, loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
 	done
+	case " $ONLY " in *" w8 "*)
+		# W8 has no Node counterpart.
+		"$BIN/tern-bench" w8 --dir "$TARGET/w8-journals" >>"$J"
+		echo "   w8 done, loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
+		;;
+	esac
 done
 
 case " $ONLY " in *" w7 "*)

@@ -1,5 +1,5 @@
 // Summarizes a compare.sh results directory: medians over rounds of the Node reference and
-// tern, their ratio, and the issue-6 targets. Usage: node summarize.mjs <dir>
+// tern, their ratio, and the issue-6 targets; W8 (tern only) against issue 13's goals. Usage: node summarize.mjs <dir>
 import { existsSync, readFileSync } from "node:fs";
 
 const dir = process.argv[2];
@@ -93,6 +93,36 @@ row("W6", "MB/s via Agent", "agent_mb_per_s", "higher");
 	const r = pick("W6", "node", "mb_per_s");
 	const t = pick("W6", "tern", "mt_mb_per_s");
 	out.push(`| W6 | MB/s direct, tern multi-thread runtime (2 workers) | ${fmt(r)} | ${fmt(t)} | ${fmt(t / r)}× | | |`);
+}
+// W8 (tern only, no Node counterpart): journaled runs, against issue 13's goals.
+function trow(label, f, target, check) {
+	const t = pick("W8", "tern", f);
+	const met = !Number.isFinite(t) || !check ? "" : check(t) ? "**met**" : "**missed**";
+	out.push(`| W8 | ${label} | | ${fmt(t)} ${range("W8", "tern", f)} | | ${target} | ${met} |`);
+}
+if (rows.some((r) => r.workload === "W8")) {
+	const names = { session: "session file", sqlite: "SQLite" };
+	for (const sync of ["buffered", "fsync"]) {
+		for (const j of ["session", "sqlite"]) {
+			const c = `${j}_${sync}`;
+			const t = pick("W8", "tern", `${c}_turns`);
+			const what = `${names[j]}, ${sync === "fsync" ? "fsync" : "no fsync"} (T=${t})`;
+			trow(`${what}: µs per turn, plain → journaled`, `${c}_us_per_turn`, `plain ${fmt(pick("W8", "tern", `${c}_plain_us_per_turn`))}`);
+			trow(`${what}: journal overhead µs per turn`, `${c}_overhead_us_per_turn`, "");
+			if (sync === "buffered") trow(`${what}: journal overhead µs per step`, `${c}_overhead_us_per_step`, "≤ 10 µs", (x) => x <= 10);
+			else trow(`${what}: journal overhead µs per step`, `${c}_overhead_us_per_step`, "(Restate ≈ 1,200 µs)");
+			trow(`${what}: journal overhead, process CPU µs per step`, `${c}_overhead_cpu_us_per_step`, "");
+			trow(`${what}: fsyncs per step (counted)`, `${c}_fsyncs_per_step`, "≤ 1", (x) => x <= 1);
+		}
+	}
+	const n = pick("W8", "tern", "many_agents");
+	trow("SQLite, fsync: steps/s, one agent", "sqlite_fsync_steps_per_s", "");
+	trow(`SQLite, fsync: steps/s, ${n} agents on one database`, "many_steps_per_s", "");
+	trow(`SQLite, fsync: fsyncs per step, ${n} agents (counted)`, "many_fsyncs_per_step", "");
+	trow(`SQLite, fsync: ${n} agents' steps/s ÷ one agent's`, "many_vs_one_steps_per_s", "≥ 10×", (x) => x >= 10);
+	trow("the disk: one 300-byte append + fdatasync, µs", "disk_fdatasync_us_median", "");
+	const fs = rows.find((r) => r.workload === "W8");
+	out.push(`| W8 | journal files on | | ${fs.dir_fs} (${fs.dir_device}, ${fs.dir}) | | not tmpfs | ${fs.dir_fs === "tmpfs" ? "**missed**" : "**met**"} |`);
 }
 if (existsSync(`${dir}/w7-hyperfine.json`)) {
 	const h = JSON.parse(readFileSync(`${dir}/w7-hyperfine.json`, "utf8")).results;

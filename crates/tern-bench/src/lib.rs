@@ -8,6 +8,7 @@
 //!
 //! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
 //! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
+//! - [`w8`]: W8, W1's loop as a durable run on each journal (tern only: no Node counterpart).
 //! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
 //! - [`util`]: medians, RSS, CPU time and argument parsing.
 
@@ -16,4 +17,5 @@
 pub mod fixtures;
 pub mod probe;
 pub mod util;
+pub mod w8;
 pub mod workloads;

@@ -1,10 +1,12 @@
-//! `tern-bench <w1|w2|w3|w4|w5|w6> [--name value ...]`: runs one workload and prints one JSON
-//! line with the Node reference's field names (see WORKLOADS.md). `tern-bench all` runs W1–W6.
+//! `tern-bench <w1|w2|w3|w4|w5|w6|w8> [--name value ...]`: runs one workload and prints one
+//! JSON line with the Node reference's field names (see WORKLOADS.md; W8, journaled runs, is
+//! tern's own). `tern-bench all` runs W1–W6.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 use tern_bench::util::Args;
+use tern_bench::w8::*;
 use tern_bench::workloads::*;
 
 fn run(which: &str, a: &Args) -> Result<Value, String> {
@@ -88,8 +90,37 @@ fn run(which: &str, a: &Args) -> Result<Value, String> {
                 mt_threads: a.int("mt_threads", d.mt_threads),
             })
         }
+        "w8" => {
+            let d = W8Params::default();
+            w8(&W8Params {
+                turns: a.int("turns", d.turns),
+                fsync_turns: a.int("fsync_turns", d.fsync_turns),
+                warmup: a.int("warmup", d.warmup),
+                reps: a.int("reps", d.reps),
+                fsync_reps: a.int("fsync_reps", d.fsync_reps),
+                agents: a.int("agents", d.agents),
+                agent_turns: a.int("agent_turns", d.agent_turns),
+                agent_reps: a.int("agent_reps", d.agent_reps),
+                dir: a.str("dir").map(PathBuf::from).unwrap_or(d.dir),
+                count_fsyncs: a.int("count_fsyncs", 1) != 0,
+                only: a.str("only").unwrap_or_default(),
+            })
+        }
+        // The child W8 runs under strace to count its fsyncs.
+        "w8-fsyncs" => {
+            let name = a.str("config").unwrap_or_default();
+            let config = Config::parse(&name).ok_or(format!("unknown configuration {name:?}"))?;
+            fsync_child(&FsyncChild {
+                config,
+                turns: a.int("turns", 25),
+                agents: a.int("agents", 1),
+                dir: a.str("dir").map(PathBuf::from).unwrap_or_else(default_dir),
+            })
+        }
         "probe" => Ok(tern_bench::probe::probe()),
-        other => Err(format!("unknown workload {other:?} (w1..w6, all, probe)")),
+        other => Err(format!(
+            "unknown workload {other:?} (w1..w6, w8, all, probe)"
+        )),
     }
 }
 

@@ -237,6 +237,44 @@ impl SessionFile {
         )
     }
 
+    /// [`append_custom`](Self::append_custom) with `data` already serialized as compact JSON
+    /// (`serde_json::to_string`): spliced into the entry as it is, without building a `Value`
+    /// of it. A `data` with a line break is parsed and written as `append_custom` would.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let mut s = tern_session::SessionFile::create_at(&dir.path().join("s.jsonl"), std::path::Path::new("/p"));
+    /// s.append_custom_json("my-ext", r#"{"n":1}"#, false).expect("written");
+    /// let text = std::fs::read_to_string(s.path().expect("on disk"))?;
+    /// assert!(text.ends_with("\"customType\":\"my-ext\",\"data\":{\"n\":1}}\n"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append_custom_json(
+        &mut self,
+        custom_type: &str,
+        data: &str,
+        sync: bool,
+    ) -> Result<(), SessionError> {
+        if data.contains('\n') {
+            let v = serde_json::from_str(data).map_err(|e| self.write_error(e.into()))?;
+            return self.append_custom(custom_type, v, sync);
+        }
+        let id = entry_id();
+        let head = json!({
+            "type": "custom",
+            "id": id,
+            "parentId": self.leaf,
+            "timestamp": iso_now(),
+            "customType": custom_type,
+        });
+        let mut line = serde_json::to_string(&head).map_err(|e| self.write_error(e.into()))?;
+        line.pop(); // the closing brace
+        line.push_str(",\"data\":");
+        line.push_str(data);
+        line.push('}');
+        self.append_line(id, line, sync)
+    }
+
     /// Forces what was appended without a sync onto the disk.
     pub fn sync(&mut self) -> Result<(), SessionError> {
         match self.file.as_mut() {
@@ -260,13 +298,21 @@ impl SessionFile {
         if let (Some(e), Value::Object(extra)) = (entry.as_object_mut(), fields) {
             e.extend(extra);
         }
+        let line = serde_json::to_string(&entry).map_err(|e| self.write_error(e.into()))?;
+        self.append_line(id, line, sync)
+    }
+
+    /// Writes one entry's line (after the header, for the first), then makes it the leaf.
+    fn append_line(&mut self, id: String, line: String, sync: bool) -> Result<(), SessionError> {
         if self.path.is_some() {
             if !self.header_written {
-                let header = self.header();
-                self.write_line(&header, sync)?;
+                let header = serde_json::to_string(&self.header())
+                    .map_err(|e| self.write_error(e.into()))?;
+                // Not synced on its own: the entry's sync right after covers both lines.
+                self.write_line(header, false)?;
                 self.header_written = true;
             }
-            self.write_line(&entry, sync)?;
+            self.write_line(line, sync)?;
         }
         // Only a written entry becomes the leaf: the next one must not name a parent that
         // is not in the file.
@@ -281,14 +327,18 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, value: &Value, sync: bool) -> Result<(), SessionError> {
-        let line = serde_json::to_string(value).map_err(|e| self.write_error(e.into()))?;
-        let line = crate::redact::redact(&self.secrets, &line);
+    fn write_line(&mut self, line: String, sync: bool) -> Result<(), SessionError> {
+        let mut line = match crate::redact::redact(&self.secrets, &line) {
+            std::borrow::Cow::Borrowed(_) => line,
+            std::borrow::Cow::Owned(redacted) => redacted,
+        };
         let result = match self.open()? {
-            Some(f) => f
-                .write_all(line.as_bytes())
-                .and_then(|()| f.write_all(b"\n"))
-                .and_then(|()| if sync { f.sync_data() } else { Ok(()) }),
+            // The line and its newline in one write.
+            Some(f) => {
+                line.push('\n');
+                f.write_all(line.as_bytes())
+                    .and_then(|()| if sync { f.sync_data() } else { Ok(()) })
+            }
             None => Ok(()),
         };
         result.map_err(|e| self.write_error(e))

@@ -61,7 +61,9 @@ impl SessionFileJournal {
     }
 
     fn append_now(&self, record: &Record) -> Result<(), JournalError> {
-        let data = serde_json::to_value(record).map_err(|e| JournalError::Corrupt {
+        // Serialized straight to text: a `Value` of the record first cost as much as the rest
+        // of the append.
+        let data = serde_json::to_string(record).map_err(|e| JournalError::Corrupt {
             where_: self.describe(),
             index: usize::MAX,
             reason: format!("record does not serialize: {e}"),
@@ -70,7 +72,7 @@ impl SessionFileJournal {
         self.recorder
             .lock()
             .session_mut()
-            .append_custom(STEP_ENTRY_TYPE, data, sync)?;
+            .append_custom_json(STEP_ENTRY_TYPE, &data, sync)?;
         Ok(())
     }
 }

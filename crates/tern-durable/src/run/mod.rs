@@ -49,6 +49,8 @@ pub(crate) struct RunInner {
     pub(crate) observers: Mutex<Vec<inputs::InputObserver>>,
     /// Input placed into the transcript, not yet sent: (id, the request it precedes).
     pub(crate) unseen: Mutex<Vec<(String, usize)>>,
+    /// The context digest so far: each request hashes only the messages it adds.
+    pub(crate) context_digests: Mutex<crate::digest::ContextDigests>,
 }
 
 impl RunInner {
@@ -120,6 +122,7 @@ impl DurableRun {
                 spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),
+                context_digests: Mutex::new(Default::default()),
             }),
         }
     }

@@ -12,7 +12,7 @@ use tern_ai::{
 
 use super::RunInner;
 use crate::budget::Turn;
-use crate::digest::{request_digests, RequestDigests};
+use crate::digest::{request_digests_with, RequestDigests};
 use crate::replay::Divergence;
 use crate::{Record, Step};
 
@@ -45,7 +45,7 @@ impl StreamFn for DurableModel {
                 return Ok(rx);
             }
         };
-        let digests = request_digests(&context.messages);
+        let digests = request_digests_with(&context.messages, &mut self.run.context_digests.lock());
         let plan = self.run.plan_model(&digests);
         match plan {
             Plan::Recorded(message) => {
