@@ -9,11 +9,13 @@
 //! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
 //! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
 //! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
+//! - [`soak`]: the soak test (`tern-soak`): many agents against a faulty local server.
 //! - [`util`]: medians, RSS, CPU time and argument parsing.
 
 #![warn(missing_docs)]
 
 pub mod fixtures;
 pub mod probe;
+pub mod soak;
 pub mod util;
 pub mod workloads;
