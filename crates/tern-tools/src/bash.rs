@@ -37,6 +37,9 @@ const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 /// After the shell exits, output is still read until the pipes stay quiet this long: a
 /// background process may hold them open forever.
 const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
+/// After the shell exits with nothing left running, how long the readers may stay quiet
+/// before the output is taken as complete (they are only waiting for the runtime).
+const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The `bash` tool (sequential).
 ///
@@ -277,8 +280,13 @@ async fn run_bash(
     };
 
     if matches!(outcome, Outcome::Exited(_)) {
-        // Drain what is still coming: until both pipes close, or stay quiet for a grace period.
+        // Drain what is still coming: until both pipes close, or, while something the command
+        // left running may hold them open, until they stay quiet for a grace period. With
+        // nothing left running the pipes are closed and the readers reach the end however
+        // late the runtime gets to them: quiet then only means they have not run yet (a busy
+        // process), so wait for them, up to a longer limit.
         let mut seen = total_bytes(&output);
+        let mut quiet = Duration::ZERO;
         loop {
             if readers.iter().all(|r| r.is_finished()) {
                 break;
@@ -289,9 +297,20 @@ async fn run_bash(
                 _ = &mut sleep_deadline => { outcome = Outcome::TimedOut; break; }
                 _ = tokio::time::sleep(EXIT_STDIO_GRACE) => {
                     let now = total_bytes(&output);
-                    if now == seen { break; }
-                    seen = now;
-                    send_update(&output, updater);
+                    if now != seen {
+                        seen = now;
+                        quiet = Duration::ZERO;
+                        send_update(&output, updater);
+                        continue;
+                    }
+                    quiet += EXIT_STDIO_GRACE;
+                    let left_running = guarded
+                        .guard_pid()
+                        .map(descendants)
+                        .is_some_and(|d| !d.is_empty());
+                    if left_running || quiet >= EXIT_DRAIN_LIMIT {
+                        break;
+                    }
                 }
             }
         }
