@@ -290,10 +290,16 @@ async fn already_cancelled_token_runs_nothing() {
 }
 
 /// A busy runtime (other tasks holding the workers for a while, as 1,000 agents in one
-/// process do) must not lose a command's output: once the command is gone and nothing it
-/// started holds the pipes, what it wrote is read to the end, however late the readers run.
+/// process do) must not lose a command's output, however late the readers run: once the
+/// command is gone and nothing it started holds the pipes, what it wrote is read to the
+/// end; with a background process holding them, what waits in them is read too.
 #[test]
 fn output_is_kept_when_the_runtime_is_busy() {
+    busy_runtime_keeps_output("echo out-{i}");
+    busy_runtime_keeps_output("sleep 1 & echo out-{i}");
+}
+
+fn busy_runtime_keeps_output(command: &str) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -322,8 +328,9 @@ fn output_is_kept_when_the_runtime_is_busy() {
         let calls: Vec<_> = (0..60)
             .map(|i| {
                 let tool = tool.clone();
+                let command = command.replace("{i}", &i.to_string());
                 tokio::spawn(async move {
-                    let r = ok(&tool, json!({"command": format!("echo out-{i}")})).await;
+                    let r = ok(&tool, json!({ "command": command })).await;
                     (i, text(&r))
                 })
             })
@@ -339,6 +346,10 @@ fn output_is_kept_when_the_runtime_is_busy() {
         for h in hogs {
             h.await.unwrap();
         }
-        assert!(lost.is_empty(), "{} of 60 outputs lost: {lost:?}", lost.len());
+        assert!(
+            lost.is_empty(),
+            "{command}: {} of 60 outputs lost: {lost:?}",
+            lost.len()
+        );
     });
 }
