@@ -97,7 +97,7 @@ pub enum Kind {
     Utf8Garbage,
     /// A valid stream with invalid UTF-8 in a comment line (decoded lossily: the answer).
     Utf8InStream,
-    /// `400` with a 1 MiB body (the error message must be capped).
+    /// `400` with a 256 KiB body (the error message must be capped at 64 KiB).
     HugeErrorBody,
     /// A `read` of a FIFO (must be refused, not block).
     ToolFifo,
@@ -241,7 +241,8 @@ pub struct SoakParams {
     pub idle_timeout: Duration,
     /// Share of prompts aborted after a random delay.
     pub abort_share: f64,
-    /// Longest pause of an agent between two prompts (uniform from 0).
+    /// Longest pause of an agent between two prompts (uniform from 0): the agents' think
+    /// time, which sets the load (1,000 agents with 40 s: about 50 prompts a second).
     pub max_pause: Duration,
     /// Print the RSS series and progress to stderr every this many seconds (0: never).
     pub report_every: u64,
@@ -260,7 +261,7 @@ impl Default for SoakParams {
             deadline: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(2),
             abort_share: 0.1,
-            max_pause: Duration::from_millis(2000),
+            max_pause: Duration::from_secs(40),
             report_every: 10,
             threads: 0,
             verbose: false,
@@ -289,10 +290,15 @@ pub struct SoakReport {
     pub lost_answers: u64,
     /// Endings that did not match what the server served (the wrong error, say).
     pub mismatched: u64,
-    /// Plain replies the idle timeout cut while the server was still writing them (the
-    /// process too busy to write or read within the timeout): failures, not losses.
+    /// Replies the idle timeout cut while the server was still writing them, or during a
+    /// prompt in which the runtime stalled (the process too busy to write or read within the
+    /// timeout): failures, not losses.
     pub cut_by_idle: u64,
-    /// The first few mismatches and losses, described.
+    /// The longest a 100 ms sleep of the runtime woke up late, in ms.
+    pub max_lag_ms: u64,
+    /// How often it woke up a second or more late.
+    pub stalls: u64,
+    /// The first few hangs, then the first few other problems, described.
     pub problems: Vec<String>,
     /// Plain prompts run right after a failure or an abort, and how many of them completed.
     pub recoveries: (u64, u64),
@@ -385,6 +391,11 @@ impl SoakReport {
             self.recoveries.0,
             self.tool_checks.1,
             self.tool_checks.0
+        );
+        let _ = writeln!(
+            s,
+            "runtime: a 100 ms sleep woke up at most {} ms late; {} times 1 s or more",
+            self.max_lag_ms, self.stalls
         );
         for p in &self.problems {
             let _ = writeln!(s, "  problem: {p}");
@@ -636,7 +647,10 @@ fn text_events(text: &str, parts: usize) -> Vec<Vec<u8>> {
 /// The SSE events of one tool call, its arguments in two fragments.
 fn tool_events(id: &str, name: &str, args: &Value) -> Vec<Vec<u8>> {
     let a = args.to_string();
-    let cut = a.char_indices().nth(a.chars().count() / 2).map_or(0, |(i, _)| i);
+    let cut = a
+        .char_indices()
+        .nth(a.chars().count() / 2)
+        .map_or(0, |(i, _)| i);
     vec![
         sse(json!({"role": "assistant", "content": null}), None),
         sse(
@@ -677,7 +691,12 @@ fn agent_dir(root: &Path, agent: usize) -> PathBuf {
 }
 
 /// Arguments of the tool call of `kind` for `agent` (the edit reads the file's current word).
-fn tool_args(state: &ServerState, kind: Kind, agent: usize, rng: &mut Rng) -> (&'static str, Value) {
+fn tool_args(
+    state: &ServerState,
+    kind: Kind,
+    agent: usize,
+    rng: &mut Rng,
+) -> (&'static str, Value) {
     match kind {
         Kind::ToolRead => ("read", json!({"path": "notes.txt"})),
         Kind::ToolEdit => {
@@ -738,7 +757,13 @@ async fn answer(sock: &mut TcpStream, state: &ServerState, body: &[u8]) -> std::
             k
         };
         let pauses: Vec<u64> = (0..8)
-            .map(|_| if rng.chance(0.15) { 5 + rng.below(60) } else { 0 })
+            .map(|_| {
+                if rng.chance(0.15) {
+                    5 + rng.below(60)
+                } else {
+                    0
+                }
+            })
             .collect();
         (kind, pauses, rng.next_u64())
     };
@@ -795,8 +820,11 @@ async fn answer(sock: &mut TcpStream, state: &ServerState, body: &[u8]) -> std::
         }
         Kind::ServerError => {
             state.retry_due.lock().insert(req.hash, Instant::now());
-            let status = ["500 Internal Server Error", "502 Bad Gateway", "503 Service Unavailable"]
-                [rng.below(3) as usize];
+            let status = [
+                "500 Internal Server Error",
+                "502 Bad Gateway",
+                "503 Service Unavailable",
+            ][rng.below(3) as usize];
             full(
                 sock,
                 status,
@@ -869,7 +897,7 @@ impl SoakServer {
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
             requests: AtomicU64::new(0),
             root: root.to_path_buf(),
-            huge_body: vec![b'e'; 1 << 20],
+            huge_body: vec![b'e'; 256 * 1024],
         });
         let st = state.clone();
         tokio::spawn(async move {
@@ -932,11 +960,31 @@ struct Tally {
     tool_ok: AtomicU64,
     failed: Mutex<HashMap<&'static str, u64>>,
     problems: Mutex<Vec<String>>,
+    hangs: Mutex<Vec<String>>,
+    tool_problems: Mutex<Vec<String>>,
+    /// When the runtime was last seen stalled (a 100 ms sleep late by a second or more).
+    last_stall: Mutex<Option<Instant>>,
+    max_lag_ms: AtomicU64,
+    stalls: AtomicU64,
 }
 
 impl Tally {
     fn problem(&self, p: String) {
         let mut v = self.problems.lock();
+        if v.len() < 20 {
+            v.push(p);
+        }
+    }
+
+    fn tool_problem(&self, p: String) {
+        let mut v = self.tool_problems.lock();
+        if v.len() < 5 {
+            v.push(p);
+        }
+    }
+
+    fn hang(&self, p: String) {
+        let mut v = self.hangs.lock();
         if v.len() < 20 {
             v.push(p);
         }
@@ -958,7 +1006,11 @@ fn cause(message: &str) -> &'static str {
         "connection"
     } else if m.contains("429") || m.contains("rate limit") {
         "429"
-    } else if m.contains("500") || m.contains("502") || m.contains("503") || m.contains("server had an error") {
+    } else if m.contains("500")
+        || m.contains("502")
+        || m.contains("503")
+        || m.contains("server had an error")
+    {
         "5xx"
     } else {
         "other"
@@ -1014,7 +1066,7 @@ fn check_tools(messages: &[Message], aborted: bool, tally: &Tally) {
         if ok {
             tally.tool_ok.fetch_add(1, Ordering::Relaxed);
         } else {
-            tally.problem(format!(
+            tally.tool_problem(format!(
                 "tool {} (error {}): {}",
                 kind.name(),
                 t.is_error,
@@ -1107,10 +1159,22 @@ async fn run_prompt(
     let served = server.take_served(id);
     let Some(result) = result else {
         tally.lost.fetch_add(1, Ordering::Relaxed);
-        tally.problem(format!(
-            "prompt {id:?} did not end in {:?} (last served: {:?})",
+        let st = agent.state();
+        agent.abort();
+        let after_abort = tokio::time::timeout(Duration::from_secs(10), &mut fut)
+            .await
+            .map(|r| match r {
+                Ok(o) => format!("{:?}", o.ending),
+                Err(e) => e.to_string(),
+            });
+        tally.hang(format!(
+            "prompt {id:?} did not end in {:?}: last served {:?}, streaming {}, pending tools {:?}, {} messages; after an abort: {}",
             p.deadline,
-            served.map(|(k, _)| k.name())
+            served,
+            st.is_streaming,
+            st.pending_tool_calls,
+            st.messages.len(),
+            after_abort.unwrap_or_else(|_| "still running 10 s later".into())
         ));
         return End::Lost;
     };
@@ -1167,20 +1231,29 @@ async fn run_prompt(
                     }
                 }
                 // A reply still being written when the idle timeout fired (a pause of the
-                // server, or a starved process): a timeout, not a lost answer.
-                Some((k, false)) if c == "idle_timeout" => {
+                // server, or a starved process), or written while the runtime itself stood
+                // still for a second or more during the prompt (its tasks, the connection's
+                // among them, did not run): a timeout, not a lost answer.
+                Some((k, done))
+                    if c == "idle_timeout"
+                        && (!done || tally.last_stall.lock().is_some_and(|t| t >= t0)) =>
+                {
                     if tally.cut_by_idle.fetch_add(1, Ordering::Relaxed) < 3 {
                         tally.problem(format!(
-                        "prompt {id:?}: {} cut by the idle timeout while being written",
-                        k.name()
-                    ));
+                            "prompt {id:?}: {} cut by the idle timeout while being written",
+                            k.name()
+                        ));
                     }
                 }
                 other => {
                     tally.lost_answers.fetch_add(1, Ordering::Relaxed);
                     tally.problem(format!(
                         "prompt {id:?} failed after {:?} was served: {}",
-                        other.map(|(k, done)| format!("{}{}", k.name(), if done { "" } else { " (partly)" })),
+                        other.map(|(k, done)| format!(
+                            "{}{}",
+                            k.name(),
+                            if done { "" } else { " (partly)" }
+                        )),
                         msg.chars().take(300).collect::<String>()
                     ));
                 }
@@ -1209,20 +1282,18 @@ async fn agent_loop(
 ) {
     let mut rng = Rng::new(p.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let mut agent = build_agent(&model, &dir, &p);
-    // Spread the starts over the first pause.
-    tokio::time::sleep(Duration::from_millis(rng.below(p.max_pause.as_millis() as u64 + 1))).await;
+    // Spread the starts over the first ten seconds (or the pause, when shorter).
+    let spread = p.max_pause.min(Duration::from_secs(10)).as_millis() as u64;
+    tokio::time::sleep(Duration::from_millis(rng.below(spread + 1))).await;
     let mut n = 0u64;
-    let mut since_reset = 0;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
         let id = format!("p {i} {n}");
-        let abort_after = rng
-            .chance(p.abort_share)
-            .then(|| {
-                // Mostly early (in the stream, a retry wait, a tool), sometimes late.
-                let upper = 1 + rng.below(800);
-                Duration::from_millis(rng.below(upper))
-            });
+        let abort_after = rng.chance(p.abort_share).then(|| {
+            // Mostly early (in the stream, a retry wait, a tool), sometimes late.
+            let upper = 1 + rng.below(800);
+            Duration::from_millis(rng.below(upper))
+        });
         let end = run_prompt(&agent, &id, abort_after, &server, &tally, &p).await;
         if let End::Lost = end {
             agent.abort();
@@ -1230,7 +1301,9 @@ async fn agent_loop(
                 .await
                 .is_err()
             {
-                tally.problem(format!("agent {i} still busy 10 s after the abort: replaced"));
+                tally.problem(format!(
+                    "agent {i} still busy 10 s after the abort: replaced"
+                ));
                 agent = build_agent(&model, &dir, &p);
             }
         }
@@ -1241,15 +1314,14 @@ async fn agent_loop(
             if let End::Completed = run_prompt(&agent, &check, None, &server, &tally, &p).await {
                 tally.recover_ok.fetch_add(1, Ordering::Relaxed);
             } else {
-                tally.problem(format!("agent {i}: the prompt after a failure did not complete"));
+                tally.problem(format!(
+                    "agent {i}: the prompt after a failure did not complete"
+                ));
             }
         }
-        // Bounded transcripts: a few prompts of history, then a fresh conversation.
-        since_reset += 1;
-        if since_reset >= 5 {
-            since_reset = 0;
-            let _ = agent.reset();
-        }
+        // Bounded transcripts: a fresh conversation for each prompt (the check after a
+        // failure still runs on the failed transcript).
+        let _ = agent.reset();
         let pause = rng.below(p.max_pause.as_millis() as u64 + 1);
         tokio::time::sleep(Duration::from_millis(pause)).await;
     }
@@ -1294,6 +1366,23 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
             p.clone(),
         )));
     }
+    // How late a 100 ms sleep wakes up: the runtime's own stalls (a busy machine).
+    let lag_tally = tally.clone();
+    let lag_stop = stop.clone();
+    let lag = tokio::spawn(async move {
+        while !lag_stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let late = t.elapsed().saturating_sub(Duration::from_millis(100));
+            lag_tally
+                .max_lag_ms
+                .fetch_max(late.as_millis() as u64, Ordering::Relaxed);
+            if late >= Duration::from_secs(1) {
+                lag_tally.stalls.fetch_add(1, Ordering::Relaxed);
+                *lag_tally.last_stall.lock() = Some(Instant::now());
+            }
+        }
+    });
     let seconds = p.duration.as_secs().max(1);
     let mut rss = Vec::with_capacity(seconds as usize);
     let mut tick = tokio::time::interval_at(
@@ -1325,13 +1414,19 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
             tally.lost.fetch_add(1, Ordering::Relaxed);
         }
     }
+    let _ = lag.await;
     let base_second = if seconds >= 120 {
         60
     } else {
         (seconds as usize / 6).max(1)
     };
     let rss_base = rss.get(base_second - 1).copied().unwrap_or(0);
-    let rss_max_after_base = rss.iter().skip(base_second).copied().max().unwrap_or(rss_base);
+    let rss_max_after_base = rss
+        .iter()
+        .skip(base_second)
+        .copied()
+        .max()
+        .unwrap_or(rss_base);
     let mut failed: Vec<(String, u64)> = tally
         .failed
         .lock()
@@ -1339,7 +1434,9 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     failed.sort();
-    let problems = tally.problems.lock().clone();
+    let mut problems = tally.hangs.lock().clone();
+    problems.extend(tally.problems.lock().iter().cloned());
+    problems.extend(tally.tool_problems.lock().iter().cloned());
     Ok(SoakReport {
         agents: p.agents,
         seconds,
@@ -1351,6 +1448,8 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
         lost_answers: tally.lost_answers.load(Ordering::Relaxed),
         mismatched: tally.mismatched.load(Ordering::Relaxed),
         cut_by_idle: tally.cut_by_idle.load(Ordering::Relaxed),
+        max_lag_ms: tally.max_lag_ms.load(Ordering::Relaxed),
+        stalls: tally.stalls.load(Ordering::Relaxed),
         problems,
         recoveries: (
             tally.recover_runs.load(Ordering::Relaxed),

@@ -1,4 +1,5 @@
-//! The soak test (not in CI): `tern-soak [--agents N] [--seconds S] [--seed X] [--threads T]`
+//! The soak test (not in CI): `tern-soak [--agents N] [--seconds S] [--seed X] [--threads T]
+//! [--pause-ms P] [--idle-ms I] [--deadline D] [--verbose]`
 //! runs N agents (default 1,000) in this process for S seconds (default 600) against a local
 //! scripted server that injects faults at random, samples RSS each second, prints the
 //! figures and exits 1 unless nothing was lost and RSS grew at most 10 % after the first
@@ -20,15 +21,22 @@ fn main() {
         deadline: Duration::from_secs(args.int("deadline", d.deadline.as_secs() as usize) as u64),
         report_every: args.int("report-every", d.report_every as usize) as u64,
         verbose: args.str("verbose").is_some(),
+        max_pause: Duration::from_millis(
+            args.int("pause-ms", d.max_pause.as_millis() as usize) as u64
+        ),
+        idle_timeout: Duration::from_millis(
+            args.int("idle-ms", d.idle_timeout.as_millis() as usize) as u64,
+        ),
         ..d
     };
     eprintln!(
-        "soak: {} agents for {} s (seed {}, deadline {} s, idle timeout {} ms)",
+        "soak: {} agents for {} s (seed {}, deadline {} s, idle timeout {} ms, pauses up to {} ms)",
         p.agents,
         p.duration.as_secs(),
         p.seed,
         p.deadline.as_secs(),
-        p.idle_timeout.as_millis()
+        p.idle_timeout.as_millis(),
+        p.max_pause.as_millis()
     );
     match run(&p) {
         Ok(report) => {
