@@ -32,7 +32,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::fixtures::bench_model_at;
-use crate::util::{mib, rss_bytes};
+use crate::util::{heap_in_use_bytes, mib, rss_bytes};
 
 /// A small seeded generator (SplitMix64): no dependency, the same stream for the same seed.
 #[derive(Debug, Clone)]
@@ -310,6 +310,11 @@ pub struct SoakReport {
     pub tool_checks: (u64, u64),
     /// RSS each second, in bytes (index 0 = after 1 s).
     pub rss: Vec<u64>,
+    /// Bytes malloc'd and in use (glibc `mallinfo2`) at `base_second`, 0 off glibc: what
+    /// the program holds, against what the allocator keeps from the busiest moment.
+    pub heap_base: u64,
+    /// The same at the end of the load.
+    pub heap_end: u64,
     /// RSS after the first minute (or the first sample past a sixth of the run when shorter).
     pub rss_base: u64,
     /// Second of `rss_base`.
@@ -416,6 +421,13 @@ impl SoakReport {
             mb(self.rss_max_after_base),
             mb(self.rss_end),
             self.growth() * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "heap in use at {} s {:.1} MiB, end {:.1} MiB",
+            self.base_second,
+            mb(self.heap_base),
+            mb(self.heap_end)
         );
         let _ = write!(
             s,
@@ -1385,6 +1397,7 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
     });
     let seconds = p.duration.as_secs().max(1);
     let mut rss = Vec::with_capacity(seconds as usize);
+    let mut heap = Vec::with_capacity(seconds as usize);
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::now() + Duration::from_secs(1),
         Duration::from_secs(1),
@@ -1393,10 +1406,12 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
     for s in 1..=seconds {
         tick.tick().await;
         rss.push(rss_bytes());
+        heap.push(heap_in_use_bytes().unwrap_or(0));
         if p.report_every > 0 && s % p.report_every == 0 {
             eprintln!(
-                "t={s:>4}s rss={:.1}MiB prompts={} completed={} aborted={} lost={} requests={}",
+                "t={s:>4}s rss={:.1}MiB heap={:.1}MiB prompts={} completed={} aborted={} lost={} requests={}",
                 mib(rss_bytes()),
+                mib(heap.last().copied().unwrap_or(0)),
                 tally.started.load(Ordering::Relaxed),
                 tally.completed.load(Ordering::Relaxed),
                 tally.aborted.load(Ordering::Relaxed),
@@ -1461,6 +1476,8 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
             tally.tool_checks.load(Ordering::Relaxed),
             tally.tool_ok.load(Ordering::Relaxed),
         ),
+        heap_base: heap.get(base_second - 1).copied().unwrap_or(0),
+        heap_end: heap.last().copied().unwrap_or(0),
         rss,
         rss_base,
         base_second,
