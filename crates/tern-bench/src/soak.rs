@@ -172,7 +172,8 @@ impl Kind {
         Kind::ALL.iter().position(|k| *k == self).unwrap_or(0)
     }
 
-    fn from_name(name: &str) -> Option<Kind> {
+    /// The kind of a [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Kind> {
         Kind::ALL.iter().copied().find(|k| k.name() == name)
     }
 
@@ -250,6 +251,8 @@ pub struct SoakParams {
     pub threads: usize,
     /// Print every failed prompt's error to stderr.
     pub verbose: bool,
+    /// Replies the server never serves (to tell which one a figure depends on).
+    pub skip: Vec<Kind>,
 }
 
 impl Default for SoakParams {
@@ -265,6 +268,7 @@ impl Default for SoakParams {
             report_every: 10,
             threads: 0,
             verbose: false,
+            skip: Vec::new(),
         }
     }
 }
@@ -475,6 +479,7 @@ struct ServerState {
     requests: AtomicU64,
     root: PathBuf,
     huge_body: Vec<u8>,
+    skip: Vec<Kind>,
 }
 
 impl ServerState {
@@ -751,9 +756,11 @@ async fn answer(sock: &mut TcpStream, state: &ServerState, body: &[u8]) -> std::
             Kind::Text
         } else {
             let pick = |rng: &mut Rng| {
-                let total: u64 = MIX.iter().map(|(_, w)| w).sum();
+                let weight = |k: Kind, w: u64| if state.skip.contains(&k) { 0 } else { w };
+                let total: u64 = MIX.iter().map(|(k, w)| weight(*k, *w)).sum();
                 let mut x = rng.below(total);
                 for (k, w) in MIX {
+                    let w = weight(k, w);
                     if x < w {
                         return k;
                     }
@@ -899,7 +906,7 @@ pub struct SoakServer {
 
 impl SoakServer {
     /// Binds 127.0.0.1 and serves on the current runtime; the agents' folders are under `root`.
-    pub async fn start(root: &Path, seed: u64) -> std::io::Result<SoakServer> {
+    pub async fn start(root: &Path, seed: u64, skip: &[Kind]) -> std::io::Result<SoakServer> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let base_url = format!("http://{}/v1", listener.local_addr()?);
         let state = Arc::new(ServerState {
@@ -910,6 +917,7 @@ impl SoakServer {
             requests: AtomicU64::new(0),
             root: root.to_path_buf(),
             huge_body: vec![b'e'; 256 * 1024],
+            skip: skip.to_vec(),
         });
         let st = state.clone();
         tokio::spawn(async move {
@@ -1359,7 +1367,7 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
         make_dir(&agent_dir(root, i)).map_err(|e| format!("agent folder {i}: {e}"))?;
     }
     let server = Arc::new(
-        SoakServer::start(root, p.seed)
+        SoakServer::start(root, p.seed, &p.skip)
             .await
             .map_err(|e| format!("server: {e}"))?,
     );
@@ -1409,9 +1417,10 @@ async fn run_async(p: &SoakParams, root: &Path) -> Result<SoakReport, String> {
         heap.push(heap_in_use_bytes().unwrap_or(0));
         if p.report_every > 0 && s % p.report_every == 0 {
             eprintln!(
-                "t={s:>4}s rss={:.1}MiB heap={:.1}MiB prompts={} completed={} aborted={} lost={} requests={}",
+                "t={s:>4}s rss={:.1}MiB heap={:.1}MiB fds={} prompts={} completed={} aborted={} lost={} requests={}",
                 mib(rss_bytes()),
                 mib(heap.last().copied().unwrap_or(0)),
+                std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count()),
                 tally.started.load(Ordering::Relaxed),
                 tally.completed.load(Ordering::Relaxed),
                 tally.aborted.load(Ordering::Relaxed),

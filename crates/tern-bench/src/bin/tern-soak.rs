@@ -1,5 +1,5 @@
 //! The soak test (not in CI): `tern-soak [--agents N] [--seconds S] [--seed X] [--threads T]
-//! [--pause-ms P] [--idle-ms I] [--deadline D] [--verbose]`
+//! [--pause-ms P] [--idle-ms I] [--deadline D] [--skip KIND,...] [--verbose]`
 //! runs N agents (default 1,000) in this process for S seconds (default 600) against a local
 //! scripted server that injects faults at random, samples RSS each second, prints the
 //! figures and exits 1 unless nothing was lost and RSS grew at most 10 % after the first
@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use tern_bench::soak::{run, SoakParams};
+use tern_bench::soak::{run, Kind, SoakParams};
 use tern_bench::util::Args;
 
 fn main() {
@@ -21,6 +21,10 @@ fn main() {
         deadline: Duration::from_secs(args.int("deadline", d.deadline.as_secs() as usize) as u64),
         report_every: args.int("report-every", d.report_every as usize) as u64,
         verbose: args.str("verbose").is_some(),
+        skip: args
+            .str("skip")
+            .map(|s| s.split(',').filter_map(Kind::from_name).collect())
+            .unwrap_or_default(),
         max_pause: Duration::from_millis(
             args.int("pause-ms", d.max_pause.as_millis() as usize) as u64
         ),
