@@ -10,12 +10,14 @@
 //! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
 //! - [`w8`]: W8, W1's loop as a durable run on each journal (tern only: no Node counterpart).
 //! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
+//! - [`soak`]: the soak test (`tern-soak`): many agents against a faulty local server.
 //! - [`util`]: medians, RSS, CPU time and argument parsing.
 
 #![warn(missing_docs)]
 
 pub mod fixtures;
 pub mod probe;
+pub mod soak;
 pub mod util;
 pub mod w8;
 pub mod workloads;

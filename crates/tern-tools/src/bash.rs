@@ -1,5 +1,6 @@
 //! `bash`: run a shell command in its own process group, streaming its output.
 
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -37,6 +38,9 @@ const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 /// After the shell exits, output is still read until the pipes stay quiet this long: a
 /// background process may hold them open forever.
 const EXIT_STDIO_GRACE: Duration = Duration::from_millis(100);
+/// After the shell exits with nothing left running, how long the readers may stay quiet
+/// before the output is taken as complete (they are only waiting for the runtime).
+const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 
 /// The `bash` tool (sequential).
 ///
@@ -70,6 +74,18 @@ pub fn bash_tool(config: &ToolConfig) -> AgentTool {
         }
     })
     .with_execution_mode(ToolExecutionMode::Sequential)
+}
+
+/// Bytes waiting in a pipe (`FIONREAD`); 0 when it cannot be told.
+fn pending_bytes(fd: &OwnedFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer; the fd is open (owned).
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if r == 0 {
+        usize::try_from(n).unwrap_or(0)
+    } else {
+        0
+    }
 }
 
 /// Kills a process group when dropped, unless disarmed: a dropped tool future (the caller
@@ -244,10 +260,15 @@ async fn run_bash(
         config.max_output_bytes,
     )));
     let mut readers = Vec::new();
+    // Copies of the pipes' read ends, to see whether bytes wait there that the readers have
+    // not taken yet (closed with this call).
+    let mut probes = Vec::new();
     if let Some(stdout) = guarded.child.stdout.take() {
+        probes.extend(stdout.as_fd().try_clone_to_owned());
         readers.push(tokio::spawn(pump(stdout, output.clone())));
     }
     if let Some(stderr) = guarded.child.stderr.take() {
+        probes.extend(stderr.as_fd().try_clone_to_owned());
         readers.push(tokio::spawn(pump(stderr, output.clone())));
     }
     updater.update(ToolResult::default());
@@ -277,8 +298,14 @@ async fn run_bash(
     };
 
     if matches!(outcome, Outcome::Exited(_)) {
-        // Drain what is still coming: until both pipes close, or stay quiet for a grace period.
+        // Drain what is still coming: until both pipes close, or, while something the command
+        // left running may hold them open, until they stay quiet (nothing read, nothing
+        // waiting in them) for a grace period. With
+        // nothing left running the pipes are closed and the readers reach the end however
+        // late the runtime gets to them: quiet then only means they have not run yet (a busy
+        // process), so wait for them, up to a longer limit.
         let mut seen = total_bytes(&output);
+        let mut quiet = Duration::ZERO;
         loop {
             if readers.iter().all(|r| r.is_finished()) {
                 break;
@@ -289,9 +316,24 @@ async fn run_bash(
                 _ = &mut sleep_deadline => { outcome = Outcome::TimedOut; break; }
                 _ = tokio::time::sleep(EXIT_STDIO_GRACE) => {
                     let now = total_bytes(&output);
-                    if now == seen { break; }
-                    seen = now;
-                    send_update(&output, updater);
+                    if now != seen {
+                        seen = now;
+                        quiet = Duration::ZERO;
+                        send_update(&output, updater);
+                        continue;
+                    }
+                    // Bytes in a pipe: the readers have not run yet, this is no silence.
+                    if probes.iter().any(|fd| pending_bytes(fd) > 0) {
+                        continue;
+                    }
+                    quiet += EXIT_STDIO_GRACE;
+                    let left_running = guarded
+                        .guard_pid()
+                        .map(descendants)
+                        .is_some_and(|d| !d.is_empty());
+                    if left_running || quiet >= EXIT_DRAIN_LIMIT {
+                        break;
+                    }
                 }
             }
         }

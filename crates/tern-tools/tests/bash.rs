@@ -288,3 +288,68 @@ async fn already_cancelled_token_runs_nothing() {
     assert_eq!(out.unwrap_err().to_string(), "Operation aborted");
     assert!(!sb.work().join("ran").exists());
 }
+
+/// A busy runtime (other tasks holding the workers for a while, as 1,000 agents in one
+/// process do) must not lose a command's output, however late the readers run: once the
+/// command is gone and nothing it started holds the pipes, what it wrote is read to the
+/// end; with a background process holding them, what waits in them is read too.
+#[test]
+fn output_is_kept_when_the_runtime_is_busy() {
+    busy_runtime_keeps_output("echo out-{i}");
+    busy_runtime_keeps_output("sleep 1 & echo out-{i}");
+}
+
+fn busy_runtime_keeps_output(command: &str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let tool = Arc::new(bash_tool(&tern_tools::ToolConfig::new(dir.path())));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Many tasks that keep the workers' queues full (2 ms of work, then yield), and a
+        // few that hold a worker for longer than the quiet period.
+        let hogs: Vec<_> = (0..200)
+            .map(|k| {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let ms = if k % 50 == 0 { 150 } else { 2 };
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(ms));
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let calls: Vec<_> = (0..60)
+            .map(|i| {
+                let tool = tool.clone();
+                let command = command.replace("{i}", &i.to_string());
+                tokio::spawn(async move {
+                    let r = ok(&tool, json!({ "command": command })).await;
+                    (i, text(&r))
+                })
+            })
+            .collect();
+        let mut lost = Vec::new();
+        for c in calls {
+            let (i, out) = c.await.unwrap();
+            if !out.contains(&format!("out-{i}")) {
+                lost.push((i, out));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in hogs {
+            h.await.unwrap();
+        }
+        assert!(
+            lost.is_empty(),
+            "{command}: {} of 60 outputs lost: {lost:?}",
+            lost.len()
+        );
+    });
+}
