@@ -1,5 +1,5 @@
 //! `--replay FILE`: re-runs each recorded run of a session offline with
-//! [`tern_durable::replay`], against its recorded model outputs and tool results, on the agent
+//! [`tern_durable::replay()`], against its recorded model outputs and tool results, on the agent
 //! this tern builds (the session's system prompt, the tools it declared or `--tools`, the
 //! permission rules and budget flags given now). Nothing is sent and no tool runs.
 //!
