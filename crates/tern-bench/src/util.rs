@@ -129,6 +129,24 @@ impl Args {
             .or_else(|| std::env::var(format!("BENCH_{}", name.to_uppercase())).ok())
     }
 
+    /// The flags given that are not in `known`, for a binary that refuses what it does not
+    /// read (a misspelt flag would otherwise run with the default).
+    ///
+    /// ```
+    /// let a = tern_bench::util::Args::parse(["--agents".into(), "5".into(), "--agnets".into()]);
+    /// assert_eq!(a.unknown(&["agents"]), vec!["--agnets".to_string()]);
+    /// ```
+    pub fn unknown(&self, known: &[&str]) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .map
+            .keys()
+            .filter(|k| !known.contains(&k.as_str()))
+            .map(|k| format!("--{k}"))
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The integer value of `--name` or `BENCH_NAME`, else `default`.
     pub fn int(&self, name: &str, default: usize) -> usize {
         self.str(name)

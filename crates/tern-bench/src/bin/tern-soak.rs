@@ -10,8 +10,51 @@ use std::time::Duration;
 use tern_bench::soak::{run, Kind, SoakParams};
 use tern_bench::util::Args;
 
+const USAGE: &str = "usage: tern-soak [--agents N] [--seconds S] [--seed X] [--threads T] \
+[--pause-ms P] [--idle-ms I] [--deadline D] [--report-every S] [--skip KIND,...] [--verbose]";
+
+const FLAGS: &[&str] = &[
+    "agents",
+    "seconds",
+    "seed",
+    "threads",
+    "deadline",
+    "report-every",
+    "verbose",
+    "skip",
+    "pause-ms",
+    "idle-ms",
+];
+
 fn main() {
     let args = Args::parse(std::env::args().skip(1));
+    if args.str("help").is_some() {
+        println!("{USAGE}\nkinds for --skip: {}", kind_names());
+        return;
+    }
+    let unknown = args.unknown(FLAGS);
+    if !unknown.is_empty() {
+        eprintln!("tern-soak: unknown flag {}\n{USAGE}", unknown.join(", "));
+        std::process::exit(2);
+    }
+    let mut skip = Vec::new();
+    for name in args
+        .str("skip")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty())
+    {
+        match Kind::from_name(name) {
+            Some(k) => skip.push(k),
+            None => {
+                eprintln!(
+                    "tern-soak: no fault kind {name:?} for --skip; kinds: {}",
+                    kind_names()
+                );
+                std::process::exit(2);
+            }
+        }
+    }
     let d = SoakParams::default();
     let p = SoakParams {
         agents: args.int("agents", d.agents),
@@ -21,10 +64,7 @@ fn main() {
         deadline: Duration::from_secs(args.int("deadline", d.deadline.as_secs() as usize) as u64),
         report_every: args.int("report-every", d.report_every as usize) as u64,
         verbose: args.str("verbose").is_some(),
-        skip: args
-            .str("skip")
-            .map(|s| s.split(',').filter_map(Kind::from_name).collect())
-            .unwrap_or_default(),
+        skip,
         max_pause: Duration::from_millis(
             args.int("pause-ms", d.max_pause.as_millis() as usize) as u64
         ),
@@ -54,4 +94,12 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+fn kind_names() -> String {
+    Kind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
