@@ -59,12 +59,6 @@ pub(crate) struct State {
 }
 
 fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &Value) {
-    let s = |k: &str| {
-        item.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
     match item.get("type").and_then(Value::as_str).unwrap_or("") {
         "reasoning" => {
             let i = out.push_block(ContentBlock::Thinking(ThinkingContent::default()));
@@ -103,45 +97,47 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
                 Some(a) => args.append(a).clone(),
                 None => json!({}),
             };
-            let i = out.push_block(ContentBlock::tool_call(ToolCall {
-                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
-                name: s("name"),
-                arguments,
-                extra: namespace_extra(item),
-            }));
-            st.unfinished.push(i);
-            st.slots.insert(
-                output_index,
-                Slot {
-                    kind: SlotKind::Tool,
-                    index: i,
-                    args: Some(args),
-                    custom: None,
-                },
-            );
+            open_tool_call(out, st, output_index, item, arguments, Some(args), None);
         }
         "custom_tool_call" => {
             let initial = item.get("input").and_then(Value::as_str).unwrap_or("");
             let custom = CustomInput::new(initial);
-            let i = out.push_block(ContentBlock::tool_call(ToolCall {
-                id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
-                name: s("name"),
-                arguments: custom.arguments(),
-                extra: namespace_extra(item),
-            }));
-            st.unfinished.push(i);
-            st.slots.insert(
-                output_index,
-                Slot {
-                    kind: SlotKind::Tool,
-                    index: i,
-                    args: None,
-                    custom: Some(custom),
-                },
-            );
+            let arguments = custom.arguments();
+            open_tool_call(out, st, output_index, item, arguments, None, Some(custom));
         }
         _ => {}
     }
+}
+
+/// Starts the tool call of a `function_call` or `custom_tool_call` item: its block, and the
+/// slot its argument deltas go to.
+fn open_tool_call(
+    out: &mut Output<'_>,
+    st: &mut State,
+    output_index: i64,
+    item: &Value,
+    arguments: Value,
+    args: Option<ToolCallArgumentsStream>,
+    custom: Option<CustomInput>,
+) {
+    let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+    let index = out.push_block(ContentBlock::tool_call(ToolCall {
+        id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
+        name: name.to_string(),
+        arguments,
+        extra: namespace_extra(item),
+    }));
+    st.unfinished.push(index);
+    let kind = SlotKind::Tool;
+    st.slots.insert(
+        output_index,
+        Slot {
+            kind,
+            index,
+            args,
+            custom,
+        },
+    );
 }
 
 /// One half of a tool call id (`call_id` or `id`) as the reference interpolates it.
