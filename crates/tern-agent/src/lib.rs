@@ -57,6 +57,7 @@ pub mod events;
 pub mod hooks;
 pub mod outcome;
 pub mod queue;
+mod shared_declarations;
 pub mod tool;
 mod tool_declarations;
 pub mod tool_exec;

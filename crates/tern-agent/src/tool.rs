@@ -21,7 +21,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
@@ -29,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_ai::schema::CompiledSchema;
 use tern_ai::{BoxError, ContentBlock, ToolDeclaration, Usage};
+
+use crate::shared_declarations::{share, SharedDeclaration};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -241,10 +243,9 @@ type PrepareFn = dyn Fn(&Value) -> Option<Value> + Send + Sync;
 // Clone for copy-on-write: a builder call on a shared tool changes a copy.
 #[derive(Clone)]
 struct ToolInner {
-    declaration: Arc<ToolDeclaration>,
-    /// The parameters schema compiled for validation, on first use (shared by copies: the
-    /// builder calls never change the parameters).
-    compiled_parameters: Arc<OnceLock<CompiledSchema>>,
+    /// The declaration and its compiled parameters schema, shared by every tool with an
+    /// equal declaration (the builder calls never change it).
+    shared: Arc<SharedDeclaration>,
     label: String,
     execution_mode: Option<ToolExecutionMode>,
     replay: Replay,
@@ -261,7 +262,7 @@ pub struct AgentTool {
 impl fmt::Debug for AgentTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentTool")
-            .field("name", &self.inner.declaration.name)
+            .field("name", &self.inner.shared.declaration.name)
             .field("execution_mode", &self.inner.execution_mode)
             .finish_non_exhaustive()
     }
@@ -288,13 +289,12 @@ impl AgentTool {
     {
         AgentTool {
             inner: Arc::new(ToolInner {
-                declaration: Arc::new(ToolDeclaration {
+                shared: share(ToolDeclaration {
                     name: name.to_string(),
                     description: description.to_string(),
                     parameters,
                     constrained_sampling: None,
                 }),
-                compiled_parameters: Arc::new(OnceLock::new()),
                 label: name.to_string(),
                 execution_mode: None,
                 replay: Replay::Never,
@@ -384,7 +384,7 @@ impl AgentTool {
 
     /// The tool's name.
     pub fn name(&self) -> &str {
-        &self.inner.declaration.name
+        &self.inner.shared.declaration.name
     }
 
     /// Display label.
@@ -394,26 +394,33 @@ impl AgentTool {
 
     /// Description for the model.
     pub fn description(&self) -> &str {
-        &self.inner.declaration.description
+        &self.inner.shared.declaration.description
     }
 
     /// JSON Schema of the arguments.
     pub fn parameters(&self) -> &Value {
-        &self.inner.declaration.parameters
+        &self.inner.shared.declaration.parameters
     }
 
     /// The parameters schema compiled for argument validation: compiled on first use, then
-    /// shared by every clone of the tool.
+    /// shared by every clone of the tool and every tool with an equal declaration (one
+    /// compilation per process, however many agents build the tool).
     pub fn compiled_parameters(&self) -> &CompiledSchema {
-        self.inner
-            .compiled_parameters
-            .get_or_init(|| CompiledSchema::new(self.inner.declaration.parameters.clone()))
+        self.inner.shared.compiled()
     }
 
-    /// The declaration the model sees, shared by every clone of the tool and every
-    /// transcript that declares it.
+    /// The declaration the model sees, shared by every clone of the tool, every tool with an
+    /// equal declaration and every transcript that declares it.
+    ///
+    /// ```
+    /// use tern_agent::{AgentTool, ToolResult};
+    /// let make = || AgentTool::dynamic("t", "T.", serde_json::json!({"type": "object"}),
+    ///     |_c| async { Ok(ToolResult::text("ok")) });
+    /// // Two agents' copies of one tool hold one declaration.
+    /// assert!(std::sync::Arc::ptr_eq(make().declaration(), make().declaration()));
+    /// ```
     pub fn declaration(&self) -> &Arc<ToolDeclaration> {
-        &self.inner.declaration
+        &self.inner.shared.declaration
     }
 
     /// The execution mode, when set.
