@@ -372,6 +372,24 @@ mod tests {
     }
 
     #[test]
+    fn records_written_before_budgets_and_wall_times_still_read() {
+        let started = json!({"v":1,"type":"run_started","runId":"r","transcriptDigest":"d",
+                             "transcriptLength":0,"prompt":[]});
+        match Record::from_value(started).expect("parses").step {
+            Step::RunStarted { budget, .. } => assert!(budget.is_unlimited()),
+            other => panic!("{other:?}"),
+        }
+        let finished = json!({"v":1,"type":"run_finished","runId":"r","outcome":"completed"});
+        assert!(matches!(
+            Record::from_value(finished).expect("parses").step,
+            Step::RunFinished {
+                wall_time_ms: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn another_version_is_refused_before_its_shape_is_read() {
         let v = json!({"v": 2, "type": "something_new"});
         assert_eq!(Record::from_value(v), Err(RecordRejection::Version(2)));

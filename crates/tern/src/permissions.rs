@@ -111,3 +111,83 @@ pub async fn evaluate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tern_durable::{Journal, MemoryJournal, Record, Recovery, Step};
+    use tern_tools::policy::{Action, Policy, Rule};
+
+    /// A cut-off run whose journal holds a person's `answer` to a question about `call_1`.
+    async fn recovered_with(answer: bool) -> DurableRun {
+        let journal = Arc::new(MemoryJournal::default());
+        let run = DurableRun::start(journal.clone(), &[], &[])
+            .await
+            .expect("start");
+        let question = json!({"tool": "bash", "args": {}, "prompt": "Allow bash?"});
+        run.decide(HOOK, "call_1", question, async move { json!(answer) })
+            .await
+            .expect("journaled");
+        let records: Vec<Record> = journal.records().expect("records");
+        assert!(matches!(records[1].step, Step::DecisionIntent { .. }));
+        match DurableRun::recover(Arc::new(MemoryJournal::new(records)), &[]).expect("recover") {
+            Recovery::Interrupted { run, .. } => run,
+            Recovery::NothingInterrupted => panic!("the run did not end"),
+        }
+    }
+
+    fn call(id: &str) -> Call<'_> {
+        static ARGS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+        Call {
+            id,
+            name: "bash",
+            args: ARGS.get_or_init(|| json!({})),
+        }
+    }
+
+    fn never_asked() -> AskFn {
+        Arc::new(|_req, _token| Box::pin(async { panic!("a recorded answer was asked again") }))
+    }
+
+    #[tokio::test]
+    async fn a_recorded_answer_replies_and_nobody_is_asked() {
+        let token = CancellationToken::new();
+        let asks = PermissionGate::new(Policy::new(Action::Allow).rule(Rule::ask("bash")));
+        let run = recovered_with(true).await;
+        let v = evaluate(
+            &asks,
+            Some(never_asked()),
+            Some(run),
+            call("call_1"),
+            &token,
+        )
+        .await;
+        assert!(!v.block, "{v:?}");
+        // Without anyone to ask (print mode), the recorded answer still replies.
+        let run = recovered_with(false).await;
+        let v = evaluate(&asks, None, Some(run), call("call_1"), &token).await;
+        assert_eq!(
+            v.reason.as_deref(),
+            Some("Permission denied: the user declined the call (Allow bash?).")
+        );
+        // A call the run never asked about is refused as before: nobody can approve it.
+        let run = recovered_with(true).await;
+        let v = evaluate(&asks, None, Some(run), call("call_2"), &token).await;
+        assert!(v.block && v.reason.is_some_and(|r| r.contains("no one is available")));
+    }
+
+    #[tokio::test]
+    async fn a_recorded_no_holds_when_the_policy_now_allows() {
+        let token = CancellationToken::new();
+        let allows = PermissionGate::new(Policy::new(Action::Allow));
+        let run = recovered_with(false).await;
+        let v = evaluate(&allows, None, Some(run), call("call_1"), &token).await;
+        assert_eq!(
+            v.reason.as_deref(),
+            Some("Permission denied: the user declined the call (Allow bash?).")
+        );
+        let run = recovered_with(true).await;
+        let v = evaluate(&allows, None, Some(run), call("call_1"), &token).await;
+        assert!(!v.block);
+    }
+}
