@@ -6,8 +6,9 @@
 //! one is spent the next model request is the wrap-up turn (no tools, a notice that the budget
 //! is spent), and the run ends with that answer; a session limit already reached refuses the
 //! next run. `--recover` and `--replay` run under the recorded limits; a flag given to them
-//! replaces a recorded value, with a note ([`overridden`]). `--timeout` is also a hard stop: a run still going a grace period
-//! after the timeout (a hung request or tool never reaches its wrap-up turn) is aborted.
+//! replaces a recorded value, with a note ([`overridden`]). `--timeout` is also a hard stop:
+//! a run still going a grace period after the timeout (a hung request or tool never reaches
+//! its wrap-up turn) is aborted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,6 +23,9 @@ use tern_durable::{Budget, Budgets, Limit, Spent};
 pub struct Limits {
     /// The limits a new run gets (flags and config): its own and the session's.
     pub budgets: Budgets,
+    /// The limits given on the command line: what replaces a recovered or replayed run's
+    /// recorded limits.
+    pub flags: Budgets,
     /// The limits the last run went under (a recovered run's are the recorded ones).
     pub ran_under: Arc<Mutex<Budgets>>,
     /// The limit whose wrap-up turn ended the last run.
@@ -41,8 +45,8 @@ pub fn grace(timeout: Duration) -> Duration {
 }
 
 /// `recorded` with each limit `now` sets put in its place, and a note per limit that
-/// changed: a flag (or config key) given to `--recover` or `--replay` wins over the budget
-/// the run was started with.
+/// changed: a flag given to `--recover` or `--replay` wins over the budget the run was
+/// started with (the config does not: it is there every time).
 pub fn overridden(recorded: &Budgets, now: &Budgets) -> (Budgets, Vec<String>) {
     let mut notes = Vec::new();
     let run = merge(&recorded.run, &now.run, "", &mut notes);

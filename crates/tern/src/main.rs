@@ -383,22 +383,41 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
             );
         }
     }
+    let (max_tokens, max_tool_calls) = (
+        args.max_tokens.or(config.max_tokens),
+        args.max_tool_calls.or(config.max_tool_calls),
+    );
+    let (session_max_tokens, session_max_tool_calls) = (
+        args.session_max_tokens.or(config.session_max_tokens),
+        args.session_max_tool_calls
+            .or(config.session_max_tool_calls),
+    );
     let limits = Limits {
         budgets: tern_durable::Budgets {
-            run: durable::budget(
-                max_turns,
-                timeout,
-                max_cost,
-                args.max_tokens.or(config.max_tokens),
-                args.max_tool_calls.or(config.max_tool_calls),
-            ),
+            run: durable::budget(max_turns, timeout, max_cost, max_tokens, max_tool_calls),
             session: durable::budget(
                 session_max_turns,
                 session_timeout,
                 session_max_cost,
-                args.session_max_tokens.or(config.session_max_tokens),
-                args.session_max_tool_calls
-                    .or(config.session_max_tool_calls),
+                session_max_tokens,
+                session_max_tool_calls,
+            ),
+        },
+        // Only the command line replaces a recorded limit: the config is there every time.
+        flags: tern_durable::Budgets {
+            run: durable::budget(
+                args.max_turns.and(max_turns),
+                args.timeout.and(timeout),
+                args.max_cost.and(max_cost),
+                args.max_tokens,
+                args.max_tool_calls,
+            ),
+            session: durable::budget(
+                args.session_max_turns.and(session_max_turns),
+                args.session_timeout.and(session_timeout),
+                args.session_max_cost.and(session_max_cost),
+                args.session_max_tokens,
+                args.session_max_tool_calls,
             ),
         },
         ..Default::default()

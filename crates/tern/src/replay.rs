@@ -147,7 +147,7 @@ pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
         start.extend_from_slice(&body[..(*length).min(body.len())]);
         let report = tern_durable::replay(records, body, |run, _offline| {
             // The run's recorded limits; a limit given now replaces its recorded value.
-            let (budgets, notes) = crate::limits::overridden(&run.budget(), &rt.limits.budgets);
+            let (budgets, notes) = crate::limits::overridden(&run.budget(), &rt.limits.flags);
             for n in notes {
                 eprintln_redacted!("tern: note: run {} of {total}: {n}", k + 1);
             }

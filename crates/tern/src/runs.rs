@@ -183,8 +183,7 @@ impl Runtime {
             } => {
                 // The run goes on under the limits it was started with; a limit given now
                 // replaces its recorded value, with a note.
-                let (budgets, notes) =
-                    crate::limits::overridden(&run.budget(), &self.limits.budgets);
+                let (budgets, notes) = crate::limits::overridden(&run.budget(), &self.limits.flags);
                 for n in notes {
                     eprintln_redacted!("tern: note: {n}");
                 }

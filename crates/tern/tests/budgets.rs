@@ -46,9 +46,13 @@ fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
     let copy = home.path().join("copy.jsonl");
     std::fs::copy(&session, &copy).expect("copy");
 
-    // No flag: the recorded --max-turns 2 makes the second request the wrap-up.
+    // No flag (a config limit does not count: it is there every time): the recorded
+    // --max-turns 2 makes the second request the wrap-up.
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, "max_turns = 5\n").expect("config");
     let server = Server::start(vec![Reply::text("Wrapped up after the kill.")]);
-    let o = recover(home.path(), &session, &server, &[]);
+    let config_flag = ["--config", config.to_str().expect("utf-8")];
+    let o = recover(home.path(), &session, &server, &config_flag);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Wrapped up after the kill.");
     assert!(
