@@ -96,6 +96,17 @@ impl Runtime {
             DurableRun::start_with_budget(self.journal(), &body, &prompt, budgets.clone()).await;
         let run = match started {
             Ok(run) => Some(run),
+            // Reached since the check above (another process ran in the session).
+            Err(JournalError::BudgetSpent { limit, spent, .. }) => {
+                let (limit, why) = self.limits.refusal(&spent).unwrap_or_else(|| {
+                    (
+                        limit,
+                        format!("the session's {} budget is spent", limit.name()),
+                    )
+                });
+                *self.limits.refused.lock() = Some((limit, why.clone()));
+                return Err(AgentError::Failed(why));
+            }
             Err(e) => {
                 eprintln_redacted!(
                     "tern: warning: the run is not journaled ({e}); it cannot be recovered if \
