@@ -74,10 +74,56 @@ pub enum JournalError {
         /// Why.
         reason: String,
     },
+    /// A session limit was already reached: the run was not started.
+    #[error(
+        "the session's {} budget is spent ({}); raise the limit or start a new session",
+        limit.name(),
+        spent_of(*limit, spent, budget)
+    )]
+    BudgetSpent {
+        /// The limit.
+        limit: crate::Limit,
+        /// What the session's runs used.
+        spent: crate::Spent,
+        /// The session's limits.
+        budget: crate::Budget,
+    },
     /// The SQLite writer thread is gone (the journal was closed, or a write panicked).
     #[error("SQLite journal {path} is closed; open it again")]
     Closed {
         /// The database file.
         path: String,
     },
+}
+
+/// "used N of M" for the limit's quantity.
+fn spent_of(limit: crate::Limit, spent: &crate::Spent, budget: &crate::Budget) -> String {
+    use crate::Limit as L;
+    let show = |used: String, max: Option<String>| {
+        format!("used {used} of {}", max.unwrap_or_else(|| "?".into()))
+    };
+    match limit {
+        L::Turns | L::SessionTurns => show(
+            spent.turns.to_string(),
+            budget.max_turns.map(|m| m.to_string()),
+        ),
+        L::Tokens | L::SessionTokens => show(
+            spent.tokens.to_string(),
+            budget.max_tokens.map(|m| m.to_string()),
+        ),
+        L::Cost | L::SessionCost => show(
+            format!("${:.4}", spent.cost),
+            budget.max_cost.map(|m| format!("${m}")),
+        ),
+        L::WallTime | L::SessionWallTime => show(
+            format!("{:.1} s", spent.wall_time.as_secs_f64()),
+            budget
+                .max_wall_time
+                .map(|m| format!("{:.1} s", m.as_secs_f64())),
+        ),
+        L::ToolCalls | L::SessionToolCalls => show(
+            spent.tool_calls.to_string(),
+            budget.max_tool_calls.map(|m| m.to_string()),
+        ),
+    }
 }

@@ -9,9 +9,9 @@
 //! |---|---|
 //! | [`record`] | [`Record`] and [`Step`]: the versioned record shapes (`{"v":1,…}`) |
 //! | [`journal`] | the [`Journal`] trait, [`SessionFileJournal`] (pi's session file) and [`SqliteJournal`] |
-//! | [`run`] | [`DurableRun`]: the model and tools as journaled steps, and [`Recovery`] of a cut-off run |
+//! | [`run`] | [`DurableRun`]: the model, the tools and decisions asked outside the program as journaled steps, and [`Recovery`] of a cut-off run |
 //! | [`replay`](mod@replay) | [`replay()`](replay::replay): re-run a recording offline, report the first [`Divergence`] |
-//! | [`budget`] | [`Budget`]: limits that end a run with a wrap-up turn, and the [`Limit`] that did |
+//! | [`budget`] | [`Budget`]: limits of a run and of a session that end a run with a wrap-up turn, the [`Limit`] that did, what runs [`Spent`] |
 //! | [`digest`] | [`transcript_digest`], [`context_digest`]: what ties a journal to its transcript |
 //! | [`error`] | [`JournalError`] |
 
@@ -25,7 +25,7 @@ pub mod record;
 pub mod replay;
 pub mod run;
 
-pub use budget::{budget_notice, Budget, Limit};
+pub use budget::{budget_notice, Budget, Budgets, Limit, Scope, Spent};
 pub use digest::{context_digest, transcript_digest};
 pub use error::JournalError;
 pub use journal::{

@@ -27,6 +27,8 @@ use serde_json::Value;
 use tern_agent::{Replay, ToolResult};
 use tern_ai::{AssistantMessage, Message};
 
+use crate::Budgets;
+
 /// The record format this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -101,6 +103,9 @@ pub enum Step {
         transcript_length: usize,
         /// The prompt the run was started with (accepted with the run, in the same record).
         prompt: Vec<Message>,
+        /// The limits it runs under (absent: none), so a recovery or a replay keeps them.
+        #[serde(default, skip_serializing_if = "Budgets::is_unlimited")]
+        budget: Budgets,
     },
     /// An input was accepted into a queue (journaled before the call returns).
     #[serde(rename_all = "camelCase")]
@@ -175,10 +180,26 @@ pub enum Step {
         #[serde(flatten)]
         end: ToolEnd,
     },
-    /// A decision that came from outside the program (a permission answer typed by a person).
+    /// A hook is about to ask outside the program (a person) for a decision about a tool
+    /// call.
+    #[serde(rename_all = "camelCase")]
+    DecisionIntent {
+        /// The step id (its [`Step::Decision`] carries it too).
+        id: String,
+        /// The run.
+        run_id: String,
+        /// Which hook asks (e.g. `permission`).
+        hook: String,
+        /// The model's tool-call id the decision is about.
+        tool_call_id: String,
+        /// What is asked (for the permission gate: the tool, its arguments, the question).
+        question: Value,
+    },
+    /// A decision that came from outside the program (a permission answer typed by a person),
+    /// journaled before it takes effect.
     #[serde(rename_all = "camelCase")]
     Decision {
-        /// The step id.
+        /// The step id of the intent.
         id: String,
         /// Which hook asked (e.g. `permission`).
         hook: String,
@@ -193,6 +214,10 @@ pub enum Step {
         /// How.
         #[serde(flatten)]
         end: RunEnd,
+        /// How long the run went, in ms, as the process that ended it measured it (a
+        /// recovered run: from its recovery); summed into session budgets.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wall_time_ms: Option<u64>,
     },
 }
 
@@ -230,7 +255,8 @@ impl Record {
             Step::RunStarted { run_id, .. }
             | Step::RunFinished { run_id, .. }
             | Step::ModelIntent { run_id, .. }
-            | Step::ToolIntent { run_id, .. } => Some(run_id),
+            | Step::ToolIntent { run_id, .. }
+            | Step::DecisionIntent { run_id, .. } => Some(run_id),
             _ => None,
         }
     }
@@ -249,6 +275,17 @@ mod tests {
                 transcript_digest: "d".into(),
                 transcript_length: 0,
                 prompt: vec![Message::user_text("go")],
+                budget: Budgets {
+                    run: crate::Budget {
+                        max_turns: Some(2),
+                        max_wall_time: Some(std::time::Duration::from_millis(1500)),
+                        ..Default::default()
+                    },
+                    session: crate::Budget {
+                        max_cost: Some(0.5),
+                        ..Default::default()
+                    },
+                },
             },
             Step::InputAccepted {
                 id: "i".into(),
@@ -280,6 +317,13 @@ mod tests {
                     message: "boom".into(),
                 },
             },
+            Step::DecisionIntent {
+                id: "p".into(),
+                run_id: "r".into(),
+                hook: "permission".into(),
+                tool_call_id: "c1".into(),
+                question: json!({"tool": "bash", "prompt": "Allow bash?"}),
+            },
             Step::Decision {
                 id: "p".into(),
                 hook: "permission".into(),
@@ -290,6 +334,7 @@ mod tests {
                 end: RunEnd::Budget {
                     limit: "turns".into(),
                 },
+                wall_time_ms: Some(20),
             },
         ];
         for step in steps {
@@ -318,11 +363,30 @@ mod tests {
         let end = Record::new(Step::RunFinished {
             run_id: "r".into(),
             end: RunEnd::Completed,
+            wall_time_ms: None,
         });
         assert_eq!(
             serde_json::to_value(&end).expect("json"),
             json!({"v":1,"type":"run_finished","runId":"r","outcome":"completed"})
         );
+    }
+
+    #[test]
+    fn records_written_before_budgets_and_wall_times_still_read() {
+        let started = json!({"v":1,"type":"run_started","runId":"r","transcriptDigest":"d",
+                             "transcriptLength":0,"prompt":[]});
+        match Record::from_value(started).expect("parses").step {
+            Step::RunStarted { budget, .. } => assert!(budget.is_unlimited()),
+            other => panic!("{other:?}"),
+        }
+        let finished = json!({"v":1,"type":"run_finished","runId":"r","outcome":"completed"});
+        assert!(matches!(
+            Record::from_value(finished).expect("parses").step,
+            Step::RunFinished {
+                wall_time_ms: None,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Record/replay: re-run a recorded run offline against its recorded model outputs and tool
-//! results, and report the first place where the agent now behaves differently, or that it
-//! is identical. Usable in a test to pin an agent's behaviour.
+//! results (and recorded hook decisions, such as permission answers), and report the first
+//! place where the agent now behaves differently, or that it is identical.
+//! Usable in a test to pin an agent's behaviour.
 //!
 //! The agent under test is built by the caller (its system prompt, tools, hooks) around the
 //! replay's stream function and tool wrapper; nothing is sent to a model and no tool runs.
@@ -57,6 +58,20 @@ pub enum Divergence {
         recorded: String,
         /// The call id started now.
         now: String,
+    },
+    /// A hook's decision about a tool call differs: the recording asked and the policy now
+    /// decides without asking, it asks now and the recording did not, or it asks another
+    /// question.
+    #[error(
+        "tool call {call_id}: the {hook} hook's decision differs from the recording: {detail}"
+    )]
+    HookDecision {
+        /// The hook (e.g. `permission`).
+        hook: String,
+        /// The call id.
+        call_id: String,
+        /// What differs.
+        detail: String,
     },
     /// A tool call the recording does not have.
     #[error("tool call {call_id} ({tool}) was not in the recording")]

@@ -10,7 +10,10 @@ use tern_agent::{Agent, AgentOptions, AgentTool, Replay, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::transcript::get_current_tools;
 use tern_ai::{Context, Cost, Message, Model, StreamFn, StreamOptions, Usage};
-use tern_durable::{budget_notice, Budget, DurableRun, Limit, MemoryJournal, RunEnd};
+use tern_durable::{
+    budget_notice, Budget, Budgets, DurableRun, Journal, JournalError, Limit, MemoryJournal,
+    Recovery, RunEnd, Spent, Step,
+};
 
 /// Calls the tool while it has tools, answers in text when it has none; every response
 /// costs 100 tokens and one cent. Keeps each request's messages.
@@ -48,24 +51,31 @@ impl StreamFn for Greedy {
     }
 }
 
-async fn run_with(budget: Budget) -> (Vec<Vec<Message>>, Option<Limit>, RunEnd, Message) {
-    let prompt = vec![Message::user_text("look around")];
-    let run = DurableRun::start(Arc::new(MemoryJournal::default()), &[], &prompt)
-        .await
-        .expect("start")
-        .with_budget(budget);
-    let server = Greedy::default();
+fn greedy_agent(run: &DurableRun, server: &Greedy) -> Agent {
     let look = AgentTool::dynamic("look", "Look.", json!({"type": "object"}), |_c| async {
         Ok(ToolResult::text("seen"))
     })
     .with_replay(Replay::Safe);
-    let agent = Agent::new(AgentOptions {
+    Agent::new(AgentOptions {
         model: Some(Arc::new(Model::default())),
         stream_fn: Some(run.model(Arc::new(server.clone()))),
         tools: vec![run.tool(look)],
         ..Default::default()
-    });
-    let outcome = agent.prompt_messages(prompt).await.expect("run");
+    })
+}
+
+fn prompt() -> Vec<Message> {
+    vec![Message::user_text("look around")]
+}
+
+async fn run_with(budget: Budget) -> (Vec<Vec<Message>>, Option<Limit>, RunEnd, Message) {
+    let run = DurableRun::start(Arc::new(MemoryJournal::default()), &[], &prompt())
+        .await
+        .expect("start")
+        .with_budget(budget);
+    let server = Greedy::default();
+    let agent = greedy_agent(&run, &server);
+    let outcome = agent.prompt_messages(prompt()).await.expect("run");
     let last = outcome.messages.last().cloned().expect("an answer");
     let requests = server.requests.lock().clone();
     (requests, run.ended_by(), run.end(), last)
@@ -148,4 +158,116 @@ async fn the_first_limit_reached_is_the_one_reported() {
     assert_eq!(requests.len(), 11);
     assert_eq!(ended_by, Some(Limit::Turns));
     assert!(matches!(end, RunEnd::Budget { .. }));
+}
+
+#[tokio::test]
+async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
+    let journal = Arc::new(MemoryJournal::default());
+    let budget = Budgets {
+        run: Budget {
+            max_turns: Some(2),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let run = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
+        .await
+        .expect("start");
+    let server = Greedy::default();
+    greedy_agent(&run, &server)
+        .prompt_messages(prompt())
+        .await
+        .expect("run");
+    let records = journal.records().expect("records");
+    match &records[0].step {
+        Step::RunStarted { budget: b, .. } => assert_eq!(b, &budget),
+        other => panic!("the first record is {other:?}"),
+    }
+    // Killed after the first response: the recovery is given no budget, and keeps it.
+    let cut = records
+        .iter()
+        .position(|r| matches!(r.step, Step::ModelOutcome { .. }))
+        .expect("a response");
+    let journal = Arc::new(MemoryJournal::new(records[..=cut].to_vec()));
+    let Recovery::Interrupted { run, prompt, .. } =
+        DurableRun::recover(journal, &[]).expect("recover")
+    else {
+        panic!("the run was cut off");
+    };
+    assert_eq!(run.budget(), budget);
+    let server = Greedy::default();
+    greedy_agent(&run, &server)
+        .prompt_messages(prompt)
+        .await
+        .expect("run");
+    assert_eq!(run.ended_by(), Some(Limit::Turns));
+    let requests = server.requests.lock().clone();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the first request is served from the journal; then one live request and the wrap-up"
+    );
+    assert!(get_current_tools(requests[1].iter()).is_empty());
+}
+
+#[tokio::test]
+async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
+    let journal = Arc::new(MemoryJournal::default());
+    let budget = Budgets {
+        session: Budget {
+            max_tool_calls: Some(3),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    // The first run stops on its own after two calls (its own turn limit).
+    let first = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
+        .await
+        .expect("start")
+        .with_budget(Budget {
+            max_turns: Some(2),
+            ..Default::default()
+        });
+    let server = Greedy::default();
+    greedy_agent(&first, &server)
+        .prompt_messages(prompt())
+        .await
+        .expect("run");
+    assert_eq!(first.ended_by(), Some(Limit::Turns));
+    first.finish(first.end()).await.expect("finish");
+    let spent = Spent::of_session(&journal.records().expect("records"));
+    assert_eq!((spent.turns, spent.tool_calls, spent.tokens), (3, 2, 300));
+
+    // The second has one call left in the session's budget, then wraps up.
+    let second = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
+        .await
+        .expect("one call left");
+    let server = Greedy::default();
+    greedy_agent(&second, &server)
+        .prompt_messages(prompt())
+        .await
+        .expect("run");
+    assert_eq!(second.ended_by(), Some(Limit::SessionToolCalls));
+    assert_eq!(
+        second.end(),
+        RunEnd::Budget {
+            limit: "sessionToolCalls".into()
+        }
+    );
+    let requests = server.requests.lock().clone();
+    assert_eq!(requests.len(), 2, "one call, then the wrap-up");
+    let notice = requests[1].last().expect("the notice").content_json();
+    assert_eq!(notice, json!(budget_notice(Limit::SessionToolCalls)));
+    assert!(notice.to_string().contains("of this session"), "{notice}");
+    second.finish(second.end()).await.expect("finish");
+
+    // A third is refused, and nothing is journaled for it.
+    let before = journal.records().expect("records").len();
+    let third = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget).await;
+    let Err(e @ JournalError::BudgetSpent { limit, .. }) = third else {
+        panic!("the third run started");
+    };
+    assert_eq!(limit, Limit::SessionToolCalls);
+    assert!(e.to_string().contains("used 3 of 3"), "{e}");
+    assert_eq!(journal.records().expect("records").len(), before);
 }

@@ -21,7 +21,7 @@ pub enum Mode {
     name = "tern",
     version,
     about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
-    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached, 130 aborted."
+    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
 )]
 pub struct Args {
     /// Prompt words; `@path` includes a file's contents.
@@ -105,6 +105,31 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub max_tool_calls: Option<u32>,
 
+    /// At most N model requests over all runs of the session: the N-th is a wrap-up turn,
+    /// and a later run in the session is refused (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub session_max_turns: Option<u32>,
+
+    /// Once the session's runs have used N tokens in all, the current run wraps up and a
+    /// later one is refused (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub session_max_tokens: Option<u64>,
+
+    /// Once the session's runs have cost USD dollars in all, the current run wraps up and a
+    /// later one is refused (exit code 3).
+    #[arg(long, value_name = "USD")]
+    pub session_max_cost: Option<f64>,
+
+    /// After N tool calls over all runs of the session, the current run wraps up and a later
+    /// one is refused (exit code 3).
+    #[arg(long, value_name = "N")]
+    pub session_max_tool_calls: Option<u32>,
+
+    /// After SECS seconds of runs in the session (the wall time of each run, summed), the
+    /// current run wraps up and a later one is refused (exit code 3).
+    #[arg(long, value_name = "SECS")]
+    pub session_timeout: Option<f64>,
+
     /// Give up on a model response after SECS seconds without a byte from the server
     /// (default 120; 0 waits forever).
     #[arg(long, value_name = "SECS")]
@@ -159,12 +184,17 @@ pub struct Args {
     pub no_session: bool,
 
     /// Finish the run that was interrupted in the session (with --session, --continue or
-    /// --resume) and print its answer; steps it recorded are not sent or run again.
+    /// --resume) and print its answer; steps it recorded are not sent or run again, nor are
+    /// recorded permission answers asked again. It runs under the limits it was started with
+    /// (recorded in the session); a limit flag given now replaces the recorded value, with a
+    /// note.
     #[arg(long)]
     pub recover: bool,
 
     /// Re-run the recorded runs of this session file offline, against the recorded model
-    /// outputs and tool results; print `identical` (exit 0) or the first divergence (exit 1).
+    /// outputs, tool results and permission answers, under each run's recorded limits (a
+    /// limit flag given now replaces the recorded value, with a note); print `identical`
+    /// (exit 0) or the first divergence (exit 1).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
 

@@ -14,6 +14,11 @@
 //! # max_cost = 0.50      # dollars
 //! # max_tokens = 200000
 //! # max_tool_calls = 100
+//! # session_max_turns = 200     # over all runs of a session
+//! # session_max_tokens = 2000000
+//! # session_max_cost = 5.00
+//! # session_max_tool_calls = 1000
+//! # session_timeout = 3600      # seconds of runs, summed
 //! idle_timeout = 120      # seconds; 0 waits forever
 //! max_retries = 3         # 0 disables retries
 //! max_retry_delay = 60    # seconds
@@ -64,6 +69,16 @@ pub struct Config {
     pub max_tokens: Option<u64>,
     /// Tool-call limit.
     pub max_tool_calls: Option<u32>,
+    /// Turn limit over a session's runs.
+    pub session_max_turns: Option<u32>,
+    /// Token limit over a session's runs.
+    pub session_max_tokens: Option<u64>,
+    /// Cost limit over a session's runs, in dollars.
+    pub session_max_cost: Option<f64>,
+    /// Tool-call limit over a session's runs.
+    pub session_max_tool_calls: Option<u32>,
+    /// Wall-time limit over a session's runs, in seconds.
+    pub session_timeout: Option<f64>,
     /// Idle timeout of a model response, in seconds (0: none).
     pub idle_timeout: Option<f64>,
     /// Retries of a failed request.

@@ -1,8 +1,8 @@
 //! Durable runs in the CLI: every run goes through a [`DurableRun`], so its model requests,
 //! tool calls and accepted input are journaled steps. With a session file the journal is
 //! that file ([`SessionFileJournal`]: step records are `custom` entries pi ignores); with
-//! `--no-session` it is a [`MemoryJournal`] that lives as long as the run, so budgets work the
-//! same and nothing is written.
+//! `--no-session` it is a [`MemoryJournal`] that lives as long as the session, so budgets work
+//! the same and nothing is written.
 //!
 //! The agent is built once and runs many prompts (RPC, interactive), while a durable run is
 //! one prompt: the agent's stream function and tools dispatch to the run that is current, and
@@ -74,16 +74,19 @@ impl Current {
     }
 }
 
-/// The journal for a run recorded by `recorder`: its session file when it has one, else a
-/// journal in memory for this run only.
-pub fn journal_for(recorder: &Arc<Mutex<Recorder>>) -> Arc<dyn Journal> {
+/// The journal for a run recorded by `recorder`: its session file when it has one, else
+/// `memory`, the in-memory session's journal (so session limits count its runs too).
+pub fn journal_for(
+    recorder: &Arc<Mutex<Recorder>>,
+    memory: &Arc<MemoryJournal>,
+) -> Arc<dyn Journal> {
     if recorder.lock().session().path().is_some() {
         Arc::new(SessionFileJournal::new(
             recorder.clone(),
             tern_durable::Durability::Fsync,
         ))
     } else {
-        Arc::new(MemoryJournal::default())
+        memory.clone()
     }
 }
 

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 use tern_agent::AgentEvent;
 use tern_ai::ContentBlock;
+use tern_durable::Limit;
 
 /// The wire form of an agent event.
 pub fn event_json(event: &AgentEvent) -> Value {
@@ -46,7 +47,11 @@ pub fn event_json(event: &AgentEvent) -> Value {
     }
 }
 
-/// The `agent_settled` record.
-pub fn settled(aborted: bool) -> Value {
-    json!({"type": "agent_settled", "aborted": aborted})
+/// The `agent_settled` record; when a limit ended (or refused) the run, `limit` names it
+/// (`maxTurns`, `sessionMaxCost`, …: [`Limit::key`]).
+pub fn settled(aborted: bool, limit: Option<Limit>) -> Value {
+    match limit {
+        Some(l) => json!({"type": "agent_settled", "aborted": aborted, "limit": l.key()}),
+        None => json!({"type": "agent_settled", "aborted": aborted}),
+    }
 }

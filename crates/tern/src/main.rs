@@ -10,9 +10,10 @@
 //! | [`model_choice`] | which model runs, its key, the thinking level |
 //! | [`tool_choice`] | which tools, the permission policy, the default system prompt |
 //! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
-//! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, and how a run ended |
+//! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, their `--session-*` twins, and how a run ended |
 //! | [`runtime`] | the wired agent: permission gate, session recorder, the current durable run |
 //! | [`durable`] | the agent's model and tools as steps of the current durable run, the journal, the budget |
+//! | [`permissions`] | the permission gate's answers as decision steps of the current durable run |
 //! | [`runs`] | a prompt, a `--recover` and steering through the durable run |
 //! | [`replay`] | `--replay FILE`: the recorded runs re-run offline |
 //! | [`modes`] | print and JSON ([`modes::print`](mod@modes::print)), RPC ([`modes::rpc`]), the terminal UI ([`modes::interactive`]) |
@@ -34,6 +35,7 @@ mod input;
 mod limits;
 mod model_choice;
 mod modes;
+mod permissions;
 mod replay;
 mod runs;
 mod runtime;
@@ -123,6 +125,35 @@ fn seconds_ms(flag: &str, secs: Option<f64>) -> Result<Option<u64>, UsageError> 
         Some(s) => Err(UsageError(format!(
             "{flag} must be a number of seconds, 0 or more, not {s}"
         ))),
+    }
+}
+
+/// A limit's seconds: positive and finite, or a usage error in the flag's name.
+fn positive_secs(flag: &str, secs: Option<f64>) -> Result<Option<Duration>, UsageError> {
+    match secs {
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(UsageError(format!(
+            "{flag} must be a positive number of seconds, not {s}"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// A turn limit: 1 or more.
+fn at_least_one(flag: &str, n: Option<u32>) -> Result<Option<u32>, UsageError> {
+    match n {
+        Some(0) => Err(UsageError(format!("{flag} must be at least 1"))),
+        n => Ok(n),
+    }
+}
+
+/// A cost limit: finite, 0 or more.
+fn dollars(flag: &str, usd: Option<f64>) -> Result<Option<f64>, UsageError> {
+    match usd {
+        Some(c) if !c.is_finite() || c < 0.0 => Err(UsageError(format!(
+            "{flag} must be a number of dollars, 0 or more, not {c}"
+        ))),
+        c => Ok(c),
     }
 }
 
@@ -227,13 +258,16 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         return Err(UsageError(format!("--recover: {what}")));
     }
     // Nothing to recover needs no model: said before one is looked for.
+    let mut recorded_asks = false;
     if let (true, SessionSource::Existing(path, _)) = (args.recover, &session) {
         let records = tern_durable::journal::session_file::read_step_records(path)
             .map_err(|e| UsageError(format!("cannot recover {}: {e}", path.display())))?;
-        if !tern_durable::RecordedRun::last(&records).is_some_and(|r| r.interrupted()) {
+        let last = tern_durable::RecordedRun::last(&records);
+        if !last.as_ref().is_some_and(|r| r.interrupted()) {
             print::nothing_to_recover(&path.display().to_string());
             return Ok(exit::OK);
         }
+        recorded_asks = last.is_some_and(|r| !r.decisions.is_empty());
     }
     // A replay runs the tools its session declared, unless --tools names them.
     let replayed = match &args.replay {
@@ -274,7 +308,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     allow.extend(args.allow.iter().cloned());
     let mut deny = config.deny.clone();
     deny.extend(args.deny.iter().cloned());
-    let policy = tool_choice::build_policy(&allow, &deny, interactive, &tool_cwd)?;
+    // A replay or a recovery asks as the recorded runs did: when they hold permission
+    // answers, the interactive rules (write, edit and bash ask) apply, and the recorded
+    // answers reply.
+    let asks =
+        interactive || recorded_asks || replayed.as_ref().is_some_and(replay::Replayed::asked);
+    let policy = tool_choice::build_policy(&allow, &deny, asks, &tool_cwd)?;
     let mut sandbox = tool_choice::sandbox_policy(&args, &config)?;
     let added = tool_choice::added_dirs(&args, &config, &tool_cwd)?;
     sandbox.writable.extend(added.iter().cloned());
@@ -303,15 +342,11 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         .clone()
         .or(config.system_prompt.clone())
         .unwrap_or_else(|| tool_choice::default_system_prompt(&tool_cwd, &tools));
-    let timeout = match args.timeout.or(config.timeout) {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(UsageError(format!(
-                "--timeout must be a positive number of seconds, not {s}"
-            )))
-        }
-        None => None,
-    };
+    let timeout = positive_secs("--timeout", args.timeout.or(config.timeout))?;
+    let session_timeout = positive_secs(
+        "--session-timeout",
+        args.session_timeout.or(config.session_timeout),
+    )?;
     let requests = RequestSettings {
         max_retries: Some(
             args.max_retries
@@ -324,34 +359,67 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         )?,
         idle_timeout_ms: seconds_ms("--idle-timeout", args.idle_timeout.or(config.idle_timeout))?,
     };
-    let max_turns = args.max_turns.or(config.max_turns);
-    if max_turns == Some(0) {
-        return Err(UsageError("--max-turns must be at least 1".into()));
+    let max_turns = at_least_one("--max-turns", args.max_turns.or(config.max_turns))?;
+    let max_cost = dollars("--max-cost", args.max_cost.or(config.max_cost))?;
+    let session_max_turns = at_least_one(
+        "--session-max-turns",
+        args.session_max_turns.or(config.session_max_turns),
+    )?;
+    let session_max_cost = dollars(
+        "--session-max-cost",
+        args.session_max_cost.or(config.session_max_cost),
+    )?;
+    let priced = model.cost.input != 0.0 || model.cost.output != 0.0;
+    for (flag, cost) in [
+        ("--max-cost", max_cost),
+        ("--session-max-cost", session_max_cost),
+    ] {
+        if cost.is_some_and(|c| c > 0.0) && !priced {
+            eprintln_redacted!(
+                "tern: warning: the catalog has no prices for {}/{}, so its runs cost $0 and \
+                 {flag} never ends one",
+                model.provider,
+                model.id
+            );
+        }
     }
-    let max_cost = args.max_cost.or(config.max_cost);
-    if let Some(c) = max_cost.filter(|c| !c.is_finite() || *c < 0.0) {
-        return Err(UsageError(format!(
-            "--max-cost must be a number of dollars, 0 or more, not {c}"
-        )));
-    }
-    if max_cost.is_some_and(|c| c > 0.0) && model.cost.input == 0.0 && model.cost.output == 0.0 {
-        eprintln_redacted!(
-            "tern: warning: the catalog has no prices for {}/{}, so its runs cost $0 and \
-             --max-cost never ends one",
-            model.provider,
-            model.id
-        );
-    }
+    let (max_tokens, max_tool_calls) = (
+        args.max_tokens.or(config.max_tokens),
+        args.max_tool_calls.or(config.max_tool_calls),
+    );
+    let (session_max_tokens, session_max_tool_calls) = (
+        args.session_max_tokens.or(config.session_max_tokens),
+        args.session_max_tool_calls
+            .or(config.session_max_tool_calls),
+    );
     let limits = Limits {
-        budget: durable::budget(
-            max_turns,
-            timeout,
-            max_cost,
-            args.max_tokens.or(config.max_tokens),
-            args.max_tool_calls.or(config.max_tool_calls),
-        ),
-        max_turns,
-        timeout,
+        budgets: tern_durable::Budgets {
+            run: durable::budget(max_turns, timeout, max_cost, max_tokens, max_tool_calls),
+            session: durable::budget(
+                session_max_turns,
+                session_timeout,
+                session_max_cost,
+                session_max_tokens,
+                session_max_tool_calls,
+            ),
+        },
+        // Only the command line replaces a recorded limit: the config is there every time.
+        flags: tern_durable::Budgets {
+            run: durable::budget(
+                args.max_turns.and(max_turns),
+                args.timeout.and(timeout),
+                args.max_cost.and(max_cost),
+                args.max_tokens,
+                args.max_tool_calls,
+            ),
+            session: durable::budget(
+                args.session_max_turns.and(session_max_turns),
+                args.session_timeout.and(session_timeout),
+                args.session_max_cost.and(session_max_cost),
+                args.session_max_tokens,
+                args.session_max_tool_calls,
+            ),
+        },
         ..Default::default()
     };
 

@@ -1,7 +1,9 @@
 //! `--replay FILE`: re-runs each recorded run of a session offline with
 //! [`tern_durable::replay()`], against its recorded model outputs and tool results, on the agent
 //! this tern builds (the session's system prompt, the tools it declared or `--tools`, the
-//! permission rules and budget flags given now). Nothing is sent and no tool runs.
+//! permission rules given now, each run's recorded limits unless a flag replaces one). The
+//! recorded permission answers reply to the questions the policy asks now. Nothing is sent
+//! and no tool runs.
 //!
 //! A flag, not a subcommand: the prompt is free positional words, so a `replay` subcommand
 //! would take over every prompt that starts with the word "replay".
@@ -30,6 +32,14 @@ impl Replayed {
     /// the file has no system message, e.g. a run killed before its first entry).
     pub fn tool_spec(&self) -> Option<String> {
         declared_tools(&self.loaded.messages)
+    }
+
+    /// Whether its runs recorded permission answers (then the replay's policy asks, and
+    /// the recorded answers reply).
+    pub fn asked(&self) -> bool {
+        self.records
+            .iter()
+            .any(|r| matches!(r.step, Step::DecisionIntent { .. }))
     }
 
     /// The model the session last named (a replay never reaches it).
@@ -136,8 +146,12 @@ pub async fn run(rt: &Runtime, r: Replayed) -> i32 {
         let mut start = prefix.clone();
         start.extend_from_slice(&body[..(*length).min(body.len())]);
         let report = tern_durable::replay(records, body, |run, _offline| {
-            rt.current
-                .set(Some(run.clone().with_budget(rt.limits.budget.clone())));
+            // The run's recorded limits; a limit given now replaces its recorded value.
+            let (budgets, notes) = crate::limits::overridden(&run.budget(), &rt.limits.flags);
+            for n in notes {
+                eprintln_redacted!("tern: note: run {} of {total}: {n}", k + 1);
+            }
+            rt.current.set(Some(run.clone().with_budgets(budgets)));
             rt.agent.clear_all_queues();
             rt.agent.set_messages(start);
             rt.agent.clone()

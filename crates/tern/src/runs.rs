@@ -6,10 +6,10 @@ use std::sync::Arc;
 use tern_agent::{AgentError, RunEnding, RunOutcome};
 use tern_ai::Message;
 use tern_durable::{
-    DurableRun, Journal, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd,
+    DurableRun, Journal, JournalError, MemoryJournal, Queue, RecordedRun, Recovery, RunEnd, Spent,
 };
 
-use crate::durable::{journal_for, system_prefix_len};
+use crate::durable::system_prefix_len;
 use crate::runtime::Runtime;
 use crate::secrets::eprintln_redacted;
 
@@ -80,17 +80,40 @@ impl Runtime {
     /// Runs `prompt` and then whatever was queued meanwhile (steering that arrived after
     /// the last turn still gets its run), as one durable run, until the agent would stop or
     /// a limit stops it. The outcome is the last agent run's.
+    ///
+    /// When a session limit is already reached the run is refused: nothing is sent, the
+    /// refusal is in [`Limits::refused`](crate::limits::Limits::refused), and the error says
+    /// how to raise the limit.
     pub async fn run_prompt(&self, prompt: Vec<Message>) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
+        if let Some((limit, why)) = self.session_refusal() {
+            *self.limits.refused.lock() = Some((limit, why.clone()));
+            return Err(AgentError::Failed(why));
+        }
         let (_, body) = self.split_transcript();
-        let run = match DurableRun::start(journal_for(&self.recorder), &body, &prompt).await {
+        let budgets = self.limits.budgets.clone();
+        let started =
+            DurableRun::start_with_budget(self.journal(), &body, &prompt, budgets.clone()).await;
+        let run = match started {
             Ok(run) => Some(run),
+            // Reached since the check above (another process ran in the session).
+            Err(JournalError::BudgetSpent { limit, spent, .. }) => {
+                let (limit, why) = self.limits.refusal(&spent).unwrap_or_else(|| {
+                    (
+                        limit,
+                        format!("the session's {} budget is spent", limit.name()),
+                    )
+                });
+                *self.limits.refused.lock() = Some((limit, why.clone()));
+                return Err(AgentError::Failed(why));
+            }
             Err(e) => {
                 eprintln_redacted!(
                     "tern: warning: the run is not journaled ({e}); it cannot be recovered if \
                      tern is killed"
                 );
-                DurableRun::start(Arc::new(MemoryJournal::default()), &body, &prompt)
+                let memory = Arc::new(MemoryJournal::default());
+                DurableRun::start_with_budget(memory, &body, &prompt, budgets)
                     .await
                     .ok()
             }
@@ -113,7 +136,7 @@ impl Runtime {
         prompt: Vec<Message>,
         queued: (Vec<Message>, Vec<Message>),
     ) -> Result<RunOutcome, AgentError> {
-        let run = run.with_budget(self.limits.budget.clone());
+        *self.limits.ran_under.lock() = run.budget();
         if let Some(observer) = self.inputs.lock().clone() {
             run.on_input(move |p| observer(p));
         }
@@ -127,7 +150,7 @@ impl Runtime {
         for m in follow_ups {
             self.queue(Queue::FollowUp, m).await;
         }
-        let timer = self.limits.start_timer(&self.agent);
+        let timer = self.limits.start_timer(&self.agent, &run.budget());
         let mut result = self.agent.prompt_messages(prompt).await;
         // The outcome covers every run made here: all messages and usage, the last ending.
         while !self.limits.aborted() && run.ended_by().is_none() && self.agent.has_queued_messages()
@@ -160,7 +183,7 @@ impl Runtime {
             return Err(RecoverError::NoSession);
         }
         let (prefix, body) = self.split_transcript();
-        let journal = journal_for(&self.recorder);
+        let journal = self.journal();
         match DurableRun::recover(journal, &body).map_err(RecoverError::Journal)? {
             Recovery::NothingInterrupted => Ok(None),
             Recovery::Interrupted {
@@ -169,6 +192,13 @@ impl Runtime {
                 transcript_length,
                 ..
             } => {
+                // The run goes on under the limits it was started with; a limit given now
+                // replaces its recorded value, with a note.
+                let (budgets, notes) = crate::limits::overridden(&run.budget(), &self.limits.flags);
+                for n in notes {
+                    eprintln_redacted!("tern: note: {n}");
+                }
+                let run = run.with_budgets(budgets);
                 let at = transcript_length.min(body.len());
                 let mut start = prefix;
                 start.extend_from_slice(&body[..at]);
@@ -213,7 +243,16 @@ impl Runtime {
         if self.recorder.lock().session().path().is_none() {
             return false;
         }
-        last_run_interrupted(&*journal_for(&self.recorder))
+        last_run_interrupted(&*self.journal())
+    }
+
+    /// Why a new run may not start: a session limit its earlier runs already reached.
+    pub fn session_refusal(&self) -> Option<(tern_durable::Limit, String)> {
+        if self.limits.budgets.session.is_unlimited() {
+            return None;
+        }
+        let records = self.journal().records().ok()?;
+        self.limits.refusal(&Spent::of_session(&records))
     }
 
     /// Queues a steering message: journaled at acceptance when a run is going, and then
@@ -280,6 +319,7 @@ mod tests {
             transcript_digest: tern_durable::transcript_digest(&[]),
             transcript_length: 0,
             prompt: vec![Message::user_text("go")],
+            budget: Default::default(),
         }
     }
 
@@ -287,6 +327,7 @@ mod tests {
         Step::RunFinished {
             run_id: id.into(),
             end: RunEnd::Completed,
+            wall_time_ms: None,
         }
     }
 

@@ -39,6 +39,8 @@ pub struct Runtime {
     /// Who hears how far accepted input has come, in every durable run (RPC's
     /// `input_update` events).
     pub inputs: Mutex<Option<InputObserver>>,
+    /// The journal of a session kept in memory (`--no-session`), replaced with the session.
+    memory_journal: Mutex<Arc<tern_durable::MemoryJournal>>,
 }
 
 /// Hears each stage an accepted input reaches.
@@ -93,11 +95,8 @@ pub struct RequestSettings {
 /// Builds the agent and wires the hooks and the session recorder. Fails when the session
 /// file is being written by another process.
 pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
-    let mut gate = PermissionGate::new(o.policy);
-    if let Some(ask) = o.asker {
-        gate = gate.with_ask(ask);
-    }
-    let gate = Arc::new(gate);
+    let gate = Arc::new(PermissionGate::new(o.policy));
+    let asker = o.asker;
     let limits = o.limits.clone();
     let (model, thinking) = (o.model, o.thinking);
     let (messages, session_root, session_file) = match o.session {
@@ -130,6 +129,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         ..Default::default()
     };
     let current = Current::default();
+    let hook_run = current.clone();
     let agent = Agent::new(AgentOptions {
         system_prompt: Some(o.system_prompt),
         model: Some(model.into()),
@@ -140,8 +140,15 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         stream_options,
         hooks: Hooks::default().before_tool_call(move |ctx, signal| {
             let gate = gate.clone();
+            let asker = asker.clone();
+            let run = hook_run.get();
             async move {
-                let verdict = gate.evaluate(&ctx.tool_call.name, &ctx.args, &signal).await;
+                let call = crate::permissions::Call {
+                    id: &ctx.tool_call.id,
+                    name: &ctx.tool_call.name,
+                    args: &ctx.args,
+                };
+                let verdict = crate::permissions::evaluate(&gate, asker, run, call, &signal).await;
                 Ok(verdict.block.then_some(BeforeToolCallResult {
                     block: true,
                     reason: verdict.reason,
@@ -179,6 +186,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         current,
         recording: Mutex::new(Some(recording)),
         inputs: Mutex::new(None),
+        memory_journal: Mutex::new(Default::default()),
     })
 }
 
@@ -195,7 +203,13 @@ impl Runtime {
         };
         let prefix = self.agent.with_messages(|m| m.to_vec());
         self.recorder.lock().switch_to(file, prefix);
+        *self.memory_journal.lock() = Default::default();
         Ok(())
+    }
+
+    /// The session's journal: its file, or the in-memory session's.
+    pub fn journal(&self) -> Arc<dyn tern_durable::Journal> {
+        crate::durable::journal_for(&self.recorder, &self.memory_journal.lock())
     }
 
     /// The session id.

@@ -5,9 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::killed::{kill_mid_tool, read, slow_bash, spawn, wait_until, BASH};
 use common::{command, run, stderr, stdout, text_of, Reply, Rpc, Server};
 use serde_json::{json, Value};
 
@@ -16,58 +17,6 @@ fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
         tempfile::tempdir().expect("home"),
         tempfile::tempdir().expect("cwd"),
     )
-}
-
-/// A bash call that writes its shell's pid to `pid` and sleeps (long enough to be killed).
-fn slow_bash(id: &str, pid: &Path) -> Reply {
-    Reply::tool(
-        id,
-        "bash",
-        json!({"command": format!("sh -c 'echo $$ > {}; exec sleep 30'", pid.display())}),
-    )
-}
-
-const BASH: [&str; 6] = [
-    "--tools",
-    "bash",
-    "--allow",
-    "bash",
-    "--sandbox",
-    "full-access",
-];
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
-}
-
-/// Waits (20 s at most) until `cond` holds.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Kills tern with SIGKILL once the bash call's intent is journaled and the tool runs, then
-/// the orphaned sleep.
-fn kill_mid_tool(mut child: Child, session: &Path, pid: &Path) {
-    wait_until("the tool intent and the tool", || {
-        read(session).contains(r#""type":"tool_intent""#) && !read(pid).trim().is_empty()
-    });
-    child.kill().expect("SIGKILL tern");
-    let _ = child.wait();
-    let _ = Command::new("kill")
-        .args(["-KILL", read(pid).trim()])
-        .stderr(Stdio::null())
-        .status();
-}
-
-fn spawn(mut c: Command) -> Child {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    c.spawn().expect("spawn tern")
 }
 
 /// Starts a print run of `prompt` in `session` whose model calls the slow bash, and kills it

@@ -1,11 +1,13 @@
 //! Durable execution of one run on top of the core: the model and the tools are wrapped so
-//! each request and call is a journaled step, and recovery replays the recorded outcomes.
+//! each request and call is a journaled step, a hook's question to a person is one too
+//! ([`DurableRun::decide`]), and recovery replays the recorded outcomes.
 //!
 //! The loop itself is the core's, unchanged: a durable run is an [`Agent`](tern_agent::Agent) built with
 //! [`DurableRun::model`] as its stream function and [`DurableRun::tool`] around each tool.
 //! Between steps the loop is deterministic, so re-running it from the transcript the run
 //! started from, with the same input, meets the same steps in the same order.
 
+mod decision_step;
 mod inputs;
 mod model_step;
 pub mod recorded;
@@ -19,9 +21,10 @@ use tern_agent::AgentTool;
 use tern_ai::{Message, StreamFn};
 
 pub use inputs::{InputProgress, InputStage};
-pub use recorded::{RecordedInput, RecordedModel, RecordedRun, RecordedTool};
+pub use recorded::{RecordedDecision, RecordedInput, RecordedModel, RecordedRun, RecordedTool};
 pub use tool_step::interrupted_text;
 
+use crate::budget::{Budgets, Scope, Spending, Spent};
 use crate::{transcript_digest, Journal, JournalError, Queue, Record, RunEnd, Step};
 
 pub(crate) struct Cursor {
@@ -103,8 +106,14 @@ fn new_run_id() -> String {
 }
 
 impl DurableRun {
-    fn with(journal: Arc<dyn Journal>, run_id: String, recorded: RecordedRun) -> Self {
+    fn with(
+        journal: Arc<dyn Journal>,
+        run_id: String,
+        recorded: RecordedRun,
+        before: Spent,
+    ) -> Self {
         let inputs = recorded.inputs.len() as u64;
+        let spending = Spending::new(recorded.budget.clone(), before);
         DurableRun {
             inner: Arc::new(RunInner {
                 journal,
@@ -119,7 +128,7 @@ impl DurableRun {
                 divergence: Mutex::new(None),
                 observers: Mutex::new(Vec::new()),
                 unseen: Mutex::new(Vec::new()),
-                spending: Mutex::new(crate::budget::Spending::new(crate::Budget::default())),
+                spending: Mutex::new(spending),
                 inputs: AtomicU64::new(inputs),
                 agent: Mutex::new(None),
                 context_digests: Mutex::new(Default::default()),
@@ -134,7 +143,50 @@ impl DurableRun {
         transcript: &[Message],
         prompt: &[Message],
     ) -> Result<DurableRun, JournalError> {
-        let run = Self::with(journal, new_run_id(), RecordedRun::default());
+        Self::start_with_budget(journal, transcript, prompt, Budgets::default()).await
+    }
+
+    /// Starts a new run under `budget`, journaled in its first record (a recovery or a
+    /// replay runs under the same limits). The session's limits count what the journal's
+    /// earlier runs used; when one is already reached the run is refused
+    /// ([`JournalError::BudgetSpent`]) and nothing is journaled.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_durable::{Budget, Budgets, DurableRun, JournalError, MemoryJournal, Limit};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let journal = Arc::new(MemoryJournal::default());
+    /// let none_left = Budgets {
+    ///     session: Budget { max_tool_calls: Some(0), ..Default::default() },
+    ///     ..Default::default()
+    /// };
+    /// let refused = DurableRun::start_with_budget(journal, &[], &[], none_left).await;
+    /// assert!(matches!(refused, Err(JournalError::BudgetSpent { limit: Limit::SessionToolCalls, .. })));
+    /// # });
+    /// ```
+    pub async fn start_with_budget(
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+        prompt: &[Message],
+        budget: Budgets,
+    ) -> Result<DurableRun, JournalError> {
+        let before = if budget.session.is_unlimited() {
+            Spent::default()
+        } else {
+            Spent::of_session(&journal.records()?)
+        };
+        if let Some(limit) = before.reaches(&budget.session, Scope::Session) {
+            return Err(JournalError::BudgetSpent {
+                limit,
+                spent: before,
+                budget: budget.session,
+            });
+        }
+        let recorded = RecordedRun {
+            budget: budget.clone(),
+            ..RecordedRun::default()
+        };
+        let run = Self::with(journal, new_run_id(), recorded, before);
         run.inner
             .journal
             .append(&Record::new(Step::RunStarted {
@@ -142,6 +194,7 @@ impl DurableRun {
                 transcript_digest: transcript_digest(transcript),
                 transcript_length: transcript.len(),
                 prompt: prompt.to_vec(),
+                budget,
             }))
             .await?;
         Ok(run)
@@ -159,6 +212,10 @@ impl DurableRun {
         let Some(recorded) = RecordedRun::last(&records) else {
             return Ok(Recovery::NothingInterrupted);
         };
+        let earlier = records
+            .iter()
+            .rposition(|r| matches!(r.step, Step::RunStarted { .. }))
+            .unwrap_or(0);
         if !recorded.interrupted() {
             return Ok(Recovery::NothingInterrupted);
         }
@@ -180,7 +237,12 @@ impl DurableRun {
         let transcript_length = recorded.transcript_length;
         let run_id = recorded.run_id.clone();
         Ok(Recovery::Interrupted {
-            run: Self::with(journal, run_id, recorded),
+            run: Self::with(
+                journal,
+                run_id,
+                recorded,
+                Spent::of_session(&records[..earlier]),
+            ),
             prompt,
             transcript_length,
             pending,
@@ -212,10 +274,36 @@ impl DurableRun {
         })
     }
 
-    /// Sets the run's limits (before it starts); see [`Budget`](crate::Budget).
+    /// Sets the run's own limits (before it starts), keeping the session's; see
+    /// [`Budget`](crate::Budget). Not journaled: a run started with
+    /// [`start_with_budget`](Self::start_with_budget) has its limits on record, and a
+    /// recovered run gets them back without this.
     pub fn with_budget(self, budget: crate::Budget) -> Self {
-        *self.inner.spending.lock() = crate::budget::Spending::new(budget);
+        let budgets = Budgets {
+            run: budget,
+            session: self.inner.spending.lock().budgets().session.clone(),
+        };
+        self.with_budgets(budgets)
+    }
+
+    /// Sets the run's and the session's limits (before it starts), not journaled.
+    pub fn with_budgets(self, budgets: Budgets) -> Self {
+        {
+            let mut spending = self.inner.spending.lock();
+            let before = spending.before().clone();
+            *spending = Spending::new(budgets, before);
+        }
         self
+    }
+
+    /// The limits the run goes under (a recovered run: the ones it was started with).
+    pub fn budget(&self) -> Budgets {
+        self.inner.spending.lock().budgets().clone()
+    }
+
+    /// What the run has used so far.
+    pub fn spent(&self) -> Spent {
+        self.inner.spending.lock().used()
     }
 
     /// The limit that ended the run with a wrap-up turn, if one did.
@@ -275,6 +363,7 @@ impl DurableRun {
             .append(&Record::new(Step::RunFinished {
                 run_id: self.inner.run_id.clone(),
                 end,
+                wall_time_ms: Some(self.spent().wall_time.as_millis() as u64),
             }))
             .await
     }

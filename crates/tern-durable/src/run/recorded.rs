@@ -51,6 +51,19 @@ pub struct RecordedInput {
     pub returned: bool,
 }
 
+/// One decision asked of someone outside the program (a permission answer) in a recorded run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedDecision {
+    /// The step id.
+    pub id: String,
+    /// The hook that asked.
+    pub hook: String,
+    /// What it asked.
+    pub question: serde_json::Value,
+    /// The answer, if it came before the journal ends.
+    pub answer: Option<serde_json::Value>,
+}
+
 /// The last run of a journal.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecordedRun {
@@ -72,6 +85,10 @@ pub struct RecordedRun {
     pub inputs: Vec<RecordedInput>,
     /// How the run ended, if it did.
     pub finished: Option<RunEnd>,
+    /// The limits it was started with.
+    pub budget: crate::Budgets,
+    /// Decisions asked outside the program, by the tool-call id they are about.
+    pub decisions: HashMap<String, RecordedDecision>,
 }
 
 impl RecordedRun {
@@ -99,7 +116,9 @@ impl RecordedRun {
                 transcript_digest,
                 transcript_length,
                 prompt,
+                budget,
             } => {
+                self.budget = budget.clone();
                 self.prompt = prompt.clone();
                 self.run_id = run_id.clone();
                 self.transcript_digest = transcript_digest.clone();
@@ -173,7 +192,28 @@ impl RecordedRun {
                     t.outcome = Some(end.clone());
                 }
             }
-            Step::Decision { .. } => {}
+            Step::DecisionIntent {
+                id,
+                hook,
+                tool_call_id,
+                question,
+                ..
+            } => {
+                self.decisions.insert(
+                    tool_call_id.clone(),
+                    RecordedDecision {
+                        id: id.clone(),
+                        hook: hook.clone(),
+                        question: question.clone(),
+                        answer: None,
+                    },
+                );
+            }
+            Step::Decision { id, value, .. } => {
+                if let Some(d) = self.decisions.values_mut().find(|d| &d.id == id) {
+                    d.answer = Some(value.clone());
+                }
+            }
             Step::RunFinished { end, .. } => self.finished = Some(end.clone()),
         }
     }

@@ -112,6 +112,13 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
     if let Some(s) = sub {
         s.unsubscribe();
     }
+    if let Some((limit, why)) = rt.limits.refused.lock().clone() {
+        eprintln_redacted!("tern: {why}");
+        if output == Output::Json {
+            out_line(&event_lines::settled(false, Some(limit)).to_string());
+        }
+        return exit::LIMIT;
+    }
     let run = match result {
         Ok(run) => run,
         Err(e) => {
@@ -122,7 +129,7 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
     let code = outcome(rt, &run);
     if output == Output::Json {
         let aborted = code == exit::ABORTED || rt.limits.timed_out.load(Ordering::SeqCst);
-        out_line(&event_lines::settled(aborted).to_string());
+        out_line(&event_lines::settled(aborted, rt.limits.ended_by()).to_string());
     }
     if output == Output::Print {
         // Model text may hold escape sequences meant to move the cursor or retitle the
@@ -151,8 +158,8 @@ pub fn outcome(rt: &Runtime, run: &RunOutcome) -> i32 {
         eprintln_redacted!(
             "tern: timeout reached after {:.0} s (--timeout) and the run did not wrap up within \
              {:.0} s more; it was aborted and the task was not confirmed complete",
-            l.timeout.map(|d| d.as_secs_f64()).unwrap_or_default(),
-            l.timeout
+            l.timeout().map(|d| d.as_secs_f64()).unwrap_or_default(),
+            l.timeout()
                 .map(|d| crate::limits::grace(d).as_secs_f64())
                 .unwrap_or_default()
         );

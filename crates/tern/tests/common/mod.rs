@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod killed;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -98,7 +98,10 @@ impl Ui {
         self.flush_partial();
         let l = &self.rt.limits;
         let ended_by = *l.ended_by.lock();
-        let note = if l.timed_out.load(Ordering::SeqCst) {
+        let refused = l.refused.lock().clone();
+        let note = if let Some((_, why)) = refused {
+            Some(why)
+        } else if l.timed_out.load(Ordering::SeqCst) {
             Some("timeout reached (--timeout) and the run did not wrap up; it was aborted and the task was not confirmed complete".to_string())
         } else if let Some(limit) = ended_by {
             Some(l.limit_note(limit))

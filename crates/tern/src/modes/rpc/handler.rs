@@ -94,7 +94,8 @@ impl Rpc {
             }
             // Idle in the same step as `agent_settled` is sent: a command sent after a client
             // read it finds the agent idle.
-            let settled = event_lines::settled(rt.limits.aborted()).to_string();
+            let settled =
+                event_lines::settled(rt.limits.aborted(), rt.limits.ended_by()).to_string();
             idle.send_modify(|idle| {
                 let _ = tx.send(settled);
                 *idle = true;
@@ -113,6 +114,9 @@ impl Rpc {
             } => {
                 let m = input.into_message();
                 if !self.running() {
+                    if let Some((limit, why)) = self.rt.session_refusal() {
+                        return Err(format!("{why} (limit: {})", limit.key()));
+                    }
                     self.start_run(Start::Prompt(m));
                     return Ok(Some(json!({"disposition": "started"})));
                 }

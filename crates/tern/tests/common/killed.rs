@@ -1,0 +1,64 @@
+//! Runs killed on purpose: a bash call slow enough to be killed in, SIGKILL once its intent
+//! is journaled, and the flags that let bash run unasked.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::Reply;
+
+/// A bash call that writes its shell's pid to `pid` and sleeps (long enough to be killed).
+pub fn slow_bash(id: &str, pid: &Path) -> Reply {
+    Reply::tool(
+        id,
+        "bash",
+        json!({"command": format!("sh -c 'echo $$ > {}; exec sleep 30'", pid.display())}),
+    )
+}
+
+/// The flags that give tern bash, allowed without asking and unconfined.
+pub const BASH: [&str; 6] = [
+    "--tools",
+    "bash",
+    "--allow",
+    "bash",
+    "--sandbox",
+    "full-access",
+];
+
+/// A file's text, empty when it cannot be read.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Waits (20 s at most) until `cond` holds.
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills tern with SIGKILL once the bash call's intent is journaled and the tool runs, then
+/// the orphaned sleep.
+pub fn kill_mid_tool(mut child: Child, session: &Path, pid: &Path) {
+    wait_until("the tool intent and the tool", || {
+        read(session).contains(r#""type":"tool_intent""#) && !read(pid).trim().is_empty()
+    });
+    child.kill().expect("SIGKILL tern");
+    let _ = child.wait();
+    let _ = Command::new("kill")
+        .args(["-KILL", read(pid).trim()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+pub fn spawn(mut c: Command) -> Child {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c.spawn().expect("spawn tern")
+}
