@@ -543,6 +543,31 @@ pub struct Verdict {
     pub reason: Option<String>,
 }
 
+impl Verdict {
+    /// The call may run.
+    pub fn allowed() -> Self {
+        Verdict {
+            block: false,
+            reason: None,
+        }
+    }
+
+    /// The person asked `prompt` said no (also when a recorded "no" is replayed).
+    ///
+    /// ```
+    /// let v = tern_tools::policy::Verdict::declined("Allow bash?");
+    /// assert!(v.block && v.reason.unwrap().contains("declined"));
+    /// ```
+    pub fn declined(prompt: &str) -> Self {
+        Verdict {
+            block: true,
+            reason: Some(format!(
+                "Permission denied: the user declined the call ({prompt})."
+            )),
+        }
+    }
+}
+
 /// A policy plus someone to ask: the `before_tool_call` hook's body.
 ///
 /// ```
@@ -653,17 +678,9 @@ impl PermissionGate {
                     a = ask(request, signal.clone()) => a,
                 };
                 if answer {
-                    Verdict {
-                        block: false,
-                        reason: None,
-                    }
+                    Verdict::allowed()
                 } else {
-                    Verdict {
-                        block: true,
-                        reason: Some(format!(
-                            "Permission denied: the user declined the call ({prompt})."
-                        )),
-                    }
+                    Verdict::declined(&prompt)
                 }
             }
         }

@@ -95,18 +95,10 @@ pub async fn evaluate(
             run.decided_without_asking(HOOK, call.id, "allows");
             // A recovered run keeps the "no" a person gave, whatever the policy is now.
             match recorded {
-                Some(d) if d.answer == Some(Value::Bool(false)) => Verdict {
-                    block: true,
-                    // The words the gate used when the person said no.
-                    reason: Some(format!(
-                        "Permission denied: the user declined the call ({}).",
-                        d.question["prompt"].as_str().unwrap_or_default()
-                    )),
-                },
-                _ => Verdict {
-                    block: false,
-                    reason: None,
-                },
+                Some(d) if d.answer == Some(Value::Bool(false)) => {
+                    Verdict::declined(d.question["prompt"].as_str().unwrap_or_default())
+                }
+                _ => Verdict::allowed(),
             }
         }
     }
