@@ -220,6 +220,17 @@ struct Outcome {
     stats: Arc<Stats>,
 }
 
+/// A `200` with `content_type` and `body`, default options.
+async fn ok_response(api: &str, content_type: &'static str, body: Vec<u8>) -> Outcome {
+    let fault = Fault::Full {
+        status: 200,
+        content_type,
+        headers: vec![],
+        body,
+    };
+    drive(api, fault, StreamOptions::default()).await
+}
+
 async fn drive(api: &str, fault: Fault, options: StreamOptions) -> Outcome {
     let (origin, stats) = start(fault).await;
     let model = model(api, &origin);
@@ -363,32 +374,12 @@ async fn invalid_utf8_never_panics() {
     each_api(|api| async move {
         // Garbage records only: nothing parses.
         let garbage = b"data: \xff\xfe\xfd\x80\n\n\xc3\x28\xa0\xa1\n\n".repeat(4);
-        let o = drive(
-            api,
-            Fault::Full {
-                status: 200,
-                content_type: "text/event-stream",
-                headers: vec![],
-                body: garbage,
-            },
-            StreamOptions::default(),
-        )
-        .await;
+        let o = ok_response(api, "text/event-stream", garbage).await;
         assert_error(api, &o, "");
         // Invalid bytes inside an otherwise valid stream: lossily decoded, never a panic.
         let mut body = b": \xff\xfe comment\n\n".to_vec();
         body.extend(valid_body(api));
-        let o = drive(
-            api,
-            Fault::Full {
-                status: 200,
-                content_type: "text/event-stream",
-                headers: vec![],
-                body,
-            },
-            StreamOptions::default(),
-        )
-        .await;
+        let o = ok_response(api, "text/event-stream", body).await;
         assert!(
             matches!(o.reason, StopReason::Stop | StopReason::Error),
             "{api}"
@@ -445,17 +436,7 @@ async fn storm_of_429s() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn html_with_status_200() {
     each_api(|api| async move {
-        let o = drive(
-            api,
-            Fault::Full {
-                status: 200,
-                content_type: "text/html; charset=utf-8",
-                headers: vec![],
-                body: b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n\n<body><h1>Bad Gateway</h1></body></html>\n".to_vec(),
-            },
-            StreamOptions::default(),
-        )
-        .await;
+        let o = ok_response(api, "text/html; charset=utf-8", b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n\n<body><h1>Bad Gateway</h1></body></html>\n".to_vec()).await;
         // The error says what arrived instead of events.
         assert_error(api, &o, "not an event stream");
         assert_error(api, &o, "text/html");
@@ -470,17 +451,7 @@ async fn gzip_with_status_200() {
         // A proxy's gzip of a stream, passed on without `Content-Encoding`.
         let mut body = vec![0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0, 0x03];
         body.extend((0..200u8).map(|b| b.wrapping_mul(37)));
-        let o = drive(
-            api,
-            Fault::Full {
-                status: 200,
-                content_type: "text/event-stream",
-                headers: vec![],
-                body,
-            },
-            StreamOptions::default(),
-        )
-        .await;
+        let o = ok_response(api, "text/event-stream", body).await;
         assert_error(api, &o, "gzip-compressed data");
     })
     .await;
