@@ -4,10 +4,18 @@
 //! queued up as one transaction: with [`Durability::Fsync`] that is one fsync for the whole
 //! group (group commit), so fifty agents cost about one agent's fsyncs. Other processes may
 //! write the same database: SQLite's locking serializes them (a busy writer is waited for).
+//!
+//! With [`Durability::Buffered`], an **outcome** (a model's final message, a tool's result, an
+//! input's placement) is acknowledged as soon as it is queued, and committed with the next
+//! record that guards an effect (an intent, an accepted input, a run's start or end), or
+//! after [`DEFER_WINDOW`]: one agent's turn is two transactions instead of four, and no
+//! effect starts before its intent is committed. What a killed process may lose is the
+//! outcomes after its last intent: the request is sent again, a `never` tool's result
+//! becomes "outcome unknown", as if the process had died just before recording them.
 
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -16,21 +24,57 @@ use tokio::sync::oneshot;
 
 use super::{Durability, Journal};
 use crate::record::RecordRejection;
-use crate::{JournalError, Record, FORMAT_VERSION};
+use crate::{JournalError, Record, Step, FORMAT_VERSION};
 
 /// Most appends one transaction takes (bounds one commit's latency).
 const MAX_GROUP: usize = 512;
 
+/// The longest a buffered outcome waits for the record that commits it.
+pub const DEFER_WINDOW: Duration = Duration::from_millis(5);
+
+/// Who waits for an append's commit.
+enum Done {
+    /// An async caller (`append`).
+    Task(oneshot::Sender<Result<(), String>>),
+    /// A blocking caller (`records`, which first commits what is queued).
+    Thread(mpsc::Sender<Result<(), String>>),
+    /// Nobody: a buffered outcome, acknowledged when queued.
+    Deferred,
+}
+
 struct Append {
     session: Arc<str>,
-    record: String,
-    done: oneshot::Sender<Result<(), String>>,
+    /// `None`: only a flush (commit what is queued).
+    record: Option<String>,
+    done: Done,
 }
 
 struct Shared {
     path: String,
+    durability: Durability,
     writer: Mutex<Option<mpsc::Sender<Append>>>,
     reader: Mutex<Connection>,
+    /// The failure of a commit nobody waited for (deferred records only): the next append
+    /// reports it.
+    unreported: Arc<Mutex<Option<String>>>,
+}
+
+impl Drop for Shared {
+    /// The last handle going away commits the deferred outcomes still queued, so a run that
+    /// ends normally leaves all of them on disk.
+    fn drop(&mut self) {
+        if let Some(tx) = self.writer.lock().take() {
+            let (done, wait) = mpsc::channel();
+            let flush = Append {
+                session: Arc::from(""),
+                record: None,
+                done: Done::Thread(done),
+            };
+            if tx.send(flush).is_ok() {
+                let _ = wait.recv();
+            }
+        }
+    }
 }
 
 /// A SQLite database of journals; cheap to clone, one per process is enough.
@@ -77,9 +121,11 @@ fn connect(path: &std::path::Path, durability: Durability) -> rusqlite::Result<C
         Durability::Buffered => "OFF",
     };
     c.pragma_update(None, "synchronous", sync)?;
+    // A plain rowid key (no AUTOINCREMENT): rows are never deleted, so ids only grow, and a
+    // commit does not also rewrite `sqlite_sequence`. Databases made with AUTOINCREMENT keep it.
     c.execute_batch(
         "CREATE TABLE IF NOT EXISTS tern_steps (
-             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             seq INTEGER PRIMARY KEY,
              session TEXT NOT NULL,
              record TEXT NOT NULL
          );
@@ -99,9 +145,11 @@ impl SqliteJournal {
         let writer = connect(path, durability).map_err(err)?;
         let reader = connect(path, durability).map_err(err)?;
         let (tx, rx) = mpsc::channel::<Append>();
+        let unreported = Arc::new(Mutex::new(None));
+        let failures = unreported.clone();
         std::thread::Builder::new()
             .name("tern-sqlite-journal".into())
-            .spawn(move || write_groups(writer, rx))
+            .spawn(move || write_groups(writer, rx, &failures))
             .map_err(|e| JournalError::Commit {
                 path: name.clone(),
                 reason: format!("cannot start the writer thread: {e}"),
@@ -109,8 +157,10 @@ impl SqliteJournal {
         Ok(SqliteJournal {
             shared: Arc::new(Shared {
                 path: name,
+                durability,
                 writer: Mutex::new(Some(tx)),
                 reader: Mutex::new(reader),
+                unreported,
             }),
         })
     }
@@ -125,6 +175,7 @@ impl SqliteJournal {
 
     /// The ids of the sessions that have records.
     pub fn sessions(&self) -> Result<Vec<String>, JournalError> {
+        self.flush()?;
         let c = self.shared.reader.lock();
         let mut q = c
             .prepare("SELECT DISTINCT session FROM tern_steps ORDER BY session")
@@ -136,6 +187,48 @@ impl SqliteJournal {
             .map_err(|e| self.sqlite_error(e))
     }
 
+    /// Commits what is queued (buffered outcomes included) and waits for it, so a read sees
+    /// every acknowledged append.
+    fn flush(&self) -> Result<(), JournalError> {
+        let (done, wait) = mpsc::channel();
+        self.send(Append {
+            session: Arc::from(""),
+            record: None,
+            done: Done::Thread(done),
+        })?;
+        self.answer(wait.recv().ok())
+    }
+
+    fn send(&self, append: Append) -> Result<(), JournalError> {
+        let sent = match self.shared.writer.lock().as_ref() {
+            Some(tx) => tx.send(append).is_ok(),
+            None => false,
+        };
+        if sent {
+            Ok(())
+        } else {
+            Err(self.closed())
+        }
+    }
+
+    /// A commit's answer as the caller's result; `None`: the writer went away.
+    fn answer(&self, answer: Option<Result<(), String>>) -> Result<(), JournalError> {
+        match answer {
+            Some(Ok(())) => Ok(()),
+            Some(Err(reason)) => Err(JournalError::Commit {
+                path: self.shared.path.clone(),
+                reason,
+            }),
+            None => Err(self.closed()),
+        }
+    }
+
+    fn closed(&self) -> JournalError {
+        JournalError::Closed {
+            path: self.shared.path.clone(),
+        }
+    }
+
     fn sqlite_error(&self, source: rusqlite::Error) -> JournalError {
         JournalError::Sqlite {
             path: self.shared.path.clone(),
@@ -145,33 +238,75 @@ impl SqliteJournal {
 }
 
 /// The writer thread: takes what has queued, commits it as one transaction, answers each.
-fn write_groups(mut c: Connection, rx: mpsc::Receiver<Append>) {
-    while let Ok(first) = rx.recv() {
+/// A group of deferred records only waits up to [`DEFER_WINDOW`] for a record someone waits
+/// for; the channel closing commits what is left.
+fn write_groups(mut c: Connection, rx: mpsc::Receiver<Append>, unreported: &Mutex<Option<String>>) {
+    let mut open = true;
+    while open {
+        let Ok(first) = rx.recv() else { break };
         let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match rx.try_recv() {
+        let deadline = Instant::now() + DEFER_WINDOW;
+        loop {
+            while group.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(a) => group.push(a),
+                    Err(_) => break,
+                }
+            }
+            let awaited = group.iter().any(|a| !matches!(a.done, Done::Deferred));
+            if awaited || group.len() >= MAX_GROUP {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
                 Ok(a) => group.push(a),
-                Err(_) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    open = false;
+                    break;
+                }
             }
         }
         let result = commit(&mut c, &group).map_err(|e| e.to_string());
+        let mut reported = false;
         for a in group {
             // A caller that stopped waiting does not care.
-            let _ = a.done.send(result.clone());
+            match a.done {
+                Done::Task(done) => reported |= done.send(result.clone()).is_ok(),
+                Done::Thread(done) => reported |= done.send(result.clone()).is_ok(),
+                Done::Deferred => {}
+            }
+        }
+        if let (Err(reason), false) = (&result, reported) {
+            unreported.lock().get_or_insert_with(|| reason.clone());
         }
     }
 }
 
 fn commit(c: &mut Connection, group: &[Append]) -> rusqlite::Result<()> {
+    if group.iter().all(|a| a.record.is_none()) {
+        return Ok(());
+    }
     let tx = c.transaction()?;
     {
         let mut insert =
             tx.prepare_cached("INSERT INTO tern_steps (session, record) VALUES (?1, ?2)")?;
         for a in group {
-            insert.execute(params![&*a.session, a.record])?;
+            if let Some(record) = &a.record {
+                insert.execute(params![&*a.session, record])?;
+            }
         }
     }
     tx.commit()
+}
+
+/// Whether a buffered journal may acknowledge `step` before committing it: an outcome, which
+/// no effect waits for; the next intent's commit carries it (see the module's text).
+fn may_defer(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::ModelOutcome { .. } | Step::ToolOutcome { .. } | Step::InputCommitted { .. }
+    )
 }
 
 impl SqliteSession {
@@ -179,47 +314,35 @@ impl SqliteSession {
     pub fn id(&self) -> &str {
         &self.session
     }
-
-    fn closed(&self) -> JournalError {
-        JournalError::Closed {
-            path: self.db.shared.path.clone(),
-        }
-    }
 }
 
 impl Journal for SqliteSession {
     fn append<'a>(&'a self, record: &'a Record) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
+            let db = &self.db;
+            if let Some(reason) = db.shared.unreported.lock().take() {
+                return db.answer(Some(Err(reason)));
+            }
             let text = serde_json::to_string(record).map_err(|e| JournalError::Commit {
-                path: self.db.shared.path.clone(),
+                path: db.shared.path.clone(),
                 reason: format!("record does not serialize: {e}"),
             })?;
-            let (done, wait) = oneshot::channel();
-            let sent = match self.db.shared.writer.lock().as_ref() {
-                Some(tx) => tx
-                    .send(Append {
-                        session: self.session.clone(),
-                        record: text,
-                        done,
-                    })
-                    .is_ok(),
-                None => false,
+            let append = |done| Append {
+                session: self.session.clone(),
+                record: Some(text),
+                done,
             };
-            if !sent {
-                return Err(self.closed());
+            if db.shared.durability == Durability::Buffered && may_defer(&record.step) {
+                return db.send(append(Done::Deferred));
             }
-            match wait.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(reason)) => Err(JournalError::Commit {
-                    path: self.db.shared.path.clone(),
-                    reason,
-                }),
-                Err(_) => Err(self.closed()),
-            }
+            let (done, wait) = oneshot::channel();
+            db.send(append(Done::Task(done)))?;
+            db.answer(wait.await.ok())
         })
     }
 
     fn records(&self) -> Result<Vec<Record>, JournalError> {
+        self.db.flush()?;
         let c = self.db.shared.reader.lock();
         let mut q = c
             .prepare_cached("SELECT record FROM tern_steps WHERE session = ?1 ORDER BY seq")

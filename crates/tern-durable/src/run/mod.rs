@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tern_agent::AgentTool;
+use tern_ai::environment::Environment;
 use tern_ai::{Message, StreamFn};
 
 pub use inputs::{InputProgress, InputStage};
@@ -36,6 +37,8 @@ pub(crate) struct Cursor {
 pub(crate) struct RunInner {
     pub(crate) journal: Arc<dyn Journal>,
     pub(crate) run_id: String,
+    /// The clock and id source of the run's own ids and messages.
+    pub(crate) env: Environment,
     pub(crate) cursor: Mutex<Cursor>,
     inputs: AtomicU64,
     /// Where accepted input goes; set by `attach`, cleared by `finish` (the agent holds
@@ -93,22 +96,24 @@ pub enum Recovery {
     },
 }
 
-fn new_run_id() -> String {
-    static RUNS: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "run-{}-{}",
-        tern_ai::clock::now_ms(),
-        RUNS.fetch_add(1, Ordering::Relaxed)
-    )
+/// `run-<ms>-<16 hex digits>`: when, and a fresh id from the environment.
+fn new_run_id(env: &Environment) -> String {
+    format!("run-{}-{:016x}", env.now_ms(), env.next_id())
 }
 
 impl DurableRun {
-    fn with(journal: Arc<dyn Journal>, run_id: String, recorded: RecordedRun) -> Self {
+    fn with(
+        env: Environment,
+        journal: Arc<dyn Journal>,
+        run_id: String,
+        recorded: RecordedRun,
+    ) -> Self {
         let inputs = recorded.inputs.len() as u64;
         DurableRun {
             inner: Arc::new(RunInner {
                 journal,
                 run_id,
+                env,
                 cursor: Mutex::new(Cursor {
                     recorded,
                     next_model: 0,
@@ -134,7 +139,38 @@ impl DurableRun {
         transcript: &[Message],
         prompt: &[Message],
     ) -> Result<DurableRun, JournalError> {
-        let run = Self::with(journal, new_run_id(), RecordedRun::default());
+        Self::start_in(Environment::system(), journal, transcript, prompt).await
+    }
+
+    /// [`start`](Self::start) with the run's clock and id source given: its run id and the
+    /// messages the durable layer makes itself (a refused request's error) come from `env`.
+    /// With a fixed clock and a deterministic id source (and the session written with the
+    /// same, [`SessionFile::with_environment`](tern_session::SessionFile::with_environment)),
+    /// the same run writes the same journal, byte for byte.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_ai::environment::Environment;
+    /// use tern_durable::{DurableRun, Journal, MemoryJournal, Step};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let journal = Arc::new(MemoryJournal::default());
+    /// let env = Environment::fixed(1_733_234_400_000, 7);
+    /// let run = DurableRun::start_in(env.clone(), journal.clone(), &[], &[]).await.unwrap();
+    /// let again = DurableRun::start_in(Environment::fixed(1_733_234_400_000, 7), journal.clone(), &[], &[])
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(run.id(), again.id(), "the same clock and seed, the same run id");
+    /// assert!(run.id().starts_with("run-1733234400000-"));
+    /// # });
+    /// ```
+    pub async fn start_in(
+        env: Environment,
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+        prompt: &[Message],
+    ) -> Result<DurableRun, JournalError> {
+        let run_id = new_run_id(&env);
+        let run = Self::with(env, journal, run_id, RecordedRun::default());
         run.inner
             .journal
             .append(&Record::new(Step::RunStarted {
@@ -152,6 +188,16 @@ impl DurableRun {
     /// `transcript` is the session's transcript as loaded; its first messages must be the
     /// ones the run started from, or the journal is refused ([`JournalError::OtherTranscript`]).
     pub fn recover(
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+    ) -> Result<Recovery, JournalError> {
+        Self::recover_in(Environment::system(), journal, transcript)
+    }
+
+    /// [`recover`](Self::recover) with the recovered run's clock and id source given (see
+    /// [`start_in`](Self::start_in)).
+    pub fn recover_in(
+        env: Environment,
         journal: Arc<dyn Journal>,
         transcript: &[Message],
     ) -> Result<Recovery, JournalError> {
@@ -180,7 +226,7 @@ impl DurableRun {
         let transcript_length = recorded.transcript_length;
         let run_id = recorded.run_id.clone();
         Ok(Recovery::Interrupted {
-            run: Self::with(journal, run_id, recorded),
+            run: Self::with(env, journal, run_id, recorded),
             prompt,
             transcript_length,
             pending,
