@@ -1,4 +1,6 @@
 //! The one place tern reads wall-clock time, so tests and replays can reason about it.
+//! Code that stamps journals and session files asks an
+//! [`Environment`](crate::environment::Environment) instead, whose default clock is this one.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

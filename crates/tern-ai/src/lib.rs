@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod environment;
 pub mod event;
 pub mod faux;
 pub mod json_parse;

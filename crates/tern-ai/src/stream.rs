@@ -20,7 +20,7 @@
 //! # }
 //! ```
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -151,7 +151,12 @@ pub struct EventStream<E: StreamEvent> {
     shared: Arc<Shared<E>>,
     // Events taken from the shared queue in one lock, handed out one by one.
     local: Drain<E>,
+    // The producer, run by this consumer's polls ([`AssistantMessageEventStream::driven_by`]).
+    driver: Option<Mutex<Option<Driver>>>,
 }
+
+/// A producer future run by the stream's consumer.
+type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A connected sender and stream.
 pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
@@ -171,6 +176,7 @@ pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
         EventStream {
             shared,
             local: Drain::new(),
+            driver: None,
         },
     )
 }
@@ -226,10 +232,22 @@ impl<E: StreamEvent> EventStream<E> {
         poll_fn(|cx| self.poll_next_event(cx)).await
     }
 
+    /// Runs the driver, if any, until it waits or finishes (then it is dropped).
+    fn poll_driver(&self, cx: &mut Context<'_>) {
+        let Some(slot) = &self.driver else { return };
+        let mut slot = slot.lock();
+        if let Some(driver) = slot.as_mut() {
+            if driver.as_mut().poll(cx).is_ready() {
+                *slot = None;
+            }
+        }
+    }
+
     fn poll_next_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
         if let Some(e) = self.local.pop() {
             return Poll::Ready(Some(e));
         }
+        self.poll_driver(cx);
         let mut st = self.shared.state.lock();
         if !st.queue.is_empty() {
             self.local.refill(&mut st.queue);
@@ -247,6 +265,7 @@ impl<E: StreamEvent> EventStream<E> {
     /// the stream ended without one.
     pub async fn final_result(&self) -> Option<E::Output> {
         poll_fn(|cx| {
+            self.poll_driver(cx);
             let mut st = self.shared.state.lock();
             if let Some(r) = &st.result {
                 return Poll::Ready(Some(r.clone()));
@@ -361,6 +380,29 @@ impl AssistantMessageEventSender {
 }
 
 impl AssistantMessageEventStream {
+    /// This stream with its producer run by its consumer: every poll of the stream (for an
+    /// event or for the result) first polls `driver`, until it finishes. A stream function
+    /// that forwards another stream, or awaits something before it answers, needs no task of
+    /// its own (and no hop through the runtime's queue per event). Dropping the stream drops
+    /// the driver.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use tern_ai::{assistant_stream, AssistantMessage, AssistantMessageEvent, StopReason};
+    /// let (tx, stream) = assistant_stream();
+    /// let stream = stream.driven_by(async move {
+    ///     tokio::task::yield_now().await; // e.g. waiting for a journal
+    ///     let message = AssistantMessage { timestamp: tern_ai::clock::now_ms(), ..Default::default() };
+    ///     tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: std::sync::Arc::new(message) });
+    /// });
+    /// assert_eq!(stream.result().await.stop_reason, StopReason::Stop);
+    /// # });
+    /// ```
+    pub fn driven_by(mut self, driver: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.inner.driver = Some(Mutex::new(Some(Box::pin(driver))));
+        self
+    }
+
     /// The next event, `None` after the last.
     pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
         self.inner.next().await

@@ -49,14 +49,79 @@ pub fn context_digest(messages: &[Message]) -> String {
 }
 
 fn hash_context_message(h: &mut Sha256, m: &Message) {
-    let mut v = serde_json::to_value(m).unwrap_or_default();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("timestamp");
-        o.remove("durationMs");
-    }
-    let line = serde_json::to_vec(&v).unwrap_or_default();
+    let line = context_json(m);
     h.update((line.len() as u64).to_le_bytes());
     h.update(&line);
+}
+
+/// The message's JSON without its top-level `timestamp` and `durationMs`, byte for byte what
+/// `serde_json::to_value`, `Map::remove` of both keys, `to_vec` gave (the digests on disk were
+/// made so): the message is serialized once, its top-level entries are found in the text, and
+/// each removal moves the last entry into the removed one's place, as the order-preserving
+/// map's `remove` (a `swap_remove`) does. Building a `Value` of every message was most of a
+/// journaled step's cost.
+fn context_json(m: &Message) -> Vec<u8> {
+    let Ok(text) = serde_json::to_vec(m) else {
+        return Vec::new();
+    };
+    let Some(mut entries) = top_level_entries(&text) else {
+        return text;
+    };
+    let before = entries.len();
+    for key in [&b"\"timestamp\""[..], &b"\"durationMs\""[..]] {
+        if let Some(i) = entries
+            .iter()
+            .position(|e| e.starts_with(key) && e.get(key.len()) == Some(&b':'))
+        {
+            entries.swap_remove(i);
+        }
+    }
+    if entries.len() == before {
+        return text;
+    }
+    let mut out = Vec::with_capacity(text.len());
+    out.push(b'{');
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(e);
+    }
+    out.push(b'}');
+    out
+}
+
+/// The `"key":value` slices of a compact JSON object's top level; `None` when `text` is not
+/// an object.
+fn top_level_entries(text: &[u8]) -> Option<Vec<&[u8]>> {
+    let inner = text.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let mut entries = Vec::new();
+    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, 0);
+    for (i, &b) in inner.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => {
+                entries.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if start < inner.len() {
+        entries.push(&inner[start..]);
+    }
+    Some(entries)
 }
 
 /// [`context_digest`] for the successive requests of one run: it keeps the hash state after
@@ -162,6 +227,52 @@ pub(crate) fn request_digests_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the context digest hashed before `context_json`: the message as a `Value`,
+    /// without its timestamps.
+    fn via_value(m: &Message) -> Vec<u8> {
+        let mut v = serde_json::to_value(m).expect("a value");
+        if let Some(o) = v.as_object_mut() {
+            o.remove("timestamp");
+            o.remove("durationMs");
+        }
+        serde_json::to_vec(&v).expect("json")
+    }
+
+    #[test]
+    fn the_context_json_is_byte_for_byte_the_value_it_replaced() {
+        use serde_json::json;
+        let messages: Vec<Message> = [
+            json!({"role": "user", "content": "plain, with \"quotes\" and {braces}", "timestamp": 5}),
+            json!({"role": "user", "content": [{"type": "text", "text": "a\\"}], "timestamp": 1}),
+            json!({"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "hm [", "thinkingSignature": "s"},
+                    {"type": "text", "text": "}"},
+                    {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a,b", "n": 1.5}}],
+                "api": "openai-completions", "provider": "openai", "model": "m",
+                "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
+                          "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.3}},
+                "stopReason": "toolUse", "timestamp": 9, "durationMs": 12}),
+            json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                "content": [{"type": "text", "text": "x"}], "details": {"d": [1, {"e": "]"}]},
+                "isError": false, "timestamp": 3}),
+            json!({"role": "assistant", "content": [], "api": "a", "provider": "p", "model": "m",
+                "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                "stopReason": "error", "errorMessage": "boom", "timestamp": 2}),
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).expect("a message"))
+        .chain([Message::user_text("made here")])
+        .collect();
+        for m in &messages {
+            assert_eq!(
+                String::from_utf8_lossy(&context_json(m)),
+                String::from_utf8_lossy(&via_value(m))
+            );
+        }
+        assert_eq!(top_level_entries(b"[1]"), None);
+    }
 
     #[test]
     fn the_continued_digest_is_the_digest_of_the_whole_context() {

@@ -1,5 +1,6 @@
-//! ISO 8601 timestamps as pi writes them in entries and file names. The clock itself is
-//! [`tern_ai::clock::now_ms`], the one place tern reads the time.
+//! ISO 8601 timestamps as pi writes them in entries and file names. The time itself comes
+//! from the session's [`Environment`](tern_ai::environment::Environment) (by default
+//! [`tern_ai::clock::now_ms`], the one place tern reads the time).
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a Unix time in milliseconds (JavaScript's `toISOString`).
 ///
@@ -30,6 +31,24 @@ pub fn iso_time(ms: u64) -> String {
     )
 }
 
+/// The last timestamp formatted, for a writer that stamps many entries in one millisecond.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stamp {
+    ms: Option<u64>,
+    text: String,
+}
+
+impl Stamp {
+    /// [`iso_time`] of `ms`, formatted again only when `ms` changed.
+    pub(crate) fn iso(&mut self, ms: u64) -> &str {
+        if self.ms != Some(ms) {
+            self.text = iso_time(ms);
+            self.ms = Some(ms);
+        }
+        &self.text
+    }
+}
+
 /// The current time, as [`iso_time`] writes it.
 pub fn iso_now() -> String {
     iso_time(tern_ai::clock::now_ms())
@@ -46,5 +65,14 @@ mod tests {
         // A leap day, and the last millisecond of a year.
         assert_eq!(iso_time(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(iso_time(1_704_067_199_999), "2023-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn a_stamp_formats_each_millisecond_once_and_follows_the_clock() {
+        let mut s = Stamp::default();
+        assert_eq!(s.iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(s.iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(s.iso(1_733_234_400_123), "2024-12-03T14:00:00.123Z");
+        assert_eq!(s.iso(0), "1970-01-01T00:00:00.000Z");
     }
 }

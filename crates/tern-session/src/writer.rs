@@ -9,11 +9,13 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde_json::{json, Value};
+use tern_ai::environment::Environment;
 use tern_ai::Message;
 
 use crate::layout::{cwd_folder, file_name};
-use crate::timestamp::iso_now;
+use crate::timestamp::Stamp;
 use crate::{LoadedSession, SessionError};
 
 /// Format version written in the header.
@@ -46,55 +48,76 @@ pub struct SessionFile {
     file: Option<File>,
     header_written: bool,
     secrets: Arc<[String]>,
+    /// The clock and id source of every stamp and id (see [`with_environment`](Self::with_environment)).
+    env: Environment,
+    /// The last timestamp formatted: entries in the same millisecond reuse it.
+    stamp: Stamp,
+    /// How the id and the path were made, while nothing is written: a new environment makes
+    /// them again.
+    naming: Naming,
+    /// The line being built, kept between appends so an entry allocates nothing.
+    line: Vec<u8>,
 }
 
-/// A new session id (a UUID, as pi's).
-fn session_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+/// Where a session's id and path came from.
+#[derive(Debug, Clone)]
+enum Naming {
+    /// Given (a resumed session), or already written: never changed.
+    Fixed,
+    /// Drawn here; the path is given.
+    At,
+    /// Drawn here; the path is `<folder>/<timestamp>_<id>.jsonl`.
+    InFolder(PathBuf),
 }
 
-/// A new entry id: 8 hex digits, as pi's.
-fn entry_id() -> String {
-    let mut id = uuid::Uuid::new_v4().simple().to_string();
-    id.truncate(8);
-    id
+/// A new entry id from `env`: 8 hex digits, as pi's.
+fn entry_id(env: &Environment) -> String {
+    format!("{:08x}", env.next_id() as u32)
 }
 
 impl SessionFile {
     /// A session kept in memory only: entries are linked but written nowhere.
     pub fn in_memory(cwd: &Path) -> Self {
-        SessionFile {
-            id: session_id(),
-            path: None,
-            cwd: cwd.to_string_lossy().to_string(),
-            leaf: None,
-            file: None,
-            header_written: true,
-            secrets: Arc::from([]),
-        }
+        let mut s = Self::blank(None, cwd, Naming::At);
+        s.header_written = true;
+        s
     }
 
     /// A new session file for `cwd` in its folder under `root`.
     pub fn create(root: &Path, cwd: &Path) -> Self {
-        let id = session_id();
-        let path = cwd_folder(root, cwd).join(file_name(&iso_now(), &id));
-        Self::new_file(id, path, cwd)
+        Self::blank(None, cwd, Naming::InFolder(cwd_folder(root, cwd)))
     }
 
     /// A new session at an explicit path.
     pub fn create_at(path: &Path, cwd: &Path) -> Self {
-        Self::new_file(session_id(), path.to_path_buf(), cwd)
+        Self::blank(Some(path.to_path_buf()), cwd, Naming::At)
     }
 
-    fn new_file(id: String, path: PathBuf, cwd: &Path) -> Self {
-        SessionFile {
-            id,
-            path: Some(path),
+    /// A session with a new id (and, in a folder, the path named after it).
+    fn blank(path: Option<PathBuf>, cwd: &Path, naming: Naming) -> Self {
+        let mut s = SessionFile {
+            id: String::new(),
+            path,
             cwd: cwd.to_string_lossy().to_string(),
             leaf: None,
             file: None,
             header_written: false,
             secrets: Arc::from([]),
+            env: Environment::system(),
+            stamp: Stamp::default(),
+            naming,
+            line: Vec::new(),
+        };
+        s.name();
+        s
+    }
+
+    /// Draws the id (and the path in a folder) from the environment.
+    fn name(&mut self) {
+        self.id = self.env.uuid();
+        if let Naming::InFolder(folder) = &self.naming {
+            let now = self.stamp.iso(self.env.now_ms()).to_string();
+            self.path = Some(folder.join(file_name(&now, &self.id)));
         }
     }
 
@@ -108,7 +131,48 @@ impl SessionFile {
             file: None,
             header_written: true,
             secrets: Arc::from([]),
+            env: Environment::system(),
+            stamp: Stamp::default(),
+            naming: Naming::Fixed,
+            line: Vec::new(),
         }
+    }
+
+    /// Takes every timestamp and id of this session from `env` (default:
+    /// [`Environment::system`]). A new session that has written nothing draws its session id
+    /// (and, from [`create`](Self::create), its file name) again from `env`, so a fixed clock
+    /// and a deterministic id source give the same file, byte for byte, on every run.
+    ///
+    /// ```
+    /// use tern_ai::environment::Environment;
+    /// let dir = tempfile::tempdir()?;
+    /// let write = |name: &str| {
+    ///     let path = dir.path().join(name);
+    ///     let mut s = tern_session::SessionFile::create_at(&path, std::path::Path::new("/p"))
+    ///         .with_environment(Environment::fixed(1_733_234_400_000, 42));
+    ///     s.append_message(&tern_ai::Message::user_text("hi")).expect("written");
+    ///     std::fs::read(&path)
+    /// };
+    /// let (a, b) = (write("a.jsonl")?, write("b.jsonl")?);
+    /// let text = String::from_utf8_lossy(&a);
+    /// assert!(text.contains(r#""timestamp":"2024-12-03T14:00:00.000Z""#));
+    /// // The user message's own timestamp is the caller's; everything the writer adds is the same.
+    /// let first_line = |v: &[u8]| v.split(|b| *b == b'\n').next().map(<[u8]>::to_vec);
+    /// assert_eq!(first_line(&a), first_line(&b));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_environment(mut self, env: Environment) -> Self {
+        self.env = env;
+        self.stamp = Stamp::default();
+        if !matches!(self.naming, Naming::Fixed) && self.leaf.is_none() && self.file.is_none() {
+            self.name();
+        }
+        self
+    }
+
+    /// The clock and id source this session stamps with.
+    pub fn environment(&self) -> &Environment {
+        &self.env
     }
 
     /// Keys that must never reach the file: each is replaced by `[redacted]` in every line
@@ -161,7 +225,7 @@ impl SessionFile {
             "type": "session",
             "version": VERSION,
             "id": self.id,
-            "timestamp": iso_now(),
+            "timestamp": crate::iso_time(self.env.now_ms()),
             "cwd": self.cwd,
         })
     }
@@ -192,8 +256,10 @@ impl SessionFile {
 
     /// Appends a `message` entry (fsync'd).
     pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        let m = serde_json::to_value(message).map_err(|e| self.write_error(e.into()))?;
-        self.append("message", json!({ "message": m }))
+        self.append_entry("message", true, |line| {
+            line.extend_from_slice(br#","message":"#);
+            serde_json::to_writer(line, message)
+        })
     }
 
     /// Appends a `model_change` entry.
@@ -259,20 +325,34 @@ impl SessionFile {
             let v = serde_json::from_str(data).map_err(|e| self.write_error(e.into()))?;
             return self.append_custom(custom_type, v, sync);
         }
-        let id = entry_id();
-        let head = json!({
-            "type": "custom",
-            "id": id,
-            "parentId": self.leaf,
-            "timestamp": iso_now(),
-            "customType": custom_type,
-        });
-        let mut line = serde_json::to_string(&head).map_err(|e| self.write_error(e.into()))?;
-        line.pop(); // the closing brace
-        line.push_str(",\"data\":");
-        line.push_str(data);
-        line.push('}');
-        self.append_line(id, line, sync)
+        self.append_entry("custom", sync, |line| {
+            custom_type_field(line, custom_type)?;
+            line.extend_from_slice(data.as_bytes());
+            Ok(())
+        })
+    }
+
+    /// [`append_custom`](Self::append_custom) with `data` serialized straight into the
+    /// entry's line (compact JSON has no line break), with no `Value` or `String` of it.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let mut s = tern_session::SessionFile::create_at(&dir.path().join("s.jsonl"), std::path::Path::new("/p"));
+    /// s.append_custom_serialized("my-ext", &[1, 2], false).expect("written");
+    /// let text = std::fs::read_to_string(s.path().expect("on disk"))?;
+    /// assert!(text.ends_with("\"customType\":\"my-ext\",\"data\":[1,2]}\n"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append_custom_serialized<T: Serialize + ?Sized>(
+        &mut self,
+        custom_type: &str,
+        data: &T,
+        sync: bool,
+    ) -> Result<(), SessionError> {
+        self.append_entry("custom", sync, |line| {
+            custom_type_field(line, custom_type)?;
+            serde_json::to_writer(line, data)
+        })
     }
 
     /// Forces what was appended without a sync onto the disk.
@@ -288,35 +368,75 @@ impl SessionFile {
     }
 
     fn append_with(&mut self, kind: &str, fields: Value, sync: bool) -> Result<(), SessionError> {
-        let id = entry_id();
-        let mut entry = json!({
-            "type": kind,
-            "id": id,
-            "parentId": self.leaf,
-            "timestamp": iso_now(),
-        });
-        if let (Some(e), Value::Object(extra)) = (entry.as_object_mut(), fields) {
-            e.extend(extra);
-        }
-        let line = serde_json::to_string(&entry).map_err(|e| self.write_error(e.into()))?;
-        self.append_line(id, line, sync)
+        let Value::Object(fields) = fields else {
+            return Ok(());
+        };
+        self.append_entry(kind, sync, |line| {
+            for (k, v) in &fields {
+                line.push(b',');
+                serde_json::to_writer(&mut *line, k)?;
+                line.push(b':');
+                serde_json::to_writer(&mut *line, v)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Builds one entry's line in the kept buffer: the head (`type`, `id`, `parentId`,
+    /// `timestamp`, in pi's order) written by hand, then `rest` (each field with its leading
+    /// comma), then the closing brace; and appends it.
+    fn append_entry(
+        &mut self,
+        kind: &str,
+        sync: bool,
+        rest: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Result<(), SessionError> {
+        let id = entry_id(&self.env);
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let built = (|| {
+            line.extend_from_slice(br#"{"type":"#);
+            serde_json::to_writer(&mut line, kind)?;
+            line.extend_from_slice(br#","id":""#);
+            line.extend_from_slice(id.as_bytes());
+            line.extend_from_slice(br#"","parentId":"#);
+            serde_json::to_writer(&mut line, &self.leaf)?;
+            line.extend_from_slice(br#","timestamp":""#);
+            line.extend_from_slice(self.stamp.iso(self.env.now_ms()).as_bytes());
+            line.push(b'"');
+            rest(&mut line)?;
+            line.push(b'}');
+            Ok::<(), serde_json::Error>(())
+        })();
+        let result = match built {
+            Ok(()) => self.append_line(id, &mut line, sync),
+            Err(e) => Err(self.write_error(e.into())),
+        };
+        self.line = line;
+        result
     }
 
     /// Writes one entry's line (after the header, for the first), then makes it the leaf.
-    fn append_line(&mut self, id: String, line: String, sync: bool) -> Result<(), SessionError> {
+    fn append_line(
+        &mut self,
+        id: String,
+        line: &mut Vec<u8>,
+        sync: bool,
+    ) -> Result<(), SessionError> {
         if self.path.is_some() {
             if !self.header_written {
-                let header = serde_json::to_string(&self.header())
-                    .map_err(|e| self.write_error(e.into()))?;
+                let mut header =
+                    serde_json::to_vec(&self.header()).map_err(|e| self.write_error(e.into()))?;
                 // Not synced on its own: the entry's sync right after covers both lines.
-                self.write_line(header, false)?;
+                self.write_line(&mut header, false)?;
                 self.header_written = true;
             }
             self.write_line(line, sync)?;
         }
         // Only a written entry becomes the leaf: the next one must not name a parent that
-        // is not in the file.
+        // is not in the file; and the id and path are now the file's.
         self.leaf = Some(id);
+        self.naming = Naming::Fixed;
         Ok(())
     }
 
@@ -327,16 +447,20 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, line: String, sync: bool) -> Result<(), SessionError> {
-        let mut line = match crate::redact::redact(&self.secrets, &line) {
-            std::borrow::Cow::Borrowed(_) => line,
-            std::borrow::Cow::Owned(redacted) => redacted,
-        };
+    fn write_line(&mut self, line: &mut Vec<u8>, sync: bool) -> Result<(), SessionError> {
+        if !self.secrets.is_empty() {
+            // serde_json writes UTF-8, so the check only fails on a caller's broken `data`.
+            let text = std::str::from_utf8(line)
+                .map_err(|e| self.write_error(std::io::Error::other(e)))?;
+            if let std::borrow::Cow::Owned(redacted) = crate::redact::redact(&self.secrets, text) {
+                *line = redacted.into_bytes();
+            }
+        }
         let result = match self.open()? {
             // The line and its newline in one write.
             Some(f) => {
-                line.push('\n');
-                f.write_all(line.as_bytes())
+                line.push(b'\n');
+                f.write_all(line)
                     .and_then(|()| if sync { f.sync_data() } else { Ok(()) })
             }
             None => Ok(()),
@@ -370,6 +494,14 @@ impl SessionFile {
         }
         Ok(self.file.as_mut())
     }
+}
+
+/// `,"customType":<custom_type>,"data":`, the fields before a custom entry's data.
+fn custom_type_field(line: &mut Vec<u8>, custom_type: &str) -> serde_json::Result<()> {
+    line.extend_from_slice(br#","customType":"#);
+    serde_json::to_writer(&mut *line, custom_type)?;
+    line.extend_from_slice(br#","data":"#);
+    Ok(())
 }
 
 /// Makes the file end with a newline so the next entry starts on its own line: a last line

@@ -61,18 +61,13 @@ impl SessionFileJournal {
     }
 
     fn append_now(&self, record: &Record) -> Result<(), JournalError> {
-        // Serialized straight to text: a `Value` of the record first cost as much as the rest
-        // of the append.
-        let data = serde_json::to_string(record).map_err(|e| JournalError::Corrupt {
-            where_: self.describe(),
-            index: usize::MAX,
-            reason: format!("record does not serialize: {e}"),
-        })?;
+        // Serialized straight into the entry's line: a `Value` or a `String` of the record
+        // first cost as much as the rest of the append.
         let sync = self.durability == Durability::Fsync;
         self.recorder
             .lock()
             .session_mut()
-            .append_custom_json(STEP_ENTRY_TYPE, &data, sync)?;
+            .append_custom_serialized(STEP_ENTRY_TYPE, record, sync)?;
         Ok(())
     }
 }

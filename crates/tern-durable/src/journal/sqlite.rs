@@ -77,9 +77,11 @@ fn connect(path: &std::path::Path, durability: Durability) -> rusqlite::Result<C
         Durability::Buffered => "OFF",
     };
     c.pragma_update(None, "synchronous", sync)?;
+    // A plain rowid key (no AUTOINCREMENT): rows are never deleted, so ids only grow, and a
+    // commit does not also rewrite `sqlite_sequence`. Databases made with AUTOINCREMENT keep it.
     c.execute_batch(
         "CREATE TABLE IF NOT EXISTS tern_steps (
-             seq INTEGER PRIMARY KEY AUTOINCREMENT,
+             seq INTEGER PRIMARY KEY,
              session TEXT NOT NULL,
              record TEXT NOT NULL
          );

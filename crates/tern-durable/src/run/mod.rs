@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use tern_agent::AgentTool;
+use tern_ai::environment::Environment;
 use tern_ai::{Message, StreamFn};
 
 pub use inputs::{InputProgress, InputStage};
@@ -39,6 +40,8 @@ pub(crate) struct Cursor {
 pub(crate) struct RunInner {
     pub(crate) journal: Arc<dyn Journal>,
     pub(crate) run_id: String,
+    /// The clock and id source of the run's own ids and messages.
+    pub(crate) env: Environment,
     pub(crate) cursor: Mutex<Cursor>,
     inputs: AtomicU64,
     /// Where accepted input goes; set by `attach`, cleared by `finish` (the agent holds
@@ -96,17 +99,14 @@ pub enum Recovery {
     },
 }
 
-fn new_run_id() -> String {
-    static RUNS: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "run-{}-{}",
-        tern_ai::clock::now_ms(),
-        RUNS.fetch_add(1, Ordering::Relaxed)
-    )
+/// `run-<ms>-<16 hex digits>`: when, and a fresh id from the environment.
+fn new_run_id(env: &Environment) -> String {
+    format!("run-{}-{:016x}", env.now_ms(), env.next_id())
 }
 
 impl DurableRun {
     fn with(
+        env: Environment,
         journal: Arc<dyn Journal>,
         run_id: String,
         recorded: RecordedRun,
@@ -118,6 +118,7 @@ impl DurableRun {
             inner: Arc::new(RunInner {
                 journal,
                 run_id,
+                env,
                 cursor: Mutex::new(Cursor {
                     recorded,
                     next_model: 0,
@@ -170,6 +171,40 @@ impl DurableRun {
         prompt: &[Message],
         budget: Budgets,
     ) -> Result<DurableRun, JournalError> {
+        Self::start_in(Environment::system(), journal, transcript, prompt, budget).await
+    }
+
+    /// [`start_with_budget`](Self::start_with_budget) with the run's clock and id source
+    /// given: its run id and the messages the durable layer makes itself (a refused
+    /// request's error) come from `env`. With a fixed clock and a deterministic id source
+    /// (and the session written with the same,
+    /// [`SessionFile::with_environment`](tern_session::SessionFile::with_environment)), the
+    /// same run writes the same journal, byte for byte.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tern_ai::environment::Environment;
+    /// use tern_durable::{Budgets, DurableRun, Journal, MemoryJournal, Step};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let journal = Arc::new(MemoryJournal::default());
+    /// let env = || Environment::fixed(1_733_234_400_000, 7);
+    /// let run = DurableRun::start_in(env(), journal.clone(), &[], &[], Budgets::default())
+    ///     .await
+    ///     .unwrap();
+    /// let again = DurableRun::start_in(env(), journal.clone(), &[], &[], Budgets::default())
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(run.id(), again.id(), "the same clock and seed, the same run id");
+    /// assert!(run.id().starts_with("run-1733234400000-"));
+    /// # });
+    /// ```
+    pub async fn start_in(
+        env: Environment,
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+        prompt: &[Message],
+        budget: Budgets,
+    ) -> Result<DurableRun, JournalError> {
         let before = if budget.session.is_unlimited() {
             Spent::default()
         } else {
@@ -186,7 +221,8 @@ impl DurableRun {
             budget: budget.clone(),
             ..RecordedRun::default()
         };
-        let run = Self::with(journal, new_run_id(), recorded, before);
+        let run_id = new_run_id(&env);
+        let run = Self::with(env, journal, run_id, recorded, before);
         run.inner
             .journal
             .append(&Record::new(Step::RunStarted {
@@ -205,6 +241,16 @@ impl DurableRun {
     /// `transcript` is the session's transcript as loaded; its first messages must be the
     /// ones the run started from, or the journal is refused ([`JournalError::OtherTranscript`]).
     pub fn recover(
+        journal: Arc<dyn Journal>,
+        transcript: &[Message],
+    ) -> Result<Recovery, JournalError> {
+        Self::recover_in(Environment::system(), journal, transcript)
+    }
+
+    /// [`recover`](Self::recover) with the recovered run's clock and id source given (see
+    /// [`start_in`](Self::start_in)).
+    pub fn recover_in(
+        env: Environment,
         journal: Arc<dyn Journal>,
         transcript: &[Message],
     ) -> Result<Recovery, JournalError> {
@@ -238,6 +284,7 @@ impl DurableRun {
         let run_id = recorded.run_id.clone();
         Ok(Recovery::Interrupted {
             run: Self::with(
+                env,
                 journal,
                 run_id,
                 recorded,

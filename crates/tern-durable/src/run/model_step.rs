@@ -41,7 +41,7 @@ impl StreamFn for DurableModel {
             Turn::WrapUp(messages) => Context::new(messages),
             Turn::Over(limit) => {
                 let why = format!("the {} budget is spent", limit.name());
-                push_final(&tx, error_message(model, why));
+                push_final(&tx, error_message(model, self.run.env.now_ms(), why));
                 return Ok(rx);
             }
         };
@@ -52,12 +52,16 @@ impl StreamFn for DurableModel {
                 self.run.spending.lock().spent(&message);
                 push_final(&tx, *message);
             }
-            Plan::Diverged(why) => push_final(&tx, error_message(model, why)),
+            Plan::Diverged(why) => {
+                push_final(&tx, error_message(model, self.run.env.now_ms(), why));
+            }
             Plan::Live { id, attempt } => {
                 let run = self.run.clone();
                 let inner = self.inner.clone();
                 let model = model.clone();
-                tokio::spawn(async move {
+                // Run by the loop's own polls of the stream: no task per request, and the
+                // upstream events reach the loop without a hop through the runtime.
+                let forward = async move {
                     let intent = Record::new(Step::ModelIntent {
                         id: id.clone(),
                         run_id: run.run_id.clone(),
@@ -66,13 +70,16 @@ impl StreamFn for DurableModel {
                         system_digest: digests.system,
                         tools_digest: digests.tools,
                     });
+                    let now = || run.env.now_ms();
                     if let Err(e) = run.journal.append(&intent).await {
                         let why = format!("the request was not sent: {e}");
-                        return push_final(&tx, error_message(&model, why));
+                        return push_final(&tx, error_message(&model, now(), why));
                     }
                     let mut upstream = match inner.stream(&model, context, options) {
                         Ok(s) => s,
-                        Err(e) => return push_final(&tx, error_message(&model, e.to_string())),
+                        Err(e) => {
+                            return push_final(&tx, error_message(&model, now(), e.to_string()))
+                        }
                     };
                     while let Some(event) = upstream.next().await {
                         match event {
@@ -81,18 +88,22 @@ impl StreamFn for DurableModel {
                             other => tx.push(other),
                         }
                     }
-                    let message = (*upstream.result().await).clone();
+                    let message = upstream.result().await;
+                    // The stream's own copy goes with it, so the message is usually ours alone
+                    // and moves into the record, and out of it again, without a copy.
+                    drop(upstream);
+                    let message = Arc::try_unwrap(message).unwrap_or_else(|m| (*m).clone());
                     run.spending.lock().spent(&message);
-                    let outcome = Record::new(Step::ModelOutcome {
-                        id,
-                        message: message.clone(),
-                    });
+                    let outcome = Record::new(Step::ModelOutcome { id, message });
                     if let Err(e) = run.journal.append(&outcome).await {
                         let why = format!("the response was not recorded: {e}");
-                        return push_final(&tx, error_message(&model, why));
+                        return push_final(&tx, error_message(&model, now(), why));
                     }
-                    push_end(&tx, message);
-                });
+                    if let Step::ModelOutcome { message, .. } = outcome.step {
+                        push_end(&tx, message);
+                    }
+                };
+                return Ok(rx.driven_by(forward));
             }
         }
         Ok(rx)
@@ -149,14 +160,14 @@ impl RunInner {
     }
 }
 
-fn error_message(model: &Model, why: String) -> AssistantMessage {
+fn error_message(model: &Model, now_ms: u64, why: String) -> AssistantMessage {
     AssistantMessage {
         stop_reason: StopReason::Error,
         error_message: Some(format!("durable run: {why}")),
         api: model.api.clone(),
         provider: model.provider.clone(),
         model: model.id.clone(),
-        timestamp: tern_ai::clock::now_ms(),
+        timestamp: now_ms,
         ..AssistantMessage::default()
     }
 }

@@ -76,7 +76,7 @@ fn output_of(end: ToolEnd) -> ToolOutput {
 /// `tool`, journaled as steps of `run`.
 pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
     let original = tool.clone();
-    tool.with_execute(move |input: ToolCallInput| {
+    tool.with_execute(move |mut input: ToolCallInput| {
         let run = run.clone();
         let tool = original.clone();
         async move {
@@ -105,18 +105,20 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
                 }
                 Plan::Live { id } => id,
             };
+            // The arguments move into the record and back: a large argument is not copied.
             let intent = Record::new(Step::ToolIntent {
                 id: id.clone(),
                 run_id: run.run_id.clone(),
                 tool_call_id: call_id,
                 tool_name: tool.name().to_string(),
-                args: input.args.clone(),
+                args: std::mem::take(&mut input.args),
                 replay: tool.replay(),
             });
-            run.journal
-                .append(&intent)
-                .await
-                .map_err(|e| format!("durable run: the tool was not run: {e}"))?;
+            let written = run.journal.append(&intent).await;
+            if let Step::ToolIntent { args, .. } = intent.step {
+                input.args = args;
+            }
+            written.map_err(|e| format!("durable run: the tool was not run: {e}"))?;
             let end = match tool.execute(input).await {
                 Ok(result) => ToolEnd::Ok {
                     result: Box::new(result),
@@ -125,14 +127,16 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
                     message: e.to_string(),
                 },
             };
+            let outcome = Record::new(Step::ToolOutcome { id, end });
             run.journal
-                .append(&Record::new(Step::ToolOutcome {
-                    id,
-                    end: end.clone(),
-                }))
+                .append(&outcome)
                 .await
                 .map_err(|e| format!("durable run: the result was not recorded: {e}"))?;
-            output_of(end)
+            match outcome.step {
+                Step::ToolOutcome { end, .. } => output_of(end),
+                // Built as a tool outcome just above.
+                _ => Err("durable run: the result was not recorded".into()),
+            }
         }
     })
 }
