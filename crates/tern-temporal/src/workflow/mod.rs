@@ -1,5 +1,5 @@
 //! The session workflow: one per session. It waits for a prompt, runs tern-agent's own loop
-//! on it ([`tern_agent::run_agent_loop`], through the [driver](driver)), and waits again;
+//! on it ([`tern_agent::run_agent_loop`], through the driver in `workflow/driver.rs`), and waits again;
 //! steering and follow-up messages reach the running loop through its message sources.
 //!
 //! Input arrives as Workflow Updates (`prompt`, `steer`, `follow_up`): the validator decides
