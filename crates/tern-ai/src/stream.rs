@@ -24,7 +24,6 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -302,7 +301,7 @@ impl StreamEvent for AssistantMessageEvent {
 pub struct AssistantMessageEventSender {
     inner: EventSender<AssistantMessageEvent>,
     started_at_ms: u64,
-    started: Instant,
+    started: crate::clock::Stopwatch,
     failure: Arc<Mutex<Option<String>>>,
 }
 
@@ -320,7 +319,7 @@ pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEvent
         AssistantMessageEventSender {
             inner: tx,
             started_at_ms: now_ms(),
-            started: Instant::now(),
+            started: crate::clock::Stopwatch::start(),
             failure: failure.clone(),
         },
         AssistantMessageEventStream { inner: rx, failure },
@@ -338,8 +337,7 @@ impl AssistantMessageEventSender {
             return;
         }
         // Unshared at push time in every producer, so this copies nothing.
-        Arc::make_mut(message).duration_ms =
-            Some((self.started.elapsed().as_secs_f64() * 1000.0).round() as u64);
+        Arc::make_mut(message).duration_ms = Some(self.started.elapsed_ms());
     }
 
     /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.

@@ -21,7 +21,7 @@ pub enum Mode {
     name = "tern",
     version,
     about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
-    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
+    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nOn Temporal (one workflow per session):\n  tern worker --temporal 127.0.0.1:7233 -t all --allow bash   serve sessions\n  tern --temporal 127.0.0.1:7233 -p \"...\"    run a prompt as a workflow\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
 )]
 pub struct Args {
     /// Prompt words; `@path` includes a file's contents.
@@ -206,6 +206,31 @@ pub struct Args {
     /// an error and skipped).
     #[arg(long, value_name = "BYTES", default_value_t = crate::modes::rpc::DEFAULT_MAX_LINE_BYTES)]
     pub rpc_max_line_bytes: usize,
+
+    /// Run the session on this Temporal cluster (`HOST:PORT`) instead of in this process;
+    /// `tern worker --temporal HOST:PORT [model/tool/permission flags]` serves such sessions.
+    #[cfg(feature = "temporal")]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub temporal: Option<String>,
+
+    /// With --temporal: the namespace.
+    #[cfg(feature = "temporal")]
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub namespace: String,
+
+    /// With --temporal: the task queue the workers poll.
+    #[cfg(feature = "temporal")]
+    #[arg(long, value_name = "QUEUE", default_value = "tern")]
+    pub task_queue: String,
+
+    /// With --temporal: send the prompt to this session (its workflow id) instead of starting one.
+    #[cfg(feature = "temporal")]
+    #[arg(long, value_name = "ID")]
+    pub temporal_session: Option<String>,
+
+    /// Set by `tern worker`: serve Temporal sessions instead of running one.
+    #[arg(skip)]
+    pub worker: bool,
 
     /// Run the built-in scripted demo (offline, no API key): the agent reads sample.ts and
     /// explains what `first([])` returns.

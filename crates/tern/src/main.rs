@@ -21,6 +21,7 @@
 //! | [`secrets`] | the known keys, redacted from everything tern writes |
 //! | [`signals`] | SIGINT, SIGTERM, SIGHUP: each aborts the run |
 //! | [`terminal_text`] | styles, truncation and cleaning of text for the terminal |
+//! | `temporal` | `--temporal`: sessions as Temporal workflows, `tern worker` (feature `temporal`) |
 //! | [`demo`] | `--demo`: the scripted model and its fixture |
 //! | [`usage_error`] | the error that ends tern before anything runs (exit code 2) |
 //!
@@ -42,6 +43,8 @@ mod runtime;
 mod secrets;
 mod session_choice;
 mod signals;
+#[cfg(feature = "temporal")]
+mod temporal;
 mod terminal_text;
 mod tool_choice;
 mod usage_error;
@@ -76,7 +79,13 @@ pub mod exit {
 }
 
 fn main() {
-    let args = match Args::try_parse() {
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `tern worker ...`: the command line of a worker, with the same flags.
+    let worker = cfg!(feature = "temporal") && argv.get(1).is_some_and(|a| a == "worker");
+    if worker {
+        argv.remove(1);
+    }
+    let args = match Args::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -88,6 +97,7 @@ fn main() {
             std::process::exit(code);
         }
     };
+    let args = Args { worker, ..args };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -207,6 +217,33 @@ fn check_recover_and_replay(args: &Args) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Whether the session runs on Temporal (`--temporal`, or `tern worker`).
+fn on_temporal(args: &Args) -> bool {
+    #[cfg(feature = "temporal")]
+    {
+        args.temporal.is_some() || args.worker
+    }
+    #[cfg(not(feature = "temporal"))]
+    {
+        args.worker
+    }
+}
+
+#[cfg(feature = "temporal")]
+fn temporal_target(args: &Args) -> Result<temporal::Target, UsageError> {
+    let Some(address) = args.temporal.clone() else {
+        return Err(UsageError(
+            "tern worker needs the cluster: --temporal HOST:PORT".into(),
+        ));
+    };
+    tern_temporal::parse_address(&address).map_err(|e| UsageError(e.to_string()))?;
+    Ok(temporal::Target {
+        address,
+        namespace: args.namespace.clone(),
+        task_queue: args.task_queue.clone(),
+    })
+}
+
 async fn run(mut args: Args) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
     // Before anything is printed or written: every key known from here on is redacted.
@@ -244,11 +281,12 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     // The demo keeps its scripted transcript out of this directory's sessions (so a later
     // --continue does not pick it up) unless --session names a file.
     check_recover_and_replay(&args)?;
-    let session = if (args.demo && args.session.is_none()) || args.replay.is_some() {
-        SessionSource::None
-    } else {
-        session_choice::session_source(&args, &cwd)?
-    };
+    let session =
+        if (args.demo && args.session.is_none()) || args.replay.is_some() || on_temporal(&args) {
+            SessionSource::None
+        } else {
+            session_choice::session_source(&args, &cwd)?
+        };
     if args.recover && !matches!(session, SessionSource::Existing(..)) {
         let what = args
             .session
@@ -342,6 +380,24 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         .clone()
         .or(config.system_prompt.clone())
         .unwrap_or_else(|| tool_choice::default_system_prompt(&tool_cwd, &tools));
+    #[cfg(feature = "temporal")]
+    let temporal_setup =
+        |stream_fn, model, api_key, tools, policy, system_prompt| temporal::Setup {
+            stream_fn,
+            model,
+            api_key,
+            temperature: args.temperature.or(config.temperature),
+            tools,
+            policy,
+            system_prompt,
+            thinking,
+        };
+    #[cfg(feature = "temporal")]
+    if args.worker {
+        let target = temporal_target(&args)?;
+        let setup = temporal_setup(stream_fn, model, api_key, tools, policy, system_prompt);
+        return Ok(temporal::run_worker(&target, setup).await);
+    }
     let timeout = positive_secs("--timeout", args.timeout.or(config.timeout))?;
     let session_timeout = positive_secs(
         "--session-timeout",
@@ -449,6 +505,21 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         ));
     }
 
+    #[cfg(feature = "temporal")]
+    if on_temporal(&args) {
+        if args.mode == Mode::Rpc || args.recover || args.replay.is_some() || args.demo {
+            return Err(UsageError(
+                "--temporal runs a prompt (print or JSON mode): drop --mode rpc, --recover, \
+                 --replay and --demo"
+                    .into(),
+            ));
+        }
+        let target = temporal_target(&args)?;
+        let setup = temporal_setup(stream_fn, model, api_key, tools, policy, system_prompt);
+        let json = args.mode == Mode::Json;
+        let session = args.temporal_session.clone();
+        return Ok(temporal::run_client(&target, setup, session, prompt, json).await);
+    }
     let (asker, questions) = if interactive {
         let (ask, rx) = interactive::asker();
         (Some(ask), Some(rx))

@@ -7,7 +7,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
 
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -89,7 +88,8 @@ where
         waker: AtomicWaker::new(),
         start: start_update,
     });
-    let started_at = Instant::now();
+    // The clock seam, so that a replayed run measures the same duration.
+    let started_at = tern_ai::clock::Stopwatch::start();
     let input = ToolCallInput {
         tool_call_id: tool_call.id.clone(),
         args,
@@ -127,7 +127,7 @@ where
                 .await
             }
         };
-    let duration_ms = (started_at.elapsed().as_secs_f64() * 1000.0).round() as u64;
+    let duration_ms = started_at.elapsed_ms();
     updates.close();
     while let Some(handling) = updates.pop() {
         in_flight

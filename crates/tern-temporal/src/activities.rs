@@ -1,0 +1,163 @@
+//! The activities a worker runs: `model` (one model request through the worker's stream
+//! function) and `tool` (one call of one of the worker's tools).
+//!
+//! Both heartbeat every second while they run, so that when a worker dies another one
+//! retries within the workflow's heartbeat timeout rather than its close timeout.
+
+// The SDK's macros add an undocumented constant per handler (its definition); the
+// handlers themselves are documented.
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+use temporalio_sdk::ApplicationFailure;
+use tern_agent::{AgentTool, ToolCallInput, ToolUpdater};
+use tern_ai::{Context, StreamFn, StreamOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::stream_record::{ModelReply, Recorder};
+use crate::wire::{ModelRequest, ToolReply, ToolRequest};
+
+pub use tern_durable::run::interrupted_text;
+
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
+
+/// The worker's side of a session: its provider (a stream function) and its tools.
+pub struct AgentActivities {
+    stream_fn: Arc<dyn StreamFn>,
+    tools: Vec<AgentTool>,
+    api_key: Option<String>,
+    temperature: Option<f64>,
+}
+
+impl AgentActivities {
+    /// Activities answering model requests with `stream_fn` and tool calls with `tools`.
+    pub fn new(stream_fn: Arc<dyn StreamFn>, tools: Vec<AgentTool>) -> Self {
+        AgentActivities {
+            stream_fn,
+            tools,
+            api_key: None,
+            temperature: None,
+        }
+    }
+
+    /// The key model requests use (kept on the worker: never in a workflow's history);
+    /// without one, providers read their environment variable.
+    pub fn with_api_key(mut self, key: Option<String>) -> Self {
+        self.api_key = key;
+        self
+    }
+
+    /// The sampling temperature of model requests.
+    pub fn with_temperature(mut self, temperature: Option<f64>) -> Self {
+        self.temperature = temperature;
+        self
+    }
+}
+
+/// Runs `work`, heartbeating every second until it ends; stops early (returning `None`) when
+/// the activity is cancelled.
+async fn heartbeating<T>(
+    ctx: &ActivityContext,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+    loop {
+        tokio::select! {
+            out = &mut work => return Some(out),
+            _ = ctx.cancelled() => return None,
+            _ = tick.tick() => {
+                // A heartbeat that fails to serialize `()` cannot happen; a lost one only
+                // shortens the time another worker waits.
+                let _ = ctx.record_heartbeat(()).await;
+            }
+        }
+    }
+}
+
+#[activities]
+impl AgentActivities {
+    /// One model request: streams the response on this worker and returns the final message
+    /// with the record of its stream (a provider error is an error message, not a failed
+    /// activity).
+    #[activity]
+    pub async fn model(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        request: ModelRequest,
+    ) -> Result<ModelReply, ActivityError> {
+        let signal = CancellationToken::new();
+        let options = StreamOptions {
+            reasoning: request.reasoning,
+            api_key: self.api_key.clone(),
+            temperature: self.temperature,
+            signal: signal.clone(),
+            ..StreamOptions::default()
+        };
+        let mut stream = self
+            .stream_fn
+            .stream(&request.model, Context::new(request.messages), options)
+            .map_err(|e| {
+                // The worker's provider config rejected the request: retrying cannot help.
+                ActivityError::application(ApplicationFailure::non_retryable(format!(
+                    "The model request could not start: {e}"
+                )))
+            })?;
+        let mut recorder = Recorder::default();
+        let drained = heartbeating(&ctx, async {
+            while let Some(event) = stream.next().await {
+                recorder.record(&event);
+            }
+        })
+        .await;
+        if drained.is_none() {
+            signal.cancel();
+            return Err(ActivityError::cancelled());
+        }
+        if let Some(failure) = stream.failure() {
+            return Err(ActivityError::application(ApplicationFailure::new(
+                format!("The model stream failed: {failure}"),
+            )));
+        }
+        let message = (*stream.result().await).clone();
+        Ok(recorder.finish(message))
+    }
+
+    /// One tool call: runs the named tool with the arguments the workflow validated.
+    #[activity]
+    pub async fn tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        request: ToolRequest,
+    ) -> Result<ToolReply, ActivityError> {
+        let Some(tool) = self.tools.iter().find(|t| t.name() == request.name) else {
+            return Ok(ToolReply::Failed {
+                message: format!("Tool {} is not available on this worker", request.name),
+            });
+        };
+        let signal = CancellationToken::new();
+        let input = ToolCallInput {
+            tool_call_id: request.tool_call_id,
+            args: request.args,
+            signal: signal.clone(),
+            // Partial results stay on the worker in this version (see the crate README).
+            updater: ToolUpdater::noop(),
+        };
+        match heartbeating(&ctx, tool.execute(input)).await {
+            None => {
+                signal.cancel();
+                Err(ActivityError::cancelled())
+            }
+            Some(Ok(result)) => Ok(ToolReply::Returned {
+                result: Box::new(result),
+            }),
+            Some(Err(e)) => Ok(ToolReply::Failed {
+                message: e.to_string(),
+            }),
+        }
+    }
+}

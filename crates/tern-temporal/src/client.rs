@@ -1,0 +1,272 @@
+//! Starting and attaching to sessions: the library API a CLI or a service uses.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), tern_temporal::Error> {
+//! use tern_ai::{Message, Model};
+//! use tern_temporal::{Sessions, SessionInput};
+//! let sessions = Sessions::connect("127.0.0.1:7233", "default", "tern").await?;
+//! let session = sessions
+//!     .start("session-1", SessionInput { model: Model::default(), ..Default::default() })
+//!     .await?;
+//! session.prompt(vec![Message::user_text("Hello")]).await?;
+//! let events = session.wait_idle(0).await?; // every event, as a local run prints it
+//! # let _ = events; Ok(()) }
+//! ```
+
+use std::time::Duration;
+
+use serde_json::Value;
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
+    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowQueryOptions,
+    WorkflowSignalOptions, WorkflowStartOptions,
+};
+use tern_ai::Message;
+
+use crate::error::Error;
+use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use crate::workflow::AgentWorkflow;
+
+/// How often [`SessionHandle::wait_idle`] reads new events.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+/// How long [`SessionHandle::follow`] keeps retrying failing queries (a failover takes the
+/// activity's heartbeat timeout plus the dead worker's sticky-queue timeout, about 7 s).
+pub const QUERY_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A connection to Temporal, for one namespace and task queue.
+#[derive(Clone)]
+pub struct Sessions {
+    client: Client,
+    task_queue: String,
+}
+
+/// `HOST:PORT` (or a full URL) as the client's URL.
+pub fn parse_address(address: &str) -> Result<Url, Error> {
+    let full = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("http://{address}")
+    };
+    Url::parse(&full).map_err(|e| Error::Address {
+        address: address.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Connects a client to `address` in `namespace`.
+pub async fn connect_client(address: &str, namespace: &str) -> Result<Client, Error> {
+    let connect = |reason: String| Error::Connect {
+        address: address.to_string(),
+        reason,
+    };
+    let url = parse_address(address)?;
+    let connection = Connection::connect(ConnectionOptions::new(url).build())
+        .await
+        .map_err(|e| connect(e.to_string()))?;
+    Client::new(connection, ClientOptions::new(namespace).build())
+        .map_err(|e| connect(e.to_string()))
+}
+
+impl Sessions {
+    /// Connects to Temporal at `address` (`HOST:PORT`).
+    pub async fn connect(address: &str, namespace: &str, task_queue: &str) -> Result<Self, Error> {
+        Ok(Sessions {
+            client: connect_client(address, namespace).await?,
+            task_queue: task_queue.to_string(),
+        })
+    }
+
+    /// Starts a session's workflow with the id `session`.
+    pub async fn start(&self, session: &str, input: SessionInput) -> Result<SessionHandle, Error> {
+        // The handle by id alone follows the session across continue-as-new.
+        self.client
+            .start_workflow(
+                AgentWorkflow::run,
+                input,
+                WorkflowStartOptions::new(self.task_queue.clone(), session.to_string()).build(),
+            )
+            .await
+            .map_err(|e| Error::Start {
+                session: session.to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(self.attach(session))
+    }
+
+    /// Attaches to a running (or finished) session.
+    pub fn attach(&self, session: &str) -> SessionHandle {
+        SessionHandle {
+            id: session.to_string(),
+            handle: self.client.get_workflow_handle::<AgentWorkflow>(session),
+        }
+    }
+}
+
+/// One session's workflow, seen from a client.
+pub struct SessionHandle {
+    id: String,
+    handle: WorkflowHandle<Client, AgentWorkflow>,
+}
+
+impl SessionHandle {
+    /// The session's id (its workflow id).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn update_error(&self, what: &'static str) -> impl Fn(String) -> Error + '_ {
+        move |reason| Error::Update {
+            session: self.id.clone(),
+            what,
+            reason,
+        }
+    }
+
+    /// Starts a run; returns once the messages are in the transcript.
+    pub async fn prompt(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::prompt,
+                SessionMessages { messages },
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| self.update_error("prompt")(e.to_string()))
+    }
+
+    /// Steers the running agent; returns once the messages are in the transcript.
+    pub async fn steer(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::steer,
+                SessionMessages { messages },
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| self.update_error("steer")(e.to_string()))
+    }
+
+    /// Queues follow-up messages; returns once they are in the transcript.
+    pub async fn follow_up(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::follow_up,
+                SessionMessages { messages },
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| self.update_error("follow_up")(e.to_string()))
+    }
+
+    /// The session's state now.
+    pub async fn state(&self) -> Result<SessionState, Error> {
+        self.handle
+            .query(AgentWorkflow::state, (), WorkflowQueryOptions::default())
+            .await
+            .map_err(|e| Error::Query {
+                session: self.id.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// The events published from `offset` on.
+    pub async fn events(&self, offset: usize) -> Result<Vec<Value>, Error> {
+        self.handle
+            .query(
+                AgentWorkflow::events,
+                offset,
+                WorkflowQueryOptions::default(),
+            )
+            .await
+            .map_err(|e| Error::Query {
+                session: self.id.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Streams events from `offset` to `each` until the session is idle (no run, nothing
+    /// queued); returns the offset after the last event. A query that fails (the worker
+    /// holding the session died, and another has not picked it up yet) is retried for up to
+    /// [`QUERY_PATIENCE`] before the error is returned.
+    pub async fn follow(
+        &self,
+        mut offset: usize,
+        mut each: impl FnMut(&Value),
+    ) -> Result<usize, Error> {
+        let mut failing_since = None;
+        loop {
+            // Read the state first: when it says idle, the events read after it are complete.
+            let read = async { Ok::<_, Error>((self.state().await?, self.events(offset).await?)) };
+            let (state, events) = match read.await {
+                Ok(r) => {
+                    failing_since = None;
+                    r
+                }
+                Err(e) => {
+                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > QUERY_PATIENCE {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(POLL_EVERY * 10).await;
+                    continue;
+                }
+            };
+            offset += events.len();
+            events.iter().for_each(&mut each);
+            let idle = !state.is_streaming
+                && state.steering_queue.is_empty()
+                && state.follow_up_queue.is_empty();
+            if idle && offset >= state.event_count {
+                return Ok(offset);
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+
+    /// The events from `offset` until the session is idle.
+    pub async fn wait_idle(&self, offset: usize) -> Result<Vec<Value>, Error> {
+        let mut all = Vec::new();
+        self.follow(offset, |e| all.push(e.clone())).await?;
+        Ok(all)
+    }
+
+    /// Aborts the running agent (Temporal cancellation of the session's workflow): the
+    /// model request or tool calls in flight are cancelled, the run ends as aborted, and the
+    /// session ends with it; [`SessionHandle::result`] then has its transcript.
+    pub async fn abort(&self) -> Result<(), Error> {
+        self.handle
+            .cancel(WorkflowCancelOptions::builder().reason("abort").build())
+            .await
+            .map_err(|e| Error::End {
+                session: self.id.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Waits for the session's workflow to end and returns its transcript.
+    pub async fn result(&self) -> Result<SessionOutput, Error> {
+        self.handle
+            .get_result(WorkflowGetResultOptions::default())
+            .await
+            .map_err(|e| Error::End {
+                session: self.id.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Ends the session (once it is idle) and returns its transcript.
+    pub async fn close(&self) -> Result<SessionOutput, Error> {
+        let end = |e: String| Error::End {
+            session: self.id.clone(),
+            reason: e,
+        };
+        self.handle
+            .signal(AgentWorkflow::close, (), WorkflowSignalOptions::default())
+            .await
+            .map_err(|e| end(e.to_string()))?;
+        self.result().await
+    }
+}

@@ -1,0 +1,255 @@
+//! A model response as the `model` activity returns it: the final message and, compactly,
+//! the stream of events that built it, so the workflow replays the same events into the
+//! loop (a local run's `message_update`s have the same kinds, deltas and order).
+//!
+//! The record is linear in the response's size: deltas are kept, partial snapshots are not.
+//! The workflow rebuilds the partial message from the first snapshot, text and thinking
+//! deltas, and each block's start and end; a tool call's arguments in the partial only
+//! change at its end.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tern_ai::{
+    AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender, ContentBlock, Delta,
+    PartialMessage, StopReason, ToolCall,
+};
+
+/// One streamed event without its partial snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamStep {
+    /// The event's kind (`text_delta`, ...).
+    pub kind: String,
+    /// The block it is about.
+    #[serde(default)]
+    pub content_index: usize,
+    /// The text a delta added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+    /// A block's whole text at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The finished tool call at `toolcall_end`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call: Option<ToolCall>,
+    /// The block as it started (at a `*_start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<ContentBlock>,
+}
+
+/// The `model` activity's output.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelReply {
+    /// The partial message at `start` (`None`: the stream had no `start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<AssistantMessage>,
+    /// The events between `start` and the end.
+    #[serde(default)]
+    pub steps: Vec<StreamStep>,
+    /// The final message (`done` or `error`).
+    pub message: AssistantMessage,
+}
+
+/// Records events as a stream delivers them.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    start: Option<AssistantMessage>,
+    steps: Vec<StreamStep>,
+}
+
+impl Recorder {
+    pub(crate) fn record(&mut self, event: &AssistantMessageEvent) {
+        use AssistantMessageEvent::*;
+        let index = match event {
+            TextStart { content_index, .. }
+            | TextDelta { content_index, .. }
+            | TextEnd { content_index, .. }
+            | ThinkingStart { content_index, .. }
+            | ThinkingDelta { content_index, .. }
+            | ThinkingEnd { content_index, .. }
+            | ToolcallStart { content_index, .. }
+            | ToolcallDelta { content_index, .. }
+            | ToolcallEnd { content_index, .. } => *content_index,
+            Start { partial } => {
+                self.start = Some(partial.snapshot());
+                return;
+            }
+            Done { .. } | Error { .. } => return,
+        };
+        let block = match event {
+            TextStart { .. } => Some(ContentBlock::text("")),
+            ThinkingStart { partial, .. } | ToolcallStart { partial, .. } => partial
+                .with(|m| m.content.get(index).cloned())
+                .map(|b| match b {
+                    ContentBlock::Thinking(mut t) => {
+                        t.thinking.clear();
+                        ContentBlock::Thinking(t)
+                    }
+                    other => other,
+                }),
+            _ => None,
+        };
+        self.steps.push(StreamStep {
+            kind: event.kind().to_string(),
+            content_index: index,
+            delta: event.delta().map(str::to_string),
+            content: match event {
+                TextEnd { content, .. } | ThinkingEnd { content, .. } => Some(content.clone()),
+                _ => None,
+            },
+            tool_call: match event {
+                ToolcallEnd { tool_call, .. } => Some((**tool_call).clone()),
+                _ => None,
+            },
+            block,
+        });
+    }
+
+    pub(crate) fn finish(self, message: AssistantMessage) -> ModelReply {
+        ModelReply {
+            start: self.start,
+            steps: self.steps,
+            message,
+        }
+    }
+}
+
+fn set_block(m: &mut AssistantMessage, index: usize, block: ContentBlock) {
+    match m.content.get_mut(index) {
+        Some(slot) => *slot = block,
+        None => m.content.push(block),
+    }
+}
+
+fn append(m: &mut AssistantMessage, index: usize, delta: &str) {
+    match m.content.get_mut(index) {
+        Some(ContentBlock::Text(t)) => t.text.push_str(delta),
+        Some(ContentBlock::Thinking(t)) => t.thinking.push_str(delta),
+        _ => {}
+    }
+}
+
+fn set_text(m: &mut AssistantMessage, index: usize, content: &str) {
+    match m.content.get_mut(index) {
+        Some(ContentBlock::Text(t)) => t.text = content.to_string(),
+        Some(ContentBlock::Thinking(t)) => t.thinking = content.to_string(),
+        _ => {}
+    }
+}
+
+/// Plays a recorded response into `reply`, as the stream function that produced it did.
+pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) {
+    use AssistantMessageEvent::*;
+    if let Some(start) = recorded.start {
+        let partial = PartialMessage::new(start);
+        reply.push(Start {
+            partial: partial.clone(),
+        });
+        for step in recorded.steps {
+            let i = step.content_index;
+            let delta = || Delta::from(step.delta.clone().unwrap_or_default());
+            let content = step.content.clone().unwrap_or_default();
+            let p = partial.clone();
+            let event = match step.kind.as_str() {
+                "text_start" | "thinking_start" | "toolcall_start" => {
+                    if let Some(b) = step.block.clone() {
+                        partial.update(|m| set_block(m, i, b));
+                    }
+                    match step.kind.as_str() {
+                        "text_start" => TextStart {
+                            content_index: i,
+                            partial: p,
+                        },
+                        "thinking_start" => ThinkingStart {
+                            content_index: i,
+                            partial: p,
+                        },
+                        _ => ToolcallStart {
+                            content_index: i,
+                            partial: p,
+                        },
+                    }
+                }
+                "text_delta" | "thinking_delta" => {
+                    partial.update(|m| append(m, i, step.delta.as_deref().unwrap_or_default()));
+                    if step.kind == "text_delta" {
+                        TextDelta {
+                            content_index: i,
+                            delta: delta(),
+                            partial: p,
+                        }
+                    } else {
+                        ThinkingDelta {
+                            content_index: i,
+                            delta: delta(),
+                            partial: p,
+                        }
+                    }
+                }
+                "toolcall_delta" => ToolcallDelta {
+                    content_index: i,
+                    delta: delta(),
+                    partial: p,
+                },
+                "text_end" | "thinking_end" => {
+                    partial.update(|m| set_text(m, i, &content));
+                    if step.kind == "text_end" {
+                        TextEnd {
+                            content_index: i,
+                            content,
+                            partial: p,
+                        }
+                    } else {
+                        ThinkingEnd {
+                            content_index: i,
+                            content,
+                            partial: p,
+                        }
+                    }
+                }
+                "toolcall_end" => {
+                    let Some(call) = step.tool_call.clone().map(Arc::new) else {
+                        continue;
+                    };
+                    partial.update(|m| set_block(m, i, ContentBlock::ToolCall(call.clone())));
+                    ToolcallEnd {
+                        content_index: i,
+                        tool_call: call,
+                        partial: p,
+                    }
+                }
+                // A kind this version does not know: the final message still carries it.
+                _ => continue,
+            };
+            reply.push(event);
+        }
+    }
+    let message = Arc::new(recorded.message);
+    reply.push(match message.stop_reason {
+        StopReason::Error | StopReason::Aborted => Error {
+            reason: message.stop_reason,
+            error: message,
+        },
+        reason => Done { reason, message },
+    });
+}
+
+/// The reply of a request cut by an abort (as a provider reports one), stamped with the
+/// loop's clock.
+pub(crate) fn aborted(model: &tern_ai::Model) -> ModelReply {
+    ModelReply {
+        start: None,
+        steps: Vec::new(),
+        message: AssistantMessage {
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: StopReason::Aborted,
+            error_message: Some("Request was aborted".into()),
+            timestamp: tern_ai::clock::now_ms(),
+            ..AssistantMessage::default()
+        },
+    }
+}

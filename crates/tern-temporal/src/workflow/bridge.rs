@@ -1,0 +1,105 @@
+//! The seam between tern-agent's loop and the workflow: the loop's `StreamFn` and tools only
+//! queue requests here; the workflow's driver turns each into an activity and hands the
+//! result back. The loop's types must be `Send`, the workflow's are not (`Rc` inside), so
+//! nothing of Temporal reaches the loop.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::channel::oneshot;
+use parking_lot::Mutex;
+use tern_agent::{AgentTool, ToolCallInput, ToolResult};
+use tern_ai::{
+    assistant_stream, AssistantMessageEventSender, Context, Model, StreamFn, StreamOptions,
+    StreamStart,
+};
+
+use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
+
+/// One request of the loop, with where its answer goes.
+pub(crate) enum Request {
+    Model {
+        request: Box<ModelRequest>,
+        reply: AssistantMessageEventSender,
+    },
+    Tool {
+        request: Box<ToolRequest>,
+        spec: Box<ToolSpec>,
+        reply: oneshot::Sender<ToolReply>,
+    },
+}
+
+/// The queue of requests the driver has not started yet.
+#[derive(Default)]
+pub(crate) struct Bridge {
+    requests: Mutex<VecDeque<Request>>,
+}
+
+impl Bridge {
+    pub(crate) fn take(&self) -> Vec<Request> {
+        self.requests.lock().drain(..).collect()
+    }
+
+    fn push(&self, r: Request) {
+        self.requests.lock().push_back(r);
+    }
+}
+
+/// The loop's stream function: a model request becomes a `model` activity.
+pub(crate) struct BridgedModel(pub(crate) Arc<Bridge>);
+
+impl StreamFn for BridgedModel {
+    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+        let (reply, stream) = assistant_stream();
+        if options.signal.is_cancelled() {
+            // Aborted before it started, as a provider answers: no activity.
+            crate::stream_record::replay(&reply, crate::stream_record::aborted(model));
+            return Ok(stream);
+        }
+        self.0.push(Request::Model {
+            request: Box::new(ModelRequest {
+                model: model.clone(),
+                messages: context.messages.to_vec(),
+                reasoning: options.reasoning,
+            }),
+            reply,
+        });
+        Ok(stream)
+    }
+}
+
+/// A tool whose execution is a `tool` activity; its declaration is validated in the loop
+/// like any other tool's.
+pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
+    let owned = spec.clone();
+    let tool = AgentTool::dynamic(
+        &spec.name,
+        &spec.description,
+        spec.parameters.clone(),
+        move |input: ToolCallInput| {
+            let (reply, answer) = oneshot::channel();
+            bridge.push(Request::Tool {
+                request: Box::new(ToolRequest {
+                    tool_call_id: input.tool_call_id.clone(),
+                    name: owned.name.clone(),
+                    args: input.args,
+                }),
+                spec: Box::new(owned.clone()),
+                reply,
+            });
+            async move {
+                match answer.await {
+                    Ok(ToolReply::Returned { result }) => Ok(*result),
+                    Ok(ToolReply::Failed { message }) => Err(message.into()),
+                    // The driver dropped the call: the workflow is ending.
+                    Err(_) => Ok(ToolResult::error("Operation aborted")),
+                }
+            }
+        },
+    )
+    .with_replay(spec.replay);
+    match spec.execution_mode {
+        Some(mode) => tool.with_execution_mode(mode),
+        None => tool,
+    }
+}

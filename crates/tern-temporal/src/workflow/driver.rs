@@ -1,0 +1,150 @@
+//! Runs tern-agent's loop inside workflow code. The loop is polled with a waker of its own
+//! (it only sets a flag), so no wake-up of the loop's futures ever reaches the SDK's
+//! nondeterminism detector; every wake-up the loop sees comes from the driver answering a
+//! request during the same poll. The SDK's own futures (activities) are polled with the
+//! workflow's waker. The loop's clock reads the workflow's time, so timestamps and durations
+//! are the same on replay.
+
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, UNIX_EPOCH};
+
+use futures::future::LocalBoxFuture;
+use temporalio_common::RetryPolicy;
+use temporalio_sdk::{ActivityExecutionError, ActivityOptions, WorkflowContext};
+use tern_agent::Replay;
+use tokio_util::sync::CancellationToken;
+
+use super::bridge::{Bridge, Request};
+use super::in_flight::InFlight;
+use crate::activities::AgentActivities;
+use crate::wire::ToolReply;
+
+/// How long a model request or tool call may go without a heartbeat before another worker
+/// retries it (the worker heartbeats every second while it runs).
+pub(crate) const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest one model request or tool call may take.
+const START_TO_CLOSE: Duration = Duration::from_secs(60 * 60);
+
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// The workflow's current time in ms since the epoch (the time of its current task).
+pub(crate) fn workflow_ms<W>(ctx: &WorkflowContext<W>) -> u64 {
+    ctx.workflow_time()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Drives `run` to completion, turning the requests it queues in `bridge` into activities.
+/// `on_progress` runs after every poll in which the loop moved (the workflow publishes its
+/// state there).
+/// Cancelling the workflow aborts the run: `signal` (the loop's) is cancelled, and so are the
+/// activities in flight.
+pub(crate) async fn drive<W: 'static, T>(
+    ctx: &WorkflowContext<W>,
+    bridge: &Bridge,
+    run: impl Future<Output = T>,
+    signal: &CancellationToken,
+    mut on_progress: impl FnMut(),
+) -> T {
+    let mut run = pin!(run);
+    let mut cancelled = pin!(ctx.cancelled());
+    let flag = Arc::new(Flag(AtomicBool::new(true)));
+    let loop_waker = Waker::from(flag.clone());
+    let mut in_flight = InFlight::default();
+    poll_fn(|cx: &mut Context<'_>| loop {
+        let mut moved = false;
+        if !signal.is_cancelled() && cancelled.as_mut().poll(cx).is_ready() {
+            // Wakes the loop's waiters on the token: its flag, not the SDK's waker.
+            signal.cancel();
+            moved = true;
+        }
+        if flag.0.swap(false, Ordering::AcqRel) {
+            moved = true;
+            let mut loop_cx = Context::from_waker(&loop_waker);
+            let now = workflow_ms(ctx);
+            let polled = tern_ai::clock::with_time_ms(now, || run.as_mut().poll(&mut loop_cx));
+            on_progress();
+            if let Poll::Ready(out) = polled {
+                return Poll::Ready(out);
+            }
+        }
+        for request in bridge.take() {
+            moved = true;
+            in_flight.push(start(ctx, request));
+        }
+        if in_flight.poll_ready(cx) {
+            moved = true;
+        }
+        if !moved && !flag.0.load(Ordering::Acquire) {
+            return Poll::Pending;
+        }
+    })
+    .await
+}
+
+fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFuture<'static, ()> {
+    let ctx = ctx.clone();
+    match request {
+        Request::Model { request, reply } => Box::pin(async move {
+            let model = request.model.clone();
+            let options = ActivityOptions::with_start_to_close_timeout(START_TO_CLOSE)
+                .heartbeat_timeout(HEARTBEAT_TIMEOUT)
+                .build();
+            match ctx
+                .execute_activity(AgentActivities::model, *request, options)
+                .await
+            {
+                Ok(recorded) => crate::stream_record::replay(&reply, recorded),
+                Err(ActivityExecutionError::Cancelled(_)) => {
+                    // The loop's clock is not installed here: stamp the workflow's time.
+                    let mut cut = crate::stream_record::aborted(&model);
+                    cut.message.timestamp = workflow_ms(&ctx);
+                    crate::stream_record::replay(&reply, cut)
+                }
+                Err(e) => reply.fail(format!("The model request failed: {e}")),
+            }
+        }),
+        Request::Tool {
+            request,
+            spec,
+            reply,
+        } => Box::pin(async move {
+            let mut options = ActivityOptions::with_start_to_close_timeout(START_TO_CLOSE)
+                .heartbeat_timeout(HEARTBEAT_TIMEOUT)
+                .build();
+            if spec.replay == Replay::Never {
+                // After an unknown outcome (the worker died, the call timed out), never again.
+                options.retry_policy = Some(RetryPolicy::builder().maximum_attempts(1).build());
+            }
+            let outcome = ctx
+                .execute_activity(AgentActivities::tool, *request, options)
+                .await;
+            let answer = match outcome {
+                Ok(reply) => reply,
+                Err(ActivityExecutionError::Cancelled(_)) => ToolReply::Failed {
+                    message: "Operation aborted".into(),
+                },
+                Err(_) => ToolReply::Failed {
+                    message: crate::activities::interrupted_text(&spec.name),
+                },
+            };
+            // The loop may have stopped waiting (the workflow is ending): nothing to do.
+            let _ = reply.send(answer);
+        }),
+    }
+}

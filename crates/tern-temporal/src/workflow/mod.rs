@@ -1,0 +1,216 @@
+//! The session workflow: one per session. It waits for a prompt, runs tern-agent's own loop
+//! on it ([`tern_agent::run_agent_loop`], through the driver in `workflow/driver.rs`), and waits again;
+//! steering and follow-up messages reach the running loop through its message sources.
+//!
+//! Input arrives as Workflow Updates (`prompt`, `steer`, `follow_up`): the validator decides
+//! acceptance, and the update completes once its messages are committed to the transcript.
+//! `close` (a signal) ends the session once it is idle; the `state` and `events` queries read
+//! it at any time.
+
+// The SDK's macros add an undocumented constant per handler (its definition); the
+// handlers themselves are documented.
+#![allow(missing_docs)]
+
+mod bridge;
+pub(crate) mod driver;
+mod in_flight;
+mod session;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+};
+use tern_agent::{run_agent_loop, AgentContext, AgentLoopConfig};
+use tern_ai::StreamFn;
+use tokio_util::sync::CancellationToken;
+
+use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use bridge::{bridged_tool, Bridge, BridgedModel};
+use session::{Input, Seq, Shared};
+
+type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The workflow of one agent session.
+#[workflow]
+pub struct AgentWorkflow {
+    input: SessionInput,
+    shared: Shared,
+}
+
+#[workflow_methods]
+impl AgentWorkflow {
+    /// Builds the session from its input (before any update is handled).
+    #[init]
+    pub fn new(_ctx: &WorkflowContextView, input: SessionInput) -> Self {
+        let shared = Shared::default();
+        {
+            let mut s = shared.0.lock();
+            s.messages = input.messages.clone();
+            s.event_offset = input.event_offset;
+        }
+        AgentWorkflow { input, shared }
+    }
+
+    /// Runs prompts until the session is closed, continuing as new when the history grows
+    /// long (between runs, carrying the transcript).
+    #[run]
+    pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<SessionOutput> {
+        let (input, shared) = ctx.state(|w| (w.input.clone(), w.shared.clone()));
+        let bridge = Arc::new(Bridge::default());
+        let tools: Vec<_> = input
+            .tools
+            .iter()
+            .map(|spec| bridged_tool(spec, bridge.clone()))
+            .collect();
+        let stream_fn: Arc<dyn StreamFn> = Arc::new(BridgedModel(bridge.clone()));
+        loop {
+            ctx.wait_condition(|w| {
+                let s = w.shared.0.lock();
+                s.has_prompt() || s.closed
+            })
+            .await?;
+            let (prompts, transcript) = {
+                let mut s = shared.0.lock();
+                let Some(prompts) = s.take_prompt() else {
+                    break;
+                };
+                s.is_streaming = true;
+                (prompts, s.messages.clone())
+            };
+            ctx.state_mut(|_| ());
+            let mut config = AgentLoopConfig::new(input.model.clone());
+            config.reasoning = input.reasoning;
+            config.tool_execution = input.tool_execution;
+            config.get_steering_messages = Some(shared.steering_source());
+            config.get_follow_up_messages = Some(shared.follow_up_source());
+            let context = AgentContext::new(transcript, tools.clone());
+            let signal = CancellationToken::new();
+            let run = run_agent_loop(
+                prompts,
+                context,
+                config,
+                &shared,
+                signal.clone(),
+                stream_fn.clone(),
+            );
+            // A failed run (a hook or the stream function failed) leaves its error in the
+            // events it published; the session stays usable.
+            let _ = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            shared.0.lock().is_streaming = false;
+            ctx.state_mut(|_| ());
+            if signal.is_cancelled() {
+                // Cancelling the workflow aborted the run: the session ends with it.
+                break;
+            }
+            if ctx.continue_as_new_suggested() && ctx.all_handlers_finished() {
+                let next = {
+                    let s = shared.0.lock();
+                    SessionInput {
+                        messages: s.messages.clone(),
+                        event_offset: s.event_offset + s.events.len(),
+                        ..input.clone()
+                    }
+                };
+                ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+            }
+        }
+        let messages = shared.0.lock().messages.clone();
+        Ok(SessionOutput { messages })
+    }
+
+    #[update_validator(prompt)]
+    fn validate_prompt(
+        &self,
+        _ctx: &WorkflowContextView,
+        input: &SessionMessages,
+    ) -> Result<(), HandlerError> {
+        let s = self.shared.0.lock();
+        if s.closed {
+            return Err("The session is closed".into());
+        }
+        if s.is_busy() {
+            return Err(
+                "The agent is already processing a prompt: use steer or follow_up, or wait".into(),
+            );
+        }
+        if input.messages.is_empty() {
+            return Err("A prompt needs at least one message".into());
+        }
+        Ok(())
+    }
+
+    /// Starts a run with these messages; completes when they are in the transcript.
+    #[update]
+    pub async fn prompt(ctx: &mut WorkflowContext<Self>, input: SessionMessages) -> Seq {
+        accept(ctx, Input::Prompt, input).await
+    }
+
+    #[update_validator(steer)]
+    fn validate_steer(
+        &self,
+        _ctx: &WorkflowContextView,
+        _input: &SessionMessages,
+    ) -> Result<(), HandlerError> {
+        open(self)
+    }
+
+    /// Queues steering messages (delivered after the current turn); completes when they are
+    /// in the transcript.
+    #[update]
+    pub async fn steer(ctx: &mut WorkflowContext<Self>, input: SessionMessages) -> Seq {
+        accept(ctx, Input::Steer, input).await
+    }
+
+    #[update_validator(follow_up)]
+    fn validate_follow_up(
+        &self,
+        _ctx: &WorkflowContextView,
+        _input: &SessionMessages,
+    ) -> Result<(), HandlerError> {
+        open(self)
+    }
+
+    /// Queues follow-up messages (delivered when the agent would stop); completes when they
+    /// are in the transcript.
+    #[update]
+    pub async fn follow_up(ctx: &mut WorkflowContext<Self>, input: SessionMessages) -> Seq {
+        accept(ctx, Input::FollowUp, input).await
+    }
+
+    /// Ends the session once the current run (and any queued prompt) is done.
+    #[signal]
+    pub fn close(&mut self, _ctx: &mut SyncWorkflowContext<Self>, _input: ()) {
+        self.shared.0.lock().closed = true;
+    }
+
+    /// The session's state: transcript, whether it streams, pending calls, queues.
+    #[query]
+    pub fn state(&self, _ctx: &WorkflowContextView, _input: ()) -> SessionState {
+        self.shared.0.lock().state()
+    }
+
+    /// The events published from `offset` on (each as a local run prints it).
+    #[query]
+    pub fn events(&self, _ctx: &WorkflowContextView, offset: usize) -> Vec<Value> {
+        self.shared.0.lock().events_since(offset)
+    }
+}
+
+fn open(w: &AgentWorkflow) -> Result<(), HandlerError> {
+    if w.shared.0.lock().closed {
+        return Err("The session is closed".into());
+    }
+    Ok(())
+}
+
+async fn accept(ctx: &mut WorkflowContext<AgentWorkflow>, input: Input, m: SessionMessages) -> Seq {
+    let seq = ctx.state_mut(|w| w.shared.0.lock().accept(input, m.messages));
+    // Cancelled waits end with the workflow: the update then reports that, not a seq.
+    let _ = ctx
+        .wait_condition(|w| w.shared.0.lock().is_committed(seq))
+        .await;
+    seq
+}

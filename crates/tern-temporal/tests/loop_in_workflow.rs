@@ -1,0 +1,219 @@
+//! tern-agent's loop run as a workflow on a real Temporal dev server gives the same events
+//! and messages as the same script run in-process: a tool call, then a parallel batch of two
+//! (the slower one ends last), then an answer.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tern_agent::{
+    run_agent_loop, AgentContext, AgentEvent, AgentLoopConfig, AgentTool, ToolResult,
+};
+use tern_ai::faux::{FauxModel, FauxResponse};
+use tern_ai::{Message, Model};
+use tern_temporal::{SessionInput, ToolSpec};
+use tokio_util::sync::CancellationToken;
+
+use support::dev_server::DevServer;
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+    /// How long the call takes, in ms.
+    delay_ms: u64,
+}
+
+fn tools() -> Vec<AgentTool> {
+    vec![AgentTool::typed(
+        "add",
+        "Adds two numbers.",
+        |a: AddArgs, _| async move {
+            tokio::time::sleep(Duration::from_millis(a.delay_ms)).await;
+            Ok(ToolResult::text(format!("{}", a.a + a.b)).with_details(json!({"sum": a.a + a.b})))
+        },
+    )]
+}
+
+fn script() -> FauxModel {
+    FauxModel::new(vec![
+        FauxResponse::tool_call("call_1", "add", json!({"a": 1, "b": 2, "delay_ms": 0})),
+        FauxResponse::tool_calls(vec![
+            ("call_2", "add", json!({"a": 3, "b": 4, "delay_ms": 800})),
+            ("call_3", "add", json!({"a": 5, "b": 6, "delay_ms": 0})),
+        ]),
+        FauxResponse::text("3, 7 and 11."),
+    ])
+}
+
+fn model() -> Model {
+    Model {
+        id: "faux-1".into(),
+        provider: "faux".into(),
+        api: "faux".into(),
+        ..Model::default()
+    }
+}
+
+async fn in_process(prompt: Message) -> (Vec<Value>, Vec<Message>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let sink = move |e: AgentEvent| {
+        seen.lock()
+            .push(serde_json::to_value(&e).expect("events serialize"));
+        async {}
+    };
+    let new = run_agent_loop(
+        vec![prompt.clone()],
+        AgentContext::new(Vec::new(), tools()),
+        AgentLoopConfig::new(model()),
+        &sink,
+        CancellationToken::new(),
+        Arc::new(script()),
+    )
+    .await
+    .expect("the local run");
+    let events = events.lock().clone();
+    (events, new)
+}
+
+fn normalized(messages: &[Message]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(m).expect("messages serialize");
+            support::strip_times(&mut v);
+            v
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_in_a_workflow_matches_the_same_run_in_process() {
+    let prompt = Message::user_text("Add 1+2, then 3+4 and 5+6.");
+    let (local_events, local_messages) = in_process(prompt.clone()).await;
+
+    let server = DevServer::start();
+    let queue = "loop-in-workflow";
+    let sessions = support::sessions(&server.address, queue).await;
+    let (_rt, mut worker) =
+        support::worker(&server.address, queue, Arc::new(script()), tools()).await;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            tokio::task::spawn_local(async move { worker.run().await });
+            let input = SessionInput {
+                model: model(),
+                tools: tools().iter().map(ToolSpec::of).collect(),
+                ..SessionInput::default()
+            };
+            let session = sessions.start("session-1", input).await.expect("started");
+            session.prompt(vec![prompt]).await.expect("prompt accepted");
+            let events = tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
+                .await
+                .expect("the run ends within 60 s")
+                .expect("events");
+            let state = session.state().await.expect("state");
+            assert!(!state.is_streaming && state.pending_tool_calls.is_empty());
+            let output = session.close().await.expect("closed");
+
+            let kinds = |es: &[Value]| -> Vec<String> {
+                es.iter()
+                    .map(|e| e["type"].as_str().unwrap_or("?").to_string())
+                    .collect()
+            };
+            let expected = support::comparable(&local_events);
+            let got = support::comparable(&events);
+            assert_eq!(kinds(&got), kinds(&expected), "the same event sequence");
+            assert_eq!(got, expected, "the same events");
+            // The slower call of the batch ends last, results stay in source order.
+            let ends: Vec<_> = got
+                .iter()
+                .filter(|e| e["type"] == "tool_execution_end")
+                .map(|e| e["toolCallId"].clone())
+                .collect();
+            assert_eq!(
+                ends,
+                vec![json!("call_1"), json!("call_3"), json!("call_2")]
+            );
+
+            // A new session: the transcript is what the run added (the tool declaration,
+            // the prompt, the turns).
+            let expected_messages = local_messages;
+            assert_eq!(normalized(&output.messages), normalized(&expected_messages));
+            assert_eq!(normalized(&state.messages), normalized(&expected_messages));
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() {
+    let server = DevServer::start();
+    let queue = "abort";
+    let sessions = support::sessions(&server.address, queue).await;
+    let script = FauxModel::new(vec![FauxResponse::tool_call(
+        "call_1",
+        "add",
+        json!({"a": 1, "b": 2, "delay_ms": 60_000}),
+    )]);
+    let (_rt, mut worker) =
+        support::worker(&server.address, queue, Arc::new(script), tools()).await;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            tokio::task::spawn_local(async move { worker.run().await });
+            let input = SessionInput {
+                model: model(),
+                tools: tools().iter().map(ToolSpec::of).collect(),
+                ..SessionInput::default()
+            };
+            let session = sessions
+                .start("session-abort", input)
+                .await
+                .expect("started");
+            session
+                .prompt(vec![Message::user_text("Add slowly.")])
+                .await
+                .expect("prompt accepted");
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while session
+                .state()
+                .await
+                .expect("state")
+                .pending_tool_calls
+                .is_empty()
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the tool never started"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            session.abort().await.expect("cancelled");
+            let output = tokio::time::timeout(Duration::from_secs(30), session.result())
+                .await
+                .expect("the session ends within 30 s")
+                .expect("a transcript");
+            let json: Vec<Value> = output
+                .messages
+                .iter()
+                .map(|m| serde_json::to_value(m).expect("serializes"))
+                .collect();
+            let result = json
+                .iter()
+                .find(|m| m["role"] == "toolResult")
+                .expect("the call's result");
+            assert_eq!(result["isError"], true);
+            assert_eq!(result["content"][0]["text"], "Operation aborted");
+            // As in the core: the next request sees the abort and the run ends aborted.
+            let last = json.last().expect("messages");
+            assert_eq!(last["role"], "assistant");
+            assert_eq!(last["stopReason"], "aborted");
+        })
+        .await;
+}

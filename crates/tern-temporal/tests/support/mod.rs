@@ -1,0 +1,80 @@
+//! Shared by the Temporal tests: a dev server, a worker, and event normalization.
+
+#![allow(dead_code)]
+
+pub mod dev_server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use temporalio_sdk::{Runtime, Worker};
+use tern_agent::AgentTool;
+use tern_ai::StreamFn;
+use tern_temporal::{build_worker, connect_client, runtime, AgentActivities, Sessions};
+
+/// Connects (retrying while the fresh server starts its namespace).
+pub async fn sessions(address: &str, task_queue: &str) -> Sessions {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match Sessions::connect(address, "default", task_queue).await {
+            Ok(s) => return s,
+            Err(e) if Instant::now() > deadline => panic!("no Temporal at {address}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// A worker of this process; run it with `tokio::task::spawn_local(worker.run())` (its
+/// workflows are not `Send`). Keep the runtime alive while it runs.
+pub async fn worker(
+    address: &str,
+    task_queue: &str,
+    stream_fn: Arc<dyn StreamFn>,
+    tools: Vec<AgentTool>,
+) -> (Runtime, Worker) {
+    let client = connect_client(address, "default").await.expect("a client");
+    let rt = runtime().expect("a Temporal runtime");
+    let activities = AgentActivities::new(stream_fn, tools);
+    let worker = build_worker(&rt, client, task_queue, activities).expect("a worker");
+    (rt, worker)
+}
+
+/// Removes what differs between two runs of the same script: wall-clock times and
+/// durations.
+pub fn strip_times(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("timestamp");
+            m.remove("durationMs");
+            m.values_mut().for_each(strip_times);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_times),
+        _ => {}
+    }
+}
+
+/// Events compared across runs: times and durations stripped, and the partial message of
+/// streaming events left out (its state when a subscriber reads it depends on how far the
+/// producer got; kinds, deltas and order are compared).
+pub fn comparable(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            strip_times(&mut e);
+            if e["type"] == "message_update" {
+                if let Some(m) = e.as_object_mut() {
+                    m.remove("message");
+                }
+                if let Some(m) = e["assistantMessageEvent"].as_object_mut() {
+                    m.remove("partial");
+                }
+            }
+            if e["type"] == "message_start" && e["message"]["role"] == "assistant" {
+                e["message"] = serde_json::json!({"role": "assistant"});
+            }
+            e
+        })
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! `tern worker --temporal` and `tern --temporal -p` through the real binary, against a real
+//! Temporal dev server and a scripted OpenAI-compatible model server: the worker runs the
+//! model request and the `read` tool (in its own directory), the client prints the answer;
+//! a second prompt attaches to the same session in JSON mode.
+
+#![cfg(feature = "temporal")]
+
+mod common;
+#[path = "../../tern-temporal/tests/support/dev_server.rs"]
+mod dev_server;
+
+use std::process::{Child, Stdio};
+
+use common::{command, run, stderr, stdout, Reply, Server};
+use serde_json::{json, Value};
+
+/// Kills the worker when the test ends, also when it fails.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_worker_serves_prompts_sent_with_temporal() {
+    let temporal = dev_server::DevServer::start();
+    let model = Server::start(vec![
+        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
+        Reply::text("The code is TANGO-42."),
+        Reply::text("It was in notes.txt."),
+    ]);
+    let (home, worker_dir, client_dir) = (
+        tempfile::tempdir().expect("home"),
+        tempfile::tempdir().expect("worker dir"),
+        tempfile::tempdir().expect("client dir"),
+    );
+    std::fs::write(worker_dir.path().join("notes.txt"), "code: TANGO-42\n").expect("notes");
+    let flags = |c: &mut std::process::Command| {
+        c.args(["--temporal", &temporal.address, "--task-queue", "cli-test"])
+            .args(["--base-url", &model.url, "--model", "local"]);
+    };
+
+    let mut w = command(home.path(), worker_dir.path());
+    w.arg("worker");
+    flags(&mut w);
+    w.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _worker = Worker(w.spawn().expect("spawn the worker"));
+
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["-p", "What is the code in notes.txt?"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "The code is TANGO-42.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2);
+    let tool_result = requests[1].to_string();
+    assert!(
+        tool_result.contains("TANGO-42"),
+        "the worker's read ran in its directory"
+    );
+    let err = stderr(&o);
+    let id = err
+        .split_whitespace()
+        .skip_while(|w| *w != "--temporal-session")
+        .nth(1)
+        .map(|s| s.trim_end_matches(')').to_string())
+        .unwrap_or_else(|| panic!("no session id in: {err}"));
+
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args([
+        "--temporal-session",
+        &id,
+        "--mode",
+        "json",
+        "-p",
+        "Where was it?",
+    ]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let events: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"agent_start"));
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    let end = events.last().expect("events");
+    let roles: Vec<&str> = end["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "the second run's messages");
+    // The session kept the first run: the second request carries the whole transcript.
+    let second = model.requests()[2].to_string();
+    assert!(second.contains("TANGO-42") && second.contains("Where was it?"));
+}
+
+/// The parent of process `pid` (from /proc).
+fn parent_of(pid: &str) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).ok()?;
+    // `pid (comm) state ppid ...`: comm may hold spaces, so read after the last ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
+    let temporal = dev_server::DevServer::start();
+    let (home, worker_dir, client_dir) = (
+        tempfile::tempdir().expect("home"),
+        tempfile::tempdir().expect("worker dir"),
+        tempfile::tempdir().expect("client dir"),
+    );
+    let pid_file = worker_dir.path().join("bash.pid");
+    let runs = worker_dir.path().join("runs.txt");
+    let model = Server::start(vec![
+        Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": format!(
+                "echo run >> {}; sh -c 'echo $$ > {}; exec sleep 30'",
+                runs.display(),
+                pid_file.display()
+            )}),
+        ),
+        Reply::text("The command's outcome is unknown."),
+    ]);
+    let flags = |c: &mut std::process::Command| {
+        c.args(["--temporal", &temporal.address, "--task-queue", "failover"])
+            .args(["--base-url", &model.url, "--model", "local"]);
+    };
+    let spawn_worker = || {
+        let mut w = command(home.path(), worker_dir.path());
+        w.arg("worker");
+        flags(&mut w);
+        w.args([
+            "--tools",
+            "bash",
+            "--allow",
+            "bash",
+            "--sandbox",
+            "full-access",
+        ]);
+        w.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Worker(w.spawn().expect("spawn a worker"))
+    };
+    let mut workers = vec![spawn_worker(), spawn_worker()];
+
+    // The session's tool declarations come from the client; the worker runs them.
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["--tools", "bash", "-p", "Run the command."]);
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let client = c.spawn().expect("spawn the client");
+
+    // Once the tool runs, SIGKILL the worker running it (the shell's parent's parent).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let shell = loop {
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the tool never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut running = None;
+    let mut p = parent_of(&shell);
+    while let Some(pid) = p.filter(|p| *p > 1) {
+        if let Some(i) = workers.iter().position(|w| w.0.id() == pid) {
+            running = Some(i);
+            break;
+        }
+        p = parent_of(&pid.to_string());
+    }
+    let i = running.expect("the tool runs under one of the workers");
+    let mut dead = workers.remove(i);
+    dead.0.kill().expect("SIGKILL the worker");
+    let _ = dead.0.wait();
+    let _ = std::process::Command::new("kill")
+        .args(["-9", shell.trim()])
+        .status();
+
+    let o = common::wait_output(client, std::time::Duration::from_secs(90));
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "The command's outcome is unknown.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one request per turn, none repeated");
+    let sent = requests[1].to_string();
+    assert!(
+        sent.contains("interrupted") && sent.contains("outcome") && sent.contains("unknown"),
+        "the model is told the outcome is unknown: {sent}"
+    );
+    let times = std::fs::read_to_string(&runs).unwrap_or_default();
+    assert_eq!(times.lines().count(), 1, "bash (replay: never) ran once");
+}
