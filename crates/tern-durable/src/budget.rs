@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tern_ai::environment::Environment;
 
 use tern_ai::transcript::get_current_tools;
 use tern_ai::{AssistantMessage, Content, Message, SystemMessage, ToolReference};
@@ -339,7 +341,9 @@ pub(crate) struct Spending {
     budgets: Budgets,
     /// What the session's earlier runs used.
     before: Spent,
-    started: Instant,
+    /// The run's clock: wall time is read from it, so a fixed clock gives the same records.
+    env: Environment,
+    started_ms: u64,
     used: Spent,
     /// The limit that ended the run, once its wrap-up turn was sent.
     pub(crate) ended_by: Option<Limit>,
@@ -356,11 +360,12 @@ pub(crate) enum Turn {
 }
 
 impl Spending {
-    pub(crate) fn new(budgets: Budgets, before: Spent) -> Self {
+    pub(crate) fn new(budgets: Budgets, before: Spent, env: Environment) -> Self {
         Spending {
             budgets,
             before,
-            started: Instant::now(),
+            started_ms: env.now_ms(),
+            env,
             used: Spent::default(),
             ended_by: None,
         }
@@ -377,7 +382,8 @@ impl Spending {
     /// This run's spending so far.
     pub(crate) fn used(&self) -> Spent {
         Spent {
-            wall_time: self.started.elapsed(),
+            // A clock set back counts as no time, never as negative.
+            wall_time: Duration::from_millis(self.env.now_ms().saturating_sub(self.started_ms)),
             ..self.used.clone()
         }
     }

@@ -113,7 +113,7 @@ impl DurableRun {
         before: Spent,
     ) -> Self {
         let inputs = recorded.inputs.len() as u64;
-        let spending = Spending::new(recorded.budget.clone(), before);
+        let spending = Spending::new(recorded.budget.clone(), before, env.clone());
         DurableRun {
             inner: Arc::new(RunInner {
                 journal,
@@ -338,7 +338,7 @@ impl DurableRun {
         {
             let mut spending = self.inner.spending.lock();
             let before = spending.before().clone();
-            *spending = Spending::new(budgets, before);
+            *spending = Spending::new(budgets, before, self.inner.env.clone());
         }
         self
     }
