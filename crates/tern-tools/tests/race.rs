@@ -111,6 +111,16 @@ fn the_portable_path_holds_too() {
     );
 }
 
+/// Swaps below which a round is no race.
+const MIN_SWAPS: usize = 100;
+
+/// Whether a tool loop goes on after `i` calls: `count` calls at least, and more while the
+/// swapper has swapped too little for a race (a loaded machine can starve its thread), up to
+/// 50 times `count`.
+fn more(i: usize, count: usize, swaps: &AtomicUsize) -> bool {
+    i < count || (swaps.load(Ordering::Relaxed) <= MIN_SWAPS && i < count * 50)
+}
+
 async fn race_round() {
     let count: usize = std::env::var("TERN_RACE_COUNT")
         .ok()
@@ -137,9 +147,10 @@ async fn race_round() {
     let config = sb.config.clone();
     let reads = tokio::spawn({
         let tool = read_tool(&config);
+        let swaps = swaps.clone();
         async move {
             let mut leaked = 0;
-            for _ in 0..count {
+            for _ in (0..).take_while(|&i| more(i, count, &swaps)) {
                 if let Ok(r) = run(&tool, json!({"path": "d/f.txt"})).await {
                     leaked += usize::from(text(&r).contains("OUTSIDE"));
                 }
@@ -149,8 +160,9 @@ async fn race_round() {
     });
     let writes = tokio::spawn({
         let tool = write_tool(&config);
+        let swaps = swaps.clone();
         async move {
-            for i in 0..count {
+            for i in (0..).take_while(|&i| more(i, count, &swaps)) {
                 let _ = run(
                     &tool,
                     json!({"path": format!("d/w-{i}.txt"), "content": "w\n"}),
@@ -161,8 +173,9 @@ async fn race_round() {
     });
     let edits = tokio::spawn({
         let tool = edit_tool(&config);
+        let swaps = swaps.clone();
         async move {
-            for i in 0..count {
+            for i in (0..).take_while(|&i| more(i, count, &swaps)) {
                 let (old, new) = if i % 2 == 0 { ("a", "b") } else { ("b", "a") };
                 let _ = run(
                     &tool,
@@ -179,7 +192,7 @@ async fn race_round() {
     handle.join().unwrap();
 
     assert!(
-        swaps.load(Ordering::Relaxed) > 100,
+        swaps.load(Ordering::Relaxed) > MIN_SWAPS,
         "the swapper barely ran"
     );
     assert_eq!(leaked, 0, "reads returned outside content");
