@@ -467,7 +467,15 @@ fn interactive_resume_offers_recover_in_tmux() {
         server.url,
         session.display()
     );
-    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().expect("run tmux");
+    // A server of its own: another test's server shutting down cannot take this one along.
+    let socket = format!("tern-durable-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("run tmux")
+    };
     let started = tmux(&[
         "new-session",
         "-d",

@@ -46,7 +46,13 @@ impl Pane {
     }
 
     fn tmux(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux").args(args).output().expect("run tmux")
+        // A server of its own per pane: another test's server shutting down (tmux's
+        // "server exited unexpectedly") cannot take this one along.
+        Command::new("tmux")
+            .args(["-L", &self.name])
+            .args(args)
+            .output()
+            .expect("run tmux")
     }
 
     fn text(&self) -> String {
