@@ -72,14 +72,25 @@ pub const INPUTS: [(Queue, &str, When); 3] = [
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     File,
-    Sqlite,
+    /// One database for all agents; `Buffered` appends go through the side log.
+    Sqlite(Durability),
 }
 
 impl Kind {
     pub fn name(self) -> &'static str {
         match self {
             Kind::File => "file",
-            Kind::Sqlite => "sqlite",
+            Kind::Sqlite(Durability::Fsync) => "sqlite",
+            Kind::Sqlite(Durability::Buffered) => "sqlite-buffered",
+        }
+    }
+
+    /// A small number of its own, for seeds and server points.
+    pub fn index(self) -> usize {
+        match self {
+            Kind::File => 0,
+            Kind::Sqlite(Durability::Fsync) => 1,
+            Kind::Sqlite(Durability::Buffered) => 2,
         }
     }
 }
@@ -116,7 +127,8 @@ impl Options {
                 "--journal" => {
                     o.kind = match value()?.as_str() {
                         "file" => Kind::File,
-                        "sqlite" => Kind::Sqlite,
+                        "sqlite" => Kind::Sqlite(Durability::Fsync),
+                        "sqlite-buffered" => Kind::Sqlite(Durability::Buffered),
                         other => return Err(format!("unknown journal {other}")),
                     }
                 }
@@ -177,9 +189,8 @@ pub fn main(args: &[String]) -> ExitCode {
 async fn run_all(o: Options) -> Result<(), String> {
     let o = Arc::new(o);
     let db = match o.kind {
-        Kind::Sqlite => Some(
-            SqliteJournal::open(&o.dir.join("runs.db"), Durability::Fsync)
-                .map_err(|e| e.to_string())?,
+        Kind::Sqlite(durability) => Some(
+            SqliteJournal::open(&o.dir.join("runs.db"), durability).map_err(|e| e.to_string())?,
         ),
         Kind::File => None,
     };

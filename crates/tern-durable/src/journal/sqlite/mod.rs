@@ -1,9 +1,16 @@
 //! The SQLite journal: one database (WAL mode) holding the step records of many sessions.
 //!
-//! All appends of one [`SqliteJournal`] go to one writer thread, which commits whatever has
-//! queued up as one transaction: with [`Durability::Fsync`] that is one fsync for the whole
-//! group (group commit), so fifty agents cost about one agent's fsyncs. Other processes may
-//! write the same database: SQLite's locking serializes them (a busy writer is waited for).
+//! - **[`Durability::Fsync`]**: all appends of one [`SqliteJournal`] go to one writer thread,
+//!   which commits whatever has queued up as one transaction, one fsync for the whole group
+//!   (group commit), so fifty agents cost about one agent's fsyncs.
+//! - **[`Durability::Buffered`]**: an append is one `write` to this process's side log, folded
+//!   into the database in large transactions by a background thread ([`side_log`]): a SQLite
+//!   commit per record would cost several times the step it records.
+//!
+//! Other processes may write the same database: SQLite's locking serializes them (a busy
+//! writer is waited for), and each process folds the side logs of processes that died.
+
+mod side_log;
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -14,6 +21,7 @@ use parking_lot::Mutex;
 use rusqlite::{params, Connection};
 use tokio::sync::oneshot;
 
+use self::side_log::SideLog;
 use super::{Durability, Journal};
 use crate::record::RecordRejection;
 use crate::{JournalError, Record, FORMAT_VERSION};
@@ -27,10 +35,28 @@ struct Append {
     done: oneshot::Sender<Result<(), String>>,
 }
 
+/// Where appends go.
+enum Writer {
+    /// The group-commit thread ([`Durability::Fsync`]).
+    Group(Mutex<mpsc::Sender<Append>>),
+    /// This process's side log ([`Durability::Buffered`]).
+    SideLog(Arc<SideLog>),
+}
+
 struct Shared {
     path: String,
-    writer: Mutex<Option<mpsc::Sender<Append>>>,
+    file: std::path::PathBuf,
+    writer: Writer,
+    /// Reads, and folds the side logs of dead processes.
     reader: Mutex<Connection>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Writer::SideLog(log) = &self.writer {
+            log.close();
+        }
+    }
 }
 
 /// A SQLite database of journals; cheap to clone, one per process is enough.
@@ -85,33 +111,49 @@ fn connect(path: &std::path::Path, durability: Durability) -> rusqlite::Result<C
              session TEXT NOT NULL,
              record TEXT NOT NULL
          );
-         CREATE INDEX IF NOT EXISTS tern_steps_by_session ON tern_steps (session, seq);",
+         CREATE INDEX IF NOT EXISTS tern_steps_by_session ON tern_steps (session, seq);
+         CREATE TABLE IF NOT EXISTS tern_side_logs (
+             name TEXT PRIMARY KEY,
+             folded INTEGER NOT NULL
+         );",
     )?;
     Ok(c)
 }
 
 impl SqliteJournal {
-    /// Opens (or creates) the database at `path` and starts its writer thread.
+    /// Opens (or creates) the database at `path`, folds the side logs of processes that died
+    /// (see [`Durability::Buffered`]), and starts its writer.
     pub fn open(path: &std::path::Path, durability: Durability) -> Result<Self, JournalError> {
         let name = path.display().to_string();
         let err = |source| JournalError::Sqlite {
             path: name.clone(),
             source,
         };
+        let commit_error = |reason: String| JournalError::Commit {
+            path: name.clone(),
+            reason,
+        };
+        let mut reader = connect(path, durability).map_err(err)?;
+        side_log::fold_orphans(path, &mut reader).map_err(commit_error)?;
         let writer = connect(path, durability).map_err(err)?;
-        let reader = connect(path, durability).map_err(err)?;
-        let (tx, rx) = mpsc::channel::<Append>();
-        std::thread::Builder::new()
-            .name("tern-sqlite-journal".into())
-            .spawn(move || write_groups(writer, rx))
-            .map_err(|e| JournalError::Commit {
-                path: name.clone(),
-                reason: format!("cannot start the writer thread: {e}"),
-            })?;
+        let writer = match durability {
+            Durability::Fsync => {
+                let (tx, rx) = mpsc::channel::<Append>();
+                std::thread::Builder::new()
+                    .name("tern-sqlite-journal".into())
+                    .spawn(move || write_groups(writer, rx))
+                    .map_err(|e| commit_error(format!("cannot start the writer thread: {e}")))?;
+                Writer::Group(Mutex::new(tx))
+            }
+            Durability::Buffered => {
+                Writer::SideLog(SideLog::open(path, writer).map_err(commit_error)?)
+            }
+        };
         Ok(SqliteJournal {
             shared: Arc::new(Shared {
                 path: name,
-                writer: Mutex::new(Some(tx)),
+                file: path.to_path_buf(),
+                writer,
                 reader: Mutex::new(reader),
             }),
         })
@@ -127,7 +169,7 @@ impl SqliteJournal {
 
     /// The ids of the sessions that have records.
     pub fn sessions(&self) -> Result<Vec<String>, JournalError> {
-        let c = self.shared.reader.lock();
+        let c = self.caught_up()?;
         let mut q = c
             .prepare("SELECT DISTINCT session FROM tern_steps ORDER BY session")
             .map_err(|e| self.sqlite_error(e))?;
@@ -136,6 +178,21 @@ impl SqliteJournal {
             .map_err(|e| self.sqlite_error(e))?;
         rows.collect::<Result<_, _>>()
             .map_err(|e| self.sqlite_error(e))
+    }
+
+    /// The reading connection, once every record appended so far is in the database: this
+    /// journal's side log and those of dead processes folded.
+    fn caught_up(&self) -> Result<parking_lot::MutexGuard<'_, Connection>, JournalError> {
+        let commit_error = |reason: String| JournalError::Commit {
+            path: self.shared.path.clone(),
+            reason,
+        };
+        if let Writer::SideLog(log) = &self.shared.writer {
+            log.fold().map_err(commit_error)?;
+        }
+        let mut c = self.shared.reader.lock();
+        side_log::fold_orphans(&self.shared.file, &mut c).map_err(commit_error)?;
+        Ok(c)
     }
 
     fn sqlite_error(&self, source: rusqlite::Error) -> JournalError {
@@ -192,37 +249,40 @@ impl SqliteSession {
 impl Journal for SqliteSession {
     fn append<'a>(&'a self, record: &'a Record) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
-            let text = serde_json::to_string(record).map_err(|e| JournalError::Commit {
+            let commit_error = |reason| JournalError::Commit {
                 path: self.db.shared.path.clone(),
-                reason: format!("record does not serialize: {e}"),
-            })?;
-            let (done, wait) = oneshot::channel();
-            let sent = match self.db.shared.writer.lock().as_ref() {
-                Some(tx) => tx
-                    .send(Append {
-                        session: self.session.clone(),
-                        record: text,
-                        done,
-                    })
-                    .is_ok(),
-                None => false,
+                reason,
             };
+            let tx = match &self.db.shared.writer {
+                Writer::SideLog(log) => {
+                    return log.append(&self.session, record).map_err(commit_error)
+                }
+                Writer::Group(tx) => tx,
+            };
+            let text = serde_json::to_string(record)
+                .map_err(|e| commit_error(format!("record does not serialize: {e}")))?;
+            let (done, wait) = oneshot::channel();
+            let sent = tx
+                .lock()
+                .send(Append {
+                    session: self.session.clone(),
+                    record: text,
+                    done,
+                })
+                .is_ok();
             if !sent {
                 return Err(self.closed());
             }
             match wait.await {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(reason)) => Err(JournalError::Commit {
-                    path: self.db.shared.path.clone(),
-                    reason,
-                }),
+                Ok(Err(reason)) => Err(commit_error(reason)),
                 Err(_) => Err(self.closed()),
             }
         })
     }
 
     fn records(&self) -> Result<Vec<Record>, JournalError> {
-        let c = self.db.shared.reader.lock();
+        let c = self.db.caught_up()?;
         let mut q = c
             .prepare_cached("SELECT record FROM tern_steps WHERE session = ?1 ORDER BY seq")
             .map_err(|e| self.db.sqlite_error(e))?;
