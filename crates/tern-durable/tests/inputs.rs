@@ -7,7 +7,6 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use tern_agent::AgentEvent;
 use tern_ai::Message;
 use tern_durable::{DurableRun, InputStage, Journal, MemoryJournal, RunEnd, Step};
 
@@ -36,22 +35,7 @@ async fn a_steer_is_accepted_then_committed_then_seen() {
     let a = agent(&run, &server, dir.path(), Vec::new());
     let _inputs = run.attach(&a);
     let id = Arc::new(Mutex::new(None));
-    let host = run.clone();
-    let id2 = id.clone();
-    let _steering = a.subscribe(move |event, _| {
-        let (host, id2) = (host.clone(), id2.clone());
-        async move {
-            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
-                if tool_call.id == "c1" {
-                    let got = host
-                        .steer(Message::user_text(STEER))
-                        .await
-                        .expect("accepted");
-                    *id2.lock().unwrap() = Some(got);
-                }
-            }
-        }
-    });
+    let _steering = steer_during_first_tool(&run, &a, id.clone());
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
 

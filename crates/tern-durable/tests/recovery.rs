@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use common::*;
 use parking_lot::Mutex;
-use tern_agent::AgentEvent;
 use tern_ai::Message;
 use tern_durable::{
     record_messages, Durability, DurableRun, Journal, Recovery, RunEnd, SessionFileJournal,
@@ -34,19 +33,7 @@ async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let _rec = record_messages(&recorder, &a, 0);
     let _inputs = run.attach(&a);
     // The host steers once, while the first tool runs.
-    let host = run.clone();
-    let _steering = a.subscribe(move |event, _| {
-        let host = host.clone();
-        async move {
-            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
-                if tool_call.id == "c1" {
-                    host.steer(Message::user_text(STEER))
-                        .await
-                        .expect("accepted");
-                }
-            }
-        }
-    });
+    let _steering = steer_during_first_tool(&run, &a, Default::default());
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
     (path, server.sent.load(Ordering::SeqCst))

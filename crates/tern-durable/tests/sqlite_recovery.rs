@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use common::*;
-use tern_agent::AgentEvent;
 use tern_ai::Message;
 use tern_durable::{Durability, DurableRun, Journal, Recovery, RunEnd, SqliteJournal, Step};
 
@@ -24,19 +23,7 @@ async fn reference(db: &SqliteJournal, dir: &Path) -> Vec<Message> {
     let server = ScriptedServer::default();
     let a = agent(&run, &server, dir, Vec::new());
     let _inputs = run.attach(&a);
-    let host = run.clone();
-    let _steering = a.subscribe(move |event, _| {
-        let host = host.clone();
-        async move {
-            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
-                if tool_call.id == "c1" {
-                    host.steer(Message::user_text(STEER))
-                        .await
-                        .expect("accepted");
-                }
-            }
-        }
-    });
+    let _steering = steer_during_first_tool(&run, &a, Default::default());
     let outcome = a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
     assert_eq!(server.sent.load(Ordering::SeqCst), 3);

@@ -86,16 +86,7 @@ impl DurableRun {
         if !self.inner.offline {
             return;
         }
-        let recorded = self
-            .inner
-            .cursor
-            .lock()
-            .recorded
-            .decisions
-            .get(call_id)
-            .filter(|d| d.hook == hook)
-            .cloned();
-        if let Some(d) = recorded {
+        if let Some(d) = self.recorded_decision(hook, call_id) {
             let answer = d.answer.unwrap_or(Value::Null);
             self.inner.note_divergence(Divergence::HookDecision {
                 hook: hook.to_string(),
@@ -116,20 +107,22 @@ impl DurableRun {
 
     /// The decision recorded for `hook` about tool call `call_id`, if the run has one.
     pub fn recorded_decision(&self, hook: &str, call_id: &str) -> Option<RecordedDecision> {
-        let cursor = self.inner.cursor.lock();
-        let d = cursor.recorded.decisions.get(call_id)?;
-        (d.hook == hook).then(|| d.clone())
+        self.decision_at(call_id).filter(|d| d.hook == hook)
     }
 
-    fn plan_decision(&self, hook: &str, call_id: &str, question: &Value) -> Plan {
-        let recorded = self
-            .inner
+    /// The decision recorded about tool call `call_id`, whichever hook made it.
+    fn decision_at(&self, call_id: &str) -> Option<RecordedDecision> {
+        self.inner
             .cursor
             .lock()
             .recorded
             .decisions
             .get(call_id)
-            .cloned();
+            .cloned()
+    }
+
+    fn plan_decision(&self, hook: &str, call_id: &str, question: &Value) -> Plan {
+        let recorded = self.decision_at(call_id);
         let fresh = format!("{}:d:{call_id}", self.inner.run_id);
         let offline = self.inner.offline;
         let diverge = |detail: String| {

@@ -89,24 +89,26 @@ impl RunInner {
     /// `n + 1` goes to the agent now (it drains its queues after this turn's tools); when
     /// `n` is the last recorded request, input accepted but never placed goes too.
     pub(crate) fn deliver_recorded(&self, n: usize) {
-        let due: Vec<(Queue, Message)> = {
-            let cursor = self.cursor.lock();
-            let last = cursor.recorded.models.len().checked_sub(1);
-            cursor
-                .recorded
-                .inputs
-                .iter()
-                .filter(|i| !i.returned && i.queue != Queue::Prompt)
-                .filter(|i| match i.committed_before {
-                    Some(before) => before == n + 1,
-                    None => Some(n) == last,
-                })
-                .map(|i| (i.queue, i.message.clone()))
-                .collect()
-        };
+        let due = self.cursor.lock().inputs_due(n + 1);
         for (queue, message) in due {
             self.deliver(queue, message);
         }
+    }
+}
+
+impl super::Cursor {
+    /// Recorded steering and follow-up input to deliver before request `k` (0-based): what
+    /// was placed before it, and, when `k` is one past the last recorded request, what was
+    /// accepted but never placed.
+    fn inputs_due(&self, k: usize) -> Vec<(Queue, Message)> {
+        let unrequested = k == self.recorded.models.len();
+        self.recorded
+            .inputs
+            .iter()
+            .filter(|i| !i.returned && i.queue != Queue::Prompt)
+            .filter(|i| i.committed_before.map_or(unrequested, |before| before == k))
+            .map(|i| (i.queue, i.message.clone()))
+            .collect()
     }
 }
 
@@ -127,21 +129,7 @@ impl DurableRun {
                 .collect();
             cursor.uncommitted = recorded;
         }
-        let first: Vec<(Queue, Message)> = {
-            let cursor = self.inner.cursor.lock();
-            let nothing_requested = cursor.recorded.models.is_empty();
-            cursor
-                .recorded
-                .inputs
-                .iter()
-                .filter(|i| !i.returned && i.queue != Queue::Prompt)
-                .filter(|i| match i.committed_before {
-                    Some(before) => before == 0,
-                    None => nothing_requested,
-                })
-                .map(|i| (i.queue, i.message.clone()))
-                .collect()
-        };
+        let first = self.inner.cursor.lock().inputs_due(0);
         for (q, m) in first {
             self.inner.deliver(q, m);
         }

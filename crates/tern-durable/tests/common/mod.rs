@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use tern_agent::{Agent, AgentOptions, AgentTool, Replay, ToolResult};
+use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Replay, Subscription, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{Context, Message, Model, StreamFn, StreamOptions};
 use tern_durable::{interrupted_text, DurableRun};
@@ -143,4 +143,28 @@ pub fn effects_before_kill(dir: &Path, has_intent: impl Fn(&str) -> bool) {
             f.write_all(b"x\n").expect("effect");
         }
     }
+}
+
+/// The host steers once ([`STEER`]) while tool call `c1` runs; the id the run gave the input
+/// is kept in `id`.
+pub fn steer_during_first_tool(
+    run: &DurableRun,
+    a: &Agent,
+    id: Arc<std::sync::Mutex<Option<String>>>,
+) -> Subscription {
+    let host = run.clone();
+    a.subscribe(move |event, _| {
+        let (host, id) = (host.clone(), id.clone());
+        async move {
+            if let AgentEvent::ToolExecutionStart { tool_call } = &*event {
+                if tool_call.id == "c1" {
+                    let got = host
+                        .steer(Message::user_text(STEER))
+                        .await
+                        .expect("accepted");
+                    *id.lock().expect("not poisoned") = Some(got);
+                }
+            }
+        }
+    })
 }
