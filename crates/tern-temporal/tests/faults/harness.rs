@@ -138,7 +138,7 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 /// Tool calls running now, by worker: a `start` without its `end`.
-fn running_tools(dir: &Path) -> HashMap<(usize, u32), usize> {
+fn running_tools(dir: &Path) -> PerWorker {
     let mut open: HashMap<(usize, u32, String), i64> = HashMap::new();
     for l in lines(&dir.join("progress")) {
         let p: Vec<&str> = l.split(' ').collect();
@@ -160,11 +160,11 @@ fn running_tools(dir: &Path) -> HashMap<(usize, u32), usize> {
     by_worker
 }
 
+/// A count per worker (slot, life).
+type PerWorker = HashMap<(usize, u32), usize>;
+
 /// Streams in progress (some chunks written, not all), and completed answers, by worker.
-fn streams(
-    server: &Server,
-    points: &[usize],
-) -> (HashMap<(usize, u32), usize>, HashMap<(usize, u32), usize>) {
+fn streams(server: &Server, points: &[usize]) -> (PerWorker, PerWorker) {
     let mut open = HashMap::new();
     let mut done = HashMap::new();
     for &p in points {
@@ -482,7 +482,8 @@ pub fn main() -> ExitCode {
         }
     };
     let began = Instant::now();
-    match rt.block_on(run(target, per_round)) {
+    let per_round_kills = env_usize("FAULTS_ROUND_KILLS", 6);
+    match rt.block_on(run(target, per_round, per_round_kills)) {
         Ok((passed, failed, kills, seen)) => {
             let by: Vec<String> = kills
                 .by_moment
@@ -527,6 +528,7 @@ pub fn main() -> ExitCode {
 async fn run(
     target: usize,
     per_round: usize,
+    per_round_kills: usize,
 ) -> Result<(usize, Vec<String>, Kills, Effects), String> {
     let temporal = DevServer::start();
     let server = Server::start(CHUNK_DELAY);
@@ -560,7 +562,9 @@ async fn run(
         let (p, s, ks) = (points.clone(), &server, &mut kills);
         let mut landed = 0;
         let mut tries = 0;
-        let wanted = target - ks.by_moment.values().sum::<usize>();
+        // A few kills per round: more would keep hitting the round's last session (each
+        // kill delays what it hits by a failover) instead of spreading over sessions.
+        let wanted = (target - ks.by_moment.values().sum::<usize>()).min(per_round_kills);
         tokio::task::block_in_place(|| -> Result<(), String> {
             while landed < wanted && !round_answered(s, &p) && tries < 3 * wanted + 3 {
                 let want = MOMENTS[moment % MOMENTS.len()];

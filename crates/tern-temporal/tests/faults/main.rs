@@ -10,7 +10,8 @@
 //!
 //! `cargo test -p tern-temporal --test faults` runs a short version (4 sessions, 3 kills);
 //! `FAULTS_KILLS=30 FAULTS_SESSIONS=10 cargo test -p tern-temporal --test faults` the full
-//! one. It prints `N passed, 0 failed` (N sessions checked).
+//! one: rounds of 10 concurrent sessions, at most `FAULTS_ROUND_KILLS` (6) kills each, until
+//! 30 kills landed. It prints `N passed, 0 failed` (N sessions checked).
 
 #[cfg(target_os = "linux")]
 #[allow(dead_code)]
