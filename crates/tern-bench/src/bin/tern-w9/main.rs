@@ -34,6 +34,8 @@ use server::Server;
 
 const QUEUE: &str = "w9";
 const ANSWER: &str = "All three steps done.";
+/// Sessions run before the measured ones.
+const WARM_UP: usize = 4;
 
 fn model(base_url: &str) -> Model {
     let mut m = Model::new("w9-model", "openai-completions", "w9", base_url);
@@ -192,12 +194,32 @@ async fn temporal_run(
         }
     };
     let tools = vec![ToolSpec::of(&step_tool())];
+    // Warm-up sessions first (numbered after the measured ones), so that the clock does not
+    // count the workers' start.
+    let (_, warm) = run_sessions(server, &sessions, &tools, n..n + WARM_UP).await?;
+    if warm < WARM_UP {
+        return Err(format!(
+            "only {warm} of {WARM_UP} warm-up sessions finished"
+        ));
+    }
+    server.reset();
+    run_sessions(server, &sessions, &tools, 0..n).await
+}
+
+/// Runs sessions `ids` at once; their wall time and how many finished with the answer.
+async fn run_sessions(
+    server: &Server,
+    sessions: &Sessions,
+    tools: &[ToolSpec],
+    ids: std::ops::Range<usize>,
+) -> Result<(Duration, usize), String> {
+    let n = ids.len();
     let began = Instant::now();
     // Start every session first (they then run concurrently), then close them all: a
     // session closes once its run is done, and `close` returns its transcript.
-    let started: Vec<_> = futures::stream::iter(0..n)
+    let started: Vec<_> = futures::stream::iter(ids)
         .map(|i| {
-            let (sessions, tools) = (&sessions, tools.clone());
+            let tools = tools.to_vec();
             let input = SessionInput {
                 model: model(&server.base_url(i)),
                 tools,
