@@ -25,6 +25,22 @@ pub use tern_durable::run::interrupted_text;
 
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
+tokio::task_local! {
+    /// The session (workflow id) whose tool call this task runs.
+    static SESSION: String;
+}
+
+/// The session (its workflow id) whose call is running, when read inside a tool's
+/// `execute` on a worker; `None` elsewhere. A tool that keeps per-session state (a working
+/// directory, an effect log) keys it by this.
+///
+/// ```
+/// assert_eq!(tern_temporal::activities::current_session(), None);
+/// ```
+pub fn current_session() -> Option<String> {
+    SESSION.try_with(String::clone).ok()
+}
+
 /// The worker's side of a session: its provider (a stream function) and its tools.
 pub struct AgentActivities {
     stream_fn: Arc<dyn StreamFn>,
@@ -147,7 +163,8 @@ impl AgentActivities {
             // Partial results stay on the worker in this version (see the crate README).
             updater: ToolUpdater::noop(),
         };
-        match heartbeating(&ctx, tool.execute(input)).await {
+        let session = ctx.info().workflow_id.clone().unwrap_or_default();
+        match heartbeating(&ctx, SESSION.scope(session, tool.execute(input))).await {
             None => {
                 signal.cancel();
                 Err(ActivityError::cancelled())

@@ -6,6 +6,8 @@
 #![cfg(feature = "temporal")]
 
 mod common;
+// Not every helper of the shared module is used here.
+#[allow(dead_code)]
 #[path = "../../tern-temporal/tests/support/dev_server.rs"]
 mod dev_server;
 

@@ -21,16 +21,31 @@ fn free_port() -> u16 {
 impl DevServer {
     /// Starts a server and waits until its gRPC port accepts connections.
     pub fn start() -> DevServer {
+        DevServer::start_with(true)
+    }
+
+    /// Starts a server keeping its database in memory (no file, no fsync): for load, where
+    /// the file's fsyncs would be what is measured.
+    pub fn start_in_memory() -> DevServer {
+        DevServer::start_with(false)
+    }
+
+    fn start_with(on_disk: bool) -> DevServer {
         let binary = std::env::var("TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
         let log = std::fs::File::create(dir.path().join("server.log")).expect("a log file");
-        let child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        command
             .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
             .args(["--port", &port.to_string()])
-            .args(["--ui-port", &free_port().to_string()])
-            .arg("--db-filename")
-            .arg(dir.path().join("temporal.db"))
+            .args(["--ui-port", &free_port().to_string()]);
+        if on_disk {
+            command
+                .arg("--db-filename")
+                .arg(dir.path().join("temporal.db"));
+        }
+        let child = command
             .args(["--log-level", "error"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,0 +1,66 @@
+//! The fault test: two worker processes serve concurrent sessions on a real Temporal dev
+//! server; the harness SIGKILLs one of them during a model stream, during a tool call and
+//! between turns, restarts it (so there are always two), and checks every session: it
+//! finished (on the other worker); the scripted model server (tern-durable's crash server,
+//! real HTTP on 127.0.0.1) saw no completed request repeated; the `never` tool's effect
+//! never happened twice; every accepted steer was delivered exactly once.
+//!
+//! The workers are this test binary itself (`faults-<hash> worker …`): always built and up
+//! to date with the test.
+//!
+//! `cargo test -p tern-temporal --test faults` runs a short version (4 sessions, 3 kills);
+//! `FAULTS_KILLS=30 FAULTS_SESSIONS=10 cargo test -p tern-temporal --test faults` the full
+//! one: rounds of 10 concurrent sessions, at most `FAULTS_ROUND_KILLS` (6) kills each, until
+//! 30 kills landed. It prints `N passed, 0 failed` (N sessions checked).
+
+#[cfg(target_os = "linux")]
+#[allow(dead_code)]
+#[path = "../support/dev_server.rs"]
+mod dev_server;
+#[cfg(target_os = "linux")]
+mod harness;
+#[cfg(target_os = "linux")]
+#[allow(dead_code)]
+#[path = "../../../tern-durable/tests/crash/server.rs"]
+mod server;
+#[cfg(target_os = "linux")]
+mod worker;
+
+/// The kill moments are read from `/proc` and files: elsewhere the test reports itself
+/// skipped.
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    println!("faults: skipped (Linux only)");
+}
+
+#[cfg(target_os = "linux")]
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("worker") {
+        return worker::main(&args[2..]);
+    }
+    // As libtest would: one test named `faults`, listed by `--list`, skipped by a filter
+    // that does not match it.
+    if args.iter().any(|a| a == "--list") {
+        println!("faults: test");
+        return std::process::ExitCode::SUCCESS;
+    }
+    let mut filters = Vec::new();
+    let mut skipped = false;
+    let mut it = args[1..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--skip" => skipped |= it.next().is_some_and(|s| "faults".contains(s.as_str())),
+            "--test-threads" | "--format" | "--color" | "--logfile" | "--shuffle-seed" | "-Z" => {
+                it.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter),
+        }
+    }
+    if skipped || !filters.is_empty() && !filters.iter().any(|f| "faults".contains(*f)) {
+        println!("faults: filtered out");
+        return std::process::ExitCode::SUCCESS;
+    }
+    harness::main()
+}
