@@ -84,8 +84,24 @@ pub(crate) trait WireApi: 'static {
     /// What the run fails without, before any request.
     const CREDENTIALS: Credentials = Credentials::Optional;
 
+    /// Whether failures before the first byte are retried (`maxRetries`); hosts read with a
+    /// bare `fetch` never retry.
+    const RETRIES: bool = true;
+
+    /// The message of a run the caller aborted while the request or the body was pending.
+    const ABORT_MESSAGE: &'static str = "Request was aborted";
+
+    /// Whether an abort while the body is read just ends the body (the OpenAI SDK's stream
+    /// swallows its `AbortError`), so the end-of-stream checks word the failure.
+    const ABORT_ENDS_BODY: bool = false;
+
     /// The mapper of a response.
     type Stream: WireStream;
+
+    /// Configuration the request cannot go without (beyond credentials), checked first.
+    fn check(_model: &Model, _options: &StreamOptions) -> Result<(), String> {
+        Ok(())
+    }
 
     /// The request the reference would send.
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest;
@@ -148,15 +164,29 @@ pub(crate) async fn run<A: WireApi>(
     sink: &mut dyn ProviderSink,
 ) {
     let mut out = Output::new(model, sink);
-    if let Err(message) = A::CREDENTIALS.check(model, options) {
+    if let Err(message) = A::CREDENTIALS
+        .check(model, options)
+        .and_then(|()| A::check(model, options))
+    {
         out.fail(message, false);
         return;
     }
     let request = A::build_request(model, context, options);
-    let response = match http::send(&request, options, &A::sdk_message).await {
+    let without_retries;
+    let send_options = if A::RETRIES {
+        options
+    } else {
+        without_retries = StreamOptions {
+            max_retries: Some(0),
+            ..options.clone()
+        };
+        &without_retries
+    };
+    let response = match http::send(&request, send_options, &A::sdk_message).await {
         Ok(response) => response,
         Err(e) => {
-            let (message, aborted) = send_failure(e, |f| A::status_message(model, f));
+            let (message, aborted) =
+                send_failure(e, A::ABORT_MESSAGE, |f| A::status_message(model, f));
             out.fail(message, aborted || options.signal.is_cancelled());
             return;
         }
@@ -165,11 +195,15 @@ pub(crate) async fn run<A: WireApi>(
 }
 
 /// The message of a failed send or read, and whether it was an abort.
-fn send_failure(e: SendError, status_message: impl Fn(&HttpFailure) -> String) -> (String, bool) {
+fn send_failure(
+    e: SendError,
+    abort_message: &str,
+    status_message: impl Fn(&HttpFailure) -> String,
+) -> (String, bool) {
     match e {
         SendError::Status(f) => (status_message(&f), false),
         SendError::Network(m) | SendError::Message(m) => (m, false),
-        SendError::Aborted => ("Request was aborted".to_string(), true),
+        SendError::Aborted => (abort_message.to_string(), true),
     }
 }
 
@@ -276,10 +310,15 @@ async fn read_records<A: WireApi>(
     reader: &mut RecordReader,
 ) -> Result<(), (String, bool)> {
     loop {
-        let chunk = body
-            .next_chunk(options)
-            .await
-            .map_err(|e| send_failure(e, |f| A::status_message(model, f)))?;
+        let chunk = match body.next_chunk(options).await {
+            Ok(chunk) => chunk,
+            Err(SendError::Aborted) if A::ABORT_ENDS_BODY => return Ok(()),
+            Err(e) => {
+                return Err(send_failure(e, A::ABORT_MESSAGE, |f| {
+                    A::status_message(model, f)
+                }))
+            }
+        };
         let last = chunk.is_none();
         match chunk {
             Some(chunk) => {

@@ -21,7 +21,8 @@ use crate::transcript::{
     render_system_message_update,
 };
 
-const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
+/// The providers whose `call_id|item_id` tool-call ids are replayed as they are.
+pub(crate) const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
 
 fn normalize_id_part(part: &str) -> String {
     let s: String = crate::providers::transform::sanitize_id(part)
@@ -81,8 +82,14 @@ fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
 }
 
 /// Converts a transcript into Responses `input` items.
-pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
-    let allowed = TOOL_CALL_PROVIDERS.contains(&model.provider.as_str());
+/// Converts a transcript into Responses `input` items; `tool_call_providers` are the
+/// providers whose paired tool-call ids are kept.
+pub(crate) fn convert_messages(
+    model: &Model,
+    messages: &[Message],
+    tool_call_providers: &[&str],
+) -> Vec<Value> {
+    let allowed = tool_call_providers.contains(&model.provider.as_str());
     // The source message decides whether a call is foreign; transform passes only the id, so
     // foreignness is decided per assistant message below.
     let mut foreign_ids: HashMap<String, bool> = HashMap::new();
@@ -246,7 +253,7 @@ impl WireApi for super::Responses {
         body.insert("model".into(), json!(model.id));
         body.insert(
             "input".into(),
-            Value::Array(convert_messages(model, &messages)),
+            Value::Array(convert_messages(model, &messages, &TOOL_CALL_PROVIDERS)),
         );
         body.insert("stream".into(), json!(true));
         let key_mode = cs("promptCacheKeyMode").unwrap_or_else(|| "auto".into());

@@ -16,6 +16,8 @@ pub struct RecordingSink {
     /// The final message, once `done`/`error` arrived.
     pub message: Option<crate::message::AssistantMessage>,
     api: String,
+    /// Cancelled once this many events were recorded.
+    abort: Option<(usize, tokio_util::sync::CancellationToken)>,
 }
 
 impl RecordingSink {
@@ -75,6 +77,13 @@ fn content_index(event: &AssistantMessageEvent) -> Option<usize> {
     }
 }
 
+impl RecordingSink {
+    /// Cancels `signal` right after the `events`-th event, as a caller aborting then would.
+    pub fn abort_after(&mut self, events: usize, signal: tokio_util::sync::CancellationToken) {
+        self.abort = Some((events, signal));
+    }
+}
+
 impl ProviderSink for RecordingSink {
     fn emit(&mut self, event: AssistantMessageEvent) {
         use AssistantMessageEvent::*;
@@ -111,5 +120,10 @@ impl ProviderSink for RecordingSink {
             _ => {}
         }
         self.events.push(Value::Object(rec));
+        if let Some((n, signal)) = &self.abort {
+            if self.events.len() == *n {
+                signal.cancel();
+            }
+        }
     }
 }
