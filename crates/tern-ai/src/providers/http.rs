@@ -315,12 +315,14 @@ impl Body {
         options: &StreamOptions,
     ) -> Result<Option<Bytes>, SendError> {
         match self {
+            // An abort wins over a chunk that is ready at the same moment.
             Body::Http(response) => tokio::select! {
+                biased;
+                _ = options.signal.cancelled() => Err(SendError::Aborted),
                 c = idle(options, response.chunk()) => match c {
                     Some(c) => c.map_err(|e| SendError::Network(network_message(&e))),
                     None => Err(SendError::Message(idle_message(options, "streaming the response"))),
                 },
-                _ = options.signal.cancelled() => Err(SendError::Aborted),
             },
             #[cfg(feature = "testing")]
             Body::Chunks(chunks) => {
