@@ -27,6 +27,7 @@ const IMPLEMENTED = [
 	"google-generative-ai",
 	"mistral-conversations",
 	"azure-openai-responses",
+	"google-vertex",
 ];
 
 const { builtinProviders } = await load("providers/all.js");

@@ -33,7 +33,7 @@ impl RecordingSink {
 /// A tool call as the oracle compares it: Gemini-generated ids become `<name>_<generated>`.
 pub(super) fn normalize_tool_call(api: &str, call: &Value) -> Value {
     let mut out = call.clone();
-    if api == "google-generative-ai" {
+    if api == "google-generative-ai" || api == "google-vertex" {
         let name = call.get("name").and_then(Value::as_str).unwrap_or("");
         if let Some(id) = call.get("id").and_then(Value::as_str) {
             let prefix = format!("{name}_");

@@ -73,7 +73,7 @@ def main():
     write(c)
 
     c = azure(plain, "abort-midstream", "The caller aborts after the first text delta.")
-    c["response"] = {**c["response"], "chunkDelayMs": 40}
+    c["response"] = {**c["response"], "chunkDelayMs": 150}
     c["abortAfterEvents"] = 3
     write(c)
 

@@ -228,7 +228,7 @@ def main():
 
     write("abort-midstream", "The caller aborts after the first text delta.", request(),
           {**sse([chunk({"content": "One"}), chunk({"content": " two"}), chunk({"content": " three"}),
-                  chunk({}, "stop", usage())]), "chunkDelayMs": 40}, ["abort"], abortAfterEvents=3)
+                  chunk({}, "stop", usage())]), "chunkDelayMs": 150}, ["abort"], abortAfterEvents=3)
 
     img = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
     history = [

@@ -22,6 +22,7 @@ const API_MODULES = {
 	"mistral-conversations": "@earendil-works/pi-ai/api/mistral-conversations",
 	"azure-openai-responses": "@earendil-works/pi-ai/api/azure-openai-responses",
 	"openai-codex-responses": "@earendil-works/pi-ai/api/openai-codex-responses",
+	"google-vertex": "@earendil-works/pi-ai/api/google-vertex",
 };
 
 // Headers that matter for one API only (its auth and session headers).
@@ -105,7 +106,7 @@ function clone(value) {
 
 /** Tool-call ids that pi-ai invents for Google function calls: `${name}_${Date.now()}_${counter}`. */
 function normalizeToolCallId(api, block) {
-	if (api === "google-generative-ai" && typeof block.id === "string") {
+	if ((api === "google-generative-ai" || api === "google-vertex") && typeof block.id === "string") {
 		const prefix = `${block.name}_`;
 		if (block.id.startsWith(prefix) && /^\d+_\d+$/.test(block.id.slice(prefix.length))) {
 			return `${block.name}_<generated>`;
