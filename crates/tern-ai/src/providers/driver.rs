@@ -56,6 +56,23 @@ pub(crate) enum Credentials {
     ApiKeyOrHeader(&'static [&'static str]),
 }
 
+/// The reference's words, then where tern looked: the option, the provider's variables and,
+/// when headers count, those headers.
+fn missing_key_message(model: &Model, credentials: Credentials) -> String {
+    let vars = super::catalog::env_api_key_vars(&model.provider);
+    let mut tried = vec!["the apiKey option".to_string()];
+    tried.extend(vars.iter().map(|v| v.to_string()));
+    if let Credentials::ApiKeyOrHeader(headers) = credentials {
+        tried.extend(headers.iter().map(|h| format!("the {h} header")));
+    }
+    let last = tried.pop().unwrap_or_default();
+    let list = match tried.is_empty() {
+        true => last,
+        false => format!("{} and {last}", tried.join(", ")),
+    };
+    format!("No API key for provider: {} (tried {list})", model.provider)
+}
+
 impl Credentials {
     fn check(self, model: &Model, options: &StreamOptions) -> Result<(), String> {
         let present = match self {
@@ -72,7 +89,7 @@ impl Credentials {
         };
         match present {
             true => Ok(()),
-            false => Err(format!("No API key for provider: {}", model.provider)),
+            false => Err(missing_key_message(model, self)),
         }
     }
 }
