@@ -120,6 +120,15 @@ pub(crate) trait WireApi: 'static {
         Ok(())
     }
 
+    /// Headers that need a round trip first (an OAuth token minted from credentials);
+    /// none by default. `Err` ends the run with that message, before the request.
+    fn authorize<'a>(
+        _model: &'a Model,
+        _options: &'a StreamOptions,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, String>> + Send + 'a {
+        async { Ok(Vec::new()) }
+    }
+
     /// The request the reference would send.
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest;
 
@@ -188,7 +197,15 @@ pub(crate) async fn run<A: WireApi>(
         out.fail(message, false);
         return;
     }
-    let request = A::build_request(model, context, options);
+    let authorization = match A::authorize(model, options).await {
+        Ok(headers) => headers,
+        Err(message) => {
+            out.fail(message, options.signal.is_cancelled());
+            return;
+        }
+    };
+    let mut request = A::build_request(model, context, options);
+    request.headers.extend(authorization);
     let without_retries;
     let send_options = if A::RETRIES {
         options

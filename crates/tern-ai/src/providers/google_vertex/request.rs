@@ -48,22 +48,36 @@ fn names_api_version(base: &str) -> bool {
     })
 }
 
-/// Why a run without an API key cannot go on: the project, the location, then the token.
-fn adc_failure() -> String {
-    if env("GOOGLE_CLOUD_PROJECT")
+/// The project and location a run without an API key needs, or the reference's words for
+/// the first one missing.
+fn project_and_location() -> Result<(String, String), String> {
+    let project = env("GOOGLE_CLOUD_PROJECT")
         .or_else(|| env("GCLOUD_PROJECT"))
-        .is_none()
-    {
-        return "Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options.".into();
+        .ok_or("Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options.")?;
+    let location = env("GOOGLE_CLOUD_LOCATION").ok_or(
+        "Vertex AI requires a location. Set GOOGLE_CLOUD_LOCATION or pass location in options.",
+    )?;
+    Ok((project, location))
+}
+
+/// Where the model's collection is: a concrete base URL (with `/v1` unless it names a
+/// version), else Vertex's regional host for the project and location (or the global one
+/// when there is an API key and no project).
+fn collection_url(model: &Model, keyed: bool) -> String {
+    match custom_base_url(model) {
+        Some(base) if names_api_version(base) => base.trim_end_matches('/').to_string(),
+        Some(base) => format!("{}/v1", base.trim_end_matches('/')),
+        None => match (keyed, project_and_location()) {
+            (false, Ok((project, location))) => {
+                let host = match location.as_str() {
+                    "global" => "aiplatform.googleapis.com".to_string(),
+                    l => format!("{l}-aiplatform.googleapis.com"),
+                };
+                format!("https://{host}/v1/projects/{project}/locations/{location}")
+            }
+            _ => "https://aiplatform.googleapis.com/v1".to_string(),
+        },
     }
-    if env("GOOGLE_CLOUD_LOCATION").is_none() {
-        return "Vertex AI requires a location. Set GOOGLE_CLOUD_LOCATION or pass location in options.".into();
-    }
-    "No API key for provider google-vertex: tried the apiKey option and GOOGLE_CLOUD_API_KEY; \
-     Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's \
-     application_default_credentials.json) are not supported by tern yet, so set \
-     GOOGLE_CLOUD_API_KEY"
-        .into()
 }
 
 /// The Gemini mapper, with Vertex's wording for a stream without a finish reason.
@@ -107,19 +121,26 @@ impl WireApi for super::Vertex {
     fn check(model: &Model, options: &StreamOptions) -> Result<(), String> {
         match vertex_api_key(model, options) {
             Some(_) => Ok(()),
-            None => Err(adc_failure()),
+            None => project_and_location().map(|_| ()),
+        }
+    }
+
+    async fn authorize(
+        model: &Model,
+        options: &StreamOptions,
+    ) -> Result<Vec<(String, String)>, String> {
+        match vertex_api_key(model, options) {
+            Some(_) => Ok(Vec::new()),
+            None => super::adc::authorization(options).await.map(|h| vec![h]),
         }
     }
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
         let body = request_body(model, context, options);
-        let base = match custom_base_url(model) {
-            Some(base) if names_api_version(base) => base.trim_end_matches('/').to_string(),
-            Some(base) => format!("{}/v1", base.trim_end_matches('/')),
-            None => "https://aiplatform.googleapis.com/v1".to_string(),
-        };
+        let key = vertex_api_key(model, options);
+        let base = collection_url(model, key.is_some());
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if let Some(key) = vertex_api_key(model, options) {
+        if let Some(key) = key {
             headers.push(("x-goog-api-key".into(), key));
         }
         merge_headers(&mut headers, model.headers.as_ref());
