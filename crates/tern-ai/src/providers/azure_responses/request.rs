@@ -63,6 +63,7 @@ fn flag(model: &Model, key: &str, default: bool) -> bool {
 
 impl WireApi for super::AzureResponses {
     const CREDENTIALS: Credentials = Credentials::ApiKey;
+    // The OpenAI SDK's stream swallows the abort and just ends.
     const ABORT_ENDS_BODY: bool = true;
 
     type Stream = State;

@@ -241,6 +241,8 @@ pub(crate) fn convert_messages(
 }
 
 impl WireApi for super::Responses {
+    // The OpenAI SDK's stream swallows the abort and just ends.
+    const ABORT_ENDS_BODY: bool = true;
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
