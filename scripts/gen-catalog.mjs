@@ -28,6 +28,7 @@ const IMPLEMENTED = [
 	"mistral-conversations",
 	"azure-openai-responses",
 	"google-vertex",
+	"openai-codex-responses",
 ];
 
 const { builtinProviders } = await load("providers/all.js");

@@ -42,13 +42,16 @@ fn the_model_list_is_the_references_for_the_implemented_apis() {
 }
 
 #[test]
-fn every_implemented_api_has_models_and_every_provider_a_key_variable() {
+fn every_implemented_api_has_models_and_providers_their_key_variables() {
     for api in tern_ai::providers::APIS {
         assert!(catalog::models().iter().any(|m| m.api == api), "{api}");
     }
-    for p in catalog::providers() {
-        assert!(!catalog::env_api_key_vars(&p).is_empty(), "{p}");
-    }
+    // Only ChatGPT's Codex has no key variable: its token comes from an OAuth login.
+    let without: Vec<String> = catalog::providers()
+        .into_iter()
+        .filter(|p| catalog::env_api_key_vars(p).is_empty())
+        .collect();
+    assert_eq!(without, ["openai-codex"]);
     let m = catalog::get_model("anthropic", "claude-haiku-5-5").unwrap();
     assert_eq!(m.cost.extra["tiers"][0]["inputTokensAbove"], 100000);
 }

@@ -115,6 +115,14 @@ pub(crate) trait WireApi: 'static {
     /// The mapper of a response.
     type Stream: WireStream;
 
+    /// Fields of the message known before anything is sent (they are in every event).
+    fn initial_message(
+        _model: &Model,
+        _options: &StreamOptions,
+        _message: &mut crate::message::AssistantMessage,
+    ) {
+    }
+
     /// Configuration the request cannot go without (beyond credentials), checked first.
     fn check(_model: &Model, _options: &StreamOptions) -> Result<(), String> {
         Ok(())
@@ -190,6 +198,7 @@ pub(crate) async fn run<A: WireApi>(
     sink: &mut dyn ProviderSink,
 ) {
     let mut out = Output::new(model, sink);
+    out.update(|m| A::initial_message(model, options, m));
     if let Err(message) = A::CREDENTIALS
         .check(model, options)
         .and_then(|()| A::check(model, options))
