@@ -201,6 +201,8 @@ proptest! {
         let all = cases();
         let (name, case, expected) = &all[pick % all.len()];
         prop_assume!(case.get("response").is_some());
+        // Where an abort lands depends on what had arrived: those cases keep their chunks.
+        prop_assume!(case.get("abortAfterEvents").is_none());
         let rt = runtime();
         let actual = rt.block_on(run_case(&rechunk(case, &cuts))).unwrap();
         let diffs = differences(expected, &actual);
@@ -212,7 +214,7 @@ proptest! {
 fn every_case_survives_one_byte_chunks() {
     let rt = runtime();
     for (name, case, expected) in cases() {
-        if case.get("response").is_none() {
+        if case.get("response").is_none() || case.get("abortAfterEvents").is_some() {
             continue;
         }
         let len = body_bytes(&case["response"]).len();

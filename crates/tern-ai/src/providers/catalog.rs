@@ -1,5 +1,9 @@
-//! The model catalog (current models of the built-in APIs, as data: ids, APIs, base URLs,
-//! context windows, output limits, prices, thinking maps) and API keys from the environment.
+//! The model catalog (every chat model pi-ai 1.6.0 lists for the wire APIs tern implements, as
+//! data: ids, APIs, base URLs, context windows, output limits, prices with tiers, thinking
+//! maps, compat flags, input types) and the providers' API-key variables.
+//!
+//! `catalog.json` is generated from the reference package by `scripts/gen-catalog.mjs`; never
+//! edit it by hand.
 //!
 //! ```
 //! use tern_ai::providers::catalog::{get_model, models};
@@ -8,17 +12,46 @@
 //! assert!(models().iter().any(|m| m.provider == "google"));
 //! ```
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
+
+use serde::Deserialize;
 
 use crate::model::Model;
 
 const CATALOG_JSON: &str = include_str!("catalog.json");
 
-/// Every model of the catalog (generated from pi-ai 1.6.0's catalog for the providers whose
-/// APIs tern implements; OpenRouter trimmed to the major model families).
+/// `catalog.json` as written by the generator.
+#[derive(Default, Deserialize)]
+struct Catalog {
+    /// The APIs the catalog was generated for.
+    apis: Vec<String>,
+    providers: Vec<ProviderEntry>,
+    models: Vec<Model>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProviderEntry {
+    id: String,
+    env_api_keys: Vec<String>,
+}
+
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    // The file is generated and embedded at build time; the catalog test proves it parses.
+    CATALOG.get_or_init(|| serde_json::from_str(CATALOG_JSON).unwrap_or_default())
+}
+
+/// Every model of the catalog, in the reference's order (providers alphabetically, then
+/// their models).
 pub fn models() -> &'static [Model] {
-    static MODELS: OnceLock<Vec<Model>> = OnceLock::new();
-    MODELS.get_or_init(|| serde_json::from_str(CATALOG_JSON).unwrap_or_default())
+    &catalog().models
+}
+
+/// The wire APIs the catalog was generated for.
+pub fn apis() -> &'static [String] {
+    &catalog().apis
 }
 
 /// The model `id` of `provider`, if the catalog has it.
@@ -42,31 +75,18 @@ pub fn providers() -> Vec<String> {
 
 /// The environment variables that hold a provider's API key, in lookup order.
 pub fn env_api_key_vars(provider: &str) -> &'static [&'static str] {
-    match provider {
-        "openai" => &["OPENAI_API_KEY"],
-        "anthropic" => &[
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_OAUTH_TOKEN",
-            "ANTHROPIC_API_KEY",
-        ],
-        "google" => &["GEMINI_API_KEY"],
-        "openrouter" => &["OPENROUTER_API_KEY"],
-        "groq" => &["GROQ_API_KEY"],
-        "deepseek" => &["DEEPSEEK_API_KEY"],
-        "xai" => &["XAI_API_KEY"],
-        "mistral" => &["MISTRAL_API_KEY"],
-        "cerebras" => &["CEREBRAS_API_KEY"],
-        "together" => &["TOGETHER_API_KEY"],
-        "fireworks" => &["FIREWORKS_API_KEY"],
-        "zai" => &["ZAI_API_KEY"],
-        "moonshotai" | "moonshotai-cn" => &["MOONSHOT_API_KEY"],
-        "nvidia" => &["NVIDIA_API_KEY"],
-        "vercel-ai-gateway" => &["AI_GATEWAY_API_KEY"],
-        "azure" => &["AZURE_OPENAI_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY"],
-        "opencode" | "opencode-go" => &["OPENCODE_API_KEY"],
-        _ => &[],
-    }
+    static VARS: OnceLock<HashMap<&'static str, Vec<&'static str>>> = OnceLock::new();
+    let vars = VARS.get_or_init(|| {
+        catalog()
+            .providers
+            .iter()
+            .map(|p| {
+                let names = p.env_api_keys.iter().map(String::as_str).collect();
+                (p.id.as_str(), names)
+            })
+            .collect()
+    });
+    vars.get(provider).map(Vec::as_slice).unwrap_or(&[])
 }
 
 /// The API key of a provider from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
@@ -86,11 +106,22 @@ mod tests {
     #[test]
     fn catalog_loads_every_api() {
         let all = models();
-        assert!(all.len() > 100);
+        assert!(all.len() > 1000);
+        assert_eq!(apis(), crate::providers::APIS);
         for api in crate::providers::APIS {
             assert!(all.iter().any(|m| m.api == api), "{api}");
         }
         let m = get_model("openai", "gpt-4.1-mini").unwrap();
         assert!(m.context_window > 0 && m.max_tokens > 0 && m.cost.input > 0.0);
+        assert_eq!(env_api_key_vars("mistral"), ["MISTRAL_API_KEY"]);
+        assert_eq!(
+            env_api_key_vars("anthropic"),
+            [
+                "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_OAUTH_TOKEN",
+                "ANTHROPIC_API_KEY"
+            ]
+        );
+        assert!(env_api_key_vars("no-such-provider").is_empty());
     }
 }

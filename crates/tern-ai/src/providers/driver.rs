@@ -56,6 +56,23 @@ pub(crate) enum Credentials {
     ApiKeyOrHeader(&'static [&'static str]),
 }
 
+/// The reference's words, then where tern looked: the option, the provider's variables and,
+/// when headers count, those headers.
+fn missing_key_message(model: &Model, credentials: Credentials) -> String {
+    let vars = super::catalog::env_api_key_vars(&model.provider);
+    let mut tried = vec!["the apiKey option".to_string()];
+    tried.extend(vars.iter().map(|v| v.to_string()));
+    if let Credentials::ApiKeyOrHeader(headers) = credentials {
+        tried.extend(headers.iter().map(|h| format!("the {h} header")));
+    }
+    let last = tried.pop().unwrap_or_default();
+    let list = match tried.is_empty() {
+        true => last,
+        false => format!("{} and {last}", tried.join(", ")),
+    };
+    format!("No API key for provider: {} (tried {list})", model.provider)
+}
+
 impl Credentials {
     fn check(self, model: &Model, options: &StreamOptions) -> Result<(), String> {
         let present = match self {
@@ -72,7 +89,7 @@ impl Credentials {
         };
         match present {
             true => Ok(()),
-            false => Err(format!("No API key for provider: {}", model.provider)),
+            false => Err(missing_key_message(model, self)),
         }
     }
 }
@@ -84,8 +101,41 @@ pub(crate) trait WireApi: 'static {
     /// What the run fails without, before any request.
     const CREDENTIALS: Credentials = Credentials::Optional;
 
+    /// Whether failures before the first byte are retried (`maxRetries`); hosts read with a
+    /// bare `fetch` never retry.
+    const RETRIES: bool = true;
+
+    /// The message of a run the caller aborted while the request or the body was pending.
+    const ABORT_MESSAGE: &'static str = "Request was aborted";
+
+    /// Whether an abort while the body is read just ends the body (the OpenAI SDK's stream
+    /// swallows its `AbortError`), so the end-of-stream checks word the failure.
+    const ABORT_ENDS_BODY: bool = false;
+
     /// The mapper of a response.
     type Stream: WireStream;
+
+    /// Fields of the message known before anything is sent (they are in every event).
+    fn initial_message(
+        _model: &Model,
+        _options: &StreamOptions,
+        _message: &mut crate::message::AssistantMessage,
+    ) {
+    }
+
+    /// Configuration the request cannot go without (beyond credentials), checked first.
+    fn check(_model: &Model, _options: &StreamOptions) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Headers that need a round trip first (an OAuth token minted from credentials);
+    /// none by default. `Err` ends the run with that message, before the request.
+    fn authorize<'a>(
+        _model: &'a Model,
+        _options: &'a StreamOptions,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, String>> + Send + 'a {
+        async { Ok(Vec::new()) }
+    }
 
     /// The request the reference would send.
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest;
@@ -148,15 +198,38 @@ pub(crate) async fn run<A: WireApi>(
     sink: &mut dyn ProviderSink,
 ) {
     let mut out = Output::new(model, sink);
-    if let Err(message) = A::CREDENTIALS.check(model, options) {
+    out.update(|m| A::initial_message(model, options, m));
+    if let Err(message) = A::CREDENTIALS
+        .check(model, options)
+        .and_then(|()| A::check(model, options))
+    {
         out.fail(message, false);
         return;
     }
-    let request = A::build_request(model, context, options);
-    let response = match http::send(&request, options, &A::sdk_message).await {
+    let authorization = match A::authorize(model, options).await {
+        Ok(headers) => headers,
+        Err(message) => {
+            out.fail(message, options.signal.is_cancelled());
+            return;
+        }
+    };
+    let mut request = A::build_request(model, context, options);
+    request.headers.extend(authorization);
+    let without_retries;
+    let send_options = if A::RETRIES {
+        options
+    } else {
+        without_retries = StreamOptions {
+            max_retries: Some(0),
+            ..options.clone()
+        };
+        &without_retries
+    };
+    let response = match http::send(&request, send_options, &A::sdk_message).await {
         Ok(response) => response,
         Err(e) => {
-            let (message, aborted) = send_failure(e, |f| A::status_message(model, f));
+            let (message, aborted) =
+                send_failure(e, A::ABORT_MESSAGE, |f| A::status_message(model, f));
             out.fail(message, aborted || options.signal.is_cancelled());
             return;
         }
@@ -165,11 +238,15 @@ pub(crate) async fn run<A: WireApi>(
 }
 
 /// The message of a failed send or read, and whether it was an abort.
-fn send_failure(e: SendError, status_message: impl Fn(&HttpFailure) -> String) -> (String, bool) {
+fn send_failure(
+    e: SendError,
+    abort_message: &str,
+    status_message: impl Fn(&HttpFailure) -> String,
+) -> (String, bool) {
     match e {
         SendError::Status(f) => (status_message(&f), false),
         SendError::Network(m) | SendError::Message(m) => (m, false),
-        SendError::Aborted => ("Request was aborted".to_string(), true),
+        SendError::Aborted => (abort_message.to_string(), true),
     }
 }
 
@@ -276,10 +353,15 @@ async fn read_records<A: WireApi>(
     reader: &mut RecordReader,
 ) -> Result<(), (String, bool)> {
     loop {
-        let chunk = body
-            .next_chunk(options)
-            .await
-            .map_err(|e| send_failure(e, |f| A::status_message(model, f)))?;
+        let chunk = match body.next_chunk(options).await {
+            Ok(chunk) => chunk,
+            Err(SendError::Aborted) if A::ABORT_ENDS_BODY => return Ok(()),
+            Err(e) => {
+                return Err(send_failure(e, A::ABORT_MESSAGE, |f| {
+                    A::status_message(model, f)
+                }))
+            }
+        };
         let last = chunk.is_none();
         match chunk {
             Some(chunk) => {

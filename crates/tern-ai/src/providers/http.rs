@@ -238,6 +238,56 @@ fn network_message(e: &reqwest::Error) -> String {
     msg
 }
 
+/// `POST url` with a form body (an OAuth token request): the status and the body text.
+/// No retries; the signal and the timeouts apply.
+pub(crate) async fn post_form(
+    url: &str,
+    fields: &[(&str, &str)],
+    options: &StreamOptions,
+) -> Result<(u16, String), SendError> {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
+        .collect();
+    let mut builder = client()
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body.join("&"));
+    if let Some(ms) = options.timeout_ms {
+        builder = builder.timeout(Duration::from_millis(ms));
+    }
+    let response = tokio::select! {
+        biased;
+        _ = options.signal.cancelled() => return Err(SendError::Aborted),
+        r = idle(options, builder.send()) => match r {
+            Some(r) => r.map_err(|e| SendError::Network(network_message(&e)))?,
+            None => return Err(SendError::Network(idle_message(options, "waiting for the token"))),
+        },
+    };
+    let status = response.status().as_u16();
+    let text = tokio::select! {
+        biased;
+        _ = options.signal.cancelled() => return Err(SendError::Aborted),
+        t = capped_body(response) => t,
+    };
+    Ok((status, text))
+}
+
+/// `application/x-www-form-urlencoded` encoding of one name or value.
+fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
+}
+
 /// Sends `req`, retrying before the first byte as the reference does (`maxRetries`, default
 /// 0). `sdk_message` renders a failure as the SDK's error message (used in the text of a
 /// refused retry delay).
@@ -315,12 +365,14 @@ impl Body {
         options: &StreamOptions,
     ) -> Result<Option<Bytes>, SendError> {
         match self {
+            // An abort wins over a chunk that is ready at the same moment.
             Body::Http(response) => tokio::select! {
+                biased;
+                _ = options.signal.cancelled() => Err(SendError::Aborted),
                 c = idle(options, response.chunk()) => match c {
                     Some(c) => c.map_err(|e| SendError::Network(network_message(&e))),
                     None => Err(SendError::Message(idle_message(options, "streaming the response"))),
                 },
-                _ = options.signal.cancelled() => Err(SendError::Aborted),
             },
             #[cfg(feature = "testing")]
             Body::Chunks(chunks) => {

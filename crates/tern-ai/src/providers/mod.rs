@@ -1,5 +1,6 @@
 //! Streaming LLM providers, one per wire API: `openai-completions`, `openai-responses`,
-//! `anthropic-messages` and `google-generative-ai`.
+//! `anthropic-messages`, `google-generative-ai`, `mistral-conversations`, `azure-openai-responses`, `google-vertex` and
+//! `openai-codex-responses`.
 //!
 //! Each provider turns a [`Model`], a transcript ([`Context`]) and [`StreamOptions`] into an
 //! HTTP request, parses the response incrementally and reports the assistant-message events.
@@ -13,7 +14,7 @@
 //! Modules:
 //! - `driver`: the `WireApi` (request half) and `WireStream` (stream half) traits and the
 //!   loop every API shares: prologue, reading, abort and idle handling, end-of-stream checks.
-//! - `anthropic/`, `google/`, `openai_completions/`, `openai_responses/`: one folder per API,
+//! - `anthropic/`, `azure_responses/`, `google/`, `google_vertex/`, `mistral/`, `openai_codex/`, `openai_completions/`, `openai_responses/`: one folder per API,
 //!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
 //!   `reasoning` and `chunk`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
@@ -26,14 +27,18 @@
 //!   `testing`.
 
 mod anthropic;
+mod azure_responses;
 pub mod catalog;
 pub mod cost;
 mod custom_input;
 mod driver;
 mod google;
+mod google_vertex;
 mod http;
 pub mod js_json;
+mod mistral;
 mod model_options;
+mod openai_codex;
 mod openai_completions;
 mod openai_responses;
 mod openai_sdk;
@@ -122,11 +127,15 @@ impl Api {
 }
 
 /// Provider selection: the one place that names the built-in APIs.
-const TABLE: [Api; 4] = [
+const TABLE: [Api; 8] = [
     Api::of::<openai_completions::Completions>("openai-completions"),
     Api::of::<openai_responses::Responses>("openai-responses"),
     Api::of::<anthropic::Anthropic>("anthropic-messages"),
     Api::of::<google::Google>("google-generative-ai"),
+    Api::of::<mistral::Mistral>("mistral-conversations"),
+    Api::of::<azure_responses::AzureResponses>("azure-openai-responses"),
+    Api::of::<google_vertex::Vertex>("google-vertex"),
+    Api::of::<openai_codex::Codex>("openai-codex-responses"),
 ];
 
 /// The wire APIs with a built-in provider.

@@ -352,94 +352,115 @@ fn budget(model: &Model, level: ThinkingLevel, options: &StreamOptions) -> i64 {
     }
 }
 
+/// The `generateContent` body the reference sends (shared with Vertex AI).
+pub(crate) fn request_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Map<String, Value> {
+    let messages = collapse_system_messages(&context.messages);
+    let mut body = Map::new();
+    body.insert(
+        "contents".into(),
+        Value::Array(convert_messages(model, &messages)),
+    );
+    let system = get_initial_system_message(&messages)
+        .map(get_system_message_text)
+        .unwrap_or_default();
+    if !system.is_empty() {
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system}], "role": "user"}),
+        );
+    }
+    let tools = get_current_tools(&messages);
+    if !tools.is_empty() {
+        let decls: Vec<Value> = tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&t.parameters, false)}))
+                .collect();
+        body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
+        if let Some(Value::String(choice)) = &options.tool_choice {
+            let mode = match choice.as_str() {
+                "none" => "NONE",
+                "any" => "ANY",
+                _ => "AUTO",
+            };
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": mode}}),
+            );
+        }
+    }
+    let mut gen = Map::new();
+    if let Some(t) = options.temperature {
+        gen.insert("temperature".into(), json!(t));
+    }
+    gen.insert(
+        "maxOutputTokens".into(),
+        json!(resolve_max_tokens(model, context, options)),
+    );
+    if model.reasoning {
+        let level = options
+            .reasoning
+            .filter(|l| *l != ThinkingLevel::Off)
+            .map(|l| clamp_thinking_level(model, l))
+            .filter(|l| *l != ThinkingLevel::Off);
+        let cfg = match level {
+            Some(l) => {
+                if uses_thinking_level(model) {
+                    json!({"includeThoughts": true, "thinkingLevel": google_level(model, l).unwrap_or("HIGH")})
+                } else {
+                    let resolved = thinking_level_map(model, l.as_str())
+                        .and_then(Value::as_str)
+                        .and_then(|s| ThinkingLevel::parse(&s.to_lowercase()))
+                        .unwrap_or(match l {
+                            ThinkingLevel::Xhigh | ThinkingLevel::Max => ThinkingLevel::High,
+                            other => other,
+                        });
+                    json!({"includeThoughts": true, "thinkingBudget": budget(model, resolved, options)})
+                }
+            }
+            None => {
+                if !uses_thinking_level(model) {
+                    json!({"thinkingBudget": 0})
+                } else {
+                    let fallback = clamp_thinking_level(model, ThinkingLevel::Off);
+                    match (fallback != ThinkingLevel::Off)
+                        .then(|| google_level(model, fallback))
+                        .flatten()
+                    {
+                        Some(gl) => json!({"thinkingLevel": gl}),
+                        None => json!({"thinkingBudget": 0}),
+                    }
+                }
+            }
+        };
+        gen.insert("thinkingConfig".into(), cfg);
+    }
+    body.insert("generationConfig".into(), Value::Object(gen));
+    body
+}
+
+/// The Gemini SDK's error message: the compact JSON of the body (non-JSON bodies wrapped).
+pub(crate) fn sdk_error_message(f: &HttpFailure) -> String {
+    match serde_json::from_str::<Value>(&f.body) {
+        Ok(v) => compact(&v),
+        Err(_) => compact(
+            &json!({"error": {"message": f.body, "code": f.status, "status": f.status_text}}),
+        ),
+    }
+}
+
 impl WireApi for super::Google {
     const CREDENTIALS: Credentials = Credentials::ApiKey;
+    // The Gemini SDK's fetch fails with the signal's own error.
+    const ABORT_MESSAGE: &'static str = "This operation was aborted";
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
-        let messages = collapse_system_messages(&context.messages);
-        let mut body = Map::new();
-        body.insert(
-            "contents".into(),
-            Value::Array(convert_messages(model, &messages)),
-        );
-        let system = get_initial_system_message(&messages)
-            .map(get_system_message_text)
-            .unwrap_or_default();
-        if !system.is_empty() {
-            body.insert(
-                "systemInstruction".into(),
-                json!({"parts": [{"text": system}], "role": "user"}),
-            );
-        }
-        let tools = get_current_tools(&messages);
-        if !tools.is_empty() {
-            let decls: Vec<Value> = tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&t.parameters, false)}))
-                .collect();
-            body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
-            if let Some(Value::String(choice)) = &options.tool_choice {
-                let mode = match choice.as_str() {
-                    "none" => "NONE",
-                    "any" => "ANY",
-                    _ => "AUTO",
-                };
-                body.insert(
-                    "toolConfig".into(),
-                    json!({"functionCallingConfig": {"mode": mode}}),
-                );
-            }
-        }
-        let mut gen = Map::new();
-        if let Some(t) = options.temperature {
-            gen.insert("temperature".into(), json!(t));
-        }
-        gen.insert(
-            "maxOutputTokens".into(),
-            json!(resolve_max_tokens(model, context, options)),
-        );
-        if model.reasoning {
-            let level = options
-                .reasoning
-                .filter(|l| *l != ThinkingLevel::Off)
-                .map(|l| clamp_thinking_level(model, l))
-                .filter(|l| *l != ThinkingLevel::Off);
-            let cfg = match level {
-                Some(l) => {
-                    if uses_thinking_level(model) {
-                        json!({"includeThoughts": true, "thinkingLevel": google_level(model, l).unwrap_or("HIGH")})
-                    } else {
-                        let resolved = thinking_level_map(model, l.as_str())
-                            .and_then(Value::as_str)
-                            .and_then(|s| ThinkingLevel::parse(&s.to_lowercase()))
-                            .unwrap_or(match l {
-                                ThinkingLevel::Xhigh | ThinkingLevel::Max => ThinkingLevel::High,
-                                other => other,
-                            });
-                        json!({"includeThoughts": true, "thinkingBudget": budget(model, resolved, options)})
-                    }
-                }
-                None => {
-                    if !uses_thinking_level(model) {
-                        json!({"thinkingBudget": 0})
-                    } else {
-                        let fallback = clamp_thinking_level(model, ThinkingLevel::Off);
-                        match (fallback != ThinkingLevel::Off)
-                            .then(|| google_level(model, fallback))
-                            .flatten()
-                        {
-                            Some(gl) => json!({"thinkingLevel": gl}),
-                            None => json!({"thinkingBudget": 0}),
-                        }
-                    }
-                }
-            };
-            gen.insert("thinkingConfig".into(), cfg);
-        }
-        body.insert("generationConfig".into(), Value::Object(gen));
-
+        let body = request_body(model, context, options);
         let mut headers: Vec<(String, String)> =
             vec![("Content-Type".into(), "application/json".into())];
         if let Some(key) = api_key(model, options) {
@@ -461,11 +482,6 @@ impl WireApi for super::Google {
 
     /// The compact JSON of the body (non-JSON bodies wrapped).
     fn sdk_message(f: &HttpFailure) -> String {
-        match serde_json::from_str::<Value>(&f.body) {
-            Ok(v) => compact(&v),
-            Err(_) => compact(
-                &json!({"error": {"message": f.body, "code": f.status, "status": f.status_text}}),
-            ),
-        }
+        sdk_error_message(f)
     }
 }

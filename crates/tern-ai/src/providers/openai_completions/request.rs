@@ -291,6 +291,8 @@ fn mapped_effort(model: &Model, level: &str) -> Value {
 }
 
 impl WireApi for super::Completions {
+    // The OpenAI SDK's stream swallows the abort and just ends.
+    const ABORT_ENDS_BODY: bool = true;
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.

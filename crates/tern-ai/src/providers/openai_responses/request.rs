@@ -21,7 +21,8 @@ use crate::transcript::{
     render_system_message_update,
 };
 
-const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
+/// The providers whose `call_id|item_id` tool-call ids are replayed as they are.
+pub(crate) const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
 
 fn normalize_id_part(part: &str) -> String {
     let s: String = crate::providers::transform::sanitize_id(part)
@@ -81,8 +82,44 @@ fn tool_result_output(model: &Model, content: &[ContentBlock]) -> Value {
 }
 
 /// Converts a transcript into Responses `input` items.
-pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value> {
-    let allowed = TOOL_CALL_PROVIDERS.contains(&model.provider.as_str());
+/// How a host wants tools and reasoning effort told mid-conversation (Codex).
+#[derive(Default)]
+pub(crate) struct InputOptions<'a> {
+    /// Tools are declared in `additional_tools` items at the system messages that add them,
+    /// removals announced as text (the reference's `changes` tool support).
+    pub tool_changes: bool,
+    /// The `strict` of each declared tool.
+    pub tool_strict: Option<Value>,
+    /// The effort sent in `configuration_update` items (after same-model turns that carried
+    /// one, and at the end).
+    pub configuration_update: Option<&'a str>,
+}
+
+const INCREMENTAL_TOOLS_NOTICE: &str = "This is an incremental tools update. Previously declared tools remain available unless explicitly marked unavailable. A tool declared again here is available again, and its latest definition replaces the earlier one.";
+
+/// Converts a transcript into Responses `input` items; `tool_call_providers` are the
+/// providers whose paired tool-call ids are kept.
+pub(crate) fn convert_messages(
+    model: &Model,
+    messages: &[Message],
+    tool_call_providers: &[&str],
+) -> Vec<Value> {
+    convert_input(
+        model,
+        messages,
+        tool_call_providers,
+        &InputOptions::default(),
+    )
+}
+
+/// [`convert_messages`] with the host's ways of announcing tools and effort.
+pub(crate) fn convert_input(
+    model: &Model,
+    messages: &[Message],
+    tool_call_providers: &[&str],
+    opts: &InputOptions<'_>,
+) -> Vec<Value> {
+    let allowed = tool_call_providers.contains(&model.provider.as_str());
     // The source message decides whether a call is foreign; transform passes only the id, so
     // foreignness is decided per assistant message below.
     let mut foreign_ids: HashMap<String, bool> = HashMap::new();
@@ -122,15 +159,70 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value
     };
     let mut out: Vec<Value> = Vec::new();
     let mut msg_index = 0usize;
+    let mut declared_tools = false;
+    // Tools announced as removed and not declared again since.
+    let mut unavailable: Vec<String> = Vec::new();
     for (source_index, msg) in transformed.iter().enumerate() {
         let leading_system = source_index == 0 && matches!(msg, Message::System(_));
         match msg {
             Message::System(s) => {
-                let text = if leading_system {
+                let added = s.tools_added.as_deref().unwrap_or(&[]);
+                if opts.tool_changes {
+                    unavailable.retain(|n| !added.iter().any(|t| &t.name == n));
+                    if !added.is_empty() {
+                        if declared_tools {
+                            let notice = match unavailable.is_empty() {
+                                true => INCREMENTAL_TOOLS_NOTICE.to_string(),
+                                false => format!(
+                                    "{INCREMENTAL_TOOLS_NOTICE}\nStill unavailable: {}.",
+                                    unavailable.join(", ")
+                                ),
+                            };
+                            out.push(json!({"role": instruction_role, "content": notice}));
+                        }
+                        declared_tools = true;
+                        let tools: Vec<Value> = added
+                            .iter()
+                            .map(|t| {
+                                let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
+                                if let Some(strict) = &opts.tool_strict {
+                                    f["strict"] = strict.clone();
+                                }
+                                f
+                            })
+                            .collect();
+                        out.push(json!({"type": "additional_tools", "role": "developer", "tools": tools}));
+                    }
+                }
+                let mut parts = vec![if leading_system {
                     get_system_message_text(s)
                 } else {
                     render_system_message_update(s)
-                };
+                }];
+                if opts.tool_changes {
+                    // A redefinition is a removal plus an addition; only true removals count.
+                    let removed: Vec<String> = s
+                        .tools_removed
+                        .iter()
+                        .flatten()
+                        .map(|t| t.name.clone())
+                        .filter(|n| !added.iter().any(|t| &t.name == n))
+                        .collect();
+                    if !removed.is_empty() {
+                        let list: Vec<String> = removed.iter().map(|n| format!("- {n}")).collect();
+                        parts.push(format!(
+                            "The following tools are no longer available. Do not call them:\n{}",
+                            list.join("\n")
+                        ));
+                    }
+                    for n in removed {
+                        if !unavailable.contains(&n) {
+                            unavailable.push(n);
+                        }
+                    }
+                }
+                let text: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+                let text = text.join("\n\n");
                 if !text.is_empty() {
                     out.push(json!({"role": instruction_role, "content": text}));
                 }
@@ -218,6 +310,15 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value
                         ContentBlock::Image(_) => {}
                     }
                 }
+                if let (Some(_), true, Some(level)) = (
+                    opts.configuration_update,
+                    same_model && !items.is_empty(),
+                    a.extra().provider_thinking_level.as_deref(),
+                ) {
+                    out.push(
+                        json!({"type": "configuration_update", "reasoning": {"effort": level}}),
+                    );
+                }
                 out.extend(items);
             }
             Message::ToolResult(t) => {
@@ -230,10 +331,15 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message]) -> Vec<Value
             msg_index += 1;
         }
     }
+    if let Some(effort) = opts.configuration_update {
+        out.push(json!({"type": "configuration_update", "reasoning": {"effort": effort}}));
+    }
     out
 }
 
 impl WireApi for super::Responses {
+    // The OpenAI SDK's stream swallows the abort and just ends.
+    const ABORT_ENDS_BODY: bool = true;
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
@@ -246,7 +352,7 @@ impl WireApi for super::Responses {
         body.insert("model".into(), json!(model.id));
         body.insert(
             "input".into(),
-            Value::Array(convert_messages(model, &messages)),
+            Value::Array(convert_messages(model, &messages, &TOOL_CALL_PROVIDERS)),
         );
         body.insert("stream".into(), json!(true));
         let key_mode = cs("promptCacheKeyMode").unwrap_or_else(|| "auto".into());

@@ -56,6 +56,8 @@ pub(crate) struct State {
     pub(super) unfinished: Vec<usize>,
     reasoning_by_id: HashMap<String, usize>,
     pub(super) terminal: bool,
+    /// The host bills every service tier alike (Azure): costs are not scaled by the tier.
+    pub(crate) flat_tier_pricing: bool,
 }
 
 fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &Value) {
@@ -299,7 +301,9 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             m.usage = parse_usage(u);
         }
         cost::calculate_cost(model, &mut m.usage);
-        cost::scale_cost(&mut m.usage, tier_factor(model, tier.as_deref()));
+        if !st.flat_tier_pricing {
+            cost::scale_cost(&mut m.usage, tier_factor(model, tier.as_deref()));
+        }
         m.raw_stop_reason = match (&status, &reason) {
             (Some(s), Some(r)) => Some(format!("{s}.{r}")),
             (Some(s), None) => Some(s.clone()),

@@ -26,6 +26,16 @@ pub const HEADERS_THAT_MATTER: [&str; 11] = [
     "x-session-id",
 ];
 
+/// Headers reported for one API only (its own auth and session headers).
+pub fn headers_of_api(api: &str) -> &'static [&'static str] {
+    match api {
+        "mistral-conversations" => &["x-affinity"],
+        "azure-openai-responses" => &["api-key"],
+        "openai-codex-responses" => &["chatgpt-account-id", "originator", "openai-beta"],
+        _ => &[],
+    }
+}
+
 /// The model, context and options a case describes, with `{{origin}}` replaced.
 pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, StreamOptions), String> {
     let api = case
@@ -117,13 +127,18 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
     let server = start_server(responses_of(case))
         .await
         .map_err(|e| e.to_string())?;
-    let (model, context, options) = case_inputs(case, &server.origin)?;
+    let (model, context, mut options) = case_inputs(case, &server.origin)?;
     let api = model.api.clone();
     let mut sink = RecordingSink::new(&api);
+    // `abortAfterEvents: N`: the caller aborts right after the N-th event.
+    if let Some(n) = case.get("abortAfterEvents").and_then(Value::as_u64) {
+        options.signal = tokio_util::sync::CancellationToken::new();
+        sink.abort_after(n as usize, options.signal.clone());
+    }
     crate::providers::run(&model, &context, &options, &mut sink).await;
     let requests = server.requests.lock().clone();
     let req = case.get("request").cloned().unwrap_or(Value::Null);
-    let mut extra: Vec<String> = Vec::new();
+    let mut extra: Vec<String> = headers_of_api(&api).iter().map(|h| h.to_string()).collect();
     for src in [
         req.pointer("/model/headers"),
         req.pointer("/options/headers"),

@@ -16,6 +16,8 @@ pub struct RecordingSink {
     /// The final message, once `done`/`error` arrived.
     pub message: Option<crate::message::AssistantMessage>,
     api: String,
+    /// Cancelled once this many events were recorded.
+    abort: Option<(usize, tokio_util::sync::CancellationToken)>,
 }
 
 impl RecordingSink {
@@ -31,7 +33,7 @@ impl RecordingSink {
 /// A tool call as the oracle compares it: Gemini-generated ids become `<name>_<generated>`.
 pub(super) fn normalize_tool_call(api: &str, call: &Value) -> Value {
     let mut out = call.clone();
-    if api == "google-generative-ai" {
+    if api == "google-generative-ai" || api == "google-vertex" {
         let name = call.get("name").and_then(Value::as_str).unwrap_or("");
         if let Some(id) = call.get("id").and_then(Value::as_str) {
             let prefix = format!("{name}_");
@@ -75,6 +77,13 @@ fn content_index(event: &AssistantMessageEvent) -> Option<usize> {
     }
 }
 
+impl RecordingSink {
+    /// Cancels `signal` right after the `events`-th event, as a caller aborting then would.
+    pub fn abort_after(&mut self, events: usize, signal: tokio_util::sync::CancellationToken) {
+        self.abort = Some((events, signal));
+    }
+}
+
 impl ProviderSink for RecordingSink {
     fn emit(&mut self, event: AssistantMessageEvent) {
         use AssistantMessageEvent::*;
@@ -111,5 +120,10 @@ impl ProviderSink for RecordingSink {
             _ => {}
         }
         self.events.push(Value::Object(rec));
+        if let Some((n, signal)) = &self.abort {
+            if self.events.len() == *n {
+                signal.cancel();
+            }
+        }
     }
 }

@@ -1,0 +1,179 @@
+//! Vertex AI without an API key: Application Default Credentials minted into a bearer token
+//! at the file's token endpoint (a real local server), for a user's refresh token and for a
+//! service account's RS256-signed assertion; the token is reused; missing pieces fail before
+//! any request, saying what was tried.
+//!
+//! One test: the credentials come from the process environment.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde_json::{json, Value};
+use tern_ai::providers::replay::{start_server, ReplayServer};
+use tern_ai::providers::{run, ProviderSink};
+use tern_ai::stream_fn::{Context, StreamOptions};
+use tern_ai::{AssistantMessage, AssistantMessageEvent, Model};
+
+#[derive(Default)]
+struct Final(Option<AssistantMessage>);
+
+impl ProviderSink for Final {
+    fn emit(&mut self, event: AssistantMessageEvent) {
+        match event {
+            AssistantMessageEvent::Done { message, .. }
+            | AssistantMessageEvent::Error { error: message, .. } => {
+                self.0 = Some((*message).clone())
+            }
+            _ => {}
+        }
+    }
+}
+
+fn plain_text_case() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/providers/streams/google-vertex/plain-text.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn token_response(token: &str) -> Value {
+    json!({"status": 200, "headers": {"content-type": "application/json"},
+           "chunks": [json!({"access_token": token, "expires_in": 3600, "token_type": "Bearer"}).to_string()]})
+}
+
+async fn once(case: &Value, server: &ReplayServer) -> AssistantMessage {
+    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
+    model.api = "google-vertex".into();
+    model.base_url = server.origin.clone();
+    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
+    let mut sink = Final::default();
+    run(&model, &context, &StreamOptions::default(), &mut sink).await;
+    sink.0.unwrap()
+}
+
+fn write_credentials(name: &str, value: &Value) -> String {
+    let path = std::env::temp_dir().join(format!("tern-vertex-{}-{name}.json", std::process::id()));
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn header<'a>(r: &'a tern_ai::providers::replay::CapturedRequest, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn application_default_credentials_become_a_bearer_token() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let case = plain_text_case();
+        std::env::remove_var("GOOGLE_CLOUD_API_KEY");
+        std::env::set_var("GOOGLE_CLOUD_PROJECT", "proj-1");
+        std::env::set_var("GOOGLE_CLOUD_LOCATION", "us-central1");
+
+        // A user's refresh token (gcloud auth application-default login).
+        let tokens = start_server(vec![token_response("tok-user")]).await.unwrap();
+        let user = write_credentials(
+            "user",
+            &json!({"type": "authorized_user", "client_id": "cid", "client_secret": "c s",
+                    "refresh_token": "rt/1", "token_uri": format!("{}/token", tokens.origin)}),
+        );
+        std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &user);
+        let model_server = start_server(vec![case["response"].clone()]).await.unwrap();
+        let m = once(&case, &model_server).await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(m.text(), "Hello! How can I help you today?");
+        let sent = model_server.requests.lock().clone();
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer tok-user"));
+        assert_eq!(header(&sent[0], "x-goog-api-key"), None);
+        assert_eq!(
+            sent[0].path,
+            "/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        let asked = tokens.requests.lock().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(
+            asked[0].body,
+            "grant_type=refresh_token&client_id=cid&client_secret=c+s&refresh_token=rt%2F1"
+        );
+        // The token is kept for the next request.
+        let again = start_server(vec![case["response"].clone()]).await.unwrap();
+        assert_eq!(once(&case, &again).await.error_message, None);
+        assert_eq!(tokens.requests.lock().len(), 1);
+
+        // A service account's key: a signed JWT assertion.
+        let pem = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/throwaway-test-rsa-key.pem"
+        ))
+        .unwrap();
+        let tokens = start_server(vec![token_response("tok-sa")]).await.unwrap();
+        let audience = format!("{}/token", tokens.origin);
+        let account = write_credentials(
+            "account",
+            &json!({"type": "service_account", "client_email": "sa@proj-1.iam.gserviceaccount.com",
+                    "private_key": pem, "token_uri": audience}),
+        );
+        std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", &account);
+        let model_server = start_server(vec![case["response"].clone()]).await.unwrap();
+        let m = once(&case, &model_server).await;
+        assert_eq!(m.error_message, None);
+        let sent = model_server.requests.lock().clone();
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer tok-sa"));
+        let body = tokens.requests.lock()[0].body.clone();
+        let assertion = body
+            .strip_prefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=")
+            .unwrap();
+        let parts: Vec<&str> = assertion.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let decode = |p: &str| -> Value { serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).unwrap()).unwrap() };
+        assert_eq!(decode(parts[0]), json!({"alg": "RS256", "typ": "JWT"}));
+        let claims = decode(parts[1]);
+        assert_eq!(claims["iss"], "sa@proj-1.iam.gserviceaccount.com");
+        assert_eq!(claims["aud"], audience);
+        assert_eq!(claims["scope"], "https://www.googleapis.com/auth/cloud-platform");
+        assert_eq!(claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(), 3600);
+        let der = pem
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect::<String>();
+        let der = base64::engine::general_purpose::STANDARD.decode(der).unwrap();
+        let key = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+        use ring::signature::KeyPair as _;
+        ring::signature::UnparsedPublicKey::new(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            key.public_key().as_ref(),
+        )
+        .verify(
+            format!("{}.{}", parts[0], parts[1]).as_bytes(),
+            &URL_SAFE_NO_PAD.decode(parts[2]).unwrap(),
+        )
+        .expect("the assertion is signed with the account's key");
+
+        // A file that is not there: nothing is sent, the message names it.
+        std::env::set_var("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/tern-adc.json");
+        let model_server = start_server(vec![case["response"].clone()]).await.unwrap();
+        let m = once(&case, &model_server).await;
+        let message = m.error_message.unwrap();
+        assert!(message.contains("/nonexistent/tern-adc.json (from GOOGLE_APPLICATION_CREDENTIALS)"), "{message}");
+        assert!(message.contains("GOOGLE_CLOUD_API_KEY"), "{message}");
+        assert!(model_server.requests.lock().is_empty());
+
+        // No project: the reference's words, before anything else.
+        std::env::remove_var("GOOGLE_CLOUD_PROJECT");
+        let m = once(&case, &model_server).await;
+        assert_eq!(
+            m.error_message.as_deref(),
+            Some("Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options.")
+        );
+        for f in [user, account] {
+            let _ = std::fs::remove_file(f);
+        }
+    });
+}
