@@ -15,7 +15,7 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::handler::Handler;
-use crate::config::{ServerConfig, Transport};
+use crate::config::{ServerConfig, Transport, DEFAULT_TIMEOUT};
 use crate::error::McpError;
 
 /// The last lines a stdio server wrote to stderr, for error messages.
@@ -52,7 +52,9 @@ pub(crate) struct Connection {
     pub(crate) id: u64,
 }
 
-/// Starts the server and completes `initialize` within the entry's timeout.
+/// Starts the server and completes `initialize` within the entry's timeout, but at least
+/// [`DEFAULT_TIMEOUT`]: starting a program (`npx` may download it first) is slower than a
+/// request.
 pub(crate) async fn open(
     name: &str,
     config: &ServerConfig,
@@ -60,6 +62,7 @@ pub(crate) async fn open(
     id: u64,
 ) -> Result<Connection, McpError> {
     let stderr = StderrTail::default();
+    let startup = config.timeout.max(DEFAULT_TIMEOUT);
     let fail = |message: String, stderr: &StderrTail| McpError::Connect {
         server: name.to_string(),
         message,
@@ -92,7 +95,7 @@ pub(crate) async fn open(
                     }
                 });
             }
-            tokio::time::timeout(config.timeout, handler.serve(transport))
+            tokio::time::timeout(startup, handler.serve(transport))
                 .await
                 .map(|r| r.map_err(|e| e.to_string()))
         }
@@ -108,7 +111,7 @@ pub(crate) async fn open(
             let transport = StreamableHttpClientTransport::from_config(
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
             );
-            tokio::time::timeout(config.timeout, handler.serve(transport))
+            tokio::time::timeout(startup, handler.serve(transport))
                 .await
                 .map(|r| r.map_err(|e| e.to_string()))
         }

@@ -208,7 +208,9 @@ impl McpServer {
     /// The open session, started (and its tools listed) when there is none.
     async fn live(&self) -> Result<Live, McpError> {
         let mut slot = self.connection.lock().await;
-        if let Some(c) = slot.as_ref().filter(|c| !c.service.is_closed()) {
+        let open =
+            |c: &&Connection| !c.service.is_closed() && !c.service.peer().is_transport_closed();
+        if let Some(c) = slot.as_ref().filter(open) {
             return Ok(Live {
                 peer: c.service.peer().clone(),
                 stderr: c.stderr.clone(),
@@ -260,16 +262,14 @@ impl McpServer {
         method: &'static str,
         request: impl std::future::Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, McpError> {
-        match tokio::time::timeout(self.config.timeout, request).await {
-            Ok(r) => r.map_err(|e| self.failed(live, method, e)),
-            Err(_) => Err(self.failed(
-                live,
-                method,
-                ServiceError::Timeout {
-                    timeout: self.config.timeout,
-                },
-            )),
-        }
+        let error = match tokio::time::timeout(self.config.timeout, request).await {
+            Ok(Ok(r)) => return Ok(r),
+            Ok(Err(e)) => e,
+            Err(_) => ServiceError::Timeout {
+                timeout: self.config.timeout,
+            },
+        };
+        Err(self.failed(live, method, error).await)
     }
 
     /// Sends one request on the open session (starting one if needed), with the entry's
@@ -283,17 +283,19 @@ impl McpServer {
         let live = self.live().await?;
         let options =
             PeerRequestOptions::with_timeout(self.config.timeout).reset_timeout_on_progress();
-        let handle = live
-            .peer
-            .send_cancellable_request(request, options)
-            .await
-            .map_err(|e| self.failed(&live, method, e))?;
+        let handle = match live.peer.send_cancellable_request(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.failed(&live, method, e).await),
+        };
         let id = handle.id.clone();
         let response = handle.await_response();
         let never = CancellationToken::new();
         let signal = signal.unwrap_or(&never);
         tokio::select! {
-            r = response => r.map_err(|e| self.failed(&live, method, e)),
+            r = response => match r {
+                Ok(r) => Ok(r),
+                Err(e) => Err(self.failed(&live, method, e).await),
+            },
             () = signal.cancelled() => {
                 let _ = live
                     .peer
@@ -309,7 +311,7 @@ impl McpServer {
 
     /// The error for a failed request; a broken or hung session is dropped, so the next
     /// request starts the server again.
-    fn failed(&self, live: &Live, method: &'static str, error: ServiceError) -> McpError {
+    async fn failed(&self, live: &Live, method: &'static str, error: ServiceError) -> McpError {
         let error = match error {
             ServiceError::McpError(data) => {
                 return McpError::Protocol {
@@ -330,24 +332,24 @@ impl McpServer {
                 stderr: live.stderr.text(),
             },
         };
-        self.drop_session(live.id);
+        self.drop_session(live.id).await;
         error
     }
 
-    fn drop_session(&self, id: u64) {
-        let Some(me) = self.me.upgrade() else { return };
-        tokio::spawn(async move {
-            let mut slot = me.connection.lock().await;
-            if slot.as_ref().is_some_and(|c| c.id == id) {
-                // Dropping the session kills a stdio server's process group.
-                if let Some(mut c) = slot.take() {
+    /// Forgets session `id` (not a newer one) so the next request starts the server again;
+    /// ending it (which kills a stdio server's process group) goes on in the background.
+    async fn drop_session(&self, id: u64) {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_some_and(|c| c.id == id) {
+            if let Some(mut c) = slot.take() {
+                tokio::spawn(async move {
                     let _ = c
                         .service
                         .close_with_timeout(std::time::Duration::from_secs(1))
                         .await;
-                }
+                });
             }
-        });
+        }
     }
 
     fn unexpected(&self, method: &'static str, got: &ServerResult) -> McpError {
