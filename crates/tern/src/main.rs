@@ -34,6 +34,7 @@ mod durable;
 mod event_lines;
 mod input;
 mod limits;
+mod mcp;
 mod model_choice;
 mod modes;
 mod permissions;
@@ -85,6 +86,10 @@ fn main() {
     if worker {
         argv.remove(1);
     }
+    // `tern mcp list ...`: inspect the MCP servers, then exit.
+    if argv.get(1).is_some_and(|a| a == "mcp") {
+        std::process::exit(run_mcp_command(argv.split_off(1)));
+    }
     let args = match Args::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
@@ -120,6 +125,42 @@ fn main() {
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// `tern mcp ...` (its own arguments); returns the exit code.
+fn run_mcp_command(argv: Vec<std::ffi::OsString>) -> i32 {
+    let args = match mcp::McpArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln_redacted!("tern: cannot start the async runtime: {e}");
+            return exit::ERROR;
+        }
+    };
+    let code = runtime.block_on(async move {
+        mcp::run_command(args)
+            .await
+            .unwrap_or_else(|UsageError(msg)| {
+                eprintln_redacted!("tern: {msg}");
+                exit::USAGE
+            })
+    });
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    code
 }
 
 /// Retries of a transient model failure when neither flag nor config says (pi's
@@ -373,8 +414,17 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         })
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
-    let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
+    let mut tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
     tool_choice::note_sandbox_support(&sandbox, &tools);
+    let builtin_tools = tools.clone();
+    let mcp_hub = if args.no_mcp || args.demo || args.replay.is_some() {
+        None
+    } else {
+        mcp::start(&mcp::config_paths(&cwd, &args.mcp_config)?).await?
+    };
+    if let Some(hub) = &mcp_hub {
+        tools.extend(hub.tools());
+    }
     let system_prompt = args
         .system_prompt
         .clone()
@@ -544,6 +594,9 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);
+    }
+    if let Some(hub) = mcp_hub {
+        mcp::follow_tool_changes(hub, rt.agent.clone(), rt.current.clone(), builtin_tools);
     }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
     let start = if args.recover {
