@@ -44,6 +44,7 @@ mod runtime;
 mod secrets;
 mod session_choice;
 mod signals;
+mod telemetry;
 #[cfg(feature = "temporal")]
 mod temporal;
 mod terminal_text;
@@ -103,6 +104,8 @@ fn main() {
         }
     };
     let args = Args { worker, ..args };
+    // Before the runtime: the exporter's HTTP client must not live inside it.
+    let (traces, export_guard) = telemetry::start();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -115,7 +118,7 @@ fn main() {
         }
     };
     let code = runtime.block_on(async move {
-        match run(args).await {
+        match run(args, traces).await {
             Ok(code) => code,
             Err(UsageError(msg)) => {
                 eprintln_redacted!("tern: {msg}");
@@ -124,6 +127,8 @@ fn main() {
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
+    // Flushes the spans of the run (exit skips destructors).
+    drop(export_guard);
     std::process::exit(code);
 }
 
@@ -285,7 +290,10 @@ fn temporal_target(args: &Args) -> Result<temporal::Target, UsageError> {
     })
 }
 
-async fn run(mut args: Args) -> Result<i32, UsageError> {
+async fn run(
+    mut args: Args,
+    traces: Option<tern_telemetry::TraceOptions>,
+) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
     // Before anything is printed or written: every key known from here on is redacted.
     let secrets = secrets::init(&[args.api_key.as_deref(), config.api_key.as_deref()]);
@@ -595,6 +603,7 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);
     }
+    let _traces = traces.map(|options| tern_telemetry::attach(&rt.agent, options));
     if let Some(hub) = mcp_hub {
         mcp::follow_tool_changes(hub, rt.agent.clone(), rt.current.clone(), builtin_tools);
     }
