@@ -24,6 +24,7 @@ pub mod content;
 mod error;
 mod hub;
 pub mod naming;
+pub mod output_limit;
 mod server;
 mod tools;
 

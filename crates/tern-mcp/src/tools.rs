@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tern_agent::{AgentTool, Replay};
 
 use crate::content::tool_result;
+use crate::output_limit::limit_content;
 use crate::server::McpServer;
 
 /// The agent tool `name` that calls `tool` on `server`. A failed call (crash, hang, abort,

@@ -2,7 +2,7 @@
 //! change): `invoke_agent {agent}`, `chat {model}` and `execute_tool {tool}` spans with the
 //! OpenTelemetry GenAI attribute names, and pi-telemetry's `pi.ai.request` span as an option.
 //!
-//! The spans are [`tracing`] spans; with the `otel` feature, [`export::init`] bridges them
+//! The spans are [`tracing`] spans; with the `otel` feature, `export::init` bridges them
 //! to OpenTelemetry and exports them over OTLP/HTTP, configured by the standard `OTEL_*`
 //! variables (on when `OTEL_EXPORTER_OTLP_ENDPOINT` is set or `OTEL_TRACES_EXPORTER=otlp`).
 //! When telemetry is off the host attaches nothing, so it costs nothing.
