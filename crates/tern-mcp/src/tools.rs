@@ -36,7 +36,9 @@ pub fn agent_tool(server: &Arc<McpServer>, tool: &Tool, name: &str) -> AgentTool
             let remote = remote.clone();
             async move {
                 let result = server.call_tool(&remote, call.args, &call.signal).await?;
-                Ok(tool_result(&result))
+                let mut result = tool_result(&result);
+                result.content = result.content.map(limit_content);
+                Ok(result)
             }
         },
     )
