@@ -2,7 +2,8 @@
 //! standard `OTEL_*` variables.
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
 use tracing_subscriber::layer::SubscriberExt;
@@ -12,6 +13,9 @@ use tracing_subscriber::layer::SubscriberExt;
 pub struct ExportConfig {
     /// The full traces URL (`.../v1/traces`).
     pub traces_endpoint: String,
+    /// The full metrics URL (`.../v1/metrics`), or `None` when metrics are off
+    /// (`OTEL_METRICS_EXPORTER=none`, or no endpoint set for them).
+    pub metrics_endpoint: Option<String>,
     /// `service.name` (`OTEL_SERVICE_NAME`, else the host's name).
     pub service_name: String,
 }
@@ -35,8 +39,10 @@ impl ExportConfig {
     /// assert_eq!(ExportConfig::from_vars("tern", vars(&[])), None);
     /// let on = ExportConfig::from_vars("tern", vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/")])).unwrap();
     /// assert_eq!(on.traces_endpoint, "http://c:4318/v1/traces");
+    /// assert_eq!(on.metrics_endpoint.as_deref(), Some("http://c:4318/v1/metrics"));
     /// let default = ExportConfig::from_vars("tern", vars(&[("OTEL_TRACES_EXPORTER", "otlp")])).unwrap();
     /// assert_eq!(default.traces_endpoint, "http://localhost:4318/v1/traces");
+    /// assert_eq!(default.metrics_endpoint, None);
     /// assert_eq!(ExportConfig::from_vars("tern", vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"), ("OTEL_SDK_DISABLED", "true")])), None);
     /// ```
     pub fn from_vars(
@@ -58,12 +64,25 @@ impl ExportConfig {
         if !on {
             return None;
         }
-        let traces_endpoint = traces.unwrap_or_else(|| {
-            let base = base.unwrap_or_else(|| "http://localhost:4318".into());
-            format!("{}/v1/traces", base.trim_end_matches('/'))
-        });
+        let under_base = |path: &str| {
+            let base = base
+                .clone()
+                .unwrap_or_else(|| "http://localhost:4318".into());
+            format!("{}/{path}", base.trim_end_matches('/'))
+        };
+        let traces_endpoint = traces.unwrap_or_else(|| under_base("v1/traces"));
+        let metrics = set("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+        let metrics_endpoint = match set("OTEL_METRICS_EXPORTER")
+            .map(|v| v.to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("none") => None,
+            Some("otlp") => Some(metrics.unwrap_or_else(|| under_base("v1/metrics"))),
+            _ => metrics.or_else(|| base.is_some().then(|| under_base("v1/metrics"))),
+        };
         Some(ExportConfig {
             traces_endpoint,
+            metrics_endpoint,
             service_name: set("OTEL_SERVICE_NAME").unwrap_or_else(|| default_service.to_string()),
         })
     }
@@ -113,20 +132,54 @@ where
     tracing_opentelemetry::layer().with_tracer(provider.tracer("tern"))
 }
 
-/// Flushes and stops the exporter when dropped (keep it until the program ends).
+/// A meter provider that exports `config`'s metrics over OTLP/HTTP (protobuf), if they
+/// are on.
+pub fn meter_provider(config: &ExportConfig) -> Result<Option<SdkMeterProvider>, ExportError> {
+    let Some(endpoint) = &config.metrics_endpoint else {
+        return Ok(None);
+    };
+    let exporter = MetricExporter::builder()
+        .with_http()
+        .with_endpoint(endpoint.clone())
+        .build()
+        .map_err(|e| ExportError::Exporter {
+            endpoint: endpoint.clone(),
+            message: e.to_string(),
+        })?;
+    Ok(Some(
+        SdkMeterProvider::builder()
+            .with_periodic_exporter(exporter)
+            .with_resource(
+                Resource::builder()
+                    .with_service_name(config.service_name.clone())
+                    .build(),
+            )
+            .build(),
+    ))
+}
+
+/// Flushes and stops the exporters when dropped (keep it until the program ends).
 #[must_use = "dropping the guard stops the exporter"]
-pub struct ExportGuard(SdkTracerProvider);
+pub struct ExportGuard(SdkTracerProvider, Option<SdkMeterProvider>);
 
 impl Drop for ExportGuard {
     fn drop(&mut self) {
         let _ = self.0.shutdown();
+        if let Some(meters) = &self.1 {
+            let _ = meters.shutdown();
+        }
     }
 }
 
-/// Installs the global subscriber that exports every span to `config`'s endpoint.
+/// Installs the global subscriber that exports every span to `config`'s endpoint, and the
+/// global meter provider for the histograms.
 pub fn init(config: &ExportConfig) -> Result<ExportGuard, ExportError> {
     let provider = tracer_provider(config)?;
+    let meters = meter_provider(config)?;
+    if let Some(m) = &meters {
+        opentelemetry::global::set_meter_provider(m.clone());
+    }
     let subscriber = tracing_subscriber::registry().with(layer(&provider));
     tracing::subscriber::set_global_default(subscriber).map_err(|_| ExportError::Subscriber)?;
-    Ok(ExportGuard(provider))
+    Ok(ExportGuard(provider, meters))
 }

@@ -5,6 +5,8 @@
 //! The spans are [`tracing`] spans; with the `otel` feature, `export::init` bridges them
 //! to OpenTelemetry and exports them over OTLP/HTTP, configured by the standard `OTEL_*`
 //! variables (on when `OTEL_EXPORTER_OTLP_ENDPOINT` is set or `OTEL_TRACES_EXPORTER=otlp`).
+//! With `otel`, each model request also records the `gen_ai.client.token.usage` and
+//! `gen_ai.client.operation.duration` histograms on the global meter provider.
 //! When telemetry is off the host attaches nothing, so it costs nothing.
 //!
 //! ```
@@ -22,5 +24,7 @@
 #[cfg(feature = "otel")]
 pub mod export;
 mod listener;
+#[cfg(feature = "otel")]
+mod metrics;
 
 pub use listener::{attach, TraceOptions};

@@ -42,13 +42,19 @@ struct Run {
     tools: Vec<(String, Span)>,
     /// The model and reasoning level the run started with (read once: the state is a copy).
     model: Option<(tern_ai::Model, Option<String>)>,
+    #[cfg(feature = "otel")]
+    instruments: Option<std::sync::Arc<crate::metrics::Instruments>>,
     input_tokens: u64,
     output_tokens: u64,
 }
 
 /// Traces every run of `agent` until the subscription is dropped.
 pub fn attach(agent: &Agent, options: TraceOptions) -> Subscription {
-    let run = Mutex::new(Run::default());
+    let run = Mutex::new(Run {
+        #[cfg(feature = "otel")]
+        instruments: Some(std::sync::Arc::new(crate::metrics::Instruments::new())),
+        ..Run::default()
+    });
     let model_of = agent.clone();
     agent.subscribe_sync(move |event| {
         let mut run = run.lock();
@@ -65,7 +71,11 @@ fn on_event(run: &mut Run, o: &TraceOptions, agent: &Agent, event: &AgentEvent) 
                 .and_then(|v| v.as_str().map(str::to_string))
                 .filter(|l| l != "off");
             let model = state.model;
-            *run = Run::default();
+            *run = Run {
+                #[cfg(feature = "otel")]
+                instruments: run.instruments.take(),
+                ..Run::default()
+            };
             run.agent = Some(tracing::info_span!(
                 target: "tern::agent",
                 parent: None,
@@ -145,8 +155,15 @@ fn on_event(run: &mut Run, o: &TraceOptions, agent: &Agent, event: &AgentEvent) 
         AgentEvent::MessageEnd {
             message: Message::Assistant(m),
         } => {
-            if let Some((chat, pi, _started)) = run.chat.take() {
+            if let Some((chat, pi, started)) = run.chat.take() {
                 finish_chat(run, o, &chat, pi.as_ref(), m);
+                #[cfg(feature = "otel")]
+                if let (Some(i), Some((model, _))) = (&run.instruments, &run.model) {
+                    let error = (m.stop_reason == StopReason::Error).then_some("provider_error");
+                    i.record_chat(&model.provider, &model.id, m, started.elapsed(), error);
+                }
+                #[cfg(not(feature = "otel"))]
+                let _ = started;
             }
         }
         AgentEvent::ToolExecutionStart { tool_call } => {
@@ -205,7 +222,11 @@ fn on_event(run: &mut Run, o: &TraceOptions, agent: &Agent, event: &AgentEvent) 
                 span.record("gen_ai.usage.input_tokens", int(run.input_tokens));
                 span.record("gen_ai.usage.output_tokens", int(run.output_tokens));
             }
-            *run = Run::default();
+            *run = Run {
+                #[cfg(feature = "otel")]
+                instruments: run.instruments.take(),
+                ..Run::default()
+            };
         }
         _ => {}
     }

@@ -63,6 +63,7 @@ fn spans_reach_a_local_otlp_receiver() {
     let (port, exports) = receiver();
     let config = ExportConfig {
         traces_endpoint: format!("http://127.0.0.1:{port}/v1/traces"),
+        metrics_endpoint: None,
         service_name: "tern-test".into(),
     };
     // The exporter's blocking HTTP client lives outside the async runtime.
