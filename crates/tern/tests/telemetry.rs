@@ -72,10 +72,23 @@ fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let (path, body) = exports
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the spans were exported when tern exited");
-    assert_eq!(path, "/v1/traces");
+    // Both exports were flushed before tern exited.
+    let mut posts = Vec::new();
+    while let Ok(post) =
+        exports.recv_timeout(Duration::from_secs(if posts.is_empty() { 10 } else { 1 }))
+    {
+        posts.push(post);
+    }
+    let body = posts
+        .iter()
+        .find(|(path, _)| path == "/v1/traces")
+        .map(|(_, body)| body.clone())
+        .unwrap_or_else(|| {
+            panic!(
+                "no trace export in {:?}",
+                posts.iter().map(|p| &p.0).collect::<Vec<_>>()
+            )
+        });
     assert!(
         contains(&body, "invoke_agent tern"),
         "{}",
@@ -87,6 +100,11 @@ fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
         !contains(&body, "my private prompt"),
         "content is not recorded unless asked"
     );
+    let metrics = posts
+        .iter()
+        .find(|(path, _)| path == "/v1/metrics")
+        .expect("a metrics export");
+    assert!(contains(&metrics.1, "gen_ai.client.operation.duration"));
 
     let server = Server::start(vec![Reply::text("hello")]);
     let mut c = command(home.path(), cwd.path());
