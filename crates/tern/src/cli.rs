@@ -21,7 +21,7 @@ pub enum Mode {
     name = "tern",
     version,
     about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
-    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nOn Temporal (one workflow per session):\n  tern worker --temporal 127.0.0.1:7233 -t all --allow bash   serve sessions\n  tern --temporal 127.0.0.1:7233 -p \"...\"    run a prompt as a workflow\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
+    after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n  tern mcp list                                connect to the MCP servers of mcp.json and list their tools\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nOn Temporal (one workflow per session):\n  tern worker --temporal 127.0.0.1:7233 -t all --allow bash   serve sessions\n  tern --temporal 127.0.0.1:7233 -p \"...\"    run a prompt as a workflow\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
 )]
 pub struct Args {
     /// Prompt words; `@path` includes a file's contents.
@@ -227,6 +227,15 @@ pub struct Args {
     #[cfg(feature = "temporal")]
     #[arg(long, value_name = "ID")]
     pub temporal_session: Option<String>,
+
+    /// Also read this mcp.json (`mcpServers`, pi's and Claude Code's format; repeatable,
+    /// read after the user's and the project's `.tern/mcp.json`, so its entries win).
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
+
+    /// Start no MCP servers (ignore every mcp.json).
+    #[arg(long)]
+    pub no_mcp: bool,
 
     /// Set by `tern worker`: serve Temporal sessions instead of running one.
     #[arg(skip)]

@@ -34,6 +34,7 @@ mod durable;
 mod event_lines;
 mod input;
 mod limits;
+mod mcp;
 mod model_choice;
 mod modes;
 mod permissions;
@@ -43,6 +44,7 @@ mod runtime;
 mod secrets;
 mod session_choice;
 mod signals;
+mod telemetry;
 #[cfg(feature = "temporal")]
 mod temporal;
 mod terminal_text;
@@ -85,6 +87,10 @@ fn main() {
     if worker {
         argv.remove(1);
     }
+    // `tern mcp list ...`: inspect the MCP servers, then exit.
+    if argv.get(1).is_some_and(|a| a == "mcp") {
+        std::process::exit(run_mcp_command(argv.split_off(1)));
+    }
     let args = match Args::try_parse_from(argv) {
         Ok(a) => a,
         Err(e) => {
@@ -98,6 +104,8 @@ fn main() {
         }
     };
     let args = Args { worker, ..args };
+    // Before the runtime: the exporter's HTTP client must not live inside it.
+    let (traces, export_guard) = telemetry::start();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -110,7 +118,7 @@ fn main() {
         }
     };
     let code = runtime.block_on(async move {
-        match run(args).await {
+        match run(args, traces).await {
             Ok(code) => code,
             Err(UsageError(msg)) => {
                 eprintln_redacted!("tern: {msg}");
@@ -119,7 +127,45 @@ fn main() {
         }
     });
     runtime.shutdown_timeout(Duration::from_millis(200));
+    // Flushes the spans of the run (exit skips destructors).
+    drop(export_guard);
     std::process::exit(code);
+}
+
+/// `tern mcp ...` (its own arguments); returns the exit code.
+fn run_mcp_command(argv: Vec<std::ffi::OsString>) -> i32 {
+    let args = match mcp::McpArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln_redacted!("tern: cannot start the async runtime: {e}");
+            return exit::ERROR;
+        }
+    };
+    let code = runtime.block_on(async move {
+        mcp::run_command(args)
+            .await
+            .unwrap_or_else(|UsageError(msg)| {
+                eprintln_redacted!("tern: {msg}");
+                exit::USAGE
+            })
+    });
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    code
 }
 
 /// Retries of a transient model failure when neither flag nor config says (pi's
@@ -244,7 +290,10 @@ fn temporal_target(args: &Args) -> Result<temporal::Target, UsageError> {
     })
 }
 
-async fn run(mut args: Args) -> Result<i32, UsageError> {
+async fn run(
+    mut args: Args,
+    traces: Option<tern_telemetry::TraceOptions>,
+) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
     // Before anything is printed or written: every key known from here on is redacted.
     let secrets = secrets::init(&[args.api_key.as_deref(), config.api_key.as_deref()]);
@@ -373,8 +422,17 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
         })
         .or(config.tools.clone())
         .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
-    let tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
+    let mut tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
     tool_choice::note_sandbox_support(&sandbox, &tools);
+    let builtin_tools = tools.clone();
+    let mcp_hub = if args.no_mcp || args.demo || args.replay.is_some() {
+        None
+    } else {
+        mcp::start(&mcp::config_paths(&cwd, &args.mcp_config)?).await?
+    };
+    if let Some(hub) = &mcp_hub {
+        tools.extend(hub.tools());
+    }
     let system_prompt = args
         .system_prompt
         .clone()
@@ -544,6 +602,10 @@ async fn run(mut args: Args) -> Result<i32, UsageError> {
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);
+    }
+    let _traces = traces.map(|options| tern_telemetry::attach(&rt.agent, options));
+    if let Some(hub) = mcp_hub {
+        mcp::follow_tool_changes(hub, rt.agent.clone(), rt.current.clone(), builtin_tools);
     }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
     let start = if args.recover {
