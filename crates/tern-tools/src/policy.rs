@@ -110,13 +110,30 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// A rule for `tool` (`"*"`: every tool) with `action`.
+    /// A rule for `tool` with `action`: a tool's name, `"*"` for every tool, or a prefix and
+    /// `*` (`"mcp__*"`: every MCP tool, `"mcp__github__*"`: one server's).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tern_tools::policy::{Action, Decision, Policy, Rule};
+    /// let policy = Policy::new(Action::Allow).rule(Rule::deny("mcp__github__*"));
+    /// assert!(matches!(policy.check("mcp__github__merge", &json!({})), Decision::Deny(_)));
+    /// assert_eq!(policy.check("mcp__files__read", &json!({})), Decision::Allow);
+    /// ```
     pub fn new(tool: &str, action: Action) -> Self {
         Rule {
             tool: tool.to_string(),
             pattern: None,
             action,
             reason: None,
+        }
+    }
+
+    /// Whether the rule is about tool `name`.
+    fn names(&self, name: &str) -> bool {
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => self.tool == name,
         }
     }
 
@@ -263,7 +280,7 @@ impl Policy {
             return self.check_command(tool_name, command, &subject);
         }
         for rule in &self.rules {
-            if rule.tool != "*" && rule.tool != tool_name {
+            if !rule.names(tool_name) {
                 continue;
             }
             if let Some(pattern) = &rule.pattern {
@@ -314,7 +331,7 @@ impl Policy {
         subject: &Option<Subject>,
     ) -> Decision {
         for rule in &self.rules {
-            if rule.tool != "*" && rule.tool != tool {
+            if !rule.names(tool) {
                 continue;
             }
             let Some(pattern) = &rule.pattern else {

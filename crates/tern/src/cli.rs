@@ -73,7 +73,8 @@ pub struct Args {
     #[arg(long)]
     pub cwd: Option<PathBuf>,
 
-    /// Allow tool calls matching `TOOL` or `TOOL:GLOB` without asking (repeatable).
+    /// Allow tool calls matching `TOOL` or `TOOL:GLOB` without asking (repeatable; `TOOL`
+    /// may end in `*`: `mcp__github__*`).
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<String>,
 

@@ -127,7 +127,8 @@ pub fn parse_rule(spec: &str, action: Action) -> Result<Rule, UsageError> {
 }
 
 /// The permission policy: `--deny` rules, then `--allow` rules, then (when someone can be
-/// asked) an ask rule for the tools that change things, else allow.
+/// asked) an ask rule for the tools that change things, else allow. MCP tools are asked
+/// about too: what a server's tool does is the server's to say, and its hints are not proof.
 pub fn build_policy(
     allow: &[String],
     deny: &[String],
@@ -142,7 +143,7 @@ pub fn build_policy(
         policy = policy.rule(parse_rule(a, Action::Allow)?);
     }
     if ask_for_mutations {
-        for t in ["write", "edit", "bash"] {
+        for t in ["write", "edit", "bash", "mcp__*"] {
             policy = policy.rule(Rule::ask(t));
         }
     }
@@ -165,4 +166,36 @@ pub fn default_system_prompt(cwd: &Path, tools: &[AgentTool]) -> String {
             names.join(", ")
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tern_tools::policy::Decision;
+
+    #[test]
+    fn the_interactive_policy_asks_before_mcp_tools_unless_allowed() {
+        let cwd = Path::new("/p");
+        let asks = build_policy(&[], &[], true, cwd).expect("policy");
+        assert!(matches!(
+            asks.check("mcp__github__merge", &json!({})),
+            Decision::Ask(_)
+        ));
+        assert_eq!(asks.check("read", &json!({"path": "a"})), Decision::Allow);
+        let allowed = build_policy(&["mcp__github__*".into()], &[], true, cwd).expect("policy");
+        assert_eq!(
+            allowed.check("mcp__github__merge", &json!({})),
+            Decision::Allow
+        );
+        assert!(matches!(
+            allowed.check("mcp__files__write", &json!({})),
+            Decision::Ask(_)
+        ));
+        let nobody = build_policy(&[], &["mcp__*".into()], false, cwd).expect("policy");
+        assert!(matches!(
+            nobody.check("mcp__files__read", &json!({})),
+            Decision::Deny(_)
+        ));
+    }
 }
