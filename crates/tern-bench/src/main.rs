@@ -18,6 +18,7 @@ fn run(which: &str, a: &Args) -> Result<Value, String> {
                 warmup: a.int("warmup", d.warmup),
                 reps: a.int("reps", d.reps),
                 async_listener: a.int("async_listener", 1) != 0,
+                telemetry: a.int("telemetry", 1) != 0,
             })
         }
         "w2" => {

@@ -61,6 +61,10 @@ pub struct W1Params {
     pub reps: usize,
     /// Also measure the same prompts with an async listener (`Agent::subscribe`).
     pub async_listener: bool,
+    /// Also measure them with telemetry compiled in (`tern-telemetry`, feature `otel`): off
+    /// as the CLI leaves it without `OTEL_*` variables, and its listener attached with no
+    /// exporter installed.
+    pub telemetry: bool,
 }
 
 impl Default for W1Params {
@@ -70,6 +74,7 @@ impl Default for W1Params {
             warmup: 5,
             reps: 10,
             async_listener: true,
+            telemetry: true,
         }
     }
 }
@@ -161,6 +166,52 @@ async fn w1_reps(
     Ok(runs)
 }
 
+/// W1's prompts with telemetry compiled in, beside plain ones, one prompt of each in turn
+/// (the order rotating), so load moves all three alike: `telemetry_plain` (no telemetry),
+/// `telemetry_off` (what the CLI does without `OTEL_*` variables: the configuration is read
+/// and nothing is attached) and `telemetry_no_exporter` (the span listener attached, no
+/// exporter installed). Milliseconds per prompt of each.
+async fn w1_telemetry(p: &W1Params) -> Result<Vec<(&'static str, Vec<f64>)>, String> {
+    let t = p.turns;
+    let mut setups = Vec::new();
+    for (key, attach) in [
+        ("telemetry_plain", None),
+        ("telemetry_off", Some(false)),
+        ("telemetry_no_exporter", Some(true)),
+    ] {
+        let script = Arc::new(LoopScript::new(t));
+        let agent = bench_agent(vec![noop_tool()], script.clone());
+        let rec = Arc::new(TurnRecorder::new(t + 1));
+        let r2 = rec.clone();
+        agent.subscribe_sync(move |e| r2.on_event(e));
+        let spans = attach.and_then(|always| {
+            let on = tern_telemetry::export::ExportConfig::from_vars("tern", |_| None);
+            (always || on.is_some())
+                .then(|| tern_telemetry::attach(&agent, tern_telemetry::TraceOptions::new("w1")))
+        });
+        let warm = W1Params {
+            reps: 0,
+            ..p.clone()
+        };
+        w1_reps(&agent, &script, &rec, &warm).await?;
+        setups.push((key, agent, script, rec, spans, Vec::new()));
+    }
+    let one = W1Params {
+        warmup: 0,
+        reps: 1,
+        ..p.clone()
+    };
+    for r in 0..p.reps {
+        for i in 0..setups.len() {
+            let n = setups.len();
+            let (_, agent, script, rec, _, ms) = &mut setups[(i + r) % n];
+            let run = w1_reps(agent, script, rec, &one).await?;
+            ms.extend(run.iter().map(|x| x.ms));
+        }
+    }
+    Ok(setups.into_iter().map(|(k, .., ms)| (k, ms)).collect())
+}
+
 /// W1 — loop overhead.
 pub fn w1(p: &W1Params) -> Res {
     rt(0).block_on(async {
@@ -208,6 +259,12 @@ pub fn w1(p: &W1Params) -> Res {
                 json!(median(&runs.iter().map(|x| x.first_us).collect::<Vec<_>>()));
             out["async_listener_us_per_turn_last10pct"] =
                 json!(median(&runs.iter().map(|x| x.last_us).collect::<Vec<_>>()));
+        }
+        if p.telemetry {
+            let t_runs = w1_telemetry(p).await?;
+            for (key, ms) in t_runs {
+                out[format!("{key}_us_per_turn")] = json!(median(&ms) * 1000.0 / t as f64);
+            }
         }
         Ok(out)
     })

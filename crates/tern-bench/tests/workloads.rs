@@ -152,10 +152,14 @@ fn w1_small() {
         warmup: 1,
         reps: 2,
         async_listener: true,
+        telemetry: true,
     })
     .unwrap();
     assert_eq!(v["events_per_prompt"], 4 + 11 * 19 + 7);
     assert_eq!(v["prompt_ms_all"].as_array().unwrap().len(), 2);
+    // The telemetry runs check their transcripts and events as the plain one does.
+    assert!(v["telemetry_off_us_per_turn"].as_f64().unwrap() > 0.0);
+    assert!(v["telemetry_no_exporter_us_per_turn"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

@@ -13,11 +13,12 @@ async fn secrets_stay_out_of_the_environment() {
     let vars = [
         ("OPENAI_API_KEY", "sk-openai"),
         ("ANTHROPIC_API_KEY", "sk-ant"),
-        ("GEMINI_API_KEY", "g-key"),
-        ("OPENROUTER_API_KEY", "or-key"),
-        ("GITHUB_TOKEN", "ghp"),
+        ("GEMINI_API_KEY", "gemini-secret-2c7d1"),
+        ("OPENROUTER_API_KEY", "openrouter-secret-8e4b6"),
+        ("GITHUB_TOKEN", "ghp_secret_5a0c3"),
         ("db_password", "hunter2"),
-        ("AWS_SECRET_ACCESS_KEY", "aws"),
+        // Values no environment holds by chance (build paths hold `aws-lc-sys`, for one).
+        ("AWS_SECRET_ACCESS_KEY", "aws-secret-7f3a9"),
         ("NPM_TOKEN", "npm-pass-through"),
         ("TERN_HARMLESS", "visible"),
     ];
