@@ -19,5 +19,6 @@ pub mod fixtures;
 pub mod probe;
 pub mod soak;
 pub mod util;
+pub mod w1;
 pub mod w8;
 pub mod workloads;
