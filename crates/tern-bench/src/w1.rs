@@ -234,4 +234,3 @@ pub fn w1(p: &W1Params) -> Res {
         Ok(out)
     })
 }
-
