@@ -7,7 +7,8 @@
 //! workload's event and transcript arithmetic.
 //!
 //! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
-//! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside).
+//! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside); W1 lives in
+//!   [`w1`] and is re-exported there.
 //! - [`w8`]: W8, W1's loop as a durable run on each journal (tern only: no Node counterpart).
 //! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
 //! - [`soak`]: the soak test (`tern-soak`): many agents against a faulty local server.
