@@ -4,7 +4,7 @@
 //!   which commits whatever has queued up as one transaction, one fsync for the whole group
 //!   (group commit), so fifty agents cost about one agent's fsyncs.
 //! - **[`Durability::Buffered`]**: an append is one `write` to this process's side log, folded
-//!   into the database in large transactions by a background thread ([`side_log`]): a SQLite
+//!   into the database in large transactions by a background thread (`side_log.rs`): a SQLite
 //!   commit per record would cost several times the step it records.
 //!
 //! Other processes may write the same database: SQLite's locking serializes them (a busy
