@@ -11,7 +11,9 @@ use crate::providers::driver::{
 };
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
-use crate::providers::openai_responses::request::{convert_messages, TOOL_CALL_PROVIDERS};
+use crate::providers::openai_responses::request::{
+    convert_messages, insert_reasoning, insert_tools, TOOL_CALL_PROVIDERS,
+};
 use crate::providers::openai_responses::stream::State as ResponsesState;
 use crate::providers::openai_sdk::http_error_message;
 use crate::providers::output::Output;
@@ -102,46 +104,16 @@ impl WireApi for super::AzureResponses {
         if let Some(t) = options.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        let tools = get_current_tools(&messages);
-        if !tools.is_empty() {
-            let strict = flag(model, "supportsStrictMode", true);
-            let list: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
-                    if strict {
-                        f["strict"] = json!(false);
-                    }
-                    f
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(list));
-        }
+        insert_tools(
+            &mut body,
+            &messages,
+            flag(model, "supportsStrictMode", true),
+        );
         if let Some(choice) = &options.tool_choice {
             body.insert("tool_choice".into(), choice.clone());
         }
         if model.reasoning {
-            if let Some(level) = reasoning_effort(model, options) {
-                let effort = match thinking_level_map(model, level.as_str()) {
-                    Some(v) if !v.is_null() => v.clone(),
-                    _ => json!(level.as_str()),
-                };
-                body.insert(
-                    "reasoning".into(),
-                    json!({"effort": effort, "summary": "auto"}),
-                );
-                body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-            } else {
-                match thinking_level_map(model, "off") {
-                    Some(Value::Null) => {}
-                    Some(v) => {
-                        body.insert("reasoning".into(), json!({"effort": v}));
-                    }
-                    None => {
-                        body.insert("reasoning".into(), json!({"effort": "none"}));
-                    }
-                }
-            }
+            insert_reasoning(&mut body, model, options, true);
         }
 
         let key = api_key(model, options).unwrap_or_default();

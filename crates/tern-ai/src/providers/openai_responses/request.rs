@@ -337,6 +337,58 @@ pub(crate) fn convert_input(
     out
 }
 
+/// The body's `tools`: each tool the transcript declares as a Responses function, with
+/// `strict: false` where the server takes the field.
+pub(crate) fn insert_tools(body: &mut Map<String, Value>, messages: &[Message], strict: bool) {
+    let tools = get_current_tools(messages);
+    if tools.is_empty() {
+        return;
+    }
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
+            if strict {
+                f["strict"] = json!(false);
+            }
+            f
+        })
+        .collect();
+    body.insert("tools".into(), Value::Array(list));
+}
+
+/// A reasoning model's `reasoning` (and `include`): the level's effort with summaries, or,
+/// when no level is asked for and `send_off` says the server takes it, the model's "off"
+/// effort.
+pub(crate) fn insert_reasoning(
+    body: &mut Map<String, Value>,
+    model: &Model,
+    options: &StreamOptions,
+    send_off: bool,
+) {
+    if let Some(level) = reasoning_effort(model, options) {
+        let effort = match thinking_level_map(model, level.as_str()) {
+            Some(v) if !v.is_null() => v.clone(),
+            _ => json!(level.as_str()),
+        };
+        body.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
+        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    } else if send_off {
+        match thinking_level_map(model, "off") {
+            Some(Value::Null) => {}
+            Some(v) => {
+                body.insert("reasoning".into(), json!({"effort": v}));
+            }
+            None => {
+                body.insert("reasoning".into(), json!({"effort": "none"}));
+            }
+        }
+    }
+}
+
 impl WireApi for super::Responses {
     // The OpenAI SDK's stream swallows the abort and just ends.
     const ABORT_ENDS_BODY: bool = true;
@@ -384,46 +436,17 @@ impl WireApi for super::Responses {
         if let Some(t) = options.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        let tools = get_current_tools(&messages);
-        if !tools.is_empty() {
-            let strict = cb("supportsStrictMode", false);
-            let list: Vec<Value> = tools
-                .iter()
-                .map(|t| {
-                    let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
-                    if strict {
-                        f["strict"] = json!(false);
-                    }
-                    f
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(list));
-        }
+        insert_tools(&mut body, &messages, cb("supportsStrictMode", false));
         if let Some(tc) = &options.tool_choice {
             body.insert("tool_choice".into(), tc.clone());
         }
         if model.reasoning {
-            if let Some(level) = reasoning_effort(model, options) {
-                let effort = match thinking_level_map(model, level.as_str()) {
-                    Some(v) if !v.is_null() => v.clone(),
-                    _ => json!(level.as_str()),
-                };
-                body.insert(
-                    "reasoning".into(),
-                    json!({"effort": effort, "summary": "auto"}),
-                );
-                body.insert("include".into(), json!(["reasoning.encrypted_content"]));
-            } else if model.provider != "github-copilot" {
-                match thinking_level_map(model, "off") {
-                    Some(Value::Null) => {}
-                    Some(v) => {
-                        body.insert("reasoning".into(), json!({"effort": v}));
-                    }
-                    None => {
-                        body.insert("reasoning".into(), json!({"effort": "none"}));
-                    }
-                }
-            }
+            insert_reasoning(
+                &mut body,
+                model,
+                options,
+                model.provider != "github-copilot",
+            );
             if model.provider == "xai" {
                 body.insert("include".into(), json!(["reasoning.encrypted_content"]));
             }
