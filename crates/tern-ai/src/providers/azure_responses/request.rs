@@ -17,9 +17,8 @@ use crate::providers::openai_responses::request::{
 use crate::providers::openai_responses::stream::State as ResponsesState;
 use crate::providers::openai_sdk::http_error_message;
 use crate::providers::output::Output;
-use crate::providers::thinking::{reasoning_effort, thinking_level_map};
 use crate::stream_fn::{Context, StreamOptions};
-use crate::transcript::{collapse_system_messages, get_current_tools};
+use crate::transcript::collapse_system_messages;
 
 /// The Responses mapper, with Azure's wording for a stream that never stopped and without
 /// service-tier pricing.
