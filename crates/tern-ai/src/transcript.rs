@@ -192,6 +192,16 @@ pub fn get_system_message_text(message: &SystemMessage) -> String {
     parts.join("\n\n")
 }
 
+/// A system message as an API sends it: the whole prompt when it leads the transcript, an
+/// update ([`render_system_message_update`]) after.
+pub fn system_message_text(message: &SystemMessage, leading: bool) -> String {
+    if leading {
+        get_system_message_text(message)
+    } else {
+        render_system_message_update(message)
+    }
+}
+
 /// The current system prompt after replaying every system message.
 pub fn get_current_system_prompt(messages: &[Message]) -> String {
     get_current_system_message(messages)

@@ -190,6 +190,55 @@ pub(crate) fn settle_stop_reason(
     }
 }
 
+/// How a stream's error text is read off the finished message, for [`settle_stop_reason`].
+pub(crate) type ErrorText = fn(&crate::message::AssistantMessage) -> Option<String>;
+
+/// An API that streams in another API's format (Azure in OpenAI's Responses, Vertex in
+/// Gemini's): the other API's mapper, under this API's own name when a stream ends without
+/// a stop reason.
+pub(crate) trait Variant: Send + 'static {
+    /// The mapper this API shares.
+    type Base: WireStream;
+    /// The error of a body that ended without a stop reason.
+    const NO_STOP_REASON: &'static str;
+    /// The error text of a message whose stop reason is `error` or `aborted`.
+    const ERROR_TEXT: ErrorText;
+
+    /// A fresh mapper for one response.
+    fn base() -> Self::Base {
+        Self::Base::default()
+    }
+}
+
+/// The [`WireStream`] of a [`Variant`]: every step is the base mapper's but the settle.
+pub(crate) struct VariantStream<V: Variant>(V::Base);
+
+impl<V: Variant> Default for VariantStream<V> {
+    fn default() -> Self {
+        VariantStream(V::base())
+    }
+}
+
+impl<V: Variant> WireStream for VariantStream<V> {
+    const FRAMING: Framing = V::Base::FRAMING;
+
+    fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
+        self.0.record(out, record)
+    }
+
+    fn end_of_stream(&mut self, out: &mut Output<'_>) -> Result<(), String> {
+        self.0.end_of_stream(out)
+    }
+
+    fn on_failure(&mut self, out: &mut Output<'_>) {
+        self.0.on_failure(out);
+    }
+
+    fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
+        settle_stop_reason(out, V::NO_STOP_REASON, V::ERROR_TEXT)
+    }
+}
+
 /// Runs API `A` against the network: credentials, request, then [`read_body`].
 pub(crate) async fn run<A: WireApi>(
     model: &Model,

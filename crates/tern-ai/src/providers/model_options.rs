@@ -1,11 +1,21 @@
 //! What every request builder reads from the model and the options: compatibility flags,
-//! the output-token budget, the API key, extra headers.
+//! the output-token budget, the API key, extra headers, the body's opening fields.
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use super::{catalog, transform};
 use crate::model::Model;
 use crate::stream_fn::{Context, StreamOptions};
+
+/// The opening fields of a streamed request body, in the SDKs' order: `model`, the
+/// transcript under `key` (`messages`, or `input` for Responses), `stream: true`.
+pub(crate) fn stream_body(model: &str, key: &str, transcript: Vec<Value>) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(key.into(), Value::Array(transcript));
+    body.insert("stream".into(), json!(true));
+    body
+}
 
 /// A field of `model.compat`, if set.
 pub(crate) fn compat<'m>(model: &'m Model, key: &str) -> Option<&'m Value> {

@@ -2,57 +2,37 @@
 //! Azure's own history kept, the prompt-cache key whatever the retention, `strict` on tools by
 //! default; the key in `api-key`; the API version in the query.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::config::{api_version, base_url, deployment_name};
 use crate::model::Model;
-use crate::providers::driver::{
-    settle_stop_reason, Credentials, Framing, SseRecord, WireApi, WireStream,
-};
+use crate::providers::driver::{Credentials, ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
-use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
+use crate::providers::model_options::{
+    api_key, compat, merge_headers, resolve_max_tokens, stream_body,
+};
 use crate::providers::openai_responses::request::{
     convert_messages, insert_reasoning, insert_tools, TOOL_CALL_PROVIDERS,
 };
 use crate::providers::openai_responses::stream::State as ResponsesState;
 use crate::providers::openai_sdk::http_error_message;
-use crate::providers::output::Output;
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::collapse_system_messages;
 
 /// The Responses mapper, with Azure's wording for a stream that never stopped and without
 /// service-tier pricing.
-pub(crate) struct State(ResponsesState);
+pub(crate) type State = VariantStream<super::AzureResponses>;
 
-impl Default for State {
-    fn default() -> Self {
+impl Variant for super::AzureResponses {
+    type Base = ResponsesState;
+    const NO_STOP_REASON: &'static str =
+        "Azure OpenAI Responses stream ended without a stop reason";
+    const ERROR_TEXT: ErrorText = crate::providers::openai_responses::stream::error_text;
+
+    fn base() -> ResponsesState {
         let mut responses = ResponsesState::default();
         responses.flat_tier_pricing = true;
-        State(responses)
-    }
-}
-
-impl WireStream for State {
-    const FRAMING: Framing = ResponsesState::FRAMING;
-
-    fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
-        self.0.record(out, record)
-    }
-
-    fn end_of_stream(&mut self, out: &mut Output<'_>) -> Result<(), String> {
-        self.0.end_of_stream(out)
-    }
-
-    fn on_failure(&mut self, out: &mut Output<'_>) {
-        self.0.on_failure(out);
-    }
-
-    fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
-        settle_stop_reason(
-            out,
-            "Azure OpenAI Responses stream ended without a stop reason",
-            |m| m.error_message.clone(),
-        )
+        responses
     }
 }
 
@@ -81,13 +61,11 @@ impl WireApi for super::AzureResponses {
         };
         let mut providers = TOOL_CALL_PROVIDERS.to_vec();
         providers.push("azure");
-        let mut body = Map::new();
-        body.insert("model".into(), json!(deployment_name(model)));
-        body.insert(
-            "input".into(),
-            Value::Array(convert_messages(model, &messages, &providers)),
+        let mut body = stream_body(
+            &deployment_name(model),
+            "input",
+            convert_messages(model, &messages, &providers),
         );
-        body.insert("stream".into(), json!(true));
         let key_mode = compat(model, "promptCacheKeyMode").and_then(Value::as_str);
         if let (Some(session), false) = (&options.session_id, key_mode == Some("disabled")) {
             body.insert(

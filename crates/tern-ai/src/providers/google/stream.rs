@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{json, Value};
 
 use crate::message::{
-    ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, ToolCallExtra, Usage,
+    AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall,
+    ToolCallExtra, Usage,
 };
 use crate::providers::cost;
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
@@ -15,6 +16,13 @@ use crate::providers::js_json::{compact, js_text};
 use crate::providers::output::{has_tool_call, Output};
 
 static TOOL_CALL_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The error text of a failed Gemini message: the finish reason the provider gave.
+pub(crate) fn error_text(m: &AssistantMessage) -> Option<String> {
+    m.raw_stop_reason
+        .as_ref()
+        .map(|r| format!("Provider stopped with: {r}"))
+}
 
 fn map_stop_reason(reason: &str) -> Result<StopReason, String> {
     Ok(match reason {
@@ -221,10 +229,10 @@ impl WireStream for State {
     }
 
     fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
-        settle_stop_reason(out, "Google stream ended without a finish reason", |m| {
-            m.raw_stop_reason
-                .as_ref()
-                .map(|r| format!("Provider stopped with: {r}"))
-        })
+        settle_stop_reason(
+            out,
+            "Google stream ended without a finish reason",
+            error_text,
+        )
     }
 }

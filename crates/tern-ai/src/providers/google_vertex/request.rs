@@ -4,12 +4,11 @@
 use serde_json::Value;
 
 use crate::model::Model;
-use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireApi, WireStream};
+use crate::providers::driver::{ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::google::request::{request_body, sdk_error_message};
 use crate::providers::google::stream::State as GeminiState;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, merge_headers};
-use crate::providers::output::Output;
 use crate::stream_fn::{Context, StreamOptions};
 
 /// The API key the options name, unless it is the ADC marker or a `<placeholder>`.
@@ -81,35 +80,12 @@ fn collection_url(model: &Model, keyed: bool) -> String {
 }
 
 /// The Gemini mapper, with Vertex's wording for a stream without a finish reason.
-#[derive(Default)]
-pub(crate) struct State(GeminiState);
+pub(crate) type State = VariantStream<super::Vertex>;
 
-impl WireStream for State {
-    const FRAMING: Framing = GeminiState::FRAMING;
-
-    fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String> {
-        self.0.record(out, record)
-    }
-
-    fn end_of_stream(&mut self, out: &mut Output<'_>) -> Result<(), String> {
-        self.0.end_of_stream(out)
-    }
-
-    fn on_failure(&mut self, out: &mut Output<'_>) {
-        self.0.on_failure(out);
-    }
-
-    fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String> {
-        settle_stop_reason(
-            out,
-            "Google Vertex stream ended without a finish reason",
-            |m| {
-                m.raw_stop_reason
-                    .as_ref()
-                    .map(|r| format!("Provider stopped with: {r}"))
-            },
-        )
-    }
+impl Variant for super::Vertex {
+    type Base = GeminiState;
+    const NO_STOP_REASON: &'static str = "Google Vertex stream ended without a finish reason";
+    const ERROR_TEXT: ErrorText = crate::providers::google::stream::error_text;
 }
 
 impl WireApi for super::Vertex {

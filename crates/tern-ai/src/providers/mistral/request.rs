@@ -16,10 +16,7 @@ use crate::providers::model_options::{api_key, compat, merge_headers, resolve_ma
 use crate::providers::thinking::{reasoning_effort, thinking_level_map};
 use crate::providers::transform::{short_hash, transform_messages};
 use crate::stream_fn::{Context, StreamOptions};
-use crate::transcript::{
-    collapse_system_messages, get_current_tools, get_system_message_text,
-    render_system_message_update,
-};
+use crate::transcript::{collapse_system_messages, get_current_tools, system_message_text};
 
 /// Mistral accepts tool-call ids of exactly this many letters and digits.
 const TOOL_CALL_ID_LENGTH: usize = 9;
@@ -107,11 +104,7 @@ fn convert_messages(messages: &[Message], images_ok: bool) -> Vec<Value> {
     for (index, msg) in messages.iter().enumerate() {
         match msg {
             Message::System(s) => {
-                let text = if index == 0 {
-                    get_system_message_text(s)
-                } else {
-                    render_system_message_update(s)
-                };
+                let text = system_message_text(s, index == 0);
                 if !text.is_empty() {
                     out.push(json!({"role": "system", "content": text}));
                 }

@@ -11,17 +11,16 @@ use crate::model::Model;
 use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
-use crate::providers::model_options::{cache_retention, compat, merge_headers, resolve_max_tokens};
+use crate::providers::model_options::{
+    cache_retention, compat, merge_headers, resolve_max_tokens, stream_body,
+};
 use crate::providers::openai_sdk::{
     base_headers, body_error, http_error_message, with_raw_metadata,
 };
 use crate::providers::thinking::{reasoning_effort, thinking_level_map};
 use crate::providers::transform::{accepts_images, sanitize_id, short_hash, transform_messages};
 use crate::stream_fn::{Context, StreamOptions};
-use crate::transcript::{
-    collapse_system_messages, get_current_tools, get_system_message_text,
-    render_system_message_update,
-};
+use crate::transcript::{collapse_system_messages, get_current_tools, system_message_text};
 
 fn normalize_tool_call_id(model: &Model, id: &str) -> String {
     if let Some(sep) = id.find('|') {
@@ -91,11 +90,7 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message], c: &Compat) 
         }
         match msg {
             Message::System(s) => {
-                let text = if i == 0 {
-                    get_system_message_text(s)
-                } else {
-                    render_system_message_update(s)
-                };
+                let text = system_message_text(s, i == 0);
                 if !text.is_empty() {
                     params.push(json!({"role": instruction_role, "content": text}));
                 }
@@ -300,13 +295,11 @@ impl WireApi for super::Completions {
         let c = get_compat(model);
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
-        let mut body = Map::new();
-        body.insert("model".into(), json!(model.id));
-        body.insert(
-            "messages".into(),
-            Value::Array(convert_messages(model, &messages, &c)),
+        let mut body = stream_body(
+            &model.id,
+            "messages",
+            convert_messages(model, &messages, &c),
         );
-        body.insert("stream".into(), json!(true));
         let key_ok = c.prompt_cache_key_mode == "enabled"
             || (c.prompt_cache_key_mode == "auto"
                 && (model.base_url.contains("api.openai.com")

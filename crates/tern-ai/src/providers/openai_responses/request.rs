@@ -11,15 +11,14 @@ use crate::model::Model;
 use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
-use crate::providers::model_options::{cache_retention, compat, merge_headers, resolve_max_tokens};
+use crate::providers::model_options::{
+    cache_retention, compat, merge_headers, resolve_max_tokens, stream_body,
+};
 use crate::providers::openai_sdk::{base_headers, http_error_message, responses_error_prefix};
 use crate::providers::thinking::{reasoning_effort, thinking_level_map};
 use crate::providers::transform::{accepts_images, short_hash, transform_messages};
 use crate::stream_fn::{Context, StreamOptions};
-use crate::transcript::{
-    collapse_system_messages, get_current_tools, get_system_message_text,
-    render_system_message_update,
-};
+use crate::transcript::{collapse_system_messages, get_current_tools, system_message_text};
 
 /// The providers whose `call_id|item_id` tool-call ids are replayed as they are.
 pub(crate) const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
@@ -194,11 +193,7 @@ pub(crate) fn convert_input(
                         out.push(json!({"type": "additional_tools", "role": "developer", "tools": tools}));
                     }
                 }
-                let mut parts = vec![if leading_system {
-                    get_system_message_text(s)
-                } else {
-                    render_system_message_update(s)
-                }];
+                let mut parts = vec![system_message_text(s, leading_system)];
                 if opts.tool_changes {
                     // A redefinition is a removal plus an addition; only true removals count.
                     let removed: Vec<String> = s
@@ -400,13 +395,11 @@ impl WireApi for super::Responses {
         let retention = cache_retention(options);
         let cs = |k: &str| compat(model, k).and_then(Value::as_str).map(str::to_string);
         let cb = |k: &str, d: bool| compat(model, k).and_then(Value::as_bool).unwrap_or(d);
-        let mut body = Map::new();
-        body.insert("model".into(), json!(model.id));
-        body.insert(
-            "input".into(),
-            Value::Array(convert_messages(model, &messages, &TOOL_CALL_PROVIDERS)),
+        let mut body = stream_body(
+            &model.id,
+            "input",
+            convert_messages(model, &messages, &TOOL_CALL_PROVIDERS),
         );
-        body.insert("stream".into(), json!(true));
         let key_mode = cs("promptCacheKeyMode").unwrap_or_else(|| "auto".into());
         if retention != "none" && key_mode != "disabled" {
             if let Some(sid) = &options.session_id {

@@ -20,6 +20,11 @@ use crate::providers::js_json::{compact, js_join_item, js_text, json_truthy};
 use crate::providers::openai_sdk::{is_wrapped_event, parse_record, sdk_record_error};
 use crate::providers::output::{append_diagnostic, has_tool_call, pick_keys, Output};
 
+/// The error text of a failed Responses message: the message's own error.
+pub(crate) fn error_text(m: &AssistantMessage) -> Option<String> {
+    m.error_message.clone()
+}
+
 fn tier_factor(model: &Model, tier: Option<&str>) -> f64 {
     match tier {
         Some("flex") => 0.5,
@@ -607,7 +612,7 @@ impl WireStream for State {
         settle_stop_reason(
             out,
             "OpenAI Responses stream ended without a stop reason",
-            |m| m.error_message.clone(),
+            error_text,
         )
     }
 }
