@@ -35,28 +35,14 @@ fn main() -> std::process::ExitCode {
     if args.get(1).map(String::as_str) == Some("agent") {
         return agent::main(&args[2..]);
     }
-    // As libtest would: one test named `crash`, listed by `--list`, skipped by a filter
-    // that does not match it (`cargo test -p tern-durable recovery`).
-    if args.iter().any(|a| a == "--list") {
-        println!("crash: test");
-        return std::process::ExitCode::SUCCESS;
-    }
-    let mut filters = Vec::new();
-    let mut skipped = false;
-    let mut it = args[1..].iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--skip" => skipped |= it.next().is_some_and(|s| "crash".contains(s.as_str())),
-            "--test-threads" | "--format" | "--color" | "--logfile" | "--shuffle-seed" | "-Z" => {
-                it.next();
-            }
-            flag if flag.starts_with('-') => {}
-            filter => filters.push(filter),
+    // One test named `crash`, with libtest's arguments (`--list`, filters, `--skip`), so
+    // `cargo test` and nextest list, filter and report it like any other.
+    let trial = libtest_mimic::Trial::test("crash", || {
+        if harness::main() == std::process::ExitCode::SUCCESS {
+            Ok(())
+        } else {
+            Err("see the report above".into())
         }
-    }
-    if skipped || !filters.is_empty() && !filters.iter().any(|f| "crash".contains(*f)) {
-        println!("crash: filtered out");
-        return std::process::ExitCode::SUCCESS;
-    }
-    harness::main()
+    });
+    libtest_mimic::run(&libtest_mimic::Arguments::from_args(), vec![trial]).exit_code()
 }
