@@ -29,12 +29,18 @@ const DEFAULT_MODELS: [(&str, &str); 4] = [
     ("openrouter", "anthropic/claude-sonnet-4.5"),
 ];
 
-/// A model served by an OpenAI-compatible server that the catalog does not know.
+/// The context window of a model the catalog does not know (pi's `models.json` default).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+/// The output token limit of a model the catalog does not know (pi's `models.json` default).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
+
+/// A model served by an OpenAI-compatible server that the catalog does not know, with pi's
+/// defaults for a custom model's context window and output limit.
 pub fn on_the_fly_model(id: &str, provider: &str, base_url: &str) -> Model {
     let mut m = Model::new(id, "openai-completions", provider, base_url);
     m.input = vec!["text".into()];
-    m.context_window = 8192;
-    m.max_tokens = 2048;
+    m.context_window = DEFAULT_CONTEXT_WINDOW;
+    m.max_tokens = DEFAULT_MAX_OUTPUT_TOKENS;
     m.extra.insert(
         "compat".into(),
         json!({"supportsStore": false, "maxTokensField": "max_tokens"}),
@@ -52,8 +58,38 @@ pub fn provider_help() -> String {
         .to_string()
 }
 
-/// Resolves provider, model, base URL and key from arguments, config and environment.
+/// Resolves provider, model, base URL and key from arguments, config and environment; the
+/// context window and output limit from `--context-window` / `--max-output-tokens` (or the
+/// config's `context_window` / `max_output_tokens`) when given.
 pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
+    let mut choice = resolve_catalog_model(args, config)?;
+    let window = args.context_window.or(config.context_window);
+    let output = args.max_output_tokens.or(config.max_output_tokens);
+    for (flag, v) in [
+        ("--context-window", window),
+        ("--max-output-tokens", output),
+    ] {
+        if v == Some(0) {
+            return Err(UsageError(format!("{flag} must be at least 1")));
+        }
+    }
+    if let Some(w) = window {
+        choice.model.context_window = w;
+    }
+    if let Some(o) = output {
+        choice.model.max_tokens = o;
+    }
+    if choice.model.max_tokens > choice.model.context_window {
+        return Err(UsageError(format!(
+            "the output limit ({} tokens) is larger than the context window ({} tokens); \
+             lower --max-output-tokens or raise --context-window",
+            choice.model.max_tokens, choice.model.context_window
+        )));
+    }
+    Ok(choice)
+}
+
+fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
     let mut provider = args.provider.clone().or(config.provider.clone());
     let mut id = args.model.clone().or(config.model.clone());
     let base_url = args.base_url.clone().or(config.base_url.clone());
