@@ -66,7 +66,8 @@ pub struct Args {
     #[arg(long)]
     pub provider: Option<String>,
 
-    /// Model id (`provider/id` accepted).
+    /// Model: an exact id, `provider/id`, or part of an id or name (pi's fuzzy match), with
+    /// an optional `:LEVEL` thinking suffix (`sonnet:high`).
     #[arg(long)]
     pub model: Option<String>,
 
@@ -79,7 +80,13 @@ pub struct Args {
     #[arg(long)]
     pub api_key: Option<String>,
 
-    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
+    /// List the models whose provider has a key (optionally those a fuzzy SEARCH matches),
+    /// then exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1)]
+    pub list_models: Option<Option<String>>,
+
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max (overrides a
+    /// `--model NAME:LEVEL` suffix).
     #[arg(long)]
     pub thinking: Option<String>,
 

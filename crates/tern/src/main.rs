@@ -8,6 +8,7 @@
 //! | [`config`] | the config file's defaults |
 //! | [`input`] | the first prompt: words, `@file` includes, piped stdin |
 //! | [`model_choice`] | which model runs, its key, the thinking level |
+//! | [`model_lookup`] | `--model PATTERN` as pi resolves it (fuzzy, `:thinking`), `--list-models` |
 //! | [`tool_selection`] | which tools are declared: `--tools`, `--exclude-tools`, `--no-tools`, `--no-builtin-tools` |
 //! | [`tool_choice`] | the selected built-in tools, the permission policy, the bash sandbox |
 //! | [`system_prompt`] | pi's sectioned system prompt: `--system-prompt`, `--append-system-prompt`, `SYSTEM.md`, `AGENTS.md` |
@@ -38,6 +39,7 @@ mod input;
 mod limits;
 mod mcp;
 mod model_choice;
+mod model_lookup;
 mod modes;
 mod permissions;
 mod replay;
@@ -311,6 +313,12 @@ async fn run(
         None => std::env::current_dir()
             .map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?,
     };
+    if let Some(search) = &args.list_models {
+        let api_key = args.api_key.is_some() || config.api_key.is_some();
+        let usable = |p: &str| api_key || tern_ai::providers::catalog::env_api_key(p).is_some();
+        println!("{}", model_lookup::list(search.as_deref(), &usable));
+        return Ok(exit::OK);
+    }
     let interactive_tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let interactive = args.mode == Mode::Text
         && !args.print
@@ -387,23 +395,31 @@ async fn run(
         session_thinking = loaded.thinking_level.clone();
     }
 
-    let (stream_fn, model, api_key) = if args.demo {
-        (demo::stream_fn(), demo::model(), None)
+    let (stream_fn, model, api_key, suffix_thinking) = if args.demo {
+        (demo::stream_fn(), demo::model(), None, None)
     } else if let Some(r) = &replayed {
         // A replay sends nothing: the session's model, with no key needed.
-        (model_choice::providers(), r.model(), None)
+        (model_choice::providers(), r.model(), None, None)
     } else {
         let choice = model_choice::resolve_model(&args, &config)?;
-        (model_choice::providers(), choice.model, choice.api_key)
+        let m = choice.model;
+        (
+            model_choice::providers(),
+            m,
+            choice.api_key,
+            choice.thinking,
+        )
     };
-    let thinking = match args
-        .thinking
-        .as_deref()
-        .or(session_thinking.as_deref())
-        .or(config.thinking.as_deref())
-    {
-        Some(t) => model_choice::parse_thinking(t)?,
-        None => Default::default(),
+    // pi's order: --thinking, then a `--model NAME:LEVEL` suffix, then the session's.
+    let thinking = match (args.thinking.as_deref(), suffix_thinking) {
+        (None, Some(level)) => level,
+        (flag, _) => match flag
+            .or(session_thinking.as_deref())
+            .or(config.thinking.as_deref())
+        {
+            Some(t) => model_choice::parse_thinking(t)?,
+            None => Default::default(),
+        },
     };
     let mut allow = config.allow.clone();
     allow.extend(args.allow.iter().cloned());

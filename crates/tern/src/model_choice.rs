@@ -9,6 +9,7 @@ use tern_ai::{Model, StreamFn, ThinkingLevel};
 
 use crate::cli::Args;
 use crate::config::Config;
+use crate::model_lookup::{self, Lookup};
 use crate::usage_error::UsageError;
 
 /// The model selection, resolved.
@@ -18,6 +19,8 @@ pub struct ModelChoice {
     pub model: Model,
     /// Explicit API key (`--api-key` or config), if any.
     pub api_key: Option<String>,
+    /// The thinking level of a `--model NAME:LEVEL` suffix.
+    pub thinking: Option<ThinkingLevel>,
 }
 
 /// Providers tried, in order, when neither `--provider` nor `--model` names one, with their
@@ -106,31 +109,60 @@ fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, Us
     if let Some(url) = base_url {
         let provider = provider.unwrap_or_else(|| "local".to_string());
         let id = id.unwrap_or_else(|| "local".to_string());
-        let model = match catalog::get_model(&provider, &id) {
-            Some(mut m) => {
-                m.base_url = url;
-                m
-            }
-            None => on_the_fly_model(&id, &provider, &url),
+        // A catalog provider's model is looked up as pi does; any other id is the server's.
+        let found = match providers.contains(&provider) {
+            true => model_lookup::find(&id, Some(&provider), &|_| true),
+            false => Lookup::NotFound,
         };
-        return Ok(ModelChoice { model, api_key });
+        let (model, thinking) = match found {
+            Lookup::Found(m, level) => {
+                let mut m = m.clone();
+                m.base_url = url;
+                (m, level)
+            }
+            _ => match model_lookup::split_thinking(&id) {
+                Some((base, level)) => (on_the_fly_model(base, &provider, &url), Some(level)),
+                None => (on_the_fly_model(&id, &provider, &url), None),
+            },
+        };
+        return Ok(ModelChoice {
+            model,
+            api_key,
+            thinking,
+        });
     }
     let has_key = |p: &str| api_key.is_some() || catalog::env_api_key(p).is_some();
+    let mut thinking = None;
     let model = match (provider, id) {
-        (Some(p), Some(id)) => catalog::get_model(&p, &id).ok_or_else(|| {
-            UsageError(format!(
-                "unknown model {p}/{id}; for a server the catalog does not list, pass --base-url"
-            ))
-        })?,
-        (None, Some(id)) => {
-            let mut found: Vec<&Model> = catalog::models().iter().filter(|m| m.id == id).collect();
-            found.sort_by_key(|m| !has_key(&m.provider));
-            found.first().map(|m| (*m).clone()).ok_or_else(|| {
-                UsageError(format!(
-                    "unknown model {id}; name its provider with --provider, or pass --base-url for a local server"
-                ))
-            })?
-        }
+        (p, Some(id)) => match model_lookup::find(&id, p.as_deref(), &has_key) {
+            Lookup::Found(m, level) => {
+                thinking = level;
+                m.clone()
+            }
+            Lookup::Ambiguous(candidates) => {
+                let names: Vec<String> = candidates
+                    .iter()
+                    .map(|m| format!("{}/{}", m.provider, m.id))
+                    .collect();
+                return Err(UsageError(format!(
+                    "model {id} is offered by several providers ({}); name one with --provider \
+                     or as provider/id",
+                    names.join(", ")
+                )));
+            }
+            Lookup::NotFound => {
+                return Err(UsageError(match p {
+                    Some(p) => format!(
+                        "unknown model {p}/{id}; list the models with --list-models, or for a \
+                         server the catalog does not list, pass --base-url"
+                    ),
+                    None => format!(
+                        "unknown model {id}; list the models with --list-models, name its \
+                         provider with --provider, or pass --base-url for a local server"
+                    ),
+                }))
+            }
+        },
         (Some(p), None) => {
             let preferred = DEFAULT_MODELS
                 .iter()
@@ -168,7 +200,11 @@ fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, Us
             provider_help()
         )));
     }
-    Ok(ModelChoice { model, api_key })
+    Ok(ModelChoice {
+        model,
+        api_key,
+        thinking,
+    })
 }
 
 /// Parses a thinking level name.
