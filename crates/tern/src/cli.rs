@@ -16,11 +16,12 @@ pub enum Mode {
 }
 
 /// pi's multi-letter short flags, spelled out for clap (before `--` only).
-pub const PI_SHORT_FLAGS: [(&str, &str); 4] = [
+pub const PI_SHORT_FLAGS: [(&str, &str); 5] = [
     ("-nt", "--no-tools"),
     ("-nbt", "--no-builtin-tools"),
     ("-xt", "--exclude-tools"),
     ("-nc", "--no-context-files"),
+    ("-ns", "--no-skills"),
 ];
 
 /// `argv` with pi's multi-letter short flags (`-nt`, `-nbt`, `-xt`, `-nc`) as long ones.
@@ -116,6 +117,14 @@ pub struct Args {
     /// Do not load AGENTS.md / CLAUDE.md files (short: -nc).
     #[arg(long)]
     pub no_context_files: bool,
+
+    /// Load a skill file or folder of skills (repeatable; loaded with --no-skills too).
+    #[arg(long, value_name = "PATH")]
+    pub skill: Vec<PathBuf>,
+
+    /// Do not discover skills (SKILL.md folders in the skills locations) (short: -ns).
+    #[arg(long)]
+    pub no_skills: bool,
 
     /// Comma-separated allowlist of tools (read, write, edit, bash, ls, grep, find; `*`
     /// patterns; `all`, `none`), or only `+name`/`-name` entries that edit the default
@@ -247,7 +256,7 @@ pub struct Args {
     pub session: Option<String>,
 
     /// Fork a session (file path, or full or partial id) into a new session of this
-    /// directory: the new file starts with the forked branch.
+    /// directory: the new file holds every entry of the forked one.
     #[arg(long, value_name = "PATH|ID")]
     pub fork: Option<String>,
 

@@ -237,3 +237,89 @@ fn context_files_and_prompt_flags_are_placed_as_pi_places_them() {
     assert!(prompt.starts_with("FLAG SYSTEM\n\n<addendum>"), "{prompt}");
     assert!(!stdout(&o).is_empty());
 }
+
+#[test]
+fn skills_are_listed_for_the_tool_that_reads_them() {
+    let (home, cwd) = dirs();
+    let repo = cwd.path();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let user = home
+        .path()
+        .join(".config")
+        .join("tern")
+        .join("skills")
+        .join("pdf-tools");
+    let project = repo.join(".agents").join("skills").join("review");
+    let extra = repo.join("extra-skill");
+    for d in [&user, &project, &extra] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(
+        user.join("SKILL.md"),
+        "---\nname: pdf-tools\ndescription: Extract text from PDFs.\n---\nSteps.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("SKILL.md"),
+        "---\nname: review\ndescription: Review a change.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        extra.join("SKILL.md"),
+        "---\nname: extra\ndescription: Named on the command line.\n---\n",
+    )
+    .unwrap();
+
+    let (o, req) = one_run(
+        home.path(),
+        repo,
+        &["--tools", "read", "--skill", "extra-skill"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let prompt = system_prompt(&req.expect("a request"));
+    let skill = |name: &str, desc: &str, file: &Path| {
+        format!(
+            "  <skill>\n    <name>{name}</name>\n    <description>{desc}</description>\n    \
+             <location>{}</location>\n  </skill>",
+            file.display()
+        )
+    };
+    let listed = format!(
+        "<skills>\nThe following skills provide specialized instructions for specific tasks.\n\
+         Use the read tool to load a skill's file when the task matches its description.\n\
+         Resolve relative paths against the skill's directory (parent of SKILL.md). Use \
+         absolute paths in tool calls.\n\n<available_skills>\n{}\n{}\n{}\n</available_skills>\n\
+         </skills>\n\n<cwd>",
+        skill(
+            "pdf-tools",
+            "Extract text from PDFs.",
+            &user.join("SKILL.md")
+        ),
+        skill("review", "Review a change.", &project.join("SKILL.md")),
+        skill(
+            "extra",
+            "Named on the command line.",
+            &extra.join("SKILL.md")
+        ),
+    );
+    assert!(prompt.contains(&listed), "{prompt}");
+
+    // bash reads them when read is not declared; --no-skills keeps only --skill paths; with
+    // neither reader no skill is listed.
+    let (_, req) = one_run(home.path(), repo, &["--tools", "bash", "-ns"]);
+    let prompt = system_prompt(&req.expect("a request"));
+    assert!(!prompt.contains("<skills>"), "{prompt}");
+    let (_, req) = one_run(
+        home.path(),
+        repo,
+        &["--tools", "bash", "-ns", "--skill", "extra-skill"],
+    );
+    let prompt = system_prompt(&req.expect("a request"));
+    assert!(
+        prompt.contains("Use bash to load a skill's file"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("<name>extra</name>") && !prompt.contains("pdf-tools"));
+    let (_, req) = one_run(home.path(), repo, &["--tools", "grep"]);
+    assert!(!system_prompt(&req.expect("a request")).contains("<skills>"));
+}

@@ -2,6 +2,9 @@
 //! file first, then one file per folder from the filesystem root down to the working
 //! directory (the first of [`CANDIDATES`] each folder holds), each path once.
 //!
+//! In a git worktree nested inside its main checkout, the worktree's own file shadows the
+//! main checkout's (pi's rule, `worktree.rs`).
+//!
 //! The global files are tern's (`<config dir>/tern/`, where pi has `~/.pi/agent/`) and pi's
 //! own when present (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent/`).
 
@@ -79,9 +82,17 @@ pub fn discover(cwd: &Path, globals: &[PathBuf]) -> Vec<ContextFile> {
         }
     }
     let mut ancestors: Vec<ContextFile> = Vec::new();
+    let shadowed = super::worktree::shadowed_context_file(cwd);
     for dir in cwd.ancestors() {
         if let Some(f) = from_dir(dir) {
-            if !files.iter().chain(&ancestors).any(|x| x.path == f.path) {
+            // Compared through the folder's real path: a worktree file that links to the main
+            // one resolves to the shadowed path itself.
+            let real = std::fs::canonicalize(dir)
+                .ok()
+                .zip(f.path.file_name())
+                .map(|(d, n)| d.join(n));
+            let is_shadowed = shadowed.is_some() && real == shadowed;
+            if !is_shadowed && !files.iter().chain(&ancestors).any(|x| x.path == f.path) {
                 ancestors.push(f);
             }
         }

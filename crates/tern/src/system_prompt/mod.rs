@@ -8,6 +8,7 @@
 //! | `rules` | the declared tools' guidelines and the general rules; default prompt only |
 //! | `addendum` | `--append-system-prompt` texts or `APPEND_SYSTEM.md` |
 //! | `project_context` | the `AGENTS.md` / `CLAUDE.md` files ([`context_files`]) |
+//! | `skills` | the skills the model may load ([`skills`]), when `read` or `bash` can read them |
 //! | `cwd` | the working directory |
 //!
 //! pi also has a `docs` section pointing at its own documentation; tern has no installed
@@ -15,7 +16,9 @@
 //! too: tern's bash sets no such variables.
 
 pub mod context_files;
+pub mod skills;
 pub mod sources;
+pub mod worktree;
 
 use std::path::Path;
 
@@ -56,6 +59,7 @@ pub fn for_run(
         } else {
             Vec::new()
         },
+        skills: skills::discover(cwd, &globals, &args.skill, discover && !args.no_skills),
     };
     Ok(build(&parts, cwd))
 }
@@ -71,6 +75,8 @@ pub struct PromptParts {
     pub tools: Vec<String>,
     /// The context files, outermost first.
     pub context_files: Vec<ContextFile>,
+    /// The skills.
+    pub skills: Vec<skills::Skill>,
 }
 
 /// pi's one-line description of a built-in tool (tools without one are not listed).
@@ -165,6 +171,13 @@ pub fn sections(parts: &PromptParts, cwd: &Path) -> Vec<(&'static str, String)> 
             context_files::render(&parts.context_files),
         ));
     }
+    // pi's reader of skill files: read, else bash; with neither, no skills are listed.
+    let reader = ["read", "bash"]
+        .into_iter()
+        .find(|r| parts.tools.iter().any(|t| t == r));
+    if let Some(text) = reader.and_then(|r| skills::render(&parts.skills, r)) {
+        out.push(("skills", text));
+    }
     out.push(("cwd", cwd.to_string_lossy().replace('\\', "/")));
     out.into_iter()
         .map(|(name, text)| {
@@ -220,6 +233,7 @@ mod tests {
                 path: "/p/AGENTS.md".into(),
                 content: "Use tabs.".into(),
             }],
+            skills: Vec::new(),
         };
         assert_eq!(
             build(&parts, Path::new("/p")),
