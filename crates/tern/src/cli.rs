@@ -16,12 +16,13 @@ pub enum Mode {
 }
 
 /// pi's multi-letter short flags, spelled out for clap (before `--` only).
-pub const PI_SHORT_FLAGS: [(&str, &str); 5] = [
+pub const PI_SHORT_FLAGS: [(&str, &str); 6] = [
     ("-nt", "--no-tools"),
     ("-nbt", "--no-builtin-tools"),
     ("-xt", "--exclude-tools"),
     ("-nc", "--no-context-files"),
     ("-ns", "--no-skills"),
+    ("-np", "--no-prompt-templates"),
 ];
 
 /// `argv` with pi's multi-letter short flags (`-nt`, `-nbt`, `-xt`, `-nc`) as long ones.
@@ -125,6 +126,15 @@ pub struct Args {
     /// Do not discover skills (SKILL.md folders in the skills locations) (short: -ns).
     #[arg(long)]
     pub no_skills: bool,
+
+    /// Load a prompt template file, or a folder's `.md` files, as `/name` commands
+    /// (repeatable; loaded with --no-prompt-templates too).
+    #[arg(long, value_name = "PATH")]
+    pub prompt_template: Vec<PathBuf>,
+
+    /// Do not discover prompt templates (`prompts/` folders) (short: -np).
+    #[arg(long)]
+    pub no_prompt_templates: bool,
 
     /// Comma-separated allowlist of tools (read, write, edit, bash, ls, grep, find; `*`
     /// patterns; `all`, `none`), or only `+name`/`-name` entries that edit the default

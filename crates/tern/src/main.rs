@@ -7,6 +7,7 @@
 //! | [`cli`] | the arguments (clap) |
 //! | [`config`] | the config file's defaults |
 //! | [`input`] | the first prompt: words, `@file` includes, piped stdin |
+//! | [`prompt_templates`] | `/name args` prompts from `prompts/*.md` (pi's prompt templates) |
 //! | [`model_choice`] | which model runs, its key, the thinking level |
 //! | [`model_lookup`] | `--model PATTERN` as pi resolves it (fuzzy, `:thinking`), `--list-models` |
 //! | [`tool_selection`] | which tools are declared: `--tools`, `--exclude-tools`, `--no-tools`, `--no-builtin-tools` |
@@ -42,6 +43,7 @@ mod model_choice;
 mod model_lookup;
 mod modes;
 mod permissions;
+mod prompt_templates;
 mod replay;
 mod runs;
 mod runtime;
@@ -580,6 +582,16 @@ async fn run(
         ..Default::default()
     };
 
+    let templates = if args.demo || args.replay.is_some() {
+        Vec::new()
+    } else {
+        prompt_templates::discover(
+            &cwd,
+            &system_prompt::context_files::global_dirs(),
+            &args.prompt_template,
+            !args.no_prompt_templates,
+        )
+    };
     // The first prompt (not in RPC mode, where prompts come as commands).
     let prompt = if args.mode == Mode::Rpc || args.recover || args.replay.is_some() {
         if args.messages.iter().any(|m| m.starts_with('@')) {
@@ -597,7 +609,10 @@ async fn run(
         } else {
             input::read_piped_stdin()?
         };
-        input::build_prompt(&args.messages, &cwd, stdin)?
+        prompt_templates::expand(
+            &input::build_prompt(&args.messages, &cwd, stdin)?,
+            &templates,
+        )
     };
     let promptless = args.mode == Mode::Rpc || args.recover || args.replay.is_some();
     if prompt.trim().is_empty() && !interactive && !promptless {
@@ -644,6 +659,7 @@ async fn run(
         requests,
         name: args.name.clone(),
         id_root: session_choice::root(&args, &cwd),
+        templates,
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);

@@ -16,6 +16,7 @@ use tern_tools::policy::{AskFn, PermissionGate, Policy};
 
 use crate::durable::Current;
 use crate::limits::Limits;
+use crate::prompt_templates::PromptTemplate;
 use crate::secrets::eprintln_redacted;
 use crate::session_choice::SessionSource;
 use crate::usage_error::UsageError;
@@ -32,6 +33,8 @@ pub struct Runtime {
     pub session_root: Option<PathBuf>,
     /// The session root ids are looked up in (`--session-dir`, or the default).
     pub id_root: PathBuf,
+    /// The prompt templates: `/name args` prompts are expanded.
+    pub templates: Vec<PromptTemplate>,
     /// Working directory.
     pub cwd: PathBuf,
     /// The durable run that is going, if one is.
@@ -86,6 +89,8 @@ pub struct BuildOptions {
     pub name: Option<String>,
     /// The session root ids are looked up in.
     pub id_root: PathBuf,
+    /// The prompt templates (`/name args`).
+    pub templates: Vec<PromptTemplate>,
 }
 
 /// How model requests are retried and when a silent one is given up.
@@ -223,6 +228,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         recorder,
         session_root,
         id_root: o.id_root,
+        templates: o.templates,
         cwd: o.cwd,
         current,
         recording: Mutex::new(Some(recording)),
@@ -261,6 +267,11 @@ impl Runtime {
     /// The session file path.
     pub fn session_file(&self) -> Option<String> {
         self.recorder.lock().session().path_string()
+    }
+
+    /// `text` expanded when it is a prompt template's `/name args`, else as it is.
+    pub fn expand_template(&self, text: &str) -> String {
+        crate::prompt_templates::expand(text, &self.templates)
     }
 
     /// The command that resumes this session, once its file exists.

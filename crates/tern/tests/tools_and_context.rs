@@ -323,3 +323,79 @@ fn skills_are_listed_for_the_tool_that_reads_them() {
     let (_, req) = one_run(home.path(), repo, &["--tools", "grep"]);
     assert!(!system_prompt(&req.expect("a request")).contains("<skills>"));
 }
+
+/// The text of the last user message of a request.
+fn last_user_text(body: &Value) -> String {
+    common::messages(body)
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other[0]["text"].as_str().unwrap_or_default().to_string(),
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn prompt_templates_expand_slash_commands_in_print_and_rpc_modes() {
+    let (home, cwd) = dirs();
+    let prompts = home.path().join(".config").join("tern").join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(
+        prompts.join("review.md"),
+        "---\ndescription: Review staged git changes\nargument-hint: \"[focus]\"\n---\n\
+         Review the staged changes. Focus on ${1:-correctness}; then $2.\n",
+    )
+    .unwrap();
+    std::fs::write(cwd.path().join("fix.md"), "Fix $@ now.").unwrap();
+
+    let run_with = |flags: &[&str], prompt: &str| {
+        let server = Server::start(vec![Reply::text("ok")]);
+        let mut c = command(home.path(), cwd.path());
+        c.args(["--base-url", &server.url, "--no-session", "--tools", "read"])
+            .args(flags)
+            .args(["-p", prompt]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        last_user_text(&server.requests()[0])
+    };
+    assert_eq!(
+        run_with(&[], r#"/review "API shape" tests"#),
+        "Review the staged changes. Focus on API shape; then tests."
+    );
+    assert_eq!(
+        run_with(&[], "/review"),
+        "Review the staged changes. Focus on correctness; then ."
+    );
+    assert_eq!(run_with(&[], "/unknown x"), "/unknown x");
+    assert_eq!(run_with(&["-np"], "/review x"), "/review x");
+    assert_eq!(
+        run_with(&["-np", "--prompt-template", "fix.md"], "/fix the bug"),
+        "Fix the bug now."
+    );
+
+    let server = Server::start(vec![Reply::text("ok")]);
+    let mut c = command(home.path(), cwd.path());
+    c.args([
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--tools",
+        "read",
+        "--base-url",
+        &server.url,
+    ]);
+    let mut rpc = common::Rpc::spawn(c);
+    let r = rpc.call(
+        "p1",
+        serde_json::json!({"type": "prompt", "message": "/review speed"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    rpc.wait_for("settled", |v| v["type"] == "agent_settled");
+    assert_eq!(
+        last_user_text(&server.requests()[0]),
+        "Review the staged changes. Focus on speed; then ."
+    );
+    assert_eq!(rpc.finish(), Some(0));
+}
