@@ -412,8 +412,9 @@ async fn run(
             choice.thinking,
         )
     };
-    // pi's order: --thinking, then a `--model NAME:LEVEL` suffix, then the session's.
-    let thinking = match (args.thinking.as_deref(), suffix_thinking) {
+    // pi's order: --thinking, then a `--model NAME:LEVEL` suffix, then the session's; then
+    // clamped to what the model supports, as pi does.
+    let asked = match (args.thinking.as_deref(), suffix_thinking) {
         (None, Some(level)) => level,
         (flag, _) => match flag
             .or(session_thinking.as_deref())
@@ -423,6 +424,16 @@ async fn run(
             None => Default::default(),
         },
     };
+    let thinking = tern_ai::providers::clamp_thinking_level(&model, asked);
+    if thinking != asked && (args.thinking.is_some() || suffix_thinking.is_some()) {
+        eprintln_redacted!(
+            "tern: note: {}/{} has no thinking level {}; using {}",
+            model.provider,
+            model.id,
+            asked.as_str(),
+            thinking.as_str()
+        );
+    }
     let mut allow = config.allow.clone();
     allow.extend(args.allow.iter().cloned());
     let mut deny = config.deny.clone();

@@ -33,11 +33,15 @@ fn fuzzy_patterns_and_a_thinking_suffix_pick_the_model_and_level() {
             "llama-3.3-70b-versatile",
             "off",
         ),
-        (&["--model", "groq/8b:high"], "llama-3.1-8b-instant", "high"),
+        (
+            &["--model", "groq/qwen3.8:high"],
+            "qwen/qwen3.8-27b",
+            "high",
+        ),
         // --thinking wins over the suffix.
         (
-            &["--model", "groq/8b:high", "--thinking", "low"],
-            "llama-3.1-8b-instant",
+            &["--model", "groq/qwen3.8:high", "--thinking", "low"],
+            "qwen/qwen3.8-27b",
             "low",
         ),
     ];
@@ -124,4 +128,34 @@ fn list_models_shows_the_providers_with_keys_in_pis_table() {
         "{}",
         stdout(&o)
     );
+}
+
+#[test]
+fn the_thinking_level_is_clamped_to_what_the_model_supports() {
+    let cwd = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![Reply::text("a"), Reply::text("b")]);
+    // qwen3.6-27b has off and high only: medium goes up to high; a model without reasoning
+    // runs with off (pi's clampThinkingLevel).
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["--model", "groq/qwen/qwen3.6-27b", "--thinking", "medium"],
+            "high",
+        ),
+        (&["--model", "groq/70b:high"], "off"),
+    ];
+    for (flags, level) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let mut c = command(home.path(), cwd.path());
+        c.args(["--base-url", &server.url, "--tools", "read"])
+            .args(flags)
+            .args(["-p", "hi"]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+        assert_eq!(thinking_entries(home.path()), [level], "{flags:?}");
+        assert!(
+            stderr(&o).contains(&format!("; using {level}")),
+            "{flags:?}: {}",
+            stderr(&o)
+        );
+    }
 }

@@ -225,25 +225,18 @@ fn a_fork_copies_the_session_and_leaves_it_unchanged() {
 fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() {
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::text("one"),
-        Reply::text("two"),
-        Reply::text("three"),
-    ]);
+    let server = Server::start(
+        ["one", "two", "three", "four", "five", "six"]
+            .into_iter()
+            .map(Reply::text)
+            .collect(),
+    );
+    // A --base-url model's id comes back on resume.
     let o = print_run(
         home.path(),
         cwd.path(),
         &server,
-        &[
-            "--model",
-            "my-local",
-            "--thinking",
-            "high",
-            "--session-id",
-            "s1",
-            "-p",
-            "first",
-        ],
+        &["--model", "my-local", "--session-id", "s1", "-p", "first"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let file = session_files(home.path()).remove(0);
@@ -257,24 +250,11 @@ fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() 
     assert_eq!(server.requests()[1]["model"], "my-local");
     let entries = lines(&file);
     assert_eq!(of_type(&entries, "model_change").len(), 1);
-    let levels = of_type(&entries, "thinking_level_change");
-    assert_eq!(levels.len(), 1, "the recorded level was restored");
-    assert_eq!(levels[0]["thinkingLevel"], "high");
-
     let o = print_run(
         home.path(),
         cwd.path(),
         &server,
-        &[
-            "--session",
-            "s1",
-            "--model",
-            "other",
-            "--thinking",
-            "low",
-            "-p",
-            "third",
-        ],
+        &["--session", "s1", "--model", "other", "-p", "third"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(server.requests()[2]["model"], "other");
@@ -282,9 +262,40 @@ fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() 
     let models = of_type(&entries, "model_change");
     assert_eq!(models.len(), 2);
     assert_eq!(models[1]["modelId"], "other");
-    let levels = of_type(&entries, "thinking_level_change");
-    assert_eq!(levels.len(), 2);
-    assert_eq!(levels[1]["thinkingLevel"], "low");
     let loaded = tern_session::load(&file).expect("readable");
     assert_eq!(loaded.model, Some(("local".into(), "other".into())));
+
+    // The thinking level of a model that has levels comes back too.
+    let model = ["--provider", "groq", "--model", "qwen/qwen3.8-27b"];
+    let flags = |extra: &[&'static str]| [&model[..], extra].concat();
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &flags(&["--thinking", "high", "--session-id", "s2", "-p", "first"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let file = tern_session::find_by_id(&home.path().join("sessions"), "s2").expect("s2");
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &flags(&["--session", "s2", "-p", "x"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let levels = |f: &Path| -> Vec<String> {
+        of_type(&lines(f), "thinking_level_change")
+            .iter()
+            .map(|e| e["thinkingLevel"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(levels(&file), ["high"], "the recorded level was restored");
+    let o = print_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        &flags(&["--session", "s2", "--thinking", "low", "-p", "y"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(levels(&file), ["high", "low"]);
 }
