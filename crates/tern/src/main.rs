@@ -493,7 +493,8 @@ async fn run(
                 .filter(|t| selection.declares_mcp(t.name())),
         );
     }
-    let system_prompt = system_prompt::for_run(&args, &config, &tool_cwd, &tools, !args.demo)?;
+    let (system_prompt, skills) =
+        system_prompt::for_run(&args, &config, &tool_cwd, &tools, !args.demo)?;
     #[cfg(feature = "temporal")]
     let temporal_setup =
         |stream_fn, model, api_key, tools, policy, system_prompt| temporal::Setup {
@@ -620,10 +621,8 @@ async fn run(
         } else {
             input::read_piped_stdin()?
         };
-        prompt_templates::expand(
-            &input::build_prompt(&args.messages, &cwd, stdin)?,
-            &templates,
-        )
+        let prompt = input::build_prompt(&args.messages, &cwd, stdin)?;
+        prompt_templates::expand(&prompt, &templates, &skills)
     };
     let promptless = args.mode == Mode::Rpc || args.recover || args.replay.is_some();
     if prompt.trim().is_empty() && !interactive && !promptless {
@@ -671,6 +670,7 @@ async fn run(
         name: args.name.clone(),
         id_root: session_choice::root(&args, &cwd),
         templates,
+        skills,
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);

@@ -1,4 +1,4 @@
-//! Prompt templates (pi's `core/prompt-templates.js`): Markdown files whose name is a `/`
+//! Prompt templates (pi's `core/prompt-templates.js`) and `/skill:name` commands: Markdown files whose name is a `/`
 //! command; `/review concurrency` becomes the file's body with its arguments substituted
 //! (`$1`, `$@`, `$ARGUMENTS`, `${1:-default}`, `${@:-default}`, `${@:N}`, `${@:N:L}`).
 //!
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::secrets::eprintln_redacted;
 use crate::system_prompt::context_files::read_text;
+use crate::system_prompt::skills::Skill;
 
 /// A loaded template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,8 +221,42 @@ pub fn substitute(content: &str, args: &[String]) -> String {
     out
 }
 
-/// `text` expanded when it is `/name [args]` of a template, else as it is.
-pub fn expand(text: &str, templates: &[PromptTemplate]) -> String {
+/// `/skill:name [args]` as pi expands it: the skill's body (after its frontmatter) in a
+/// `<skill>` block, then the arguments; an unknown or unreadable skill stays as typed.
+fn expand_skill(text: &str, skills: &[Skill]) -> Option<String> {
+    let rest = text.strip_prefix("/skill:")?;
+    let (name, args) = match rest.split_once(' ') {
+        Some((n, a)) => (n, a.trim()),
+        None => (rest, ""),
+    };
+    let skill = skills.iter().find(|s| s.name == name)?;
+    let content = match read_text(&skill.file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln_redacted!("tern: warning: skill {}: {e}", skill.file.display());
+            return None;
+        }
+    };
+    let dir = skill.file.parent().unwrap_or(Path::new(""));
+    let block = format!(
+        "<skill name=\"{}\" location=\"{}\">\nReferences are relative to {}.\n\n{}\n</skill>",
+        skill.name,
+        skill.file.display(),
+        dir.display(),
+        body(&content).trim()
+    );
+    Some(if args.is_empty() {
+        block
+    } else {
+        format!("{block}\n\n{args}")
+    })
+}
+
+/// `text` expanded as pi expands a prompt: `/skill:name [args]`, then a template's
+/// `/name [args]`; anything else as it is.
+pub fn expand(text: &str, templates: &[PromptTemplate], skills: &[Skill]) -> String {
+    let expanded = expand_skill(text, skills);
+    let text = expanded.as_deref().unwrap_or(text);
     let Some(command) = text.strip_prefix('/') else {
         return text.to_string();
     };
@@ -283,13 +318,16 @@ mod tests {
             name: "review".into(),
             content: "Review it. Focus on ${1:-correctness}.".into(),
         }];
-        assert_eq!(expand("/review", &t), "Review it. Focus on correctness.");
         assert_eq!(
-            expand("/review \"API shape\"", &t),
+            expand("/review", &t, &[]),
+            "Review it. Focus on correctness."
+        );
+        assert_eq!(
+            expand("/review \"API shape\"", &t, &[]),
             "Review it. Focus on API shape."
         );
-        assert_eq!(expand("/other x", &t), "/other x");
-        assert_eq!(expand("review", &t), "review");
+        assert_eq!(expand("/other x", &t, &[]), "/other x");
+        assert_eq!(expand("review", &t, &[]), "review");
         assert_eq!(body("---\ndescription: d\n---\nText\n"), "Text");
         assert_eq!(body("Plain\r\n"), "Plain\n");
     }

@@ -19,6 +19,7 @@ use crate::limits::Limits;
 use crate::prompt_templates::PromptTemplate;
 use crate::secrets::eprintln_redacted;
 use crate::session_choice::SessionSource;
+use crate::system_prompt::skills::Skill;
 use crate::usage_error::UsageError;
 
 /// Everything a mode needs.
@@ -35,6 +36,8 @@ pub struct Runtime {
     pub id_root: PathBuf,
     /// The prompt templates: `/name args` prompts are expanded.
     pub templates: Vec<PromptTemplate>,
+    /// The skills: `/skill:name args` prompts are expanded.
+    pub skills: Vec<Skill>,
     /// Working directory.
     pub cwd: PathBuf,
     /// The durable run that is going, if one is.
@@ -91,6 +94,8 @@ pub struct BuildOptions {
     pub id_root: PathBuf,
     /// The prompt templates (`/name args`).
     pub templates: Vec<PromptTemplate>,
+    /// The skills (`/skill:name args`).
+    pub skills: Vec<Skill>,
 }
 
 /// How model requests are retried and when a silent one is given up.
@@ -229,6 +234,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         session_root,
         id_root: o.id_root,
         templates: o.templates,
+        skills: o.skills,
         cwd: o.cwd,
         current,
         recording: Mutex::new(Some(recording)),
@@ -269,9 +275,10 @@ impl Runtime {
         self.recorder.lock().session().path_string()
     }
 
-    /// `text` expanded when it is a prompt template's `/name args`, else as it is.
+    /// `text` expanded when it is `/skill:name args` or a prompt template's `/name args`,
+    /// else as it is.
     pub fn expand_template(&self, text: &str) -> String {
-        crate::prompt_templates::expand(text, &self.templates)
+        crate::prompt_templates::expand(text, &self.templates, &self.skills)
     }
 
     /// The command that resumes this session, once its file exists.

@@ -399,3 +399,44 @@ fn prompt_templates_expand_slash_commands_in_print_and_rpc_modes() {
     );
     assert_eq!(rpc.finish(), Some(0));
 }
+
+#[test]
+fn a_skill_command_sends_the_skills_body_then_the_request() {
+    let (home, cwd) = dirs();
+    let dir = cwd.path().join(".tern").join("skills").join("pdf-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("SKILL.md");
+    std::fs::write(
+        &file,
+        "---\nname: pdf-tools\ndescription: Extract text from PDFs.\n---\n\n# PDF tools\nRun scripts/x.sh.\n",
+    )
+    .unwrap();
+    let server = Server::start(vec![Reply::text("ok"), Reply::text("ok")]);
+    for (prompt, want) in [
+        (
+            "/skill:pdf-tools extract report.pdf",
+            format!(
+                "<skill name=\"pdf-tools\" location=\"{}\">\nReferences are relative to {}.\n\n\
+                 # PDF tools\nRun scripts/x.sh.\n</skill>\n\nextract report.pdf",
+                file.display(),
+                dir.display()
+            ),
+        ),
+        ("/skill:nosuch x", "/skill:nosuch x".to_string()),
+    ] {
+        let mut c = command(home.path(), cwd.path());
+        c.args([
+            "--base-url",
+            &server.url,
+            "--no-session",
+            "--tools",
+            "read",
+            "-p",
+            prompt,
+        ]);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let reqs = server.requests();
+        assert_eq!(last_user_text(reqs.last().expect("a request")), want);
+    }
+}

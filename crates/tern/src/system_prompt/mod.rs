@@ -30,7 +30,7 @@ use crate::cli::Args;
 use crate::config::Config;
 use crate::usage_error::UsageError;
 
-/// The system prompt of a run from its flags, the config and the files around `cwd`, for the
+/// The system prompt of a run (and the skills it lists) from its flags, the config and the files around `cwd`, for the
 /// declared `tools`. With `discover` off (the demo, in its fresh folder) no global file and no
 /// context file is read.
 pub fn for_run(
@@ -39,7 +39,7 @@ pub fn for_run(
     cwd: &Path,
     tools: &[AgentTool],
     discover: bool,
-) -> Result<String, UsageError> {
+) -> Result<(String, Vec<skills::Skill>), UsageError> {
     let globals = if discover {
         context_files::global_dirs()
     } else {
@@ -61,7 +61,7 @@ pub fn for_run(
         },
         skills: skills::discover(cwd, &globals, &args.skill, discover && !args.no_skills),
     };
-    Ok(build(&parts, cwd))
+    Ok((build(&parts, cwd), parts.skills))
 }
 
 /// What the prompt is built from.
