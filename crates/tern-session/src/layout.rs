@@ -68,7 +68,52 @@ pub fn latest_for_cwd(root: &Path, cwd: &Path) -> Option<PathBuf> {
     best.map(|(_, p)| p)
 }
 
-/// The session file under `root` (any working directory) whose id starts with `id`.
+/// Whether `id` is a session id pi accepts for `--session-id`: letters, digits, `.`, `_` and
+/// `-`, starting and ending with a letter or digit.
+///
+/// ```
+/// assert!(tern_session::valid_session_id("review-1.b"));
+/// assert!(!tern_session::valid_session_id("-x") && !tern_session::valid_session_id("a/b"));
+/// ```
+pub fn valid_session_id(id: &str) -> bool {
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let ends = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    id.chars().all(ok) && ends(id.chars().next()) && ends(id.chars().last())
+}
+
+/// The id in a session file's name (`<timestamp>_<id>.jsonl`).
+fn file_id(name: &str) -> Option<&str> {
+    let stem = name.strip_suffix(".jsonl")?;
+    Some(stem.split_once('_').map(|(_, id)| id).unwrap_or(stem))
+}
+
+/// The session file of `cwd` under `root` whose id is exactly `id`.
+///
+/// ```
+/// let root = tempfile::tempdir()?;
+/// let cwd = std::path::Path::new("/home/u/proj");
+/// let dir = tern_session::cwd_folder(root.path(), cwd);
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("2024-12-03T14-00-00-000Z_review-1.jsonl"), "")?;
+/// assert!(tern_session::find_exact_in_cwd(root.path(), cwd, "review-1").is_some());
+/// assert!(tern_session::find_exact_in_cwd(root.path(), cwd, "review").is_none());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn find_exact_in_cwd(root: &Path, cwd: &Path, id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(cwd_folder(root, cwd))
+        .ok()?
+        .flatten()
+        .map(|f| f.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(file_id)
+                .is_some_and(|f| f == id)
+        })
+}
+
+/// The session file under `root` (any working directory) whose id is `id`, or else the one
+/// whose id starts with `id`; several such files are an error, as is none.
 ///
 /// ```
 /// let root = tempfile::tempdir()?;
@@ -82,6 +127,7 @@ pub fn latest_for_cwd(root: &Path, cwd: &Path) -> Option<PathBuf> {
 /// ```
 pub fn find_by_id(root: &Path, id: &str) -> Result<PathBuf, SessionError> {
     let mut found = Vec::new();
+    let mut exact = Vec::new();
     let dirs = std::fs::read_dir(root).map_err(|source| SessionError::ListSessions {
         root: root.to_path_buf(),
         source,
@@ -92,14 +138,18 @@ pub fn find_by_id(root: &Path, id: &str) -> Result<PathBuf, SessionError> {
         };
         for f in files.flatten() {
             let name = f.file_name().to_string_lossy().to_string();
-            let Some(stem) = name.strip_suffix(".jsonl") else {
+            let Some(file_id) = file_id(&name) else {
                 continue;
             };
-            let file_id = stem.rsplit('_').next().unwrap_or(stem);
-            if file_id.starts_with(id) {
+            if file_id == id {
+                exact.push(f.path());
+            } else if file_id.starts_with(id) {
                 found.push(f.path());
             }
         }
+    }
+    if !exact.is_empty() {
+        found = exact;
     }
     match found.len() {
         0 => Err(SessionError::NoSuchId {
@@ -143,5 +193,11 @@ mod tests {
         let err = find_by_id(root.path(), "ab").expect_err("two match");
         assert!(matches!(err, SessionError::AmbiguousId { count: 2, .. }));
         assert!(find_by_id(root.path(), "ab3").is_ok());
+        // An exact id wins over the longer ids it is a prefix of; ids may hold `_`.
+        std::fs::write(dir.join("t_ab.jsonl"), "").expect("write");
+        std::fs::write(dir.join("t_run_2.jsonl"), "").expect("write");
+        let exact = find_by_id(root.path(), "ab").expect("the exact one");
+        assert!(exact.ends_with("t_ab.jsonl"));
+        assert!(find_by_id(root.path(), "run_2").is_ok());
     }
 }

@@ -10,10 +10,11 @@
 //! | module | holds |
 //! |---|---|
 //! | [`reader`] | [`load`]: the header and the active branch as messages, with warnings for damage ([`LoadedSession`]) |
-//! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`) |
+//! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`, `session_info`) |
 //! | [`recorder`] | [`Recorder`]: subscribes to an [`Agent`](tern_agent::Agent) and writes its finished messages |
 //! | [`redact`] | [`redact::redact`]: known keys out of any text (the writer applies it to every line) |
-//! | [`layout`] | where files live: [`cwd_folder`], [`latest_for_cwd`], [`find_by_id`] |
+//! | [`layout`] | where files live: [`cwd_folder`], [`latest_for_cwd`], [`find_by_id`], [`find_exact_in_cwd`], [`valid_session_id`] |
+//! | [`fork`] | [`fork_from`]: a session copied into a new one of another directory |
 //! | [`timestamp`] | [`iso_time`]: pi's ISO timestamps |
 //! | [`error`] | [`SessionError`] |
 //!
@@ -38,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub mod fork;
 pub mod layout;
 pub mod reader;
 pub mod recorder;
@@ -46,7 +48,8 @@ pub mod timestamp;
 pub mod writer;
 
 pub use error::SessionError;
-pub use layout::{cwd_folder, find_by_id, latest_for_cwd};
+pub use fork::fork_from;
+pub use layout::{cwd_folder, find_by_id, find_exact_in_cwd, latest_for_cwd, valid_session_id};
 pub use reader::{load, LoadedSession};
 pub use recorder::{Recorder, WriteFailure};
 pub use timestamp::{iso_now, iso_time};

@@ -42,8 +42,21 @@ pub type WriteFailure = Box<dyn FnMut(&SessionError) + Send>;
 pub struct Recorder {
     session: SessionFile,
     prefix: Vec<Message>,
+    /// Settings entries waiting for the first message (see [`Recorder::defer`]).
+    pending: Vec<Setting>,
     on_failure: Option<WriteFailure>,
     failed: bool,
+}
+
+/// A settings entry: the model, the thinking level or the session's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// A `model_change` entry: provider and model id.
+    Model(String, String),
+    /// A `thinking_level_change` entry.
+    Thinking(String),
+    /// A `session_info` entry: the display name.
+    Name(String),
 }
 
 impl std::fmt::Debug for Recorder {
@@ -62,6 +75,7 @@ impl Recorder {
         Recorder {
             session,
             prefix: Vec::new(),
+            pending: Vec::new(),
             on_failure: None,
             failed: false,
         }
@@ -106,13 +120,50 @@ impl Recorder {
     }
 
     /// The session being written, to append entries of its own (durable journals append
-    /// their step records here, so they chain into the same tree as the messages).
+    /// their step records here, so they chain into the same tree as the messages). Queued
+    /// settings entries are written first: they go ahead of whatever the session holds.
     pub fn session_mut(&mut self) -> &mut SessionFile {
+        self.flush_pending();
         &mut self.session
     }
 
-    /// Writes a finished message (after any pending prefix).
+    /// Queues a settings entry for the first message, so a session that records nothing is
+    /// not created by its settings alone; pi, too, writes a new session's file with its first
+    /// reply, the model and thinking level entries ahead of the messages.
+    ///
+    /// ```
+    /// use tern_session::{recorder::Setting, Recorder, SessionFile};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("s.jsonl");
+    /// let mut rec = Recorder::new(SessionFile::create_at(&path, std::path::Path::new("/p")));
+    /// rec.defer(Setting::Model("openai".into(), "gpt-4o".into()));
+    /// rec.defer(Setting::Thinking("high".into()));
+    /// assert!(!path.exists());
+    /// rec.record_message(&tern_ai::Message::user_text("hi"));
+    /// let loaded = tern_session::load(&path).expect("readable");
+    /// assert_eq!(loaded.model, Some(("openai".into(), "gpt-4o".into())));
+    /// assert_eq!(loaded.thinking_level.as_deref(), Some("high"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn defer(&mut self, setting: Setting) {
+        self.pending.push(setting);
+    }
+
+    /// Writes the queued settings entries.
+    fn flush_pending(&mut self) {
+        for s in std::mem::take(&mut self.pending) {
+            let r = match &s {
+                Setting::Model(p, id) => self.session.append_model_change(p, id),
+                Setting::Thinking(level) => self.session.append_thinking_change(level),
+                Setting::Name(name) => self.session.append_session_info(name),
+            };
+            self.report(r);
+        }
+    }
+
+    /// Writes a finished message (after any queued settings and pending prefix).
     pub fn record_message(&mut self, message: &Message) {
+        self.flush_pending();
         for m in std::mem::take(&mut self.prefix) {
             let r = self.session.append_message(&m);
             self.report(r);
@@ -123,12 +174,14 @@ impl Recorder {
 
     /// Writes a `model_change` entry.
     pub fn record_model_change(&mut self, provider: &str, model_id: &str) {
+        self.flush_pending();
         let r = self.session.append_model_change(provider, model_id);
         self.report(r);
     }
 
     /// Writes a `thinking_level_change` entry.
     pub fn record_thinking_change(&mut self, level: &str) {
+        self.flush_pending();
         let r = self.session.append_thinking_change(level);
         self.report(r);
     }

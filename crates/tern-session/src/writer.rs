@@ -88,6 +88,24 @@ impl SessionFile {
         Self::blank(None, cwd, Naming::InFolder(cwd_folder(root, cwd)))
     }
 
+    /// A new session file for `cwd` in its folder under `root`, with a chosen id (pi's
+    /// `--session-id`; check it with [`valid_session_id`](crate::valid_session_id) first).
+    ///
+    /// ```
+    /// let root = tempfile::tempdir()?;
+    /// let s = tern_session::SessionFile::create_with_id(root.path(), std::path::Path::new("/p"), "review-1");
+    /// assert_eq!(s.id(), "review-1");
+    /// assert!(s.path().expect("in the folder").to_string_lossy().ends_with("_review-1.jsonl"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn create_with_id(root: &Path, cwd: &Path, id: &str) -> Self {
+        let mut s = Self::blank(None, cwd, Naming::Fixed);
+        s.id = id.to_string();
+        let now = s.stamp.iso(s.env.now_ms()).to_string();
+        s.path = Some(cwd_folder(root, cwd).join(file_name(&now, id)));
+        s
+    }
+
     /// A new session at an explicit path.
     pub fn create_at(path: &Path, cwd: &Path) -> Self {
         Self::blank(Some(path.to_path_buf()), cwd, Naming::At)
@@ -277,6 +295,11 @@ impl SessionFile {
     /// Appends a `thinking_level_change` entry.
     pub fn append_thinking_change(&mut self, level: &str) -> Result<(), SessionError> {
         self.append("thinking_level_change", json!({ "thinkingLevel": level }))
+    }
+
+    /// Appends a `session_info` entry: the session's display name (pi's `--name`).
+    pub fn append_session_info(&mut self, name: &str) -> Result<(), SessionError> {
+        self.append("session_info", json!({ "name": name }))
     }
 
     /// Appends a `custom` entry (pi keeps it in the tree and out of the model's context).

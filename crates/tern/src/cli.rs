@@ -15,6 +15,35 @@ pub enum Mode {
     Rpc,
 }
 
+/// pi's multi-letter short flags, spelled out for clap (before `--` only).
+pub const PI_SHORT_FLAGS: [(&str, &str); 6] = [
+    ("-nt", "--no-tools"),
+    ("-nbt", "--no-builtin-tools"),
+    ("-xt", "--exclude-tools"),
+    ("-nc", "--no-context-files"),
+    ("-ns", "--no-skills"),
+    ("-np", "--no-prompt-templates"),
+];
+
+/// `argv` with pi's multi-letter short flags (`-nt`, `-nbt`, `-xt`, `-nc`) as long ones.
+pub fn expand_short_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut rest = false;
+    for a in argv {
+        if rest {
+            out.push(a);
+            continue;
+        }
+        rest = a == "--";
+        let long = PI_SHORT_FLAGS
+            .iter()
+            .find(|(short, _)| a == *short)
+            .map(|(_, long)| (*long).into());
+        out.push(long.unwrap_or(a));
+    }
+    out
+}
+
 /// `tern [options] [@files...] [messages...]`
 #[derive(Debug, Parser)]
 #[command(
@@ -39,7 +68,8 @@ pub struct Args {
     #[arg(long)]
     pub provider: Option<String>,
 
-    /// Model id (`provider/id` accepted).
+    /// Model: an exact id, `provider/id`, or part of an id or name (pi's fuzzy match), with
+    /// an optional `:LEVEL` thinking suffix (`sonnet:high`).
     #[arg(long)]
     pub model: Option<String>,
 
@@ -52,22 +82,79 @@ pub struct Args {
     #[arg(long)]
     pub api_key: Option<String>,
 
-    /// Thinking level: off, minimal, low, medium, high, xhigh, max.
+    /// List the models whose provider has a key (optionally those a fuzzy SEARCH matches),
+    /// then exit.
+    #[arg(long, value_name = "SEARCH", num_args = 0..=1)]
+    pub list_models: Option<Option<String>>,
+
+    /// Thinking level: off, minimal, low, medium, high, xhigh, max (overrides a
+    /// `--model NAME:LEVEL` suffix).
     #[arg(long)]
     pub thinking: Option<String>,
+
+    /// With --base-url: the model's context window in tokens (default 128000, pi's).
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+
+    /// With --base-url: the most output tokens a reply may have (default 16384, pi's); a
+    /// reply cut there is an error.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_output_tokens: Option<u64>,
 
     /// Sampling temperature (e.g. 0 for small local models).
     #[arg(long)]
     pub temperature: Option<f64>,
 
-    /// System prompt (replaces the default).
-    #[arg(long)]
+    /// System prompt, as text or the path of a file: replaces the default (else the
+    /// project's `.tern/SYSTEM.md` or the user's `SYSTEM.md` in tern's config folder).
+    #[arg(long, value_name = "TEXT|FILE")]
     pub system_prompt: Option<String>,
 
-    /// Comma-separated tools: read, write, edit, bash, ls, grep, find, or `all`
-    /// (default: read,grep,find,ls).
-    #[arg(short = 't', long)]
+    /// Text, or a file's contents, appended to the system prompt (repeatable; else
+    /// `APPEND_SYSTEM.md`, found like `SYSTEM.md`).
+    #[arg(long = "append-system-prompt", value_name = "TEXT|FILE")]
+    pub append_system_prompt: Vec<String>,
+
+    /// Do not load AGENTS.md / CLAUDE.md files (short: -nc).
+    #[arg(long)]
+    pub no_context_files: bool,
+
+    /// Load a skill file or folder of skills (repeatable; loaded with --no-skills too).
+    #[arg(long, value_name = "PATH")]
+    pub skill: Vec<PathBuf>,
+
+    /// Do not discover skills (SKILL.md folders in the skills locations) (short: -ns).
+    #[arg(long)]
+    pub no_skills: bool,
+
+    /// Load a prompt template file, or a folder's `.md` files, as `/name` commands
+    /// (repeatable; loaded with --no-prompt-templates too).
+    #[arg(long, value_name = "PATH")]
+    pub prompt_template: Vec<PathBuf>,
+
+    /// Do not discover prompt templates (`prompts/` folders) (short: -np).
+    #[arg(long)]
+    pub no_prompt_templates: bool,
+
+    /// Comma-separated allowlist of tools (read, write, edit, bash, ls, grep, find; `*`
+    /// patterns; `all`, `none`), or only `+name`/`-name` entries that edit the default
+    /// selection (read, bash, edit, write). MCP tools stay unless an entry starts with mcp__.
+    #[arg(short = 't', long, value_name = "LIST")]
     pub tools: Option<String>,
+
+    /// Comma-separated tool names or `*` patterns to disable, after every other selection,
+    /// MCP tools included (short: -xt).
+    #[arg(long, value_name = "LIST")]
+    pub exclude_tools: Option<String>,
+
+    /// Start with every tool off, MCP tools included; a --tools list then names all there is
+    /// (short: -nt).
+    #[arg(long)]
+    pub no_tools: bool,
+
+    /// Start with the built-in tools off; MCP tools stay (short: -nbt).
+    #[arg(long)]
+    pub no_builtin_tools: bool,
 
     /// Working directory for tools and sessions.
     #[arg(long)]
@@ -172,9 +259,25 @@ pub struct Args {
     #[arg(short = 'r', long, value_name = "ID")]
     pub resume: Option<String>,
 
-    /// Use this session file (created when missing; pi's session files work too).
-    #[arg(long, value_name = "FILE")]
-    pub session: Option<PathBuf>,
+    /// Open a session by file path, or by full or partial id (an unknown id or a prefix
+    /// several sessions share is an error); a path that does not exist yet is created (pi's
+    /// session files work too).
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+
+    /// Fork a session (file path, or full or partial id) into a new session of this
+    /// directory: the new file holds every entry of the forked one.
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
+
+    /// Open this directory's session with this id, or create it with that id (letters,
+    /// digits, `.`, `_`, `-`; starts and ends with a letter or digit).
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+
+    /// The session's display name.
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
 
     /// Where sessions are stored (default: the user's data dir, or TERN_SESSION_DIR).
     #[arg(long, value_name = "DIR", env = "TERN_SESSION_DIR")]

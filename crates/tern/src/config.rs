@@ -5,8 +5,10 @@
 //! provider = "openai"
 //! model = "gpt-4o-mini"
 //! # base_url = "http://127.0.0.1:8080/v1"
+//! # context_window = 128000     # a base_url model's (pi's default)
+//! # max_output_tokens = 16384   # a base_url model's (pi's default)
 //! thinking = "low"
-//! tools = "read,grep,find,ls"
+//! tools = "read,grep,find,ls"   # the default selection (or "+ls,-bash" edits of pi's)
 //! allow = ["bash:git status*"]
 //! deny = ["bash:rm *"]
 //! max_turns = 30
@@ -49,6 +51,10 @@ pub struct Config {
     pub thinking: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
+    /// A `base_url` model's context window, in tokens.
+    pub context_window: Option<u64>,
+    /// A `base_url` model's output limit, in tokens.
+    pub max_output_tokens: Option<u64>,
     /// Tools, comma-separated.
     pub tools: Option<String>,
     /// System prompt.
@@ -97,9 +103,15 @@ pub struct Config {
     pub add_dirs: Vec<PathBuf>,
 }
 
+/// tern's folder in the user config folder (`~/.config/tern`): the config file, and the
+/// global `AGENTS.md`, `SYSTEM.md` and `APPEND_SYSTEM.md` (pi's `~/.pi/agent`).
+pub fn config_dir() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("tern"))
+}
+
 /// The default config path: `<config dir>/tern/config.toml`.
 pub fn default_path() -> Option<PathBuf> {
-    dirs::config_dir().map(|d| d.join("tern").join("config.toml"))
+    config_dir().map(|d| d.join("config.toml"))
 }
 
 /// Loads the config file. A missing default file is an empty config; a missing explicit file

@@ -7,8 +7,12 @@
 //! | [`cli`] | the arguments (clap) |
 //! | [`config`] | the config file's defaults |
 //! | [`input`] | the first prompt: words, `@file` includes, piped stdin |
+//! | [`prompt_templates`] | `/name args` prompts from `prompts/*.md` (pi's prompt templates) |
 //! | [`model_choice`] | which model runs, its key, the thinking level |
-//! | [`tool_choice`] | which tools, the permission policy, the default system prompt |
+//! | [`model_lookup`] | `--model PATTERN` as pi resolves it (fuzzy, `:thinking`), `--list-models` |
+//! | [`tool_selection`] | which tools are declared: `--tools`, `--exclude-tools`, `--no-tools`, `--no-builtin-tools` |
+//! | [`tool_choice`] | the selected built-in tools, the permission policy, the bash sandbox |
+//! | [`system_prompt`] | pi's sectioned system prompt: `--system-prompt`, `--append-system-prompt`, `SYSTEM.md`, `AGENTS.md` |
 //! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
 //! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, their `--session-*` twins, and how a run ended |
 //! | [`runtime`] | the wired agent: permission gate, session recorder, the current durable run |
@@ -36,19 +40,23 @@ mod input;
 mod limits;
 mod mcp;
 mod model_choice;
+mod model_lookup;
 mod modes;
 mod permissions;
+mod prompt_templates;
 mod replay;
 mod runs;
 mod runtime;
 mod secrets;
 mod session_choice;
 mod signals;
+mod system_prompt;
 mod telemetry;
 #[cfg(feature = "temporal")]
 mod temporal;
 mod terminal_text;
 mod tool_choice;
+mod tool_selection;
 mod usage_error;
 
 use std::io::IsTerminal;
@@ -63,6 +71,7 @@ use modes::{interactive, print};
 use runtime::{BuildOptions, RequestSettings};
 use secrets::eprintln_redacted;
 use session_choice::SessionSource;
+use tool_selection::{NoTools, ToolFlags, ToolSelection};
 use usage_error::UsageError;
 
 /// Exit codes.
@@ -81,7 +90,7 @@ pub mod exit {
 }
 
 fn main() {
-    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv = cli::expand_short_flags(std::env::args_os().collect());
     // `tern worker ...`: the command line of a worker, with the same flags.
     let worker = cfg!(feature = "temporal") && argv.get(1).is_some_and(|a| a == "worker");
     if worker {
@@ -242,11 +251,13 @@ fn check_recover_and_replay(args: &Args) -> Result<(), UsageError> {
             || args.continue_session
             || args.resume.is_some()
             || args.session.is_some()
+            || args.fork.is_some()
+            || args.session_id.is_some()
             || args.demo)
     {
         return Err(UsageError(
-            "--replay FILE names its session itself: drop --session, --continue, --resume, \
-             --no-session, --recover and --demo"
+            "--replay FILE names its session itself: drop --session, --fork, --session-id, \
+             --continue, --resume, --no-session, --recover and --demo"
                 .into(),
         ));
     }
@@ -304,6 +315,12 @@ async fn run(
         None => std::env::current_dir()
             .map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?,
     };
+    if let Some(search) = &args.list_models {
+        let api_key = args.api_key.is_some() || config.api_key.is_some();
+        let usable = |p: &str| api_key || tern_ai::providers::catalog::env_api_key(p).is_some();
+        println!("{}", model_lookup::list(search.as_deref(), &usable));
+        return Ok(exit::OK);
+    }
     let interactive_tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let interactive = args.mode == Mode::Text
         && !args.print
@@ -340,7 +357,7 @@ async fn run(
         let what = args
             .session
             .as_ref()
-            .map(|p| format!("session file {} does not exist", p.display()))
+            .map(|p| format!("session file {p} does not exist"))
             .unwrap_or_else(|| "there is no session to recover".into());
         return Err(UsageError(format!("--recover: {what}")));
     }
@@ -363,9 +380,16 @@ async fn run(
     };
     let mut session_thinking = None;
     if let SessionSource::Existing(_, loaded) = &session {
-        let named = args.model.is_some() || args.provider.is_some() || args.base_url.is_some();
+        let named = args.model.is_some() || args.provider.is_some();
         if let (false, Some((p, id))) = (named, &loaded.model) {
-            if tern_ai::providers::catalog::get_model(p, id).is_some() {
+            let catalog = tern_ai::providers::catalog::get_model(p, id).is_some();
+            // A --base-url model the catalog does not know (provider `local` or another
+            // name): its id comes back when the server is named again.
+            let served = args.base_url.is_some() || config.base_url.is_some();
+            let on_the_fly = !tern_ai::providers::catalog::providers()
+                .iter()
+                .any(|x| x == p);
+            if (catalog && !served) || (served && on_the_fly) {
                 args.provider = Some(p.clone());
                 args.model = Some(id.clone());
             }
@@ -373,24 +397,43 @@ async fn run(
         session_thinking = loaded.thinking_level.clone();
     }
 
-    let (stream_fn, model, api_key) = if args.demo {
-        (demo::stream_fn(), demo::model(), None)
+    let (stream_fn, model, api_key, suffix_thinking) = if args.demo {
+        (demo::stream_fn(), demo::model(), None, None)
     } else if let Some(r) = &replayed {
         // A replay sends nothing: the session's model, with no key needed.
-        (model_choice::providers(), r.model(), None)
+        (model_choice::providers(), r.model(), None, None)
     } else {
         let choice = model_choice::resolve_model(&args, &config)?;
-        (model_choice::providers(), choice.model, choice.api_key)
+        let m = choice.model;
+        (
+            model_choice::providers(),
+            m,
+            choice.api_key,
+            choice.thinking,
+        )
     };
-    let thinking = match args
-        .thinking
-        .as_deref()
-        .or(session_thinking.as_deref())
-        .or(config.thinking.as_deref())
-    {
-        Some(t) => model_choice::parse_thinking(t)?,
-        None => Default::default(),
+    // pi's order: --thinking, then a `--model NAME:LEVEL` suffix, then the session's; then
+    // clamped to what the model supports, as pi does.
+    let asked = match (args.thinking.as_deref(), suffix_thinking) {
+        (None, Some(level)) => level,
+        (flag, _) => match flag
+            .or(session_thinking.as_deref())
+            .or(config.thinking.as_deref())
+        {
+            Some(t) => model_choice::parse_thinking(t)?,
+            None => Default::default(),
+        },
     };
+    let thinking = tern_ai::providers::clamp_thinking_level(&model, asked);
+    if thinking != asked && (args.thinking.is_some() || suffix_thinking.is_some()) {
+        eprintln_redacted!(
+            "tern: note: {}/{} has no thinking level {}; using {}",
+            model.provider,
+            model.id,
+            asked.as_str(),
+            thinking.as_str()
+        );
+    }
     let mut allow = config.allow.clone();
     allow.extend(args.allow.iter().cloned());
     let mut deny = config.deny.clone();
@@ -419,25 +462,39 @@ async fn run(
             // A recovery runs the tools its session declared, unless --tools names them.
             (SessionSource::Existing(_, loaded), true) => replay::declared_tools(&loaded.messages),
             _ => None,
-        })
-        .or(config.tools.clone())
-        .unwrap_or_else(|| tool_choice::DEFAULT_TOOLS.to_string());
-    let mut tools = tool_choice::select_tools(&tools_spec, &tool_config)?;
+        });
+    let selection = ToolSelection::resolve(&ToolFlags {
+        tools: tools_spec.as_deref(),
+        defaults: config.tools.as_deref(),
+        exclude: args.exclude_tools.as_deref(),
+        no_tools: match (args.no_tools, args.no_builtin_tools) {
+            (true, _) => NoTools::All,
+            (false, true) => NoTools::Builtin,
+            _ => NoTools::Keep,
+        },
+    })?;
+    let mut tools = tool_choice::select_tools(&selection, &tool_config);
     tool_choice::note_sandbox_support(&sandbox, &tools);
+    let speaks_once = matches!(args.mode, Mode::Text | Mode::Json) && !interactive;
+    if speaks_once && !args.demo && args.replay.is_none() && !on_temporal(&args) {
+        tool_choice::note_unasked_mutations(&selection, &allow, &deny);
+    }
     let builtin_tools = tools.clone();
     let mcp_hub = if args.no_mcp || args.demo || args.replay.is_some() {
         None
     } else {
         mcp::start(&mcp::config_paths(&cwd, &args.mcp_config)?).await?
     };
+    let selection = std::sync::Arc::new(selection);
     if let Some(hub) = &mcp_hub {
-        tools.extend(hub.tools());
+        tools.extend(
+            hub.tools()
+                .into_iter()
+                .filter(|t| selection.declares_mcp(t.name())),
+        );
     }
-    let system_prompt = args
-        .system_prompt
-        .clone()
-        .or(config.system_prompt.clone())
-        .unwrap_or_else(|| tool_choice::default_system_prompt(&tool_cwd, &tools));
+    let (system_prompt, skills) =
+        system_prompt::for_run(&args, &config, &tool_cwd, &tools, !args.demo)?;
     #[cfg(feature = "temporal")]
     let temporal_setup =
         |stream_fn, model, api_key, tools, policy, system_prompt| temporal::Setup {
@@ -537,6 +594,16 @@ async fn run(
         ..Default::default()
     };
 
+    let templates = if args.demo || args.replay.is_some() {
+        Vec::new()
+    } else {
+        prompt_templates::discover(
+            &cwd,
+            &system_prompt::context_files::global_dirs(),
+            &args.prompt_template,
+            !args.no_prompt_templates,
+        )
+    };
     // The first prompt (not in RPC mode, where prompts come as commands).
     let prompt = if args.mode == Mode::Rpc || args.recover || args.replay.is_some() {
         if args.messages.iter().any(|m| m.starts_with('@')) {
@@ -554,7 +621,8 @@ async fn run(
         } else {
             input::read_piped_stdin()?
         };
-        input::build_prompt(&args.messages, &cwd, stdin)?
+        let prompt = input::build_prompt(&args.messages, &cwd, stdin)?;
+        prompt_templates::expand(&prompt, &templates, &skills)
     };
     let promptless = args.mode == Mode::Rpc || args.recover || args.replay.is_some();
     if prompt.trim().is_empty() && !interactive && !promptless {
@@ -599,13 +667,24 @@ async fn run(
         cwd: cwd.clone(),
         secrets,
         requests,
+        name: args.name.clone(),
+        id_root: session_choice::root(&args, &cwd),
+        templates,
+        skills,
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);
     }
     let _traces = traces.map(|options| tern_telemetry::attach(&rt.agent, options));
     if let Some(hub) = mcp_hub {
-        mcp::follow_tool_changes(hub, rt.agent.clone(), rt.current.clone(), builtin_tools);
+        let declared = selection.clone();
+        mcp::follow_tool_changes(
+            hub,
+            rt.agent.clone(),
+            rt.current.clone(),
+            builtin_tools,
+            move |name| declared.declares_mcp(name),
+        );
     }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
     let start = if args.recover {

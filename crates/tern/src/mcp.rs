@@ -59,20 +59,22 @@ pub async fn start(paths: &[PathBuf]) -> Result<Option<Arc<McpHub>>, UsageError>
     Ok(Some(Arc::new(hub)))
 }
 
-/// Gives `agent` the built-in tools and the hub's current tools whenever a server's list
-/// changes; the core then declares the change in the transcript before the next request.
+/// Gives `agent` the built-in tools and the hub's current tools that `declared` selects
+/// whenever a server's list changes; the core then declares the change in the transcript
+/// before the next request.
 pub fn follow_tool_changes(
     hub: Arc<McpHub>,
     agent: Agent,
     current: Current,
     builtins: Vec<AgentTool>,
+    declared: impl Fn(&str) -> bool + Send + 'static,
 ) {
     let mut changes = hub.subscribe();
     changes.borrow_and_update();
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             let mut tools = builtins.clone();
-            tools.extend(hub.tools());
+            tools.extend(hub.tools().into_iter().filter(|t| declared(t.name())));
             agent.set_tools(current.tools(tools));
         }
     });

@@ -9,6 +9,7 @@ use tern_ai::{Model, StreamFn, ThinkingLevel};
 
 use crate::cli::Args;
 use crate::config::Config;
+use crate::model_lookup::{self, Lookup};
 use crate::usage_error::UsageError;
 
 /// The model selection, resolved.
@@ -18,6 +19,8 @@ pub struct ModelChoice {
     pub model: Model,
     /// Explicit API key (`--api-key` or config), if any.
     pub api_key: Option<String>,
+    /// The thinking level of a `--model NAME:LEVEL` suffix.
+    pub thinking: Option<ThinkingLevel>,
 }
 
 /// Providers tried, in order, when neither `--provider` nor `--model` names one, with their
@@ -29,12 +32,18 @@ const DEFAULT_MODELS: [(&str, &str); 4] = [
     ("openrouter", "anthropic/claude-sonnet-4.5"),
 ];
 
-/// A model served by an OpenAI-compatible server that the catalog does not know.
+/// The context window of a model the catalog does not know (pi's `models.json` default).
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+/// The output token limit of a model the catalog does not know (pi's `models.json` default).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 16_384;
+
+/// A model served by an OpenAI-compatible server that the catalog does not know, with pi's
+/// defaults for a custom model's context window and output limit.
 pub fn on_the_fly_model(id: &str, provider: &str, base_url: &str) -> Model {
     let mut m = Model::new(id, "openai-completions", provider, base_url);
     m.input = vec!["text".into()];
-    m.context_window = 8192;
-    m.max_tokens = 2048;
+    m.context_window = DEFAULT_CONTEXT_WINDOW;
+    m.max_tokens = DEFAULT_MAX_OUTPUT_TOKENS;
     m.extra.insert(
         "compat".into(),
         json!({"supportsStore": false, "maxTokensField": "max_tokens"}),
@@ -52,8 +61,38 @@ pub fn provider_help() -> String {
         .to_string()
 }
 
-/// Resolves provider, model, base URL and key from arguments, config and environment.
+/// Resolves provider, model, base URL and key from arguments, config and environment; the
+/// context window and output limit from `--context-window` / `--max-output-tokens` (or the
+/// config's `context_window` / `max_output_tokens`) when given.
 pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
+    let mut choice = resolve_catalog_model(args, config)?;
+    let window = args.context_window.or(config.context_window);
+    let output = args.max_output_tokens.or(config.max_output_tokens);
+    for (flag, v) in [
+        ("--context-window", window),
+        ("--max-output-tokens", output),
+    ] {
+        if v == Some(0) {
+            return Err(UsageError(format!("{flag} must be at least 1")));
+        }
+    }
+    if let Some(w) = window {
+        choice.model.context_window = w;
+    }
+    if let Some(o) = output {
+        choice.model.max_tokens = o;
+    }
+    if choice.model.max_tokens > choice.model.context_window {
+        return Err(UsageError(format!(
+            "the output limit ({} tokens) is larger than the context window ({} tokens); \
+             lower --max-output-tokens or raise --context-window",
+            choice.model.max_tokens, choice.model.context_window
+        )));
+    }
+    Ok(choice)
+}
+
+fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
     let mut provider = args.provider.clone().or(config.provider.clone());
     let mut id = args.model.clone().or(config.model.clone());
     let base_url = args.base_url.clone().or(config.base_url.clone());
@@ -70,31 +109,60 @@ pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageE
     if let Some(url) = base_url {
         let provider = provider.unwrap_or_else(|| "local".to_string());
         let id = id.unwrap_or_else(|| "local".to_string());
-        let model = match catalog::get_model(&provider, &id) {
-            Some(mut m) => {
-                m.base_url = url;
-                m
-            }
-            None => on_the_fly_model(&id, &provider, &url),
+        // A catalog provider's model is looked up as pi does; any other id is the server's.
+        let found = match providers.contains(&provider) {
+            true => model_lookup::find(&id, Some(&provider), &|_| true),
+            false => Lookup::NotFound,
         };
-        return Ok(ModelChoice { model, api_key });
+        let (model, thinking) = match found {
+            Lookup::Found(m, level) => {
+                let mut m = m.clone();
+                m.base_url = url;
+                (m, level)
+            }
+            _ => match model_lookup::split_thinking(&id) {
+                Some((base, level)) => (on_the_fly_model(base, &provider, &url), Some(level)),
+                None => (on_the_fly_model(&id, &provider, &url), None),
+            },
+        };
+        return Ok(ModelChoice {
+            model,
+            api_key,
+            thinking,
+        });
     }
     let has_key = |p: &str| api_key.is_some() || catalog::env_api_key(p).is_some();
+    let mut thinking = None;
     let model = match (provider, id) {
-        (Some(p), Some(id)) => catalog::get_model(&p, &id).ok_or_else(|| {
-            UsageError(format!(
-                "unknown model {p}/{id}; for a server the catalog does not list, pass --base-url"
-            ))
-        })?,
-        (None, Some(id)) => {
-            let mut found: Vec<&Model> = catalog::models().iter().filter(|m| m.id == id).collect();
-            found.sort_by_key(|m| !has_key(&m.provider));
-            found.first().map(|m| (*m).clone()).ok_or_else(|| {
-                UsageError(format!(
-                    "unknown model {id}; name its provider with --provider, or pass --base-url for a local server"
-                ))
-            })?
-        }
+        (p, Some(id)) => match model_lookup::find(&id, p.as_deref(), &has_key) {
+            Lookup::Found(m, level) => {
+                thinking = level;
+                m.clone()
+            }
+            Lookup::Ambiguous(candidates) => {
+                let names: Vec<String> = candidates
+                    .iter()
+                    .map(|m| format!("{}/{}", m.provider, m.id))
+                    .collect();
+                return Err(UsageError(format!(
+                    "model {id} is offered by several providers ({}); name one with --provider \
+                     or as provider/id",
+                    names.join(", ")
+                )));
+            }
+            Lookup::NotFound => {
+                return Err(UsageError(match p {
+                    Some(p) => format!(
+                        "unknown model {p}/{id}; list the models with --list-models, or for a \
+                         server the catalog does not list, pass --base-url"
+                    ),
+                    None => format!(
+                        "unknown model {id}; list the models with --list-models, name its \
+                         provider with --provider, or pass --base-url for a local server"
+                    ),
+                }))
+            }
+        },
         (Some(p), None) => {
             let preferred = DEFAULT_MODELS
                 .iter()
@@ -132,7 +200,11 @@ pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageE
             provider_help()
         )));
     }
-    Ok(ModelChoice { model, api_key })
+    Ok(ModelChoice {
+        model,
+        api_key,
+        thinking,
+    })
 }
 
 /// Parses a thinking level name.

@@ -10,13 +10,16 @@ use parking_lot::Mutex;
 use tern_agent::hooks::BeforeToolCallResult;
 use tern_agent::{Agent, AgentOptions, AgentTool, Hooks, Subscription};
 use tern_ai::{Message, Model, StreamFn, StreamOptions, ThinkingLevel};
+use tern_session::recorder::Setting;
 use tern_session::{Recorder, SessionFile};
 use tern_tools::policy::{AskFn, PermissionGate, Policy};
 
 use crate::durable::Current;
 use crate::limits::Limits;
+use crate::prompt_templates::PromptTemplate;
 use crate::secrets::eprintln_redacted;
 use crate::session_choice::SessionSource;
+use crate::system_prompt::skills::Skill;
 use crate::usage_error::UsageError;
 
 /// Everything a mode needs.
@@ -29,6 +32,12 @@ pub struct Runtime {
     pub recorder: Arc<Mutex<Recorder>>,
     /// Where new sessions go (None: in memory).
     pub session_root: Option<PathBuf>,
+    /// The session root ids are looked up in (`--session-dir`, or the default).
+    pub id_root: PathBuf,
+    /// The prompt templates: `/name args` prompts are expanded.
+    pub templates: Vec<PromptTemplate>,
+    /// The skills: `/skill:name args` prompts are expanded.
+    pub skills: Vec<Skill>,
     /// Working directory.
     pub cwd: PathBuf,
     /// The durable run that is going, if one is.
@@ -79,6 +88,14 @@ pub struct BuildOptions {
     pub secrets: Arc<[String]>,
     /// Retries and the idle timeout of model requests.
     pub requests: RequestSettings,
+    /// The session's display name to record (`--name`).
+    pub name: Option<String>,
+    /// The session root ids are looked up in.
+    pub id_root: PathBuf,
+    /// The prompt templates (`/name args`).
+    pub templates: Vec<PromptTemplate>,
+    /// The skills (`/skill:name args`).
+    pub skills: Vec<Skill>,
 }
 
 /// How model requests are retried and when a silent one is given up.
@@ -99,12 +116,41 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     let asker = o.asker;
     let limits = o.limits.clone();
     let (model, thinking) = (o.model, o.thinking);
+    // pi records the model and thinking level of a new session, and of a resumed one the
+    // ones that differ from what it recorded, so a resume restores them.
+    let (provider, model_id, level) = (
+        model.provider.clone(),
+        model.id.clone(),
+        thinking.as_str().to_string(),
+    );
+    let mut settings = Vec::new();
+    let recorded = match &o.session {
+        SessionSource::Existing(_, loaded) => {
+            Some((loaded.model.clone(), loaded.thinking_level.clone()))
+        }
+        _ => None,
+    };
+    let (recorded_model, recorded_level) = recorded.unwrap_or_default();
+    if recorded_model.as_ref() != Some(&(provider.clone(), model_id.clone())) {
+        settings.push(Setting::Model(provider, model_id));
+    }
+    if recorded_level.as_deref() != Some(level.as_str()) {
+        settings.push(Setting::Thinking(level));
+    }
+    if let Some(name) = o.name.as_deref().map(str::trim) {
+        settings.push(Setting::Name(name.to_string()));
+    }
     let (messages, session_root, session_file) = match o.session {
         SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
         SessionSource::New(root) => (
             Vec::new(),
             Some(root.clone()),
             SessionFile::create(&root, &o.cwd),
+        ),
+        SessionSource::NewWithId(root, id) => (
+            Vec::new(),
+            Some(root.clone()),
+            SessionFile::create_with_id(&root, &o.cwd, &id),
         ),
         SessionSource::NewAt(path) => (
             Vec::new(),
@@ -175,6 +221,10 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
                 "tern: warning: {e} (the run goes on; pass --no-session to silence this)"
             )
         });
+    let mut recorder = recorder;
+    for setting in settings {
+        recorder.defer(setting);
+    }
     let recorder = Arc::new(Mutex::new(recorder));
     let recording = Recorder::attach(&recorder, &agent);
     Ok(Runtime {
@@ -182,6 +232,9 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         limits,
         recorder,
         session_root,
+        id_root: o.id_root,
+        templates: o.templates,
+        skills: o.skills,
         cwd: o.cwd,
         current,
         recording: Mutex::new(Some(recording)),
@@ -220,6 +273,23 @@ impl Runtime {
     /// The session file path.
     pub fn session_file(&self) -> Option<String> {
         self.recorder.lock().session().path_string()
+    }
+
+    /// `text` expanded when it is `/skill:name args` or a prompt template's `/name args`,
+    /// else as it is.
+    pub fn expand_template(&self, text: &str) -> String {
+        crate::prompt_templates::expand(text, &self.templates, &self.skills)
+    }
+
+    /// The command that resumes this session, once its file exists.
+    pub fn resume_command(&self) -> Option<String> {
+        let rec = self.recorder.lock();
+        let file = rec.session().path().filter(|p| p.exists())?;
+        Some(crate::session_choice::resume_command(
+            file,
+            rec.session().id(),
+            &self.id_root,
+        ))
     }
 
     /// The session's `session` header line, stamped now (JSON mode prints it first).

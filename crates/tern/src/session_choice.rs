@@ -1,9 +1,10 @@
 //! Which session a run uses: in memory, a new file, or an existing one (`--continue`,
-//! `--resume`, `--session`), and where new sessions go.
+//! `--resume`, `--session PATH|ID`, `--fork`, `--session-id`), where new sessions go, and
+//! the command that resumes one.
 
 use std::path::{Path, PathBuf};
 
-use tern_session::LoadedSession;
+use tern_session::{LoadedSession, SessionError};
 
 use crate::cli::Args;
 use crate::secrets::eprintln_redacted;
@@ -20,19 +21,93 @@ pub enum SessionSource {
     None,
     /// A new file under this root.
     New(PathBuf),
+    /// A new file under this root with this id (`--session-id`).
+    NewWithId(PathBuf, String),
     /// A new file at this path.
     NewAt(PathBuf),
     /// An existing file.
     Existing(PathBuf, LoadedSession),
 }
 
-/// Picks the session from the flags. Warnings of a loaded file go to stderr.
-pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageError> {
-    let root = args
-        .session_dir
+/// The session root of this run: `--session-dir` (or `TERN_SESSION_DIR`), else the default.
+pub fn root(args: &Args, cwd: &Path) -> PathBuf {
+    args.session_dir
         .clone()
         .or_else(default_root)
-        .unwrap_or_else(|| cwd.join(".tern-sessions"));
+        .unwrap_or_else(|| cwd.join(".tern-sessions"))
+}
+
+/// Whether a `--session`/`--fork` value names a file rather than an id (pi's rule).
+fn looks_like_path(value: &str) -> bool {
+    value.contains('/') || value.contains('\\') || value.ends_with(".jsonl")
+}
+
+/// The file a `--session`/`--fork` value names, and whether it exists: a path as it is
+/// (resolved against `cwd`), or an id or id prefix looked up under `root` (not found or
+/// ambiguous: a usage error).
+fn resolve(
+    flag: &str,
+    value: &str,
+    root: &Path,
+    cwd: &Path,
+) -> Result<(PathBuf, bool), UsageError> {
+    if looks_like_path(value) {
+        let path = cwd.join(value);
+        let exists = path.exists();
+        return Ok((path, exists));
+    }
+    match tern_session::find_by_id(root, value) {
+        Ok(p) => Ok((p, true)),
+        Err(SessionError::NoSuchId { .. }) | Err(SessionError::ListSessions { .. }) => {
+            Err(UsageError(format!(
+                "{flag} {value}: no session found matching '{value}' under {} (a file path \
+                 needs a `/` or the .jsonl ending; list sessions with `ls {}/*`)",
+                root.display(),
+                root.display()
+            )))
+        }
+        Err(e) => Err(UsageError(format!("{flag} {value}: {e}"))),
+    }
+}
+
+/// pi's checks of `--fork` and `--session-id` against the other session flags.
+fn check_flags(args: &Args) -> Result<(), UsageError> {
+    let named = |pairs: &[(bool, &'static str)]| -> Vec<&'static str> {
+        pairs.iter().filter(|(b, _)| *b).map(|(_, n)| *n).collect()
+    };
+    if args.fork.is_some() {
+        let conflicts = named(&[
+            (args.session.is_some(), "--session"),
+            (args.continue_session, "--continue"),
+            (args.resume.is_some(), "--resume"),
+            (args.no_session, "--no-session"),
+        ]);
+        if !conflicts.is_empty() {
+            return Err(UsageError(format!(
+                "--fork cannot be combined with {}",
+                conflicts.join(", ")
+            )));
+        }
+    }
+    if let Some(id) = &args.session_id {
+        let conflicts = named(&[
+            (args.session.is_some(), "--session"),
+            (args.continue_session, "--continue"),
+            (args.resume.is_some(), "--resume"),
+        ]);
+        if !conflicts.is_empty() {
+            return Err(UsageError(format!(
+                "--session-id cannot be combined with {}",
+                conflicts.join(", ")
+            )));
+        }
+        if !tern_session::valid_session_id(id) {
+            return Err(UsageError(format!(
+                "--session-id {id}: session id must be non-empty, contain only alphanumeric \
+                 characters, '-', '_', and '.', and start and end with an alphanumeric character"
+            )));
+        }
+    }
     let chosen = [
         args.no_session,
         args.continue_session,
@@ -47,15 +122,49 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
             "choose one of --no-session, --continue, --resume and --session".into(),
         ));
     }
-    let load = |path: PathBuf| -> Result<SessionSource, UsageError> {
-        let loaded = tern_session::load(&path)?;
-        for w in &loaded.warnings {
-            eprintln_redacted!("tern: warning: {w}");
+    if let Some(name) = &args.name {
+        if name.trim().is_empty() {
+            return Err(UsageError("--name requires a non-empty value".into()));
         }
-        Ok(SessionSource::Existing(path, loaded))
-    };
+    }
+    Ok(())
+}
+
+/// Loads an existing session; its warnings go to stderr.
+fn load(path: PathBuf) -> Result<SessionSource, UsageError> {
+    let loaded = tern_session::load(&path)?;
+    for w in &loaded.warnings {
+        eprintln_redacted!("tern: warning: {w}");
+    }
+    Ok(SessionSource::Existing(path, loaded))
+}
+
+/// Picks the session from the flags. Warnings of a loaded file go to stderr.
+pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageError> {
+    check_flags(args)?;
+    let root = root(args, cwd);
     if args.no_session {
         return Ok(SessionSource::None);
+    }
+    if let Some(value) = &args.fork {
+        let id = args.session_id.as_deref();
+        if let Some(id) = id {
+            if tern_session::find_exact_in_cwd(&root, cwd, id).is_some() {
+                return Err(UsageError(format!(
+                    "--session-id {id}: session already exists with id '{id}'"
+                )));
+            }
+        }
+        let (source, exists) = resolve("--fork", value, &root, cwd)?;
+        if !exists {
+            return Err(UsageError(format!(
+                "--fork {value}: no session file at {}",
+                source.display()
+            )));
+        }
+        let forked = tern_session::fork_from(&source, &root, cwd, id)
+            .map_err(|e| UsageError(format!("--fork {value}: {e}")))?;
+        return load(forked);
     }
     if args.continue_session {
         return match tern_session::latest_for_cwd(&root, cwd) {
@@ -73,11 +182,66 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
     if let Some(id) = &args.resume {
         return load(tern_session::find_by_id(&root, id)?);
     }
-    if let Some(path) = &args.session {
-        if path.exists() {
-            return load(path.clone());
+    if let Some(value) = &args.session {
+        let (path, exists) = resolve("--session", value, &root, cwd)?;
+        return if exists {
+            load(path)
+        } else {
+            Ok(SessionSource::NewAt(path))
+        };
+    }
+    if let Some(id) = &args.session_id {
+        if let Some(p) = tern_session::find_exact_in_cwd(&root, cwd, id) {
+            return load(p);
         }
-        return Ok(SessionSource::NewAt(path.clone()));
+        eprintln_redacted!(
+            "tern: warning: no project session found with id '{id}'; creating a new session \
+             with that id"
+        );
+        return Ok(SessionSource::NewWithId(root, id.clone()));
     }
     Ok(SessionSource::New(root))
+}
+
+/// pi's quoting of a shell word: as it is when plain, else in single quotes.
+fn quote(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./~:@".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
+}
+
+/// The command that resumes the session in `file` (pi's `formatResumeCommand`): by id when
+/// the file is under the session root (naming the root when it is not the default), else by
+/// its path.
+pub fn resume_command(file: &Path, id: &str, root: &Path) -> String {
+    if !file.starts_with(root) {
+        return format!("tern --session {}", quote(&file.to_string_lossy()));
+    }
+    let dir = if default_root().as_deref() == Some(root) {
+        String::new()
+    } else {
+        format!("--session-dir {} ", quote(&root.to_string_lossy()))
+    };
+    format!("tern {dir}--session {id}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resume_command_names_the_root_or_the_file() {
+        let root = Path::new("/data/s");
+        assert_eq!(
+            resume_command(Path::new("/data/s/--p--/t_ab.jsonl"), "ab", root),
+            "tern --session-dir /data/s --session ab"
+        );
+        assert_eq!(
+            resume_command(Path::new("/w/my run.jsonl"), "ab", root),
+            "tern --session '/w/my run.jsonl'"
+        );
+    }
 }

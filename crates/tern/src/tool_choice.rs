@@ -1,5 +1,5 @@
-//! Which tools the agent gets, the permission policy over them, and the default system
-//! prompt that names them.
+//! The built-in tools the selection names, the permission policy over them and the bash
+//! sandbox (which tools are selected: `tool_selection.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -11,12 +11,8 @@ use tern_tools::ToolConfig;
 use crate::cli::Args;
 use crate::config::Config;
 use crate::secrets::eprintln_redacted;
+use crate::tool_selection::ToolSelection;
 use crate::usage_error::UsageError;
-
-/// Every built-in tool name, in pi's order.
-pub const TOOL_NAMES: [&str; 7] = ["read", "write", "edit", "bash", "ls", "grep", "find"];
-/// The default tools: the read-only ones.
-pub const DEFAULT_TOOLS: &str = "read,grep,find,ls";
 
 /// The bash sandbox from `--sandbox`, `--network`, `--pass-env` and their config keys (a flag
 /// wins; `--pass-env` names add to the config's).
@@ -76,29 +72,12 @@ pub fn note_sandbox_support(policy: &SandboxPolicy, tools: &[AgentTool]) {
     }
 }
 
-/// Builds the selected tools.
-pub fn select_tools(spec: &str, config: &ToolConfig) -> Result<Vec<AgentTool>, UsageError> {
-    let mut names: Vec<&str> = Vec::new();
-    for raw in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if raw == "all" {
-            names.extend(TOOL_NAMES);
-        } else if raw == "none" {
-            continue;
-        } else if TOOL_NAMES.contains(&raw) {
-            names.push(raw);
-        } else {
-            return Err(UsageError(format!(
-                "unknown tool {raw}; choose from {} (or `all`, `none`)",
-                TOOL_NAMES.join(", ")
-            )));
-        }
-    }
-    let mut tools: Vec<AgentTool> = Vec::new();
-    for name in TOOL_NAMES {
-        if !names.contains(&name) {
-            continue;
-        }
-        tools.push(match name {
+/// Builds the selected built-in tools, in pi's order.
+pub fn select_tools(selection: &ToolSelection, config: &ToolConfig) -> Vec<AgentTool> {
+    selection
+        .builtins
+        .iter()
+        .map(|name| match *name {
             "read" => tern_tools::read_tool(config),
             "write" => tern_tools::write_tool(config),
             "edit" => tern_tools::edit_tool(config),
@@ -106,9 +85,34 @@ pub fn select_tools(spec: &str, config: &ToolConfig) -> Result<Vec<AgentTool>, U
             "ls" => tern_tools::ls_tool(config),
             "grep" => tern_tools::grep_tool(config),
             _ => tern_tools::find_tool(config),
-        });
+        })
+        .collect()
+}
+
+/// Says once on stderr which selected tools change files or run commands without asking:
+/// in print and JSON modes nobody can be asked, so with no `--allow` rule they just run.
+/// A tool a bare `--deny TOOL` refuses is not named.
+pub fn note_unasked_mutations(selection: &ToolSelection, allow: &[String], deny: &[String]) {
+    if !allow.is_empty() {
+        return;
     }
-    Ok(tools)
+    let running: Vec<&str> = selection
+        .mutating()
+        .into_iter()
+        .filter(|t| !deny.iter().any(|d| d == t))
+        .collect();
+    if running.is_empty() {
+        return;
+    }
+    eprintln_redacted!(
+        "tern: note: {} enabled and run without asking (nobody can be asked here); \
+         --tools read,grep,find,ls keeps the run read-only, --deny TOOL[:GLOB] refuses calls",
+        match running.as_slice() {
+            [one] => format!("{one} is"),
+            [init @ .., last] => format!("{} and {last} are", init.join(", ")),
+            [] => String::new(),
+        }
+    );
 }
 
 /// Parses `TOOL` or `TOOL:GLOB` into a rule.
@@ -148,24 +152,6 @@ pub fn build_policy(
         }
     }
     Ok(policy)
-}
-
-/// The default system prompt.
-pub fn default_system_prompt(cwd: &Path, tools: &[AgentTool]) -> String {
-    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-    format!(
-        "You are tern, a coding assistant. The working directory is {}; give tool paths \
-         relative to it (e.g. `src/main.rs`). Use the tools ({}) to look at files before \
-         answering questions about them; never invent file contents. To read a whole file, \
-         call read with only its path (offset and limit are for files too long to read at \
-         once). Answer concisely, from what the tools returned.",
-        cwd.display(),
-        if names.is_empty() {
-            "none".to_string()
-        } else {
-            names.join(", ")
-        }
-    )
 }
 
 #[cfg(test)]

@@ -112,7 +112,7 @@ fn session_limits_wrap_up_the_run_that_reaches_them_and_refuse_the_next() {
     ]);
     let prompt = |flags: &[&str], text: &str| {
         let mut c = command(home.path(), home.path());
-        c.args(["--base-url", &server.url])
+        c.args(["--base-url", &server.url, "--tools", "read,grep,find,ls"])
             .args(flags)
             .arg("--session")
             .arg(&session)
@@ -164,7 +164,12 @@ fn rpc_names_the_limit_and_refuses_a_prompt_over_the_sessions_budget() {
     ]);
     let mut c = command(home.path(), home.path());
     c.args(["--mode", "rpc", "--no-session", "--base-url", &server.url])
-        .args(["--session-max-tool-calls", "1"]);
+        .args([
+            "--tools",
+            "read,grep,find,ls",
+            "--session-max-tool-calls",
+            "1",
+        ]);
     let mut rpc = Rpc::spawn(c);
     let r = rpc.call("p1", json!({"type": "prompt", "message": "list"}));
     assert_eq!(r["success"], true, "{r}");

@@ -214,6 +214,10 @@ fn budget_run(
     let server = Server::start(script);
     let mut c = command(home.path(), cwd);
     c.args(["--base-url", &server.url]).args(flags);
+    // The scripted model lists files: the read-only tools, unless the case names its own.
+    if !flags.contains(&"--tools") {
+        c.args(["--tools", "read,grep,find,ls"]);
+    }
     c.args(["-p", "list the files, then more"]);
     let o = run(c);
     (o, server.requests())
@@ -349,7 +353,7 @@ fn replay_of_a_recorded_session_is_identical_until_it_is_edited() {
     );
 
     // The system prompt edited: the first request differs there.
-    let edited = original.replacen("You are tern", "You are fern", 1);
+    let edited = original.replacen("running inside tern", "running inside fern", 1);
     assert_ne!(edited, original);
     let file = home.path().join("system-edited.jsonl");
     std::fs::write(&file, edited).unwrap();

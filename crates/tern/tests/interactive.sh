@@ -76,6 +76,18 @@ if [ "$title" = owned ]; then
 fi
 tmux send-keys -t "$S" C-d
 wait_for "TERN-EXIT=0" "exited"
+# The exit hint names a command that works: run it (without TERN_SESSION_DIR, so it must name
+# the session folder itself); the session's last run ended, so there is nothing to recover.
+wait_for "To resume this session:" "resume-hint"
+resume="$(tmux capture-pane -p -t "$S" | grep -A1 -F "To resume this session:" | tail -1)"
+case "$resume" in
+  "tern "*) ;;
+  *) echo "no resume command after the hint: '$resume'" >&2; exit 1 ;;
+esac
+# shellcheck disable=SC2086 # the command's words, as a shell would split them
+out="$(cd "$WORK/cwd" && env HOME="$WORK/home" TERN_CONFIG=/dev/null "$TERN_BIN" ${resume#tern } --recover 2>&1)" \
+  || { echo "the resume command failed: $resume: $out" >&2; exit 1; }
+echo "$out" | grep -q "nothing to recover" || { echo "the resume command found no session: $out" >&2; exit 1; }
 
 # SIGTERM while a tool runs: the run is aborted, the command's processes die, the session is
 # kept, tern exits with the abort code.

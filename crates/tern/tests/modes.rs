@@ -152,6 +152,8 @@ fn json_mode_lines_follow_the_event_grammar() {
     c.args([
         "--base-url",
         &server.url,
+        "--tools",
+        "read,grep,find,ls",
         "--mode",
         "json",
         "what is in a.txt?",
@@ -213,6 +215,8 @@ fn max_turns_ends_the_run_with_code_3() {
     c.args([
         "--base-url",
         &server.url,
+        "--tools",
+        "read,grep,find,ls",
         "--max-turns",
         "2",
         "-p",

@@ -110,10 +110,13 @@ fn resumed_session_gives_the_model_the_same_transcript() {
         parent = e["id"].clone();
     }
     let entries = without_steps(&entries);
-    for e in &entries[1..] {
+    // pi's new-session entries: the model and thinking level, ahead of the messages.
+    assert_eq!(entries[1]["type"], "model_change");
+    assert_eq!(entries[2]["type"], "thinking_level_change");
+    for e in &entries[3..] {
         assert_eq!(e["type"], "message");
     }
-    let roles: Vec<&str> = entries[1..]
+    let roles: Vec<&str> = entries[3..]
         .iter()
         .map(|e| e["message"]["role"].as_str().unwrap())
         .collect();
@@ -261,15 +264,18 @@ fn a_pi_session_file_is_read_and_continued() {
             && all.contains("and from tern")
     );
     assert!(all.contains("You are an expert coding assistant."), "{all}");
-    // New entries attach to pi's leaf: tern's tools are declared in a system message (pi's
-    // file declared none), then the prompt and the answer.
+    // New entries attach to pi's leaf: the model and thinking level (pi's file recorded
+    // none), tern's tools declared in a system message (pi's file declared none), then the
+    // prompt and the answer.
     let entries = lines(&file);
     assert_eq!(entries[6]["parentId"], "d4e5f6a7");
+    assert_eq!(entries[6]["type"], "model_change");
+    assert_eq!(entries[7]["type"], "thinking_level_change");
     let entries = without_steps(&entries);
-    let roles: Vec<&str> = entries[6..]
+    let roles: Vec<&str> = entries[8..]
         .iter()
         .map(|e| e["message"]["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["system", "user", "assistant"], "{entries:#?}");
-    assert!(entries[6]["message"]["toolsAdded"].is_array());
+    assert!(entries[8]["message"]["toolsAdded"].is_array());
 }

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 
-use tern_agent::{AgentEvent, RunEnding, RunOutcome};
+use tern_agent::{AgentEvent, RunEnding, RunOutcome, StopCause};
 use tern_ai::{AssistantMessageEvent, Message};
 
 use crate::event_lines;
@@ -142,6 +142,14 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
                     "tern: the answer above is partial: the request failed before the model finished"
                 );
             }
+        }
+        // pi's print mode: a reply cut at the output limit is printed, then fails the run.
+        if code == exit::OK && run.ending == RunEnding::Stopped(StopCause::OutputLimit) {
+            eprintln_redacted!(
+                "tern: Response was truncated: the model reached its output token limit. \
+                 (--max-output-tokens sets the limit of a --base-url model)"
+            );
+            return exit::ERROR;
         }
     }
     code

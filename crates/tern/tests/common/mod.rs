@@ -20,6 +20,8 @@ use serde_json::{json, Value};
 pub enum Reply {
     /// Streamed text.
     Text(String),
+    /// Streamed text that ends at the output limit (`finish_reason: "length"`).
+    Truncated(String),
     /// A tool call (after optional text).
     Tool {
         /// Call id.
@@ -162,8 +164,13 @@ fn serve(
         Ok(())
     };
     let usage = json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
-    match reply {
-        Reply::Text(text) => {
+    match &reply {
+        Reply::Text(text) | Reply::Truncated(text) => {
+            let finish = if matches!(reply, Reply::Truncated(_)) {
+                "length"
+            } else {
+                "stop"
+            };
             send(chunk(json!({"role": "assistant", "content": ""}), None))?;
             let chars: Vec<char> = text.chars().collect();
             for piece in chars.chunks(8) {
@@ -172,9 +179,10 @@ fn serve(
                     None,
                 ))?;
             }
-            send(chunk(json!({}), Some("stop")))?;
+            send(chunk(json!({}), Some(finish)))?;
         }
         Reply::Tool { id, name, args } => {
+            let (id, name) = (id.clone(), name.clone());
             let a = args.to_string();
             let (first, rest) = a.split_at(a.len() / 2);
             send(chunk(

@@ -90,6 +90,8 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
 
 /// Sends a line: a command, a prompt, a steering message or a follow-up.
 fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
+    // A prompt template's `/name args` is its text, before any command is looked for.
+    let text = ui.rt.expand_template(text.trim());
     let trimmed = text.trim();
     let (cmd, rest) = match trimmed.split_once(' ') {
         Some((c, r)) => (c, r.trim().to_string()),

@@ -205,8 +205,9 @@ pub async fn run(
     let _ = ui.out.flush();
     sub.unsubscribe();
     drop(_guard);
-    if let Some(f) = rt.session_file() {
-        eprintln!("tern: session saved to {f} (resume with --continue)");
+    if let (Some(f), Some(cmd)) = (rt.session_file(), rt.resume_command()) {
+        // The command on a line of its own, so a triple-click selects it (pi's layout).
+        eprintln!("tern: session saved to {f}\nTo resume this session:\n{cmd}");
     }
     code
 }

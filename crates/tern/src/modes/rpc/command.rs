@@ -92,6 +92,12 @@ pub struct UserInput {
 }
 
 impl UserInput {
+    /// The input with its text replaced by `f` of it (a prompt template's expansion).
+    pub fn map_text(mut self, f: impl FnOnce(&str) -> String) -> Self {
+        self.message.0 = f(&self.message.0);
+        self
+    }
+
     /// The message, stamped now.
     pub fn into_message(self) -> Message {
         let mut blocks = vec![ContentBlock::text(self.message.0)];

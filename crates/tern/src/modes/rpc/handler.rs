@@ -112,7 +112,9 @@ impl Rpc {
                 input,
                 streaming_behavior,
             } => {
-                let m = input.into_message();
+                let m = input
+                    .map_text(|t| self.rt.expand_template(t))
+                    .into_message();
                 if !self.running() {
                     if let Some((limit, why)) = self.rt.session_refusal() {
                         return Err(format!("{why} (limit: {})", limit.key()));
