@@ -52,6 +52,21 @@ pub struct ModelReply {
     pub message: AssistantMessage,
 }
 
+/// What the `model` activity returns: a response, or the stream function's refusal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum ModelOutcome {
+    /// The provider answered (an error response is a message too).
+    Streamed(Box<ModelReply>),
+    /// The stream function refused the request before streaming (bad provider config, a
+    /// stream function that throws): the run fails with this text, as a local run does.
+    /// Retrying cannot help, so it is an outcome, not a failed activity.
+    Refused {
+        /// The stream function's error.
+        message: String,
+    },
+}
+
 /// Records events as a stream delivers them.
 #[derive(Default)]
 pub(crate) struct Recorder {
@@ -143,9 +158,11 @@ fn set_text(m: &mut AssistantMessage, index: usize, content: &str) {
 pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) {
     use AssistantMessageEvent::*;
     if let Some(start) = recorded.start {
-        let partial = PartialMessage::new(start);
+        let partial = PartialMessage::new(start.clone());
+        // The whole record is played before the loop reads its first event, and the working
+        // partial below changes as it is: the start event gets the message as it started.
         reply.push(Start {
-            partial: partial.clone(),
+            partial: PartialMessage::new(start),
         });
         for step in recorded.steps {
             let i = step.content_index;

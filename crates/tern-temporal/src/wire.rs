@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tern_agent::{Replay, ToolExecutionMode, ToolResult};
+use tern_agent::{QueueMode, Replay, ToolExecutionMode, ToolResult};
 use tern_ai::{Message, Model, ThinkingLevel};
 
 /// A tool as the workflow sees it: its declaration and policies. The worker holds the code.
@@ -55,6 +55,12 @@ pub struct SessionInput {
     /// How a batch of calls runs.
     #[serde(default)]
     pub tool_execution: ToolExecutionMode,
+    /// How many queued steering messages the loop takes per poll.
+    #[serde(default)]
+    pub steering_mode: QueueMode,
+    /// How many queued follow-up messages the loop takes per poll.
+    #[serde(default)]
+    pub follow_up_mode: QueueMode,
     /// Events already published by earlier runs of this session (kept across continue-as-new,
     /// so subscribers' offsets stay valid).
     #[serde(default)]
@@ -80,6 +86,10 @@ pub struct ModelRequest {
     /// The reasoning level.
     #[serde(default)]
     pub reasoning: Option<ThinkingLevel>,
+    /// How many events the session had published when the loop made this request: where
+    /// in the session's event log the request's own events begin.
+    #[serde(default)]
+    pub event_offset: usize,
 }
 
 /// The `tool` activity's input: one call.
@@ -92,6 +102,9 @@ pub struct ToolRequest {
     pub name: String,
     /// The validated arguments.
     pub args: Value,
+    /// How many events the session had published when the loop started this call.
+    #[serde(default)]
+    pub event_offset: usize,
 }
 
 /// The `tool` activity's output: what the tool returned, or the error it failed with (a tool
@@ -103,12 +116,29 @@ pub enum ToolReply {
     Returned {
         /// The result.
         result: Box<ToolResult>,
+        /// The partial results it reported before returning, in order (the workflow hands
+        /// them to the loop, which publishes them as `tool_execution_update` events).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        updates: Vec<ToolResult>,
     },
     /// The tool failed; the loop turns the message into an error result.
     Failed {
         /// The error's text.
         message: String,
+        /// The partial results it reported before failing.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        updates: Vec<ToolResult>,
     },
+}
+
+impl ToolReply {
+    /// A failure without partial results (the call never ran, or ended unknown).
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolReply::Failed {
+            message: message.into(),
+            updates: Vec::new(),
+        }
+    }
 }
 
 /// A message sent to a session (prompt, steer, follow-up).

@@ -18,18 +18,21 @@ mod session;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
 };
-use tern_agent::{run_agent_loop, AgentContext, AgentLoopConfig};
-use tern_ai::StreamFn;
+use tern_agent::{
+    run_agent_loop, run_agent_loop_continue, AgentContext, AgentError, AgentLoopConfig,
+};
+use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
 use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
 use bridge::{bridged_tool, Bridge, BridgedModel};
-use session::{Input, Seq, Shared};
+use session::{Input, Seq, Shared, Start};
 
 type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -50,6 +53,7 @@ impl AgentWorkflow {
             let mut s = shared.0.lock();
             s.messages = input.messages.clone();
             s.event_offset = input.event_offset;
+            s.set_queue_modes(input.steering_mode, input.follow_up_mode);
         }
         AgentWorkflow { input, shared }
     }
@@ -59,7 +63,7 @@ impl AgentWorkflow {
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<SessionOutput> {
         let (input, shared) = ctx.state(|w| (w.input.clone(), w.shared.clone()));
-        let bridge = Arc::new(Bridge::default());
+        let bridge = Arc::new(Bridge::new(shared.clone()));
         let tools: Vec<_> = input
             .tools
             .iter()
@@ -69,36 +73,61 @@ impl AgentWorkflow {
         loop {
             ctx.wait_condition(|w| {
                 let s = w.shared.0.lock();
-                s.has_prompt() || s.closed
+                s.has_run() || s.closed
             })
             .await?;
-            let (prompts, transcript) = {
+            let (start, transcript) = {
                 let mut s = shared.0.lock();
-                let Some(prompts) = s.take_prompt() else {
+                let Some(start) = s.take_run() else {
                     break;
                 };
                 s.is_streaming = true;
-                (prompts, s.messages.clone())
+                (start, s.messages.clone())
             };
             ctx.state_mut(|_| ());
+            let skip_initial_steering = matches!(
+                start,
+                Start::Prompt {
+                    skip_initial_steering: true,
+                    ..
+                }
+            );
             let mut config = AgentLoopConfig::new(input.model.clone());
             config.reasoning = input.reasoning;
             config.tool_execution = input.tool_execution;
-            config.get_steering_messages = Some(shared.steering_source());
+            config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
             config.get_follow_up_messages = Some(shared.follow_up_source());
             let context = AgentContext::new(transcript, tools.clone());
             let signal = CancellationToken::new();
-            let run = run_agent_loop(
-                prompts,
-                context,
-                config,
-                &shared,
-                signal.clone(),
-                stream_fn.clone(),
-            );
-            // A failed run (a hook or the stream function failed) leaves its error in the
-            // events it published; the session stays usable.
-            let _ = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            let run: BoxFuture<'_, Result<Vec<Message>, AgentError>> = match start {
+                Start::Prompt { messages, .. } => Box::pin(run_agent_loop(
+                    messages,
+                    context,
+                    config,
+                    &shared,
+                    signal.clone(),
+                    stream_fn.clone(),
+                )),
+                Start::Continue => Box::pin(run_agent_loop_continue(
+                    context,
+                    config,
+                    &shared,
+                    signal.clone(),
+                    stream_fn.clone(),
+                )),
+            };
+            // A failed run (a hook or the stream function failed) ends, as the Agent's does,
+            // with a failure message carrying the error; the session stays usable.
+            let ran = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            if let Err(e) = ran {
+                let at = driver::workflow_ms(ctx);
+                shared.0.lock().record_run_failure(
+                    &input.model,
+                    e.to_string(),
+                    signal.is_cancelled(),
+                    at,
+                );
+            }
             shared.0.lock().is_streaming = false;
             ctx.state_mut(|_| ());
             if signal.is_cancelled() {
@@ -132,9 +161,7 @@ impl AgentWorkflow {
             return Err("The session is closed".into());
         }
         if s.is_busy() {
-            return Err(
-                "The agent is already processing a prompt: use steer or follow_up, or wait".into(),
-            );
+            return Err(AgentError::PromptWhileRunning.to_string().into());
         }
         if input.messages.is_empty() {
             return Err("A prompt needs at least one message".into());
@@ -146,6 +173,35 @@ impl AgentWorkflow {
     #[update]
     pub async fn prompt(ctx: &mut WorkflowContext<Self>, input: SessionMessages) -> Seq {
         accept(ctx, Input::Prompt, input).await
+    }
+
+    #[update_validator(continue_run)]
+    fn validate_continue(
+        &self,
+        _ctx: &WorkflowContextView,
+        _input: &(),
+    ) -> Result<(), HandlerError> {
+        let s = self.shared.0.lock();
+        if s.closed {
+            return Err("The session is closed".into());
+        }
+        match s.cannot_continue() {
+            Some(e) => Err(e.to_string().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Continues from the transcript as it is, as `Agent::continue_run` does (an assistant
+    /// tail is answered by the queued steering, else the queued follow-ups); completes when
+    /// the run has started.
+    #[update]
+    pub async fn continue_run(ctx: &mut WorkflowContext<Self>, _input: ()) -> Seq {
+        let seq = ctx.state_mut(|w| w.shared.0.lock().accept(Input::Continue, Vec::new()));
+        // Cancelled waits end with the workflow: the update then reports that, not a seq.
+        let _ = ctx
+            .wait_condition(|w| w.shared.0.lock().is_started(seq))
+            .await;
+        seq
     }
 
     #[update_validator(steer)]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tern_agent::{AgentEvent, EventSink, PendingMessageQueue};
-use tern_ai::Message;
+use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue, QueueMode};
+use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason};
 
 use crate::wire::SessionState;
 
@@ -44,7 +44,10 @@ pub(crate) struct Session {
     pub(crate) event_offset: usize,
     pub(crate) is_streaming: bool,
     pending_tool_calls: Vec<String>,
-    prompts: VecDeque<(Seq, Vec<Message>)>,
+    /// Runs asked for and not started: a prompt's messages, or `None` for a continue.
+    runs: VecDeque<(Seq, Option<Vec<Message>>)>,
+    /// The seq of the last run started (runs start in the order they were accepted).
+    started: Seq,
     steering: Queue,
     follow_up: Queue,
     /// Delivered to the loop, not yet committed (seen at their `message_end`).
@@ -58,16 +61,36 @@ pub(crate) struct Session {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Input {
     Prompt,
+    Continue,
     Steer,
     FollowUp,
 }
 
+/// How a run starts, as the Agent starts one.
+pub(crate) enum Start {
+    /// With new messages: a prompt's, or the queued messages that answer an assistant tail
+    /// (steering ones skip the loop's first steering poll, as the Agent's do).
+    Prompt {
+        messages: Vec<Message>,
+        skip_initial_steering: bool,
+    },
+    /// From the transcript as it is (its tail is not an assistant message).
+    Continue,
+}
+
 impl Session {
+    /// A session with the queues' modes set.
+    pub(crate) fn set_queue_modes(&mut self, steering: QueueMode, follow_up: QueueMode) {
+        self.steering.messages = PendingMessageQueue::new(steering);
+        self.follow_up.messages = PendingMessageQueue::new(follow_up);
+    }
+
     pub(crate) fn accept(&mut self, input: Input, messages: Vec<Message>) -> Seq {
         self.next_seq += 1;
         let seq = self.next_seq;
         match input {
-            Input::Prompt => self.prompts.push_back((seq, messages)),
+            Input::Prompt => self.runs.push_back((seq, Some(messages))),
+            Input::Continue => self.runs.push_back((seq, None)),
             Input::Steer => messages
                 .into_iter()
                 .for_each(|m| self.steering.push(seq, m)),
@@ -78,23 +101,81 @@ impl Session {
         seq
     }
 
+    /// How many events the session has published (across continue-as-new).
+    pub(crate) fn published(&self) -> usize {
+        self.event_offset + self.events.len()
+    }
+
     pub(crate) fn is_committed(&self, seq: Seq) -> bool {
         self.committed >= seq
     }
 
-    pub(crate) fn has_prompt(&self) -> bool {
-        !self.prompts.is_empty()
+    pub(crate) fn is_started(&self, seq: Seq) -> bool {
+        self.started >= seq
+    }
+
+    pub(crate) fn has_run(&self) -> bool {
+        !self.runs.is_empty()
     }
 
     pub(crate) fn is_busy(&self) -> bool {
-        self.is_streaming || self.has_prompt()
+        self.is_streaming || self.has_run()
     }
 
-    pub(crate) fn take_prompt(&mut self) -> Option<Vec<Message>> {
-        let (seq, messages) = self.prompts.pop_front()?;
-        self.delivered
-            .extend(messages.iter().map(|m| (seq, m.clone())));
-        Some(messages)
+    /// Why a continue cannot start now (the Agent's errors), or `None` when it can.
+    pub(crate) fn cannot_continue(&self) -> Option<AgentError> {
+        if self.is_busy() {
+            return Some(AgentError::ContinueWhileRunning);
+        }
+        if self
+            .messages
+            .iter()
+            .all(|m| matches!(m, Message::System(_)))
+        {
+            return Some(AgentError::NothingToContinue);
+        }
+        let assistant_tail = matches!(self.messages.last(), Some(Message::Assistant(_)));
+        if assistant_tail
+            && !self.steering.messages.has_items()
+            && !self.follow_up.messages.has_items()
+        {
+            return Some(AgentError::CannotContinueFrom("assistant".into()));
+        }
+        None
+    }
+
+    /// Starts the next run asked for.
+    pub(crate) fn take_run(&mut self) -> Option<Start> {
+        let (seq, messages) = self.runs.pop_front()?;
+        self.started = seq;
+        if let Some(messages) = messages {
+            self.delivered
+                .extend(messages.iter().map(|m| (seq, m.clone())));
+            return Some(Start::Prompt {
+                messages,
+                skip_initial_steering: false,
+            });
+        }
+        if !matches!(self.messages.last(), Some(Message::Assistant(_))) {
+            return Some(Start::Continue);
+        }
+        // An assistant tail is answered by queued steering first, then by follow-ups.
+        for steering in [true, false] {
+            let queue = if steering {
+                &mut self.steering
+            } else {
+                &mut self.follow_up
+            };
+            let taken = queue.drain();
+            if !taken.is_empty() {
+                return Some(Start::Prompt {
+                    messages: self.deliver(taken),
+                    skip_initial_steering: steering,
+                });
+            }
+        }
+        // Validated with a message queued; nothing took it since. The loop reports it.
+        Some(Start::Continue)
     }
 
     fn deliver(&mut self, taken: Vec<(Seq, Message)>) -> Vec<Message> {
@@ -114,7 +195,7 @@ impl Session {
             pending_tool_calls: self.pending_tool_calls.clone(),
             steering_queue: self.steering.messages.all().to_vec(),
             follow_up_queue: self.follow_up.messages.all().to_vec(),
-            event_count: self.event_offset + self.events.len(),
+            event_count: self.published(),
         }
     }
 
@@ -125,6 +206,48 @@ impl Session {
             .get(from..)
             .map(<[Value]>::to_vec)
             .unwrap_or_default()
+    }
+
+    /// Ends a failed run as the Agent does: a failure message (empty text, the error, `error`
+    /// or, when aborted, `aborted`) published as the run's last message, turn and end.
+    pub(crate) fn record_run_failure(
+        &mut self,
+        model: &Model,
+        error: String,
+        aborted: bool,
+        timestamp: u64,
+    ) {
+        let failure = Message::from(AssistantMessage {
+            content: vec![ContentBlock::text("")],
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: if aborted {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            },
+            error_message: Some(error),
+            timestamp,
+            ..AssistantMessage::default()
+        });
+        for event in [
+            AgentEvent::MessageStart {
+                message: failure.clone(),
+            },
+            AgentEvent::MessageEnd {
+                message: failure.clone(),
+            },
+            AgentEvent::TurnEnd {
+                message: failure.clone(),
+                tool_results: Vec::new(),
+            },
+            AgentEvent::AgentEnd {
+                messages: vec![failure],
+            },
+        ] {
+            self.record(&event);
+        }
     }
 
     fn record(&mut self, event: &AgentEvent) {
@@ -176,9 +299,15 @@ impl EventSink for Shared {
 }
 
 impl Shared {
-    pub(crate) fn steering_source(&self) -> tern_agent::config::MessageSource {
+    /// The loop's steering source; with `skip_first`, its first poll takes nothing (the run
+    /// started with the steering messages queued before it).
+    pub(crate) fn steering_source(&self, skip_first: bool) -> tern_agent::config::MessageSource {
         let shared = self.clone();
+        let skip = std::sync::atomic::AtomicBool::new(skip_first);
         Arc::new(move || -> BoxFuture<'static, Vec<Message>> {
+            if skip.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Box::pin(async { Vec::new() });
+            }
             let mut s = shared.0.lock();
             let taken = s.steering.drain();
             let out = s.deliver(taken);
