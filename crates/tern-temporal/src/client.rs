@@ -161,6 +161,20 @@ impl SessionHandle {
             .map_err(self.update_error("continue"))
     }
 
+    /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
+    /// prompt and tools as one system message; refused ([`Error::Rejected`]) while a run is
+    /// active. Steering and follow-up messages it discards complete their updates.
+    pub async fn reset(&self) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::reset,
+                (),
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("reset"))
+    }
+
     /// Queues steering messages and returns once the session has accepted them, without
     /// waiting for a run to deliver them (as `Agent::steer` does; while idle they wait for
     /// the next run).
@@ -190,7 +204,8 @@ impl SessionHandle {
             .map_err(self.update_error("follow_up"))
     }
 
-    /// Steers the running agent; returns once the messages are in the transcript.
+    /// Steers the running agent; returns once the messages are in the transcript (or a
+    /// reset discarded them).
     pub async fn steer(&self, messages: Vec<Message>) -> Result<(), Error> {
         self.handle
             .execute_update(

@@ -45,7 +45,7 @@ pub enum Error {
     Rejected {
         /// The session.
         session: String,
-        /// `prompt`, `continue`, `steer` or `follow_up`.
+        /// `prompt`, `continue`, `reset`, `steer` or `follow_up`.
         what: &'static str,
         /// The session's reason.
         reason: String,

@@ -218,6 +218,20 @@ async fn drive(
             "continue" => session.continue_run().await,
             "steer" => session.queue_steer(vec![queued_message(a)]).await,
             "followUp" => session.queue_follow_up(vec![queued_message(a)]).await,
+            "reset" => session.reset().await.inspect(|()| trace.reset()),
+            "snapshot" => {
+                let state = state_now(spec, agent, session, trace).await?;
+                trace.here(json!({"kind": "snapshot", "state": state}));
+                Ok(())
+            }
+            "waitForIdle" => {
+                offset = session
+                    .follow(offset, |e| trace.event(e))
+                    .await
+                    .map_err(backend)?;
+                trace.here(json!({"kind": "idle"}));
+                Ok(())
+            }
             other => return Err(RunError::Unsupported(format!("the action {other}"))),
         };
         match done {
@@ -239,7 +253,25 @@ async fn drive(
     if spec.settle_ms > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(spec.settle_ms / 1000.0)).await;
     }
-    let state = session.state().await.map_err(backend)?;
+    let fin = state_now(spec, agent, session, trace).await?;
+    let mut out = Map::new();
+    out.insert("format".into(), json!(FORMAT));
+    out.insert("trace".into(), Value::Array(trace.entries()));
+    out.insert("final".into(), fin);
+    Ok(Value::Object(out))
+}
+
+/// The Agent's state as the runner prints it (`final`, `snapshot`), from the session's.
+async fn state_now(
+    spec: &Scenario,
+    agent: &AgentSpec,
+    session: &SessionHandle,
+    trace: &Trace,
+) -> Result<Value, RunError> {
+    let state = session
+        .state()
+        .await
+        .map_err(|e| RunError::Backend(e.to_string()))?;
     let mut fin = Map::new();
     fin.insert("messages".into(), norm_of(&state.messages));
     fin.insert(
@@ -269,11 +301,7 @@ async fn drive(
             "followUp": norm_of(&state.follow_up_queue),
         }),
     );
-    let mut out = Map::new();
-    out.insert("format".into(), json!(FORMAT));
-    out.insert("trace".into(), Value::Array(trace.entries()));
-    out.insert("final".into(), Value::Object(fin));
-    Ok(Value::Object(out))
+    Ok(Value::Object(fin))
 }
 
 /// A prompt's messages: its `messages`, or its `text` as `Agent.prompt(string)` builds it.

@@ -8,8 +8,16 @@ use serde_json::Value;
 use super::spec::{Scenario, Step};
 
 /// The actions that have a session operation (`prompt`, `continue_run`, `queue_steer`,
-/// `queue_follow_up`).
-pub const SESSION_ACTIONS: &[&str] = &["prompt", "continue", "steer", "followUp"];
+/// `queue_follow_up`, `reset`, `state`, `follow`).
+pub const SESSION_ACTIONS: &[&str] = &[
+    "prompt",
+    "continue",
+    "steer",
+    "followUp",
+    "reset",
+    "snapshot",
+    "waitForIdle",
+];
 
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {

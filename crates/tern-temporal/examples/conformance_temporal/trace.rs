@@ -87,6 +87,11 @@ impl Trace {
         self.place(offset, entry);
     }
 
+    /// The session was reset: the Agent's `errorMessage` with it.
+    pub fn reset(&self) {
+        self.0.lock().error_message = None;
+    }
+
     /// The Agent's `errorMessage` after the events read so far.
     pub fn error_message(&self) -> Option<String> {
         self.0.lock().error_message.clone()

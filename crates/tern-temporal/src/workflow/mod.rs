@@ -204,6 +204,25 @@ impl AgentWorkflow {
         seq
     }
 
+    #[update_validator(reset)]
+    fn validate_reset(&self, _ctx: &WorkflowContextView, _input: &()) -> Result<(), HandlerError> {
+        let s = self.shared.0.lock();
+        if s.closed {
+            return Err("The session is closed".into());
+        }
+        match s.cannot_reset() {
+            Some(e) => Err(e.to_string().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
+    /// prompt and tools as one system message. Refused while a run is active.
+    #[update]
+    pub async fn reset(ctx: &mut WorkflowContext<Self>, _input: ()) {
+        ctx.state_mut(|w| w.shared.0.lock().reset());
+    }
+
     #[update_validator(steer)]
     fn validate_steer(
         &self,

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue, QueueMode};
+use tern_ai::transcript::get_current_system_message;
 use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason};
 
 use crate::wire::SessionState;
@@ -26,6 +27,11 @@ impl Queue {
     fn push(&mut self, seq: Seq, m: Message) {
         self.messages.enqueue(m);
         self.seqs.push_back(seq);
+    }
+
+    fn clear(&mut self) {
+        self.messages.clear();
+        self.seqs.clear();
     }
 
     fn drain(&mut self) -> Vec<(Seq, Message)> {
@@ -142,6 +148,24 @@ impl Session {
             return Some(AgentError::CannotContinueFrom("assistant".into()));
         }
         None
+    }
+
+    /// Why a reset cannot happen now (the Agent's error), or `None` when it can.
+    pub(crate) fn cannot_reset(&self) -> Option<AgentError> {
+        self.is_busy().then_some(AgentError::ResetWhileRunning)
+    }
+
+    /// Clears the conversation and the queues as `Agent::reset` does, keeping the replayed
+    /// prompt and tools as one system message. Only while idle: every input accepted so far
+    /// is then committed or queued, so the queued ones are settled (their updates complete:
+    /// the reset discarded them).
+    pub(crate) fn reset(&mut self) {
+        let baseline = get_current_system_message(&self.messages);
+        self.messages = baseline.map(Message::from).into_iter().collect();
+        self.pending_tool_calls.clear();
+        self.steering.clear();
+        self.follow_up.clear();
+        self.committed = self.next_seq;
     }
 
     /// Starts the next run asked for.
