@@ -25,7 +25,9 @@ use temporalio_client::{
 use tern_ai::Message;
 
 use crate::error::Error;
-use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use crate::wire::{
+    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+};
 use crate::workflow::AgentWorkflow;
 
 /// How often [`SessionHandle::wait_idle`] reads new events.
@@ -173,6 +175,33 @@ impl SessionHandle {
             )
             .await
             .map_err(self.update_error("reset"))
+    }
+
+    /// Changes the tools, transcript, model, thinking level, batch mode or queue modes for
+    /// the next runs (`Agent::set_*`; the fields left `None` stay). The workers must host
+    /// the tools named.
+    pub async fn set(&self, settings: SessionSettings) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::set,
+                settings,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("set"))
+    }
+
+    /// Empties the steering and/or the follow-up queue (`Agent::clear_*_queue`); the
+    /// updates that queued the messages complete.
+    pub async fn clear_queues(&self, which: ClearQueues) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::clear_queues,
+                which,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("clear_queues"))
     }
 
     /// Queues steering messages and returns once the session has accepted them, without

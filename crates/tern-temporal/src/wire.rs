@@ -67,6 +67,44 @@ pub struct SessionInput {
     pub event_offset: usize,
 }
 
+/// What a `set` changes for the session's next runs (`Agent::set_*`); each field set
+/// replaces the current value, the others stay. The running loop keeps its own.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSettings {
+    /// The tools (their workers must host them, by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolSpec>>,
+    /// The whole transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Message>>,
+    /// The model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
+    /// The reasoning level (`off`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// How a batch of calls runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_execution: Option<ToolExecutionMode>,
+    /// How the steering queue is drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering_mode: Option<QueueMode>,
+    /// How the follow-up queue is drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up_mode: Option<QueueMode>,
+}
+
+/// Which queues a `clear_queues` empties.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearQueues {
+    /// The steering queue.
+    pub steering: bool,
+    /// The follow-up queue.
+    pub follow_up: bool,
+}
+
 /// What a session's workflow returns when it is closed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

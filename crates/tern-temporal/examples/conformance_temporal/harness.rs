@@ -37,7 +37,8 @@ use tern_agent::AgentTool;
 use tern_ai::transcript::{create_initial_system_message, get_current_system_prompt};
 use tern_ai::{Content, ContentBlock, Message, ThinkingLevel, UserMessage};
 use tern_temporal::{
-    build_worker, connect_client, AgentActivities, SessionHandle, SessionInput, Sessions, ToolSpec,
+    build_worker, connect_client, AgentActivities, ClearQueues, SessionHandle, SessionInput,
+    SessionSettings, Sessions, ToolSpec,
 };
 
 use model::{make_model, Script, ScriptedModel};
@@ -121,9 +122,12 @@ impl Backend {
         let trace = Arc::new(Trace::default());
         let tools = scripted::tools(&spec, &agent.tools, &trace).map_err(RunError::Invalid)?;
         let input = session_input(agent, &tools);
+        // The worker hosts every tool of the scenario: a `set` may name any of them.
+        let ids: Vec<String> = spec.tools.keys().cloned().collect();
+        let hosted = scripted::tools(&spec, &ids, &trace).map_err(RunError::Invalid)?;
         let responses: Arc<dyn Script> = Arc::new(scripted::Responses::new(&spec, trace.clone()));
         let script: Weak<dyn Script> = Arc::downgrade(&responses);
-        let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), tools);
+        let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), hosted);
 
         // A task queue (and session id) of its own: another run's worker never takes it.
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
@@ -211,6 +215,14 @@ async fn drive(
 ) -> Result<Value, RunError> {
     let backend = |e: tern_temporal::Error| RunError::Backend(e.to_string());
     let mut offset = 0;
+    let mut now = Current {
+        tools: agent.tools.clone(),
+        model: agent
+            .model
+            .clone()
+            .unwrap_or_else(|| spec::DEFAULT_MODEL_ID.into()),
+        thinking_level: agent.thinking_level,
+    };
     for a in &spec.actions {
         trace.here(json!({"kind": "action", "do": a.do_}));
         let done = match a.do_.as_str() {
@@ -219,8 +231,23 @@ async fn drive(
             "steer" => session.queue_steer(vec![queued_message(a)]).await,
             "followUp" => session.queue_follow_up(vec![queued_message(a)]).await,
             "reset" => session.reset().await.inspect(|()| trace.reset()),
+            "set" => {
+                let settings = settings_of(spec, a)?;
+                let done = session.set(settings).await;
+                if done.is_ok() {
+                    now.apply(a);
+                }
+                done
+            }
+            "clearSteeringQueue" | "clearFollowUpQueue" | "clearAllQueues" => {
+                let which = ClearQueues {
+                    steering: a.do_ != "clearFollowUpQueue",
+                    follow_up: a.do_ != "clearSteeringQueue",
+                };
+                session.clear_queues(which).await
+            }
             "snapshot" => {
-                let state = state_now(spec, agent, session, trace).await?;
+                let state = state_now(spec, &now, session, trace).await?;
                 trace.here(json!({"kind": "snapshot", "state": state}));
                 Ok(())
             }
@@ -253,7 +280,7 @@ async fn drive(
     if spec.settle_ms > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(spec.settle_ms / 1000.0)).await;
     }
-    let fin = state_now(spec, agent, session, trace).await?;
+    let fin = state_now(spec, &now, session, trace).await?;
     let mut out = Map::new();
     out.insert("format".into(), json!(FORMAT));
     out.insert("trace".into(), Value::Array(trace.entries()));
@@ -261,10 +288,69 @@ async fn drive(
     Ok(Value::Object(out))
 }
 
+/// What the Agent's state would say of the settings a `set` changes (the session keeps
+/// them for its runs; the runner tracks them to print the state).
+struct Current {
+    tools: Vec<String>,
+    model: String,
+    thinking_level: ThinkingLevel,
+}
+
+impl Current {
+    fn apply(&mut self, a: &ActionSpec) {
+        if let Some(ids) = &a.tools {
+            self.tools = ids.clone();
+        }
+        if let Some(id) = &a.model {
+            self.model = id.clone();
+        }
+        if let Some(level) = a.thinking_level {
+            self.thinking_level = level;
+        }
+    }
+}
+
+/// A `set` action as the session's settings.
+fn settings_of(spec: &Scenario, a: &ActionSpec) -> Result<SessionSettings, RunError> {
+    let tools = match &a.tools {
+        None => None,
+        Some(ids) => Some(
+            ids.iter()
+                .map(|id| {
+                    spec.tools
+                        .get(id)
+                        .map(|t| tool_spec(t))
+                        .ok_or_else(|| RunError::Invalid(format!("unknown tool {id}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(SessionSettings {
+        tools,
+        messages: a.messages.clone(),
+        model: a.model.as_deref().map(make_model),
+        thinking_level: a.thinking_level,
+        tool_execution: a.tool_execution,
+        steering_mode: a.steering_mode,
+        follow_up_mode: a.follow_up_mode,
+    })
+}
+
+/// A tool's declaration and policies as the workflow sees them.
+fn tool_spec(def: &spec::ToolDef) -> ToolSpec {
+    ToolSpec {
+        name: def.name.clone(),
+        description: def.description.clone(),
+        parameters: def.parameters.clone(),
+        execution_mode: def.execution_mode,
+        replay: Default::default(),
+    }
+}
+
 /// The Agent's state as the runner prints it (`final`, `snapshot`), from the session's.
 async fn state_now(
     spec: &Scenario,
-    agent: &AgentSpec,
+    now: &Current,
     session: &SessionHandle,
     trace: &Trace,
 ) -> Result<Value, RunError> {
@@ -278,12 +364,9 @@ async fn state_now(
         "systemPrompt".into(),
         json!(get_current_system_prompt(&state.messages)),
     );
-    fin.insert(
-        "model".into(),
-        json!(agent.model.as_deref().unwrap_or(spec::DEFAULT_MODEL_ID)),
-    );
-    fin.insert("thinkingLevel".into(), json!(agent.thinking_level.as_str()));
-    let tools: Vec<&str> = agent
+    fin.insert("model".into(), json!(now.model));
+    fin.insert("thinkingLevel".into(), json!(now.thinking_level.as_str()));
+    let tools: Vec<&str> = now
         .tools
         .iter()
         .filter_map(|id| spec.tools.get(id).map(|t| t.name.as_str()))

@@ -15,6 +15,10 @@ pub const SESSION_ACTIONS: &[&str] = &[
     "steer",
     "followUp",
     "reset",
+    "set",
+    "clearSteeringQueue",
+    "clearFollowUpQueue",
+    "clearAllQueues",
     "snapshot",
     "waitForIdle",
 ];
@@ -76,10 +80,14 @@ pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
             );
         }
     }
-    for id in &agent.tools {
-        let Some(tool) = spec.tools.get(id) else {
-            return None; // the runner reports the unknown id as an invalid scenario
-        };
+    let mut names: Vec<&str> = spec.tools.values().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Some(
+            "a tool redefinition (two tools of one name): a worker hosts one tool per name".into(),
+        );
+    }
+    for tool in spec.tools.values() {
         if tool.prepare.is_some() {
             return Some(format!(
                 "the tool {}'s prepareArguments: a session's tool declarations carry no \

@@ -30,16 +30,17 @@ use tern_agent::{
 use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
-use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use crate::wire::{
+    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+};
 use bridge::{bridged_tool, Bridge, BridgedModel};
-use session::{Input, Seq, Shared, Start};
+use session::{Input, Seq, Session, Shared, Start};
 
 type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The workflow of one agent session.
 #[workflow]
 pub struct AgentWorkflow {
-    input: SessionInput,
     shared: Shared,
 }
 
@@ -48,27 +49,16 @@ impl AgentWorkflow {
     /// Builds the session from its input (before any update is handled).
     #[init]
     pub fn new(_ctx: &WorkflowContextView, input: SessionInput) -> Self {
-        let shared = Shared::default();
-        {
-            let mut s = shared.0.lock();
-            s.messages = input.messages.clone();
-            s.event_offset = input.event_offset;
-            s.set_queue_modes(input.steering_mode, input.follow_up_mode);
-        }
-        AgentWorkflow { input, shared }
+        let shared = Shared(Arc::new(parking_lot::Mutex::new(Session::new(&input))));
+        AgentWorkflow { shared }
     }
 
     /// Runs prompts until the session is closed, continuing as new when the history grows
     /// long (between runs, carrying the transcript).
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<SessionOutput> {
-        let (input, shared) = ctx.state(|w| (w.input.clone(), w.shared.clone()));
+        let shared = ctx.state(|w| w.shared.clone());
         let bridge = Arc::new(Bridge::new(shared.clone()));
-        let tools: Vec<_> = input
-            .tools
-            .iter()
-            .map(|spec| bridged_tool(spec, bridge.clone()))
-            .collect();
         let stream_fn: Arc<dyn StreamFn> = Arc::new(BridgedModel(bridge.clone()));
         loop {
             ctx.wait_condition(|w| {
@@ -76,14 +66,19 @@ impl AgentWorkflow {
                 s.has_run() || s.closed
             })
             .await?;
-            let (start, transcript) = {
+            let (start, transcript, settings) = {
                 let mut s = shared.0.lock();
                 let Some(start) = s.take_run() else {
                     break;
                 };
                 s.is_streaming = true;
-                (start, s.messages.clone())
+                (start, s.messages.clone(), s.settings.clone())
             };
+            let tools: Vec<_> = settings
+                .tools
+                .iter()
+                .map(|spec| bridged_tool(spec, bridge.clone()))
+                .collect();
             ctx.state_mut(|_| ());
             let skip_initial_steering = matches!(
                 start,
@@ -92,12 +87,12 @@ impl AgentWorkflow {
                     ..
                 }
             );
-            let mut config = AgentLoopConfig::new(input.model.clone());
-            config.reasoning = input.reasoning;
-            config.tool_execution = input.tool_execution;
+            let mut config = AgentLoopConfig::new(settings.model.clone());
+            config.reasoning = settings.reasoning;
+            config.tool_execution = settings.tool_execution;
             config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
             config.get_follow_up_messages = Some(shared.follow_up_source());
-            let context = AgentContext::new(transcript, tools.clone());
+            let context = AgentContext::new(transcript, tools);
             let signal = CancellationToken::new();
             let run: BoxFuture<'_, Result<Vec<Message>, AgentError>> = match start {
                 Start::Prompt { messages, .. } => Box::pin(run_agent_loop(
@@ -122,7 +117,7 @@ impl AgentWorkflow {
             if let Err(e) = ran {
                 let at = driver::workflow_ms(ctx);
                 shared.0.lock().record_run_failure(
-                    &input.model,
+                    &settings.model,
                     e.to_string(),
                     signal.is_cancelled(),
                     at,
@@ -135,14 +130,7 @@ impl AgentWorkflow {
                 break;
             }
             if ctx.continue_as_new_suggested() && ctx.all_handlers_finished() {
-                let next = {
-                    let s = shared.0.lock();
-                    SessionInput {
-                        messages: s.messages.clone(),
-                        event_offset: s.event_offset + s.events.len(),
-                        ..input.clone()
-                    }
-                };
+                let next = shared.0.lock().continued();
                 ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
             }
         }
@@ -221,6 +209,19 @@ impl AgentWorkflow {
     #[update]
     pub async fn reset(ctx: &mut WorkflowContext<Self>, _input: ()) {
         ctx.state_mut(|w| w.shared.0.lock().reset());
+    }
+
+    /// Changes the tools, transcript, model, thinking level, batch mode or queue modes for
+    /// the next runs (`Agent::set_*`); the running loop keeps its own.
+    #[update]
+    pub async fn set(ctx: &mut WorkflowContext<Self>, input: SessionSettings) {
+        ctx.state_mut(|w| w.shared.0.lock().apply(input));
+    }
+
+    /// Empties the steering and/or follow-up queue (`Agent::clear_*_queue`).
+    #[update]
+    pub async fn clear_queues(ctx: &mut WorkflowContext<Self>, input: ClearQueues) {
+        ctx.state_mut(|w| w.shared.0.lock().clear_queues(input));
     }
 
     #[update_validator(steer)]

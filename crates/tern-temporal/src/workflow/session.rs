@@ -8,11 +8,11 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue, QueueMode};
+use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue};
 use tern_ai::transcript::get_current_system_message;
-use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason};
+use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, ThinkingLevel};
 
-use crate::wire::SessionState;
+use crate::wire::{ClearQueues, SessionInput, SessionSettings, SessionState};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
 pub(crate) type Seq = u64;
@@ -29,9 +29,10 @@ impl Queue {
         self.seqs.push_back(seq);
     }
 
-    fn clear(&mut self) {
+    /// Empties the queue; returns the inputs whose messages it held.
+    fn clear(&mut self) -> Vec<Seq> {
         self.messages.clear();
-        self.seqs.clear();
+        self.seqs.drain(..).collect()
     }
 
     fn drain(&mut self) -> Vec<(Seq, Message)> {
@@ -59,7 +60,12 @@ pub(crate) struct Session {
     /// Delivered to the loop, not yet committed (seen at their `message_end`).
     delivered: VecDeque<(Seq, Message)>,
     next_seq: Seq,
-    committed: Seq,
+    /// The inputs whose messages are all in the transcript, or were discarded by a clear
+    /// or a reset. A set, not a high-water mark: a run delivers a prompt before steering
+    /// accepted earlier, so inputs commit out of order.
+    settled: std::collections::BTreeSet<Seq>,
+    /// What the next run uses (the input's, as changed by `set`).
+    pub(crate) settings: SessionInput,
     pub(crate) closed: bool,
 }
 
@@ -85,10 +91,20 @@ pub(crate) enum Start {
 }
 
 impl Session {
-    /// A session with the queues' modes set.
-    pub(crate) fn set_queue_modes(&mut self, steering: QueueMode, follow_up: QueueMode) {
-        self.steering.messages = PendingMessageQueue::new(steering);
-        self.follow_up.messages = PendingMessageQueue::new(follow_up);
+    /// A session starting from `input`.
+    pub(crate) fn new(input: &SessionInput) -> Self {
+        let mut s = Session {
+            messages: input.messages.clone(),
+            event_offset: input.event_offset,
+            settings: SessionInput {
+                messages: Vec::new(),
+                ..input.clone()
+            },
+            ..Session::default()
+        };
+        s.steering.messages.mode = input.steering_mode;
+        s.follow_up.messages.mode = input.follow_up_mode;
+        s
     }
 
     pub(crate) fn accept(&mut self, input: Input, messages: Vec<Message>) -> Seq {
@@ -113,7 +129,55 @@ impl Session {
     }
 
     pub(crate) fn is_committed(&self, seq: Seq) -> bool {
-        self.committed >= seq
+        self.settled.contains(&seq)
+    }
+
+    /// Empties the queues asked for (`Agent::clear_*_queue`); their inputs' updates complete.
+    pub(crate) fn clear_queues(&mut self, which: ClearQueues) {
+        let mut dropped = Vec::new();
+        if which.steering {
+            dropped.extend(self.steering.clear());
+        }
+        if which.follow_up {
+            dropped.extend(self.follow_up.clear());
+        }
+        self.settled.extend(dropped);
+    }
+
+    /// Applies a `set` to the next runs (the queues' modes at once, as the Agent's).
+    pub(crate) fn apply(&mut self, set: SessionSettings) {
+        if let Some(tools) = set.tools {
+            self.settings.tools = tools;
+        }
+        if let Some(messages) = set.messages {
+            self.messages = messages;
+        }
+        if let Some(model) = set.model {
+            self.settings.model = model;
+        }
+        if let Some(level) = set.thinking_level {
+            self.settings.reasoning = (level != ThinkingLevel::Off).then_some(level);
+        }
+        if let Some(mode) = set.tool_execution {
+            self.settings.tool_execution = mode;
+        }
+        if let Some(mode) = set.steering_mode {
+            self.steering.messages.mode = mode;
+        }
+        if let Some(mode) = set.follow_up_mode {
+            self.follow_up.messages.mode = mode;
+        }
+    }
+
+    /// The input a continue-as-new starts from: the settings, the transcript, the offset.
+    pub(crate) fn continued(&self) -> SessionInput {
+        SessionInput {
+            messages: self.messages.clone(),
+            event_offset: self.published(),
+            steering_mode: self.steering.messages.mode,
+            follow_up_mode: self.follow_up.messages.mode,
+            ..self.settings.clone()
+        }
     }
 
     pub(crate) fn is_started(&self, seq: Seq) -> bool {
@@ -163,9 +227,10 @@ impl Session {
         let baseline = get_current_system_message(&self.messages);
         self.messages = baseline.map(Message::from).into_iter().collect();
         self.pending_tool_calls.clear();
-        self.steering.clear();
-        self.follow_up.clear();
-        self.committed = self.next_seq;
+        self.clear_queues(ClearQueues {
+            steering: true,
+            follow_up: true,
+        });
     }
 
     /// Starts the next run asked for.
@@ -278,11 +343,15 @@ impl Session {
         match event {
             AgentEvent::MessageEnd { message } => {
                 self.messages.push(message.clone());
-                if self.delivered.front().is_some_and(|(_, m)| m == message) {
+                if self
+                    .delivered
+                    .front()
+                    .is_some_and(|(_, m)| is_delivered(m, message))
+                {
                     if let Some((seq, _)) = self.delivered.pop_front() {
                         // A batch is committed with its last message.
                         if self.delivered.front().is_none_or(|(s, _)| *s != seq) {
-                            self.committed = seq;
+                            self.settled.insert(seq);
                         }
                     }
                 }
@@ -309,6 +378,15 @@ impl Session {
             }
         }
         self.events.push(json);
+    }
+}
+
+/// Whether `ended` is the delivered input `m` as the loop committed it: the same message,
+/// or a system message the loop gave the tool changes to announce (same content).
+fn is_delivered(m: &Message, ended: &Message) -> bool {
+    match (m, ended) {
+        (Message::System(a), Message::System(b)) => a.content == b.content,
+        _ => m == ended,
     }
 }
 
