@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use temporalio_sdk::ApplicationFailure;
 use tern_agent::{AgentTool, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
@@ -168,9 +167,8 @@ impl AgentActivities {
             return Err(ActivityError::cancelled());
         }
         if let Some(failure) = stream.failure() {
-            return Err(ActivityError::application(ApplicationFailure::new(
-                format!("The model stream failed: {failure}"),
-            )));
+            // What a local run sees too: the run fails with it. Retrying would ask anew.
+            return Ok(recorder.broke(failure.to_string()));
         }
         let message = (*stream.result().await).clone();
         Ok(ModelOutcome::Streamed(Box::new(recorder.finish(message))))

@@ -65,6 +65,19 @@ pub enum ModelOutcome {
         /// The stream function's error.
         message: String,
     },
+    /// The stream failed part-way (the stream function's stream threw): the events it had
+    /// sent, then the run fails with its error, as a local run does. A provider's own errors
+    /// are error messages ([`ModelOutcome::Streamed`]), not this.
+    Broke {
+        /// The partial message at `start`, when the stream got that far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<Box<AssistantMessage>>,
+        /// The events between `start` and the failure.
+        #[serde(default)]
+        steps: Vec<StreamStep>,
+        /// The stream's error.
+        message: String,
+    },
 }
 
 /// Records events as a stream delivers them.
@@ -122,6 +135,15 @@ impl Recorder {
         });
     }
 
+    /// The outcome of a stream that broke part-way with `message`.
+    pub(crate) fn broke(self, message: String) -> ModelOutcome {
+        ModelOutcome::Broke {
+            start: self.start.map(Box::new),
+            steps: self.steps,
+            message,
+        }
+    }
+
     pub(crate) fn finish(self, message: AssistantMessage) -> ModelReply {
         ModelReply {
             start: self.start,
@@ -156,15 +178,43 @@ fn set_text(m: &mut AssistantMessage, index: usize, content: &str) {
 
 /// Plays a recorded response into `reply`, as the stream function that produced it did.
 pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) {
+    play(reply, recorded.start, recorded.steps);
+    let message = Arc::new(recorded.message);
+    reply.push(match message.stop_reason {
+        StopReason::Error | StopReason::Aborted => AssistantMessageEvent::Error {
+            reason: message.stop_reason,
+            error: message,
+        },
+        reason => AssistantMessageEvent::Done { reason, message },
+    });
+}
+
+/// Plays the events of a stream that broke part-way, then fails it with its error.
+pub(crate) fn replay_broken(
+    reply: &AssistantMessageEventSender,
+    start: Option<Box<AssistantMessage>>,
+    steps: Vec<StreamStep>,
+    message: String,
+) {
+    play(reply, start.map(|s| *s), steps);
+    reply.fail(message);
+}
+
+/// Plays a record's `start` and steps (everything but the end).
+fn play(
+    reply: &AssistantMessageEventSender,
+    start: Option<AssistantMessage>,
+    steps: Vec<StreamStep>,
+) {
     use AssistantMessageEvent::*;
-    if let Some(start) = recorded.start {
+    if let Some(start) = start {
         let partial = PartialMessage::new(start.clone());
         // The whole record is played before the loop reads its first event, and the working
         // partial below changes as it is: the start event gets the message as it started.
         reply.push(Start {
             partial: PartialMessage::new(start),
         });
-        for step in recorded.steps {
+        for step in steps {
             let i = step.content_index;
             let delta = || Delta::from(step.delta.clone().unwrap_or_default());
             let content = step.content.clone().unwrap_or_default();
@@ -243,14 +293,6 @@ pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) 
             reply.push(event);
         }
     }
-    let message = Arc::new(recorded.message);
-    reply.push(match message.stop_reason {
-        StopReason::Error | StopReason::Aborted => Error {
-            reason: message.stop_reason,
-            error: message,
-        },
-        reason => Done { reason, message },
-    });
 }
 
 /// The reply of a request cut by an abort (as a provider reports one), stamped with the

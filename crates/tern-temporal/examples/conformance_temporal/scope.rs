@@ -117,14 +117,5 @@ pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
             }
         }
     }
-    for r in &spec.model {
-        if r.stream_throw.is_some() {
-            return Some(
-                "a model stream that throws part-way: the model activity then fails, and \
-                 Temporal retries it"
-                    .into(),
-            );
-        }
-    }
     None
 }

@@ -115,6 +115,11 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 }
                 // The run fails with the stream function's own error, as a local run does.
                 Ok(ModelOutcome::Refused { message }) => reply.fail(message),
+                Ok(ModelOutcome::Broke {
+                    start,
+                    steps,
+                    message,
+                }) => crate::stream_record::replay_broken(&reply, start, steps, message),
                 Err(ActivityExecutionError::Cancelled(_)) => {
                     // The loop's clock is not installed here: stamp the workflow's time.
                     let mut cut = crate::stream_record::aborted(&model);
