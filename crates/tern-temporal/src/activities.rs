@@ -13,12 +13,11 @@ use std::time::Duration;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use temporalio_sdk::ApplicationFailure;
 use tern_agent::{AgentTool, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::stream_record::{ModelReply, Recorder};
+use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest};
 
 pub use tern_durable::run::interrupted_text;
@@ -26,8 +25,29 @@ pub use tern_durable::run::interrupted_text;
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 
 tokio::task_local! {
-    /// The session (workflow id) whose tool call this task runs.
-    static SESSION: String;
+    /// The call this task runs.
+    static CALL: CallInfo;
+}
+
+/// Which call of which session an activity runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallInfo {
+    /// The session (its workflow id).
+    pub session: String,
+    /// How many events the session had published when the loop made the call: the call's
+    /// own events (deltas, tool updates, its end) come after this offset.
+    pub event_offset: usize,
+}
+
+/// The call running on this worker, when read inside a tool's `execute` or a stream
+/// function's `stream` (the synchronous part, before the stream is returned) in an
+/// activity; `None` elsewhere.
+///
+/// ```
+/// assert_eq!(tern_temporal::activities::current_call(), None);
+/// ```
+pub fn current_call() -> Option<CallInfo> {
+    CALL.try_with(CallInfo::clone).ok()
 }
 
 /// The session (its workflow id) whose call is running, when read inside a tool's
@@ -38,7 +58,14 @@ tokio::task_local! {
 /// assert_eq!(tern_temporal::activities::current_session(), None);
 /// ```
 pub fn current_session() -> Option<String> {
-    SESSION.try_with(String::clone).ok()
+    current_call().map(|c| c.session)
+}
+
+fn call_info(ctx: &ActivityContext, event_offset: usize) -> CallInfo {
+    CallInfo {
+        session: ctx.info().workflow_id.clone().unwrap_or_default(),
+        event_offset,
+    }
 }
 
 /// The worker's side of a session: its provider (a stream function) and its tools.
@@ -98,14 +125,15 @@ async fn heartbeating<T>(
 #[activities]
 impl AgentActivities {
     /// One model request: streams the response on this worker and returns the final message
-    /// with the record of its stream (a provider error is an error message, not a failed
+    /// with the record of its stream (a provider error is an error message, and a stream
+    /// function that refuses the request is a [`ModelOutcome::Refused`], not a failed
     /// activity).
     #[activity]
     pub async fn model(
         self: Arc<Self>,
         ctx: ActivityContext,
         request: ModelRequest,
-    ) -> Result<ModelReply, ActivityError> {
+    ) -> Result<ModelOutcome, ActivityError> {
         let signal = CancellationToken::new();
         let options = StreamOptions {
             reasoning: request.reasoning,
@@ -114,15 +142,19 @@ impl AgentActivities {
             signal: signal.clone(),
             ..StreamOptions::default()
         };
-        let mut stream = self
-            .stream_fn
-            .stream(&request.model, Context::new(request.messages), options)
-            .map_err(|e| {
-                // The worker's provider config rejected the request: retrying cannot help.
-                ActivityError::application(ApplicationFailure::non_retryable(format!(
-                    "The model request could not start: {e}"
-                )))
-            })?;
+        let call = call_info(&ctx, request.event_offset);
+        let started = CALL.sync_scope(call, || {
+            self.stream_fn
+                .stream(&request.model, Context::new(request.messages), options)
+        });
+        let mut stream = match started {
+            Ok(stream) => stream,
+            Err(e) => {
+                return Ok(ModelOutcome::Refused {
+                    message: e.to_string(),
+                })
+            }
+        };
         let mut recorder = Recorder::default();
         let drained = heartbeating(&ctx, async {
             while let Some(event) = stream.next().await {
@@ -135,12 +167,11 @@ impl AgentActivities {
             return Err(ActivityError::cancelled());
         }
         if let Some(failure) = stream.failure() {
-            return Err(ActivityError::application(ApplicationFailure::new(
-                format!("The model stream failed: {failure}"),
-            )));
+            // What a local run sees too: the run fails with it. Retrying would ask anew.
+            return Ok(recorder.broke(failure.to_string()));
         }
         let message = (*stream.result().await).clone();
-        Ok(recorder.finish(message))
+        Ok(ModelOutcome::Streamed(Box::new(recorder.finish(message))))
     }
 
     /// One tool call: runs the named tool with the arguments the workflow validated.
@@ -151,29 +182,39 @@ impl AgentActivities {
         request: ToolRequest,
     ) -> Result<ToolReply, ActivityError> {
         let Some(tool) = self.tools.iter().find(|t| t.name() == request.name) else {
-            return Ok(ToolReply::Failed {
-                message: format!("Tool {} is not available on this worker", request.name),
-            });
+            return Ok(ToolReply::failed(format!(
+                "Tool {} is not available on this worker",
+                request.name
+            )));
         };
         let signal = CancellationToken::new();
+        // Partial results go back with the result (the loop publishes them in order, before
+        // the call's end); those sent after `execute` settled are dropped, as the loop does.
+        let updates = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let collected = updates.clone();
+        let updater = ToolUpdater::new(move |partial| collected.lock().push(partial));
         let input = ToolCallInput {
             tool_call_id: request.tool_call_id,
             args: request.args,
             signal: signal.clone(),
-            // Partial results stay on the worker in this version (see the crate README).
-            updater: ToolUpdater::noop(),
+            updater: updater.clone(),
         };
-        let session = ctx.info().workflow_id.clone().unwrap_or_default();
-        match heartbeating(&ctx, SESSION.scope(session, tool.execute(input))).await {
+        let call = call_info(&ctx, request.event_offset);
+        let outcome = heartbeating(&ctx, CALL.scope(call, tool.execute(input))).await;
+        updater.close();
+        let updates = std::mem::take(&mut *updates.lock());
+        match outcome {
             None => {
                 signal.cancel();
                 Err(ActivityError::cancelled())
             }
             Some(Ok(result)) => Ok(ToolReply::Returned {
                 result: Box::new(result),
+                updates,
             }),
             Some(Err(e)) => Ok(ToolReply::Failed {
                 message: e.to_string(),
+                updates,
             }),
         }
     }

@@ -16,15 +16,18 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use temporalio_client::errors::WorkflowUpdateError;
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
     WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowQueryOptions,
-    WorkflowSignalOptions, WorkflowStartOptions,
+    WorkflowSignalOptions, WorkflowStartOptions, WorkflowStartUpdateOptions,
 };
 use tern_ai::Message;
 
 use crate::error::Error;
-use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use crate::wire::{
+    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+};
 use crate::workflow::AgentWorkflow;
 
 /// How often [`SessionHandle::wait_idle`] reads new events.
@@ -114,11 +117,19 @@ impl SessionHandle {
         &self.id
     }
 
-    fn update_error(&self, what: &'static str) -> impl Fn(String) -> Error + '_ {
-        move |reason| Error::Update {
-            session: self.id.clone(),
-            what,
-            reason,
+    fn update_error(&self, what: &'static str) -> impl Fn(WorkflowUpdateError) -> Error + '_ {
+        move |e| match e {
+            // The session's validator (or the handler) refused it: its own text.
+            WorkflowUpdateError::Failed(failure) => Error::Rejected {
+                session: self.id.clone(),
+                what,
+                reason: failure.message.clone(),
+            },
+            other => Error::Update {
+                session: self.id.clone(),
+                what,
+                reason: other.to_string(),
+            },
         }
     }
 
@@ -132,10 +143,98 @@ impl SessionHandle {
             )
             .await
             .map(drop)
-            .map_err(|e| self.update_error("prompt")(e.to_string()))
+            .map_err(self.update_error("prompt"))
     }
 
-    /// Steers the running agent; returns once the messages are in the transcript.
+    /// Continues from the transcript as it is (`Agent::continue_run`): a tail that is not an
+    /// assistant message is answered by the model; an assistant tail by the queued steering
+    /// messages, else the queued follow-ups. Returns once the run has started; refused
+    /// ([`Error::Rejected`], with the Agent's text) while a run is active, on a transcript
+    /// with nothing to continue from, or on an assistant tail with nothing queued.
+    pub async fn continue_run(&self) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::continue_run,
+                (),
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(self.update_error("continue"))
+    }
+
+    /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
+    /// prompt and tools as one system message; refused ([`Error::Rejected`]) while a run is
+    /// active. Steering and follow-up messages it discards complete their updates.
+    pub async fn reset(&self) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::reset,
+                (),
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("reset"))
+    }
+
+    /// Changes the tools, transcript, model, thinking level, batch mode or queue modes for
+    /// the next runs (`Agent::set_*`; the fields left `None` stay). The workers must host
+    /// the tools named.
+    pub async fn set(&self, settings: SessionSettings) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::set,
+                settings,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("set"))
+    }
+
+    /// Empties the steering and/or the follow-up queue (`Agent::clear_*_queue`); the
+    /// updates that queued the messages complete.
+    pub async fn clear_queues(&self, which: ClearQueues) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::clear_queues,
+                which,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("clear_queues"))
+    }
+
+    /// Queues steering messages and returns once the session has accepted them, without
+    /// waiting for a run to deliver them (as `Agent::steer` does; while idle they wait for
+    /// the next run).
+    pub async fn queue_steer(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.handle
+            .start_update(
+                AgentWorkflow::steer,
+                SessionMessages { messages },
+                WorkflowStartUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(self.update_error("steer"))
+    }
+
+    /// Queues follow-up messages and returns once the session has accepted them (as
+    /// `Agent::follow_up` does).
+    pub async fn queue_follow_up(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.handle
+            .start_update(
+                AgentWorkflow::follow_up,
+                SessionMessages { messages },
+                WorkflowStartUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(self.update_error("follow_up"))
+    }
+
+    /// Steers the running agent; returns once the messages are in the transcript (or a
+    /// reset discarded them).
     pub async fn steer(&self, messages: Vec<Message>) -> Result<(), Error> {
         self.handle
             .execute_update(
@@ -145,7 +244,7 @@ impl SessionHandle {
             )
             .await
             .map(drop)
-            .map_err(|e| self.update_error("steer")(e.to_string()))
+            .map_err(self.update_error("steer"))
     }
 
     /// Queues follow-up messages; returns once they are in the transcript.
@@ -158,7 +257,7 @@ impl SessionHandle {
             )
             .await
             .map(drop)
-            .map_err(|e| self.update_error("follow_up")(e.to_string()))
+            .map_err(self.update_error("follow_up"))
     }
 
     /// The session's state now.

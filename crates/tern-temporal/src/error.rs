@@ -38,6 +38,18 @@ pub enum Error {
         /// The validator's or the client's error.
         reason: String,
     },
+    /// The session refused a prompt, continue, steering or follow-up message (its reason
+    /// is the Agent's text for the same refusal: a run is active, nothing to continue from,
+    /// the session is closed).
+    #[error("session `{session}` refused the {what}: {reason}")]
+    Rejected {
+        /// The session.
+        session: String,
+        /// `prompt`, `continue`, `reset`, `steer` or `follow_up`.
+        what: &'static str,
+        /// The session's reason.
+        reason: String,
+    },
     /// A query failed (the session does not exist, or no worker serves its task queue).
     #[error("cannot read session `{session}`: {reason} (is a worker running on its task queue?)")]
     Query {

@@ -52,6 +52,34 @@ pub struct ModelReply {
     pub message: AssistantMessage,
 }
 
+/// What the `model` activity returns: a response, or the stream function's refusal.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum ModelOutcome {
+    /// The provider answered (an error response is a message too).
+    Streamed(Box<ModelReply>),
+    /// The stream function refused the request before streaming (bad provider config, a
+    /// stream function that throws): the run fails with this text, as a local run does.
+    /// Retrying cannot help, so it is an outcome, not a failed activity.
+    Refused {
+        /// The stream function's error.
+        message: String,
+    },
+    /// The stream failed part-way (the stream function's stream threw): the events it had
+    /// sent, then the run fails with its error, as a local run does. A provider's own errors
+    /// are error messages ([`ModelOutcome::Streamed`]), not this.
+    Broke {
+        /// The partial message at `start`, when the stream got that far.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<Box<AssistantMessage>>,
+        /// The events between `start` and the failure.
+        #[serde(default)]
+        steps: Vec<StreamStep>,
+        /// The stream's error.
+        message: String,
+    },
+}
+
 /// Records events as a stream delivers them.
 #[derive(Default)]
 pub(crate) struct Recorder {
@@ -107,6 +135,15 @@ impl Recorder {
         });
     }
 
+    /// The outcome of a stream that broke part-way with `message`.
+    pub(crate) fn broke(self, message: String) -> ModelOutcome {
+        ModelOutcome::Broke {
+            start: self.start.map(Box::new),
+            steps: self.steps,
+            message,
+        }
+    }
+
     pub(crate) fn finish(self, message: AssistantMessage) -> ModelReply {
         ModelReply {
             start: self.start,
@@ -141,13 +178,43 @@ fn set_text(m: &mut AssistantMessage, index: usize, content: &str) {
 
 /// Plays a recorded response into `reply`, as the stream function that produced it did.
 pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) {
+    play(reply, recorded.start, recorded.steps);
+    let message = Arc::new(recorded.message);
+    reply.push(match message.stop_reason {
+        StopReason::Error | StopReason::Aborted => AssistantMessageEvent::Error {
+            reason: message.stop_reason,
+            error: message,
+        },
+        reason => AssistantMessageEvent::Done { reason, message },
+    });
+}
+
+/// Plays the events of a stream that broke part-way, then fails it with its error.
+pub(crate) fn replay_broken(
+    reply: &AssistantMessageEventSender,
+    start: Option<Box<AssistantMessage>>,
+    steps: Vec<StreamStep>,
+    message: String,
+) {
+    play(reply, start.map(|s| *s), steps);
+    reply.fail(message);
+}
+
+/// Plays a record's `start` and steps (everything but the end).
+fn play(
+    reply: &AssistantMessageEventSender,
+    start: Option<AssistantMessage>,
+    steps: Vec<StreamStep>,
+) {
     use AssistantMessageEvent::*;
-    if let Some(start) = recorded.start {
-        let partial = PartialMessage::new(start);
+    if let Some(start) = start {
+        let partial = PartialMessage::new(start.clone());
+        // The whole record is played before the loop reads its first event, and the working
+        // partial below changes as it is: the start event gets the message as it started.
         reply.push(Start {
-            partial: partial.clone(),
+            partial: PartialMessage::new(start),
         });
-        for step in recorded.steps {
+        for step in steps {
             let i = step.content_index;
             let delta = || Delta::from(step.delta.clone().unwrap_or_default());
             let content = step.content.clone().unwrap_or_default();
@@ -226,14 +293,6 @@ pub(crate) fn replay(reply: &AssistantMessageEventSender, recorded: ModelReply) 
             reply.push(event);
         }
     }
-    let message = Arc::new(recorded.message);
-    reply.push(match message.stop_reason {
-        StopReason::Error | StopReason::Aborted => Error {
-            reason: message.stop_reason,
-            error: message,
-        },
-        reason => Done { reason, message },
-    });
 }
 
 /// The reply of a request cut by an abort (as a provider reports one), stamped with the

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tern_agent::{Replay, ToolExecutionMode, ToolResult};
+use tern_agent::{QueueMode, Replay, ToolExecutionMode, ToolResult};
 use tern_ai::{Message, Model, ThinkingLevel};
 
 /// A tool as the workflow sees it: its declaration and policies. The worker holds the code.
@@ -55,10 +55,54 @@ pub struct SessionInput {
     /// How a batch of calls runs.
     #[serde(default)]
     pub tool_execution: ToolExecutionMode,
+    /// How many queued steering messages the loop takes per poll.
+    #[serde(default)]
+    pub steering_mode: QueueMode,
+    /// How many queued follow-up messages the loop takes per poll.
+    #[serde(default)]
+    pub follow_up_mode: QueueMode,
     /// Events already published by earlier runs of this session (kept across continue-as-new,
     /// so subscribers' offsets stay valid).
     #[serde(default)]
     pub event_offset: usize,
+}
+
+/// What a `set` changes for the session's next runs (`Agent::set_*`); each field set
+/// replaces the current value, the others stay. The running loop keeps its own.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSettings {
+    /// The tools (their workers must host them, by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<ToolSpec>>,
+    /// The whole transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Message>>,
+    /// The model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
+    /// The reasoning level (`off`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// How a batch of calls runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_execution: Option<ToolExecutionMode>,
+    /// How the steering queue is drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering_mode: Option<QueueMode>,
+    /// How the follow-up queue is drained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up_mode: Option<QueueMode>,
+}
+
+/// Which queues a `clear_queues` empties.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearQueues {
+    /// The steering queue.
+    pub steering: bool,
+    /// The follow-up queue.
+    pub follow_up: bool,
 }
 
 /// What a session's workflow returns when it is closed.
@@ -80,6 +124,10 @@ pub struct ModelRequest {
     /// The reasoning level.
     #[serde(default)]
     pub reasoning: Option<ThinkingLevel>,
+    /// How many events the session had published when the loop made this request: where
+    /// in the session's event log the request's own events begin.
+    #[serde(default)]
+    pub event_offset: usize,
 }
 
 /// The `tool` activity's input: one call.
@@ -92,6 +140,9 @@ pub struct ToolRequest {
     pub name: String,
     /// The validated arguments.
     pub args: Value,
+    /// How many events the session had published when the loop started this call.
+    #[serde(default)]
+    pub event_offset: usize,
 }
 
 /// The `tool` activity's output: what the tool returned, or the error it failed with (a tool
@@ -103,12 +154,29 @@ pub enum ToolReply {
     Returned {
         /// The result.
         result: Box<ToolResult>,
+        /// The partial results it reported before returning, in order (the workflow hands
+        /// them to the loop, which publishes them as `tool_execution_update` events).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        updates: Vec<ToolResult>,
     },
     /// The tool failed; the loop turns the message into an error result.
     Failed {
         /// The error's text.
         message: String,
+        /// The partial results it reported before failing.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        updates: Vec<ToolResult>,
     },
+}
+
+impl ToolReply {
+    /// A failure without partial results (the call never ran, or ended unknown).
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolReply::Failed {
+            message: message.into(),
+            updates: Vec::new(),
+        }
+    }
 }
 
 /// A message sent to a session (prompt, steer, follow-up).

@@ -340,23 +340,9 @@ impl Harness {
     }
 }
 
-/// The reference's `normEvent`: `message_update` reduced to its provider event type and delta.
+/// The reference's `normEvent` of a library event.
 fn norm_event(event: &AgentEvent) -> Value {
-    match event {
-        AgentEvent::MessageUpdate {
-            assistant_message_event: a,
-            ..
-        } => {
-            let mut m = Map::new();
-            m.insert("type".into(), json!("message_update"));
-            m.insert("event".into(), json!(a.kind()));
-            if let Some(d) = a.delta() {
-                m.insert("delta".into(), json!(d));
-            }
-            Value::Object(m)
-        }
-        other => norm_of(other),
-    }
+    super::norm::norm_event(&serde_json::to_value(event).unwrap_or(Value::Null))
 }
 
 /// The fields triggers filter on: `toolName`, `message.role`, `assistantMessageEvent.type`.

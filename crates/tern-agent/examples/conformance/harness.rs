@@ -39,7 +39,7 @@ use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
 use actions::{Failure, LowLevel, Place, TriggerState};
-use model::{make_model, ScriptedModel};
+use model::{make_model, Script, ScriptedModel};
 use norm::{norm_of, truthy};
 use spec::{ResponseSpec, Scenario};
 
@@ -115,6 +115,16 @@ pub struct Harness {
     fatal: Mutex<Option<String>>,
     /// Listener subscriptions in scenario order (`None` once unsubscribed).
     subscriptions: Mutex<Vec<(Value, Option<Subscription>)>>,
+}
+
+impl Script for Harness {
+    fn next_request(&self) -> (u64, Option<Arc<ResponseSpec>>) {
+        Harness::next_request(self)
+    }
+
+    fn push(&self, entry: Value) {
+        Harness::push(self, entry)
+    }
 }
 
 fn roles(messages: &[Message]) -> Value {
@@ -211,9 +221,8 @@ impl Harness {
     }
 
     fn scripted_model(&self) -> ScriptedModel {
-        ScriptedModel {
-            harness: self.me.clone(),
-        }
+        let script: Weak<dyn Script> = self.me.clone();
+        ScriptedModel { script }
     }
 
     fn stream_fn(&self) -> Arc<dyn StreamFn> {

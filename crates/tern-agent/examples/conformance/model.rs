@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::norm::{js_stringify, norm_of};
 use super::spec::ResponseSpec;
-use super::Harness;
 
 /// The model object the reference runner builds for an id.
 pub fn make_model(id: &str) -> Model {
@@ -28,8 +27,18 @@ pub fn make_model(id: &str) -> Model {
     m
 }
 
+/// What the scripted model needs from the runner driving it: the scenario's responses and
+/// the trace. The in-process harness is one; a runner whose model runs elsewhere (a worker)
+/// is another.
+pub trait Script: Send + Sync {
+    /// Counts a provider request and takes the next scripted response.
+    fn next_request(&self) -> (u64, Option<Arc<ResponseSpec>>);
+    /// Appends an entry to the trace.
+    fn push(&self, entry: Value);
+}
+
 pub struct ScriptedModel {
-    pub harness: Weak<Harness>,
+    pub script: Weak<dyn Script>,
 }
 
 impl StreamFn for ScriptedModel {
@@ -39,7 +48,7 @@ impl StreamFn for ScriptedModel {
         context: Context,
         options: StreamOptions,
     ) -> tern_ai::StreamStart {
-        let Some(h) = self.harness.upgrade() else {
+        let Some(h) = self.script.upgrade() else {
             return Err("scripted model used after the scenario ended".into());
         };
         let (n, spec) = h.next_request();

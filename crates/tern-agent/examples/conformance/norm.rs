@@ -44,6 +44,22 @@ pub fn norm(v: &Value) -> Value {
     }
 }
 
+/// The reference's `normEvent` of a serialized event: `message_update` reduced to its
+/// provider event type and delta, any other event normalized whole.
+pub fn norm_event(event: &Value) -> Value {
+    if event.get("type").and_then(Value::as_str) != Some("message_update") {
+        return norm(event);
+    }
+    let inner = &event["assistantMessageEvent"];
+    let mut m = Map::new();
+    m.insert("type".into(), Value::from("message_update"));
+    m.insert("event".into(), inner["type"].clone());
+    if let Some(d) = inner.get("delta") {
+        m.insert("delta".into(), d.clone());
+    }
+    Value::Object(m)
+}
+
 /// An integral float as an integer number; everything else unchanged.
 pub fn int_number(n: &Number) -> Number {
     if n.is_f64() {

@@ -14,6 +14,7 @@ use tern_ai::{
     StreamStart,
 };
 
+use super::session::Shared;
 use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
@@ -30,12 +31,24 @@ pub(crate) enum Request {
 }
 
 /// The queue of requests the driver has not started yet.
-#[derive(Default)]
 pub(crate) struct Bridge {
     requests: Mutex<VecDeque<Request>>,
+    /// The session, whose event count each request records.
+    session: Shared,
 }
 
 impl Bridge {
+    pub(crate) fn new(session: Shared) -> Self {
+        Bridge {
+            requests: Mutex::default(),
+            session,
+        }
+    }
+
+    fn published(&self) -> usize {
+        self.session.0.lock().published()
+    }
+
     pub(crate) fn take(&self) -> Vec<Request> {
         self.requests.lock().drain(..).collect()
     }
@@ -61,6 +74,7 @@ impl StreamFn for BridgedModel {
                 model: model.clone(),
                 messages: context.messages.to_vec(),
                 reasoning: options.reasoning,
+                event_offset: self.0.published(),
             }),
             reply,
         });
@@ -83,14 +97,23 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
                     tool_call_id: input.tool_call_id.clone(),
                     name: owned.name.clone(),
                     args: input.args,
+                    event_offset: bridge.published(),
                 }),
                 spec: Box::new(owned.clone()),
                 reply,
             });
+            let updater = input.updater;
             async move {
-                match answer.await {
-                    Ok(ToolReply::Returned { result }) => Ok(*result),
-                    Ok(ToolReply::Failed { message }) => Err(message.into()),
+                let answer = answer.await;
+                if let Ok(ToolReply::Returned { updates, .. } | ToolReply::Failed { updates, .. }) =
+                    &answer
+                {
+                    // Reported before `execute` settles, as the tool reported them.
+                    updates.iter().for_each(|u| updater.update(u.clone()));
+                }
+                match answer {
+                    Ok(ToolReply::Returned { result, .. }) => Ok(*result),
+                    Ok(ToolReply::Failed { message, .. }) => Err(message.into()),
                     // The driver dropped the call: the workflow is ending.
                     Err(_) => Ok(ToolResult::error("Operation aborted")),
                 }

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::bridge::{Bridge, Request};
 use super::in_flight::InFlight;
 use crate::activities::AgentActivities;
+use crate::stream_record::ModelOutcome;
 use crate::wire::ToolReply;
 
 /// How long a model request or tool call may go without a heartbeat before another worker
@@ -109,7 +110,16 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 .execute_activity(AgentActivities::model, *request, options)
                 .await
             {
-                Ok(recorded) => crate::stream_record::replay(&reply, recorded),
+                Ok(ModelOutcome::Streamed(recorded)) => {
+                    crate::stream_record::replay(&reply, *recorded)
+                }
+                // The run fails with the stream function's own error, as a local run does.
+                Ok(ModelOutcome::Refused { message }) => reply.fail(message),
+                Ok(ModelOutcome::Broke {
+                    start,
+                    steps,
+                    message,
+                }) => crate::stream_record::replay_broken(&reply, start, steps, message),
                 Err(ActivityExecutionError::Cancelled(_)) => {
                     // The loop's clock is not installed here: stamp the workflow's time.
                     let mut cut = crate::stream_record::aborted(&model);
@@ -136,12 +146,8 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 .await;
             let answer = match outcome {
                 Ok(reply) => reply,
-                Err(ActivityExecutionError::Cancelled(_)) => ToolReply::Failed {
-                    message: "Operation aborted".into(),
-                },
-                Err(_) => ToolReply::Failed {
-                    message: crate::activities::interrupted_text(&spec.name),
-                },
+                Err(ActivityExecutionError::Cancelled(_)) => ToolReply::failed("Operation aborted"),
+                Err(_) => ToolReply::failed(crate::activities::interrupted_text(&spec.name)),
             };
             // The loop may have stopped waiting (the workflow is ending): nothing to do.
             let _ = reply.send(answer);

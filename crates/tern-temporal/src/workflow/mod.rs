@@ -18,25 +18,29 @@ mod session;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
     ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
 };
-use tern_agent::{run_agent_loop, AgentContext, AgentLoopConfig};
-use tern_ai::StreamFn;
+use tern_agent::{
+    run_agent_loop, run_agent_loop_continue, AgentContext, AgentError, AgentLoopConfig,
+};
+use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
-use crate::wire::{SessionInput, SessionMessages, SessionOutput, SessionState};
+use crate::wire::{
+    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+};
 use bridge::{bridged_tool, Bridge, BridgedModel};
-use session::{Input, Seq, Shared};
+use session::{Input, Seq, Session, Shared, Start};
 
 type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The workflow of one agent session.
 #[workflow]
 pub struct AgentWorkflow {
-    input: SessionInput,
     shared: Shared,
 }
 
@@ -45,60 +49,80 @@ impl AgentWorkflow {
     /// Builds the session from its input (before any update is handled).
     #[init]
     pub fn new(_ctx: &WorkflowContextView, input: SessionInput) -> Self {
-        let shared = Shared::default();
-        {
-            let mut s = shared.0.lock();
-            s.messages = input.messages.clone();
-            s.event_offset = input.event_offset;
-        }
-        AgentWorkflow { input, shared }
+        let shared = Shared(Arc::new(parking_lot::Mutex::new(Session::new(&input))));
+        AgentWorkflow { shared }
     }
 
     /// Runs prompts until the session is closed, continuing as new when the history grows
     /// long (between runs, carrying the transcript).
     #[run]
     pub async fn run(ctx: &mut WorkflowContext<Self>) -> WorkflowResult<SessionOutput> {
-        let (input, shared) = ctx.state(|w| (w.input.clone(), w.shared.clone()));
-        let bridge = Arc::new(Bridge::default());
-        let tools: Vec<_> = input
-            .tools
-            .iter()
-            .map(|spec| bridged_tool(spec, bridge.clone()))
-            .collect();
+        let shared = ctx.state(|w| w.shared.clone());
+        let bridge = Arc::new(Bridge::new(shared.clone()));
         let stream_fn: Arc<dyn StreamFn> = Arc::new(BridgedModel(bridge.clone()));
         loop {
             ctx.wait_condition(|w| {
                 let s = w.shared.0.lock();
-                s.has_prompt() || s.closed
+                s.has_run() || s.closed
             })
             .await?;
-            let (prompts, transcript) = {
+            let (start, transcript, settings) = {
                 let mut s = shared.0.lock();
-                let Some(prompts) = s.take_prompt() else {
+                let Some(start) = s.take_run() else {
                     break;
                 };
                 s.is_streaming = true;
-                (prompts, s.messages.clone())
+                (start, s.messages.clone(), s.settings.clone())
             };
+            let tools: Vec<_> = settings
+                .tools
+                .iter()
+                .map(|spec| bridged_tool(spec, bridge.clone()))
+                .collect();
             ctx.state_mut(|_| ());
-            let mut config = AgentLoopConfig::new(input.model.clone());
-            config.reasoning = input.reasoning;
-            config.tool_execution = input.tool_execution;
-            config.get_steering_messages = Some(shared.steering_source());
-            config.get_follow_up_messages = Some(shared.follow_up_source());
-            let context = AgentContext::new(transcript, tools.clone());
-            let signal = CancellationToken::new();
-            let run = run_agent_loop(
-                prompts,
-                context,
-                config,
-                &shared,
-                signal.clone(),
-                stream_fn.clone(),
+            let skip_initial_steering = matches!(
+                start,
+                Start::Prompt {
+                    skip_initial_steering: true,
+                    ..
+                }
             );
-            // A failed run (a hook or the stream function failed) leaves its error in the
-            // events it published; the session stays usable.
-            let _ = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            let mut config = AgentLoopConfig::new(settings.model.clone());
+            config.reasoning = settings.reasoning;
+            config.tool_execution = settings.tool_execution;
+            config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
+            config.get_follow_up_messages = Some(shared.follow_up_source());
+            let context = AgentContext::new(transcript, tools);
+            let signal = CancellationToken::new();
+            let run: BoxFuture<'_, Result<Vec<Message>, AgentError>> = match start {
+                Start::Prompt { messages, .. } => Box::pin(run_agent_loop(
+                    messages,
+                    context,
+                    config,
+                    &shared,
+                    signal.clone(),
+                    stream_fn.clone(),
+                )),
+                Start::Continue => Box::pin(run_agent_loop_continue(
+                    context,
+                    config,
+                    &shared,
+                    signal.clone(),
+                    stream_fn.clone(),
+                )),
+            };
+            // A failed run (a hook or the stream function failed) ends, as the Agent's does,
+            // with a failure message carrying the error; the session stays usable.
+            let ran = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            if let Err(e) = ran {
+                let at = driver::workflow_ms(ctx);
+                shared.0.lock().record_run_failure(
+                    &settings.model,
+                    e.to_string(),
+                    signal.is_cancelled(),
+                    at,
+                );
+            }
             shared.0.lock().is_streaming = false;
             ctx.state_mut(|_| ());
             if signal.is_cancelled() {
@@ -106,14 +130,7 @@ impl AgentWorkflow {
                 break;
             }
             if ctx.continue_as_new_suggested() && ctx.all_handlers_finished() {
-                let next = {
-                    let s = shared.0.lock();
-                    SessionInput {
-                        messages: s.messages.clone(),
-                        event_offset: s.event_offset + s.events.len(),
-                        ..input.clone()
-                    }
-                };
+                let next = shared.0.lock().continued();
                 ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
             }
         }
@@ -132,9 +149,7 @@ impl AgentWorkflow {
             return Err("The session is closed".into());
         }
         if s.is_busy() {
-            return Err(
-                "The agent is already processing a prompt: use steer or follow_up, or wait".into(),
-            );
+            return Err(AgentError::PromptWhileRunning.to_string().into());
         }
         if input.messages.is_empty() {
             return Err("A prompt needs at least one message".into());
@@ -146,6 +161,67 @@ impl AgentWorkflow {
     #[update]
     pub async fn prompt(ctx: &mut WorkflowContext<Self>, input: SessionMessages) -> Seq {
         accept(ctx, Input::Prompt, input).await
+    }
+
+    #[update_validator(continue_run)]
+    fn validate_continue(
+        &self,
+        _ctx: &WorkflowContextView,
+        _input: &(),
+    ) -> Result<(), HandlerError> {
+        let s = self.shared.0.lock();
+        if s.closed {
+            return Err("The session is closed".into());
+        }
+        match s.cannot_continue() {
+            Some(e) => Err(e.to_string().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Continues from the transcript as it is, as `Agent::continue_run` does (an assistant
+    /// tail is answered by the queued steering, else the queued follow-ups); completes when
+    /// the run has started.
+    #[update]
+    pub async fn continue_run(ctx: &mut WorkflowContext<Self>, _input: ()) -> Seq {
+        let seq = ctx.state_mut(|w| w.shared.0.lock().accept(Input::Continue, Vec::new()));
+        // Cancelled waits end with the workflow: the update then reports that, not a seq.
+        let _ = ctx
+            .wait_condition(|w| w.shared.0.lock().is_started(seq))
+            .await;
+        seq
+    }
+
+    #[update_validator(reset)]
+    fn validate_reset(&self, _ctx: &WorkflowContextView, _input: &()) -> Result<(), HandlerError> {
+        let s = self.shared.0.lock();
+        if s.closed {
+            return Err("The session is closed".into());
+        }
+        match s.cannot_reset() {
+            Some(e) => Err(e.to_string().into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
+    /// prompt and tools as one system message. Refused while a run is active.
+    #[update]
+    pub async fn reset(ctx: &mut WorkflowContext<Self>, _input: ()) {
+        ctx.state_mut(|w| w.shared.0.lock().reset());
+    }
+
+    /// Changes the tools, transcript, model, thinking level, batch mode or queue modes for
+    /// the next runs (`Agent::set_*`); the running loop keeps its own.
+    #[update]
+    pub async fn set(ctx: &mut WorkflowContext<Self>, input: SessionSettings) {
+        ctx.state_mut(|w| w.shared.0.lock().apply(input));
+    }
+
+    /// Empties the steering and/or follow-up queue (`Agent::clear_*_queue`).
+    #[update]
+    pub async fn clear_queues(ctx: &mut WorkflowContext<Self>, input: ClearQueues) {
+        ctx.state_mut(|w| w.shared.0.lock().clear_queues(input));
     }
 
     #[update_validator(steer)]

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tern_agent::{AgentEvent, EventSink, PendingMessageQueue};
-use tern_ai::Message;
+use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue};
+use tern_ai::transcript::get_current_system_message;
+use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, ThinkingLevel};
 
-use crate::wire::SessionState;
+use crate::wire::{ClearQueues, SessionInput, SessionSettings, SessionState};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
 pub(crate) type Seq = u64;
@@ -26,6 +27,12 @@ impl Queue {
     fn push(&mut self, seq: Seq, m: Message) {
         self.messages.enqueue(m);
         self.seqs.push_back(seq);
+    }
+
+    /// Empties the queue; returns the inputs whose messages it held.
+    fn clear(&mut self) -> Vec<Seq> {
+        self.messages.clear();
+        self.seqs.drain(..).collect()
     }
 
     fn drain(&mut self) -> Vec<(Seq, Message)> {
@@ -44,13 +51,21 @@ pub(crate) struct Session {
     pub(crate) event_offset: usize,
     pub(crate) is_streaming: bool,
     pending_tool_calls: Vec<String>,
-    prompts: VecDeque<(Seq, Vec<Message>)>,
+    /// Runs asked for and not started: a prompt's messages, or `None` for a continue.
+    runs: VecDeque<(Seq, Option<Vec<Message>>)>,
+    /// The seq of the last run started (runs start in the order they were accepted).
+    started: Seq,
     steering: Queue,
     follow_up: Queue,
     /// Delivered to the loop, not yet committed (seen at their `message_end`).
     delivered: VecDeque<(Seq, Message)>,
     next_seq: Seq,
-    committed: Seq,
+    /// The inputs whose messages are all in the transcript, or were discarded by a clear
+    /// or a reset. A set, not a high-water mark: a run delivers a prompt before steering
+    /// accepted earlier, so inputs commit out of order.
+    settled: std::collections::BTreeSet<Seq>,
+    /// What the next run uses (the input's, as changed by `set`).
+    pub(crate) settings: SessionInput,
     pub(crate) closed: bool,
 }
 
@@ -58,16 +73,46 @@ pub(crate) struct Session {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Input {
     Prompt,
+    Continue,
     Steer,
     FollowUp,
 }
 
+/// How a run starts, as the Agent starts one.
+pub(crate) enum Start {
+    /// With new messages: a prompt's, or the queued messages that answer an assistant tail
+    /// (steering ones skip the loop's first steering poll, as the Agent's do).
+    Prompt {
+        messages: Vec<Message>,
+        skip_initial_steering: bool,
+    },
+    /// From the transcript as it is (its tail is not an assistant message).
+    Continue,
+}
+
 impl Session {
+    /// A session starting from `input`.
+    pub(crate) fn new(input: &SessionInput) -> Self {
+        let mut s = Session {
+            messages: input.messages.clone(),
+            event_offset: input.event_offset,
+            settings: SessionInput {
+                messages: Vec::new(),
+                ..input.clone()
+            },
+            ..Session::default()
+        };
+        s.steering.messages.mode = input.steering_mode;
+        s.follow_up.messages.mode = input.follow_up_mode;
+        s
+    }
+
     pub(crate) fn accept(&mut self, input: Input, messages: Vec<Message>) -> Seq {
         self.next_seq += 1;
         let seq = self.next_seq;
         match input {
-            Input::Prompt => self.prompts.push_back((seq, messages)),
+            Input::Prompt => self.runs.push_back((seq, Some(messages))),
+            Input::Continue => self.runs.push_back((seq, None)),
             Input::Steer => messages
                 .into_iter()
                 .for_each(|m| self.steering.push(seq, m)),
@@ -78,23 +123,148 @@ impl Session {
         seq
     }
 
-    pub(crate) fn is_committed(&self, seq: Seq) -> bool {
-        self.committed >= seq
+    /// How many events the session has published (across continue-as-new).
+    pub(crate) fn published(&self) -> usize {
+        self.event_offset + self.events.len()
     }
 
-    pub(crate) fn has_prompt(&self) -> bool {
-        !self.prompts.is_empty()
+    pub(crate) fn is_committed(&self, seq: Seq) -> bool {
+        self.settled.contains(&seq)
+    }
+
+    /// Empties the queues asked for (`Agent::clear_*_queue`); their inputs' updates complete.
+    pub(crate) fn clear_queues(&mut self, which: ClearQueues) {
+        let mut dropped = Vec::new();
+        if which.steering {
+            dropped.extend(self.steering.clear());
+        }
+        if which.follow_up {
+            dropped.extend(self.follow_up.clear());
+        }
+        self.settled.extend(dropped);
+    }
+
+    /// Applies a `set` to the next runs (the queues' modes at once, as the Agent's).
+    pub(crate) fn apply(&mut self, set: SessionSettings) {
+        if let Some(tools) = set.tools {
+            self.settings.tools = tools;
+        }
+        if let Some(messages) = set.messages {
+            self.messages = messages;
+        }
+        if let Some(model) = set.model {
+            self.settings.model = model;
+        }
+        if let Some(level) = set.thinking_level {
+            self.settings.reasoning = (level != ThinkingLevel::Off).then_some(level);
+        }
+        if let Some(mode) = set.tool_execution {
+            self.settings.tool_execution = mode;
+        }
+        if let Some(mode) = set.steering_mode {
+            self.steering.messages.mode = mode;
+        }
+        if let Some(mode) = set.follow_up_mode {
+            self.follow_up.messages.mode = mode;
+        }
+    }
+
+    /// The input a continue-as-new starts from: the settings, the transcript, the offset.
+    pub(crate) fn continued(&self) -> SessionInput {
+        SessionInput {
+            messages: self.messages.clone(),
+            event_offset: self.published(),
+            steering_mode: self.steering.messages.mode,
+            follow_up_mode: self.follow_up.messages.mode,
+            ..self.settings.clone()
+        }
+    }
+
+    pub(crate) fn is_started(&self, seq: Seq) -> bool {
+        self.started >= seq
+    }
+
+    pub(crate) fn has_run(&self) -> bool {
+        !self.runs.is_empty()
     }
 
     pub(crate) fn is_busy(&self) -> bool {
-        self.is_streaming || self.has_prompt()
+        self.is_streaming || self.has_run()
     }
 
-    pub(crate) fn take_prompt(&mut self) -> Option<Vec<Message>> {
-        let (seq, messages) = self.prompts.pop_front()?;
-        self.delivered
-            .extend(messages.iter().map(|m| (seq, m.clone())));
-        Some(messages)
+    /// Why a continue cannot start now (the Agent's errors), or `None` when it can.
+    pub(crate) fn cannot_continue(&self) -> Option<AgentError> {
+        if self.is_busy() {
+            return Some(AgentError::ContinueWhileRunning);
+        }
+        if self
+            .messages
+            .iter()
+            .all(|m| matches!(m, Message::System(_)))
+        {
+            return Some(AgentError::NothingToContinue);
+        }
+        let assistant_tail = matches!(self.messages.last(), Some(Message::Assistant(_)));
+        if assistant_tail
+            && !self.steering.messages.has_items()
+            && !self.follow_up.messages.has_items()
+        {
+            return Some(AgentError::CannotContinueFrom("assistant".into()));
+        }
+        None
+    }
+
+    /// Why a reset cannot happen now (the Agent's error), or `None` when it can.
+    pub(crate) fn cannot_reset(&self) -> Option<AgentError> {
+        self.is_busy().then_some(AgentError::ResetWhileRunning)
+    }
+
+    /// Clears the conversation and the queues as `Agent::reset` does, keeping the replayed
+    /// prompt and tools as one system message. Only while idle: every input accepted so far
+    /// is then committed or queued, so the queued ones are settled (their updates complete:
+    /// the reset discarded them).
+    pub(crate) fn reset(&mut self) {
+        let baseline = get_current_system_message(&self.messages);
+        self.messages = baseline.map(Message::from).into_iter().collect();
+        self.pending_tool_calls.clear();
+        self.clear_queues(ClearQueues {
+            steering: true,
+            follow_up: true,
+        });
+    }
+
+    /// Starts the next run asked for.
+    pub(crate) fn take_run(&mut self) -> Option<Start> {
+        let (seq, messages) = self.runs.pop_front()?;
+        self.started = seq;
+        if let Some(messages) = messages {
+            self.delivered
+                .extend(messages.iter().map(|m| (seq, m.clone())));
+            return Some(Start::Prompt {
+                messages,
+                skip_initial_steering: false,
+            });
+        }
+        if !matches!(self.messages.last(), Some(Message::Assistant(_))) {
+            return Some(Start::Continue);
+        }
+        // An assistant tail is answered by queued steering first, then by follow-ups.
+        for steering in [true, false] {
+            let queue = if steering {
+                &mut self.steering
+            } else {
+                &mut self.follow_up
+            };
+            let taken = queue.drain();
+            if !taken.is_empty() {
+                return Some(Start::Prompt {
+                    messages: self.deliver(taken),
+                    skip_initial_steering: steering,
+                });
+            }
+        }
+        // Validated with a message queued; nothing took it since. The loop reports it.
+        Some(Start::Continue)
     }
 
     fn deliver(&mut self, taken: Vec<(Seq, Message)>) -> Vec<Message> {
@@ -114,7 +284,7 @@ impl Session {
             pending_tool_calls: self.pending_tool_calls.clone(),
             steering_queue: self.steering.messages.all().to_vec(),
             follow_up_queue: self.follow_up.messages.all().to_vec(),
-            event_count: self.event_offset + self.events.len(),
+            event_count: self.published(),
         }
     }
 
@@ -127,15 +297,61 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// Ends a failed run as the Agent does: a failure message (empty text, the error, `error`
+    /// or, when aborted, `aborted`) published as the run's last message, turn and end.
+    pub(crate) fn record_run_failure(
+        &mut self,
+        model: &Model,
+        error: String,
+        aborted: bool,
+        timestamp: u64,
+    ) {
+        let failure = Message::from(AssistantMessage {
+            content: vec![ContentBlock::text("")],
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: if aborted {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            },
+            error_message: Some(error),
+            timestamp,
+            ..AssistantMessage::default()
+        });
+        for event in [
+            AgentEvent::MessageStart {
+                message: failure.clone(),
+            },
+            AgentEvent::MessageEnd {
+                message: failure.clone(),
+            },
+            AgentEvent::TurnEnd {
+                message: failure.clone(),
+                tool_results: Vec::new(),
+            },
+            AgentEvent::AgentEnd {
+                messages: vec![failure],
+            },
+        ] {
+            self.record(&event);
+        }
+    }
+
     fn record(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageEnd { message } => {
                 self.messages.push(message.clone());
-                if self.delivered.front().is_some_and(|(_, m)| m == message) {
+                if self
+                    .delivered
+                    .front()
+                    .is_some_and(|(_, m)| is_delivered(m, message))
+                {
                     if let Some((seq, _)) = self.delivered.pop_front() {
                         // A batch is committed with its last message.
                         if self.delivered.front().is_none_or(|(s, _)| *s != seq) {
-                            self.committed = seq;
+                            self.settled.insert(seq);
                         }
                     }
                 }
@@ -165,6 +381,15 @@ impl Session {
     }
 }
 
+/// Whether `ended` is the delivered input `m` as the loop committed it: the same message,
+/// or a system message the loop gave the tool changes to announce (same content).
+fn is_delivered(m: &Message, ended: &Message) -> bool {
+    match (m, ended) {
+        (Message::System(a), Message::System(b)) => a.content == b.content,
+        _ => m == ended,
+    }
+}
+
 /// The session as the loop reaches it.
 #[derive(Clone, Default)]
 pub(crate) struct Shared(pub(crate) Arc<Mutex<Session>>);
@@ -176,9 +401,15 @@ impl EventSink for Shared {
 }
 
 impl Shared {
-    pub(crate) fn steering_source(&self) -> tern_agent::config::MessageSource {
+    /// The loop's steering source; with `skip_first`, its first poll takes nothing (the run
+    /// started with the steering messages queued before it).
+    pub(crate) fn steering_source(&self, skip_first: bool) -> tern_agent::config::MessageSource {
         let shared = self.clone();
+        let skip = std::sync::atomic::AtomicBool::new(skip_first);
         Arc::new(move || -> BoxFuture<'static, Vec<Message>> {
+            if skip.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Box::pin(async { Vec::new() });
+            }
             let mut s = shared.0.lock();
             let taken = s.steering.drain();
             let out = s.deliver(taken);

@@ -1,0 +1,121 @@
+//! Which scenarios the Temporal backend runs, and why the others are left out. A scenario is
+//! run only when every part of it has a counterpart in the session workflow and its client;
+//! otherwise the runner says which part is missing (exit status 4) instead of printing a
+//! trace that could only differ.
+
+use serde_json::Value;
+
+use super::spec::{Scenario, Step};
+
+/// The actions that have a session operation (`prompt`, `continue_run`, `queue_steer`,
+/// `queue_follow_up`, `reset`, `state`, `follow`).
+pub const SESSION_ACTIONS: &[&str] = &[
+    "prompt",
+    "continue",
+    "steer",
+    "followUp",
+    "reset",
+    "set",
+    "clearSteeringQueue",
+    "clearFollowUpQueue",
+    "clearAllQueues",
+    "snapshot",
+    "waitForIdle",
+];
+
+/// Why `scenario` cannot run through a session, or `None` when it can.
+pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
+    let Some(agent) = &spec.agent else {
+        return Some(
+            "no agent: the low-level loop entry points (agentLoop, runAgentLoop, ...) are \
+             functions called in process, not session operations"
+                .into(),
+        );
+    };
+    if let Some(hooks) = raw.get("hooks").and_then(Value::as_object) {
+        if !hooks.is_empty() {
+            let names: Vec<&str> = hooks.keys().map(String::as_str).collect();
+            return Some(format!(
+                "hooks ({}): the session workflow runs no hooks yet",
+                names.join(", ")
+            ));
+        }
+    }
+    if !spec.listeners.is_empty() {
+        return Some(
+            "listeners: their trace entries snapshot the Agent's state inside each event \
+             callback; a session's subscribers read its events after the fact"
+                .into(),
+        );
+    }
+    if agent.model.is_none() {
+        return Some("an agent without a model: a session always has one".into());
+    }
+    let o = &agent.options;
+    if o.session_id.is_some()
+        || o.max_tokens.is_some()
+        || o.temperature.is_some()
+        || o.max_retry_delay_ms.is_some()
+        || o.thinking_budgets.is_some()
+    {
+        return Some("stream options: a session passes none to its model requests".into());
+    }
+    for a in &spec.actions {
+        if let Some(at) = &a.at {
+            return Some(format!(
+                "a triggered action ({} at {}): the client sees events after the workflow \
+                 published them, not while the loop waits in its event callback",
+                a.do_, at.event
+            ));
+        }
+        if !SESSION_ACTIONS.contains(&a.do_.as_str()) {
+            return Some(format!(
+                "the action {}: the session API has no such operation yet",
+                a.do_
+            ));
+        }
+        if !a.wait {
+            return Some(
+                "a detached prompt: the runner drives a session one prompt at a time".into(),
+            );
+        }
+    }
+    let mut names: Vec<&str> = spec.tools.values().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Some(
+            "a tool redefinition (two tools of one name): a worker hosts one tool per name".into(),
+        );
+    }
+    for tool in spec.tools.values() {
+        if tool.prepare.is_some() {
+            return Some(format!(
+                "the tool {}'s prepareArguments: a session's tool declarations carry no \
+                 argument preparation",
+                tool.name
+            ));
+        }
+        let behaviours = std::iter::once(&tool.behavior).chain(tool.calls.values());
+        for b in behaviours {
+            for step in &b.steps {
+                match step {
+                    Step::RunToolCall(_) => {
+                        return Some(format!(
+                            "the tool {} runs nested tool calls (runToolCall), which need the \
+                             loop's tools and hooks on the worker",
+                            tool.name
+                        ))
+                    }
+                    Step::Do(_) => {
+                        return Some(format!(
+                            "the tool {} drives the agent from inside its execution (do)",
+                            tool.name
+                        ))
+                    }
+                    Step::Sleep(_) | Step::Update(_) | Step::Ignored => {}
+                }
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,141 @@
+//! The worker's side of a scenario: the scripted model (tern-agent's, fed from here) and
+//! the scripted tools. Their trace entries are placed at the event offset of the call they
+//! run in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
+use tokio_util::sync::CancellationToken;
+
+use super::model::Script;
+use super::norm::norm;
+use super::spec::{ResponseSpec, Scenario, Step, ToolDef};
+use super::trace::Trace;
+
+/// The scenario's scripted responses, one per model request, and the trace they record to.
+pub struct Responses {
+    responses: Vec<Arc<ResponseSpec>>,
+    taken: Mutex<u64>,
+    trace: Arc<Trace>,
+}
+
+impl Responses {
+    pub fn new(spec: &Scenario, trace: Arc<Trace>) -> Self {
+        Responses {
+            responses: spec.model.clone(),
+            taken: Mutex::new(0),
+            trace,
+        }
+    }
+}
+
+/// Where an entry made on the worker goes: at its call's offset (every entry is made inside
+/// one), else after what has been read.
+fn place(trace: &Trace, entry: Value) {
+    match tern_temporal::activities::current_call() {
+        Some(call) => trace.place(call.event_offset, entry),
+        None => trace.here(entry),
+    }
+}
+
+impl Script for Responses {
+    fn next_request(&self) -> (u64, Option<Arc<ResponseSpec>>) {
+        let mut n = self.taken.lock();
+        let spec = self.responses.get(*n as usize).cloned();
+        *n += 1;
+        (*n, spec)
+    }
+
+    fn push(&self, entry: Value) {
+        place(&self.trace, entry);
+    }
+}
+
+/// The agent's tools as the worker runs them.
+pub fn tools(
+    spec: &Scenario,
+    ids: &[String],
+    trace: &Arc<Trace>,
+) -> Result<Vec<AgentTool>, String> {
+    ids.iter()
+        .map(|id| {
+            let def = spec
+                .tools
+                .get(id)
+                .ok_or_else(|| format!("scenario references unknown tool {id}"))?;
+            Ok(tool(def.clone(), trace.clone()))
+        })
+        .collect()
+}
+
+fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
+    let d = def.clone();
+    let tool = AgentTool::dynamic(
+        &def.name,
+        &def.description,
+        def.parameters.clone(),
+        move |input: ToolCallInput| execute(d.clone(), trace.clone(), input),
+    )
+    .with_label(&def.label);
+    match def.execution_mode {
+        Some(mode) => tool.with_execution_mode(mode),
+        None => tool,
+    }
+}
+
+/// FORMAT.md 1.2's behaviour, for the steps a worker can take (the scope leaves out
+/// scenarios with others). Late updates are not sent: the activity's updater is closed once
+/// `execute` settles, so they would be dropped, as the loop drops them.
+async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> ToolOutput {
+    let b = def
+        .calls
+        .get(&input.tool_call_id)
+        .unwrap_or(&def.behavior)
+        .clone();
+    place(
+        &trace,
+        json!({
+            "kind": "execute",
+            "toolCallId": input.tool_call_id,
+            "toolName": def.name,
+            "args": norm(&input.args),
+        }),
+    );
+    for step in &b.steps {
+        match step {
+            Step::Sleep(ms) => {
+                if b.ignore_abort {
+                    sleep_ms(*ms).await;
+                } else if abortable_sleep(*ms, &input.signal).await.is_err() {
+                    return Err(b.abort_error.clone().into());
+                }
+            }
+            Step::Update(r) => input.updater.update(r.clone()),
+            Step::RunToolCall(_) | Step::Do(_) | Step::Ignored => {}
+        }
+    }
+    if let Some(message) = &b.throw {
+        return Err(message.clone().into());
+    }
+    Ok(b.result.clone())
+}
+
+async fn sleep_ms(ms: f64) {
+    if ms > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
+    }
+}
+
+async fn abortable_sleep(ms: f64, signal: &CancellationToken) -> Result<(), ()> {
+    if signal.is_cancelled() {
+        return Err(());
+    }
+    tokio::select! {
+        biased;
+        _ = sleep_ms(ms) => Ok(()),
+        _ = signal.cancelled() => Err(()),
+    }
+}

@@ -1,0 +1,103 @@
+//! The conformance scenarios through the Temporal backend: every scenario of tern-agent's
+//! suites (the public 55 and the project's own) runs as a session on one real dev server,
+//! with a worker in this process running the scripted model and tools as activities. Each
+//! must either give the reference's trace or be one the backend declines (`scope.rs` says
+//! why; the crate README lists them); the set that passes is pinned, so losing one fails.
+
+mod support;
+
+#[path = "../examples/conformance_temporal/harness.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+
+use support::dev_server::DevServer;
+
+/// The scenarios that run through a session and give the reference's trace.
+const PASSING: &[&str] = &[
+    "01_single_text_reply",
+    "04_per_tool_sequential_forces_batch",
+    "12_tool_returns_terminate",
+    "18_tool_is_error_result",
+    "19_updates_and_late_updates",
+    "32_continue_empty_transcript",
+    "33_continue_only_system",
+    "34_continue_assistant_tail_steering",
+    "35_continue_assistant_tail_follow_up",
+    "36_continue_assistant_tail_nothing_queued",
+    "37_continue_user_tail",
+    "43_reset",
+    "44_tool_set_change_between_runs",
+    "45_system_message_replay",
+    "49_run_failure_stream_throws",
+    "55_early_steering_and_reset_collapse",
+    "p03_tool_result_without_content",
+    "x02_thinking_usage",
+    "x07_prompt_with_system",
+    "x08_continue_after_error",
+    "y04_clear_queues_while_idle",
+    "y06_wait_for_idle_when_idle",
+    "y21_stream_throws_before_first_event",
+    "y22_stream_throws_after_tool_turn",
+    "y23_stream_ends_without_terminal_event",
+    "y24_final_only_without_terminal_event",
+];
+
+fn suites() -> Vec<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tern-agent/tests/conformance");
+    vec![
+        (root.join("scenarios"), root.join("expected")),
+        (root.join("extra/scenarios"), root.join("extra/expected")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scenarios_a_session_can_run_give_the_reference_traces() {
+    let server = DevServer::start();
+    let backend = harness::Backend::connect(&server.address)
+        .await
+        .expect("the dev server serves its namespace");
+    let mut passed = Vec::new();
+    let mut failed = Vec::new();
+    for (scenarios, expected) in suites() {
+        let mut files: Vec<_> = std::fs::read_dir(&scenarios)
+            .unwrap_or_else(|e| panic!("cannot list {}: {e}", scenarios.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for path in files {
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let read = |p: &Path| -> serde_json::Value {
+                let text = std::fs::read_to_string(p)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+                serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()))
+            };
+            let scenario = read(&path);
+            match backend.run(&scenario).await {
+                Ok(trace) => {
+                    let want = read(&expected.join(format!("{name}.json")));
+                    if harness::compare::equal(&want, &trace) {
+                        passed.push(name);
+                    } else {
+                        let diff = harness::compare::diff(&want, &trace);
+                        failed.push(format!("{name}:\n  {}", diff.join("\n  ")));
+                    }
+                }
+                Err(harness::RunError::Unsupported(_)) => {}
+                Err(e) => failed.push(format!("{name}: {e}")),
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "scenarios failed:\n{}",
+        failed.join("\n")
+    );
+    assert_eq!(passed, PASSING, "the scenarios that pass through Temporal");
+}
