@@ -47,15 +47,18 @@ WORK="$(mktemp -d)"
 # heading and then invents a code. Checked by hand; see the crate README.
 printf 'The secret launch code is %s.\n' "$CODE" > "$WORK/notes.txt"
 cd "$WORK"
+# pi's default prompt has no hints for small models; these keep a 1.5B model on the tool.
+HINTS="Give tool paths relative to the working directory. To read a whole file, call read with only its path. Answer from what the tools returned; never invent file contents."
 CMD=("$TERN" --base-url "$URL" --model local --tools read --temperature 0 --no-session
-     --max-turns 4 --timeout 300 -p "What is the secret launch code written in notes.txt?")
+     --append-system-prompt "$HINTS" --max-turns 4 --timeout 300 -p "What is the secret launch code written in notes.txt?")
 echo "\$ cd $WORK && ${CMD[*]}"
 set +e
 "${CMD[@]}" >"$WORK/answer.txt" 2>"$WORK/stderr.txt"
 rc=$?
 set -e
 # The same question in JSON mode shows the tool round trip as events.
-"$TERN" --base-url "$URL" --model local --tools read --temperature 0 --no-session --max-turns 4 \
+"$TERN" --base-url "$URL" --model local --tools read --temperature 0 --no-session \
+  --append-system-prompt "$HINTS" --max-turns 4 \
   --timeout 300 --mode json "What is the secret launch code written in notes.txt?" >"$WORK/events.jsonl" 2>/dev/null || true
 echo "exit code: $rc"
 echo "--- stdout"; cat "$WORK/answer.txt"
