@@ -445,7 +445,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
         api: "openai-completions".into(),
         provider: "bench".into(),
         model: "bench-model".into(),
-        usage: Usage::default(),
+        usage: Usage::default().into(),
         stop_reason,
         timestamp: TS,
         ..AssistantMessage::default()
