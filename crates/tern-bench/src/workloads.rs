@@ -577,7 +577,8 @@ pub fn w5(p: &W5Params) -> Res {
 }
 
 /// Heap bytes each kind of W5 message holds beyond its text (malloc headers included), from
-/// `mallinfo2` around 2,000 transcripts of which only that kind is kept. `null` off glibc.
+/// `mallinfo2` around 2,000 transcripts of which only that kind is kept, shrunk as an agent
+/// keeps them. `null` off glibc.
 fn w5_bytes_by_kind() -> Value {
     const N: usize = 2_000;
     // (name, position in the 4-message cycle, text bytes)
@@ -602,6 +603,8 @@ fn w5_bytes_by_kind() -> Value {
                     }
                 });
                 t.shrink_to_fit();
+                // As `Agent::new` keeps them.
+                t.iter_mut().for_each(Message::shrink_to_fit);
                 t
             })
             .collect();

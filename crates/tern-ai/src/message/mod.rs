@@ -17,6 +17,7 @@ mod assistant;
 mod content;
 mod extra;
 mod name;
+mod shrink;
 mod system;
 mod thinking_level;
 mod tool_call;
