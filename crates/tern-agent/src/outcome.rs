@@ -174,7 +174,8 @@ mod tests {
                     ..Cost::default()
                 },
                 ..Usage::default()
-            },
+            }
+            .into(),
             ..AssistantMessage::default()
         })
     }

@@ -141,9 +141,9 @@ impl StreamFn for FauxModel {
     fn stream(&self, model: &Model, _context: Context, options: StreamOptions) -> StreamStart {
         let (tx, rx) = assistant_stream();
         let base = AssistantMessage {
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            api: model.api.as_str().into(),
+            provider: model.provider.as_str().into(),
+            model: model.id.as_str().into(),
             timestamp: now_ms(),
             ..Default::default()
         };
@@ -365,7 +365,7 @@ async fn play_async(
 fn final_event(base: AssistantMessage, response: &FauxResponse) -> AssistantMessageEvent {
     let message = AssistantMessage {
         content: response.content.clone(),
-        usage: response.usage.clone(),
+        usage: response.usage.clone().into(),
         stop_reason: response.stop_reason,
         error_message: response.error_message.clone(),
         ..base

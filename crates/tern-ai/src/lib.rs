@@ -37,9 +37,9 @@ pub mod transcript;
 pub use event::{AssistantMessageEvent, Delta, PartialMessage};
 pub use message::{
     content_text, Absent, AssistantExtra, AssistantMessage, Content, ContentBlock, Cost,
-    CustomMessage, ImageContent, JsonObject, Message, MessageExtra, StopReason, SystemMessage,
-    TextContent, ThinkingContent, ThinkingLevel, Timestamp, ToolCall, ToolCallExtra,
-    ToolDeclaration, ToolReference, ToolResultMessage, Usage, UserMessage,
+    CustomMessage, ImageContent, JsonObject, Message, MessageExtra, Name, StopReason,
+    SystemMessage, TextContent, ThinkingContent, ThinkingLevel, Timestamp, ToolCall, ToolCallExtra,
+    ToolDeclaration, ToolReference, ToolResultMessage, Usage, UsageBox, UserMessage,
 };
 pub use model::{Model, ModelCost};
 pub use stream::{

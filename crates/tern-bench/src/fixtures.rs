@@ -108,7 +108,7 @@ pub fn scripted_response(
         api: "openai-completions".into(),
         provider: "bench".into(),
         model: "bench-model".into(),
-        usage: Usage::default(),
+        usage: Usage::default().into(),
         stop_reason,
         timestamp: now_ms(),
         ..AssistantMessage::default()

@@ -445,7 +445,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
         api: "openai-completions".into(),
         provider: "bench".into(),
         model: "bench-model".into(),
-        usage: Usage::default(),
+        usage: Usage::default().into(),
         stop_reason,
         timestamp: TS,
         ..AssistantMessage::default()
@@ -553,6 +553,8 @@ pub fn w5(p: &W5Params) -> Res {
         "Usage": std::mem::size_of::<Usage>(),
         "Value": std::mem::size_of::<Value>(),
     });
+    drop(agents);
+    let by_kind = w5_bytes_by_kind();
     Ok(json!({
         "workload": "W5",
         "agents": a_n,
@@ -569,8 +571,53 @@ pub fn w5(p: &W5Params) -> Res {
         "heap_note": "glibc malloc in use (mallinfo2), chunk headers included",
         "overhead_per_message_bytes_rss": over / 100.0,
         "type_sizes_bytes": sizes,
+        "heap_overhead_per_message_by_kind_bytes": by_kind,
         "impl": "tern",
     }))
+}
+
+/// Heap bytes each kind of W5 message holds beyond its text (malloc headers included), from
+/// `mallinfo2` around 2,000 transcripts of which only that kind is kept, shrunk as an agent
+/// keeps them. `null` off glibc.
+fn w5_bytes_by_kind() -> Value {
+    const N: usize = 2_000;
+    // (name, position in the 4-message cycle, text bytes)
+    let kinds = [
+        ("user", 0, 256),
+        ("assistant_with_tool_call", 1, 128),
+        ("tool_result", 2, 1024),
+        ("assistant", 3, 512),
+    ];
+    let mut out = Map::new();
+    for (name, pos, text) in kinds {
+        trim_heap();
+        let h0 = heap_in_use_bytes();
+        let kept: Vec<Vec<Message>> = (0..N)
+            .map(|i| {
+                let mut t = w5_transcript(i);
+                t.retain({
+                    let mut k = 0;
+                    move |_| {
+                        k += 1;
+                        (k - 1) % 4 == pos
+                    }
+                });
+                t.shrink_to_fit();
+                // As `Agent::new` keeps them.
+                t.iter_mut().for_each(Message::shrink_to_fit);
+                t
+            })
+            .collect();
+        let h1 = heap_in_use_bytes();
+        let per = h0.zip(h1).map(|(a, b)| {
+            // The outer vector's own buffer is the measurement's, not the messages'.
+            let outer = (N * std::mem::size_of::<Vec<Message>>()) as f64;
+            (b as f64 - a as f64 - outer) / (N * 25) as f64 - text as f64
+        });
+        out.insert(name.into(), json!(per.map(|p| round(p, 1))));
+        drop(kept);
+    }
+    Value::Object(out)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -51,9 +51,9 @@ impl StreamFn for Script {
         let message = AssistantMessage {
             content,
             stop_reason,
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            api: model.api.as_str().into(),
+            provider: model.provider.as_str().into(),
+            model: model.id.as_str().into(),
             timestamp: NOW,
             duration_ms: Some(0),
             ..Default::default()

@@ -44,7 +44,7 @@ impl Instruments {
             KeyValue::new("gen_ai.operation.name", "chat"),
             KeyValue::new("gen_ai.provider.name", provider.to_string()),
             KeyValue::new("gen_ai.request.model", model.to_string()),
-            KeyValue::new("gen_ai.response.model", m.model.clone()),
+            KeyValue::new("gen_ai.response.model", m.model.to_string()),
         ];
         if let Some(e) = error {
             attributes.push(KeyValue::new("error.type", e.to_string()));

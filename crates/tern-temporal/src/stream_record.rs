@@ -302,9 +302,9 @@ pub(crate) fn aborted(model: &tern_ai::Model) -> ModelReply {
         start: None,
         steps: Vec::new(),
         message: AssistantMessage {
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            api: model.api.as_str().into(),
+            provider: model.provider.as_str().into(),
+            model: model.id.as_str().into(),
             stop_reason: StopReason::Aborted,
             error_message: Some("Request was aborted".into()),
             timestamp: tern_ai::clock::now_ms(),

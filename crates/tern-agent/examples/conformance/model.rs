@@ -198,10 +198,14 @@ async fn produce(
     };
     let base = AssistantMessage {
         content: Vec::new(),
-        api: model.api.clone(),
-        provider: model.provider.clone(),
-        model: model.id.clone(),
-        usage: spec.as_ref().map(|s| s.usage.clone()).unwrap_or_default(),
+        api: model.api.as_str().into(),
+        provider: model.provider.as_str().into(),
+        model: model.id.as_str().into(),
+        usage: spec
+            .as_ref()
+            .map(|s| s.usage.clone())
+            .unwrap_or_default()
+            .into(),
         stop_reason: StopReason::Pending,
         timestamp: tern_ai::clock::now_ms(),
         ..AssistantMessage::default()

@@ -179,7 +179,7 @@ fn synthetic_assistant(call: &ToolCall) -> AssistantMessage {
         api: "scripted".into(),
         provider: "scripted".into(),
         model: spec::DEFAULT_MODEL_ID.into(),
-        usage: Usage::default(),
+        usage: Usage::default().into(),
         stop_reason: StopReason::ToolUse,
         timestamp: 0,
         ..AssistantMessage::default()

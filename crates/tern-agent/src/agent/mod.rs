@@ -84,6 +84,8 @@ impl Agent {
     /// the initial messages already start with one.
     pub fn new(options: AgentOptions) -> Self {
         let mut messages = options.messages;
+        // Kept for the agent's lifetime: no spare capacity from when they were built.
+        messages.iter_mut().for_each(Message::shrink_to_fit);
         let decls: Vec<Arc<ToolDeclaration>> = options
             .tools
             .iter()
@@ -209,7 +211,8 @@ impl Agent {
     }
 
     /// Replaces the transcript.
-    pub fn set_messages(&self, messages: Vec<Message>) {
+    pub fn set_messages(&self, mut messages: Vec<Message>) {
+        messages.iter_mut().for_each(Message::shrink_to_fit);
         self.inner.state.lock().messages = messages;
     }
 

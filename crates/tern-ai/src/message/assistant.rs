@@ -5,7 +5,9 @@ use serde_json::Value;
 use std::sync::LazyLock;
 
 use super::extra::Absent;
-use super::{content_text, ContentBlock, JsonObject, ThinkingLevel, Timestamp, ToolCall, Usage};
+use super::{
+    content_text, ContentBlock, JsonObject, Name, ThinkingLevel, Timestamp, ToolCall, UsageBox,
+};
 use crate::clock::now_ms;
 use crate::model::Model;
 
@@ -65,18 +67,19 @@ impl StopReason {
 pub struct AssistantMessage {
     /// Text, thinking and toolCall blocks in model order.
     pub content: Vec<ContentBlock>,
-    /// The wire API that produced it (`openai-completions`, ...).
-    pub api: String,
-    /// The provider id.
-    pub provider: String,
-    /// The requested model id.
-    pub model: String,
+    /// The wire API that produced it (`openai-completions`, ...); shared with every other
+    /// message that names it.
+    pub api: Name,
+    /// The provider id (shared the same way).
+    pub provider: Name,
+    /// The requested model id (shared the same way).
+    pub model: Name,
     /// The provider's response id.
     pub response_id: Option<String>,
     /// The thinking level the agent loop requested.
     pub thinking_level: Option<ThinkingLevel>,
-    /// Tokens and cost.
-    pub usage: Usage,
+    /// Tokens and cost (nothing stored while all zero).
+    pub usage: UsageBox,
     /// Why the response ended.
     pub stop_reason: StopReason,
     /// Why the request failed (with `error`/`aborted`).
@@ -128,9 +131,9 @@ impl AssistantMessage {
     /// ```
     pub fn pending(model: &Model) -> Self {
         AssistantMessage {
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            api: Name::from(&model.api),
+            provider: Name::from(&model.provider),
+            model: Name::from(&model.id),
             stop_reason: StopReason::Pending,
             timestamp: now_ms(),
             ..AssistantMessage::default()
@@ -213,7 +216,7 @@ struct AssistantView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: &'a Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<&'a Usage>,
+    usage: Option<&'a super::Usage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stop_reason: Option<&'a StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,7 +249,7 @@ impl Serialize for AssistantMessage {
             response_id: &self.response_id,
             provider_thinking_level: &extra.provider_thinking_level,
             diagnostics: &extra.diagnostics,
-            usage: extra.absent.write(Absent::USAGE, &self.usage),
+            usage: extra.absent.write(Absent::USAGE, &*self.usage),
             stop_reason: extra.absent.write(Absent::STOP_REASON, &self.stop_reason),
             deferred: &extra.deferred,
             error_message: &self.error_message,
@@ -267,11 +270,11 @@ impl Serialize for AssistantMessage {
 struct AssistantWire {
     content: Vec<ContentBlock>,
     #[serde(default)]
-    api: String,
+    api: Name,
     #[serde(default)]
-    provider: String,
+    provider: Name,
     #[serde(default)]
-    model: String,
+    model: Name,
     #[serde(default)]
     response_model: Option<String>,
     #[serde(default)]
@@ -283,7 +286,7 @@ struct AssistantWire {
     #[serde(default)]
     diagnostics: Option<Value>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<UsageBox>,
     #[serde(default)]
     stop_reason: Option<StopReason>,
     #[serde(default)]

@@ -16,6 +16,8 @@
 mod assistant;
 mod content;
 mod extra;
+mod name;
+mod shrink;
 mod system;
 mod thinking_level;
 mod tool_call;
@@ -33,11 +35,12 @@ pub use content::{
     content_text, Content, ContentBlock, ImageContent, TextContent, ThinkingContent,
 };
 pub use extra::{Absent, MessageExtra};
+pub use name::Name;
 pub use system::{SystemMessage, ToolDeclaration, ToolReference};
 pub use thinking_level::ThinkingLevel;
 pub use tool_call::{ToolCall, ToolCallExtra};
 pub use tool_result::ToolResultMessage;
-pub use usage::{js_number, Cost, Usage};
+pub use usage::{js_number, Cost, Usage, UsageBox};
 pub use user::UserMessage;
 
 /// Milliseconds since the Unix epoch, as the reference stores them.

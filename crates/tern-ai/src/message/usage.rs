@@ -49,6 +49,116 @@ impl Usage {
     }
 }
 
+/// The [`Usage`] of an assistant message as the message stores it: nothing when every count
+/// and cost is zero (a scripted, aborted or failed response), else one box.
+///
+/// It reads as a `Usage` (it derefs to one; an empty one reads as zeros) and changes as one
+/// (the first change allocates), and builds from one with `.into()`.
+///
+/// ```
+/// use tern_ai::message::UsageBox;
+/// use tern_ai::Usage;
+/// let mut u = UsageBox::from(Usage::default());
+/// assert!(u.is_zero());
+/// u.input = 3; // stored from here on
+/// assert_eq!(u.input, 3);
+/// assert_eq!(u, Usage { input: 3, ..Usage::default() });
+/// ```
+#[derive(Clone, Default)]
+pub struct UsageBox(Option<Box<Usage>>);
+
+/// The usage an empty [`UsageBox`] reads as.
+static ZERO: Usage = Usage {
+    input: 0,
+    output: 0,
+    cache_read: 0,
+    cache_write: 0,
+    cache_write_1h: None,
+    reasoning: None,
+    total_tokens: 0,
+    cost: Cost {
+        input: 0.0,
+        output: 0.0,
+        cache_read: 0.0,
+        cache_write: 0.0,
+        total: 0.0,
+        total_from_provider: None,
+    },
+};
+
+impl UsageBox {
+    /// Whether nothing is stored (the usage reads as all zero).
+    pub fn is_zero(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The usage itself.
+    pub fn into_usage(self) -> Usage {
+        self.0.map(|b| *b).unwrap_or_default()
+    }
+}
+
+impl From<Usage> for UsageBox {
+    fn from(usage: Usage) -> Self {
+        UsageBox((usage != ZERO).then(|| Box::new(usage)))
+    }
+}
+
+impl From<&Usage> for UsageBox {
+    fn from(usage: &Usage) -> Self {
+        UsageBox((*usage != ZERO).then(|| Box::new(usage.clone())))
+    }
+}
+
+impl From<UsageBox> for Usage {
+    fn from(usage: UsageBox) -> Self {
+        usage.into_usage()
+    }
+}
+
+impl std::ops::Deref for UsageBox {
+    type Target = Usage;
+    fn deref(&self) -> &Usage {
+        self.0.as_deref().unwrap_or(&ZERO)
+    }
+}
+
+impl std::ops::DerefMut for UsageBox {
+    fn deref_mut(&mut self) -> &mut Usage {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl PartialEq for UsageBox {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<Usage> for UsageBox {
+    fn eq(&self, other: &Usage) -> bool {
+        **self == *other
+    }
+}
+
+impl std::fmt::Debug for UsageBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl Serialize for UsageBox {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Usage::serialize(&**self, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for UsageBox {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Usage::deserialize(d).map(UsageBox::from)
+    }
+}
+
 /// Cost of one response in dollars. Written as JavaScript writes numbers: a whole amount
 /// without a fraction (`0`, not `0.0`).
 ///
@@ -115,5 +225,21 @@ mod tests {
         assert_eq!(js(0.501), "0.501");
         assert_eq!(js(f64::NAN), "null");
         assert_eq!(js(f64::INFINITY), "null");
+    }
+
+    #[test]
+    fn a_zero_usage_is_not_stored_and_reads_as_zeros() {
+        let zero = UsageBox::from(Usage::default());
+        assert!(zero.is_zero());
+        assert_eq!(
+            serde_json::to_string(&zero).unwrap(),
+            serde_json::to_string(&Usage::default()).unwrap()
+        );
+        let mut u: UsageBox = serde_json::from_str(r#"{"output":2}"#).unwrap();
+        assert!(!u.is_zero());
+        assert_eq!(u.output, 2);
+        u.cost.total = 0.5;
+        assert_eq!(u.clone().into_usage().cost.total, 0.5);
+        assert_ne!(u, zero);
     }
 }

@@ -192,7 +192,7 @@ impl<'a> Output<'a> {
     }
 
     pub fn set_usage(&self, usage: Usage) {
-        self.update(|m| m.usage = usage);
+        self.update(|m| m.usage = usage.into());
     }
 
     /// Ends with `done`.

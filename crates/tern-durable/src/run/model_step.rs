@@ -164,9 +164,9 @@ fn error_message(model: &Model, now_ms: u64, why: String) -> AssistantMessage {
     AssistantMessage {
         stop_reason: StopReason::Error,
         error_message: Some(format!("durable run: {why}")),
-        api: model.api.clone(),
-        provider: model.provider.clone(),
-        model: model.id.clone(),
+        api: model.api.as_str().into(),
+        provider: model.provider.as_str().into(),
+        model: model.id.as_str().into(),
         timestamp: now_ms,
         ..AssistantMessage::default()
     }

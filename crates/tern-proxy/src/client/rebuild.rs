@@ -202,7 +202,7 @@ impl Rebuild {
             } => {
                 let message = self.partial.update(|m| {
                     m.stop_reason = reason;
-                    m.usage = usage;
+                    m.usage = usage.into();
                     if provider_thinking_level.is_some() {
                         m.extra_mut().provider_thinking_level = provider_thinking_level;
                     }
@@ -222,7 +222,7 @@ impl Rebuild {
                 let error = self.partial.update(|m| {
                     m.stop_reason = reason;
                     m.error_message = error_message;
-                    m.usage = usage;
+                    m.usage = usage.into();
                     if provider_thinking_level.is_some() {
                         m.extra_mut().provider_thinking_level = provider_thinking_level;
                     }

@@ -208,13 +208,13 @@ impl ProxyEvent {
             },
             E::Done { reason, message } => ProxyEvent::Done {
                 reason: *reason,
-                usage: message.usage.clone(),
+                usage: Usage::clone(&message.usage),
                 provider_thinking_level: message.extra().provider_thinking_level.clone(),
             },
             E::Error { reason, error } => ProxyEvent::Error {
                 reason: *reason,
                 error_message: error.error_message.clone(),
-                usage: error.usage.clone(),
+                usage: Usage::clone(&error.usage),
                 provider_thinking_level: error.extra().provider_thinking_level.clone(),
             },
         }
@@ -227,12 +227,12 @@ impl ProxyEvent {
             StopReason::Error | StopReason::Aborted => ProxyEvent::Error {
                 reason: message.stop_reason,
                 error_message: message.error_message.clone(),
-                usage: message.usage.clone(),
+                usage: Usage::clone(&message.usage),
                 provider_thinking_level,
             },
             reason => ProxyEvent::Done {
                 reason,
-                usage: message.usage.clone(),
+                usage: Usage::clone(&message.usage),
                 provider_thinking_level,
             },
         }

@@ -303,7 +303,7 @@ fn finalize(resp: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), St
             m.response_id = Some(id.to_string());
         }
         if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
-            m.usage = parse_usage(u);
+            m.usage = parse_usage(u).into();
         }
         cost::calculate_cost(model, &mut m.usage);
         if !st.flat_tier_pricing {

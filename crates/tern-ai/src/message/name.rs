@@ -1,0 +1,235 @@
+//! Short names that many messages carry (the api, provider and model of every assistant
+//! message), stored once per process instead of once per message.
+
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A short, immutable name shared by every value that holds the same text.
+///
+/// Building one looks the text up in a process-wide table first, so ten thousand assistant
+/// messages of one model hold one `"openai-completions"` between them; cloning one clones
+/// an [`Arc`]. It reads as a `&str` (it derefs to one and compares with `str` and
+/// `String`), and builds from either with `.into()`.
+///
+/// ```
+/// use tern_ai::message::Name;
+/// let a: Name = "openai-completions".into();
+/// let b = Name::from(String::from("openai-completions"));
+/// assert_eq!(a, "openai-completions");
+/// assert!(a.shares_text_with(&b));
+/// assert_eq!(a.len(), 18); // any `str` method
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+/// Texts longer than this are not shared: a name is short, a long text is something else.
+const MAX_SHARED_LEN: usize = 128;
+/// The table stops growing here, so a stream of distinct texts (a session file full of
+/// invented model ids) cannot grow it without bound; later texts get their own buffer.
+const MAX_SHARED_NAMES: usize = 4096;
+
+fn table() -> &'static Mutex<HashSet<Arc<str>>> {
+    static TABLE: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Default::default);
+    &TABLE
+}
+
+impl Name {
+    /// The name as a `&str`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether both names hold the same buffer (not only equal text).
+    pub fn shares_text_with(&self, other: &Name) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn shared(text: &str) -> Self {
+        if text.len() > MAX_SHARED_LEN {
+            return Name(Arc::from(text));
+        }
+        let mut names = table().lock();
+        if let Some(found) = names.get(text) {
+            return Name(found.clone());
+        }
+        let name: Arc<str> = Arc::from(text);
+        if names.len() < MAX_SHARED_NAMES {
+            names.insert(name.clone());
+        }
+        Name(name)
+    }
+}
+
+impl Default for Name {
+    /// The empty name (one shared buffer, no lookup).
+    fn default() -> Self {
+        static EMPTY: LazyLock<Name> = LazyLock::new(|| Name(Arc::from("")));
+        EMPTY.clone()
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Self {
+        Name::shared(text)
+    }
+}
+
+impl From<&String> for Name {
+    fn from(text: &String) -> Self {
+        Name::shared(text)
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Self {
+        Name::shared(&text)
+    }
+}
+
+impl From<&Name> for Name {
+    fn from(name: &Name) -> Self {
+        name.clone()
+    }
+}
+
+impl From<Name> for String {
+    fn from(name: Name) -> Self {
+        name.0.to_string()
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == *other.0
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            // Borrowed or not, the text is only looked up: no `String` in between.
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name, E> {
+                Ok(Name::shared(v))
+            }
+        }
+        d.deserialize_str(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_texts_share_one_buffer_however_they_arrive() {
+        let a = Name::from("tern-name-test-api");
+        let b: Name = serde_json::from_str(r#""tern-name-test-api""#).unwrap();
+        let c = Name::from(String::from("tern-name-test-api"));
+        assert!(a.shares_text_with(&b) && a.shares_text_with(&c));
+        assert_eq!(
+            serde_json::to_string(&b).unwrap(),
+            r#""tern-name-test-api""#
+        );
+        assert!(!a.shares_text_with(&Name::from("tern-name-test-other")));
+    }
+
+    #[test]
+    fn long_texts_are_kept_but_not_shared() {
+        let long = "m".repeat(MAX_SHARED_LEN + 1);
+        let a = Name::from(long.as_str());
+        let b = Name::from(long.as_str());
+        assert_eq!(a, b);
+        assert_eq!(a, long);
+        assert!(!a.shares_text_with(&b));
+    }
+
+    #[test]
+    fn reads_and_compares_as_text() {
+        let n = Name::from("bench");
+        assert_eq!(n, "bench");
+        assert_eq!("bench", n);
+        assert_eq!(String::from("bench"), n);
+        assert_eq!(n.as_str().len(), 5);
+        assert_eq!(format!("{n}/{n:?}"), "bench/\"bench\"");
+        assert_eq!(Name::default(), "");
+        assert_eq!(String::from(n), "bench");
+    }
+}
