@@ -28,6 +28,7 @@
 
 mod anthropic;
 mod azure_responses;
+mod bedrock;
 pub mod catalog;
 pub mod cost;
 mod custom_input;
