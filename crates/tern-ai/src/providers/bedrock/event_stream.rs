@@ -247,6 +247,7 @@ fn parse_headers(bytes: &[u8]) -> Result<Vec<(String, HeaderValue)>, FrameError>
 
 /// Encodes one message in the framing (names and byte values longer than the framing allows
 /// are cut to its limits: 255 bytes for a name, 65,535 for a value).
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn encode(message: &Message) -> Vec<u8> {
     let mut headers = Vec::new();
     for (name, value) in &message.headers {
