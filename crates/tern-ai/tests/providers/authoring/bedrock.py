@@ -25,6 +25,18 @@ NOVA = {"id": "amazon.nova-pro-v1:0", "name": "Nova Pro", "api": API, "provider"
         "cost": {"input": 0.8, "output": 3.2, "cacheRead": 0.2, "cacheWrite": 0},
         "contextWindow": 300000, "maxTokens": 10000}
 
+OPUS_46 = {"id": "anthropic.claude-opus-4-6-v1", "name": "Claude Opus 4.6", "api": API, "provider": "amazon-bedrock",
+           "baseUrl": "{{origin}}", "reasoning": True, "input": ["text", "image"],
+           "cost": {"input": 5.5, "output": 27.5, "cacheRead": 0.55, "cacheWrite": 6.875},
+           "contextWindow": 1000000, "maxTokens": 128000, "compat": {"supportsStrictMode": True},
+           "thinkingLevelMap": {"max": "max"}}
+GPT = {"id": "global.openai.gpt-5.6-luna", "name": "GPT-5.6 Luna (Global)", "api": API, "provider": "amazon-bedrock",
+       "baseUrl": "{{origin}}", "reasoning": True, "input": ["text", "image"],
+       "cost": {"input": 0.2, "output": 1.2, "cacheRead": 0.02, "cacheWrite": 0.25},
+       "contextWindow": 1050000, "maxTokens": 128000, "compat": {"supportsStrictMode": True},
+       "thinkingLevelMap": {"xhigh": "xhigh"}}
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
 WEATHER = {"name": "get_weather", "description": "Get the current weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
@@ -142,6 +154,30 @@ CASES = {
                           {"role": "toolResult", "toolCallId": "call2", "toolName": "get_weather",
                            "content": [{"type": "text", "text": ""}], "isError": True, "timestamp": T0 + 3},
                       ]), stream(HELLO)),
+    "thinking-adaptive": ("Adaptive thinking on Claude Opus 4.6: effort, no budget, no beta.", ["thinking", "request"],
+                          request(OPUS_46, options={"reasoning": "high"}), stream(HELLO)),
+    "reasoning-gpt-history": ("A GPT model: reasoning.effort; its earlier reasoning replayed without a signature, "
+                              "redacted reasoning as redactedContent.", ["thinking", "request"],
+                              request(GPT, options={"reasoning": "minimal"}, messages=[
+                                  user("First?"),
+                                  {"role": "assistant", "api": API, "provider": "amazon-bedrock", "model": GPT["id"],
+                                   "content": [{"type": "thinking", "thinking": "Plain thought.", "thinkingSignature": "x"},
+                                               {"type": "thinking", "thinking": "[Reasoning redacted]",
+                                                "thinkingSignature": "AAEC", "redacted": True},
+                                               {"type": "text", "text": "One."}],
+                                   "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                                             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                                   "stopReason": "stop", "timestamp": T0 + 1},
+                                  user("Second?", 2)]),
+                              stream([START, text(0, "Two."), stop_block(0), stop("end_turn"), meta()])),
+    "image-input": ("A user image and text on Nova, the image as bytes with its format.", ["request"],
+                    request(NOVA, messages=[{"role": "user", "content": [
+                        {"type": "text", "text": "What is this?"},
+                        {"type": "image", "mimeType": "image/png", "data": PIXEL}], "timestamp": T0}]),
+                    stream([START, text(0, "A pixel."), stop_block(0), stop("end_turn"), meta()])),
+    "exception-unknown-type": ("An exception type the SDK does not model: its payload is the message.",
+                               ["exception", "error"], request(),
+                               stream([START, {"exception": "accessDeniedException", "payload": {"message": "No access"}}])),
     "stop-max-tokens": ("max_tokens is length.", ["stop-reason"], request(),
                         stream([START, text(0, "Cut"), stop("max_tokens"), meta()])),
     "stop-context-window": ("model_context_window_exceeded is length.", ["stop-reason"], request(),
