@@ -149,3 +149,76 @@ pub(super) fn http_failure(failure: &HttpFailure) -> Failure {
     let name = code.unwrap_or_else(|| "UnknownError".to_string());
     Failure::named(&name, &message, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    use super::*;
+
+    fn failure(status: u16, error_type: Option<&str>, body: &str) -> HttpFailure {
+        let mut headers = HeaderMap::new();
+        if let Some(t) = error_type {
+            headers.insert("x-amzn-errortype", HeaderValue::from_str(t).unwrap());
+        }
+        HttpFailure {
+            status,
+            status_text: String::new(),
+            headers,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn http_errors_are_named_by_header_then_body() {
+        let f = http_failure(&failure(
+            429,
+            Some("ThrottlingException:http://internal.amazon.com/coral/"),
+            r#"{"message":"Slow down"}"#,
+        ));
+        assert_eq!(f.message, "Throttling error: Slow down");
+        assert_eq!(f.error_code.as_deref(), Some("ThrottlingException"));
+        let f = http_failure(&failure(
+            400,
+            None,
+            r#"{"__type":"com.amazon.bedrock#ValidationException","Message":"Bad"}"#,
+        ));
+        assert_eq!(f.message, "Validation error: Bad");
+    }
+
+    #[test]
+    fn a_data_retention_refusal_points_at_the_docs() {
+        let f = http_failure(&failure(
+            400,
+            Some("AccessDeniedException"),
+            r#"{"message":"data retention mode 'default' is not available for this model"}"#,
+        ));
+        assert!(f
+            .message
+            .starts_with("AccessDeniedException: data retention mode"));
+        assert!(f.message.ends_with(&format!(
+            "See {DATA_RETENTION_DOCS} for supported data retention modes."
+        )));
+    }
+
+    #[test]
+    fn stream_records_fail_as_the_sdk_throws() {
+        let record = |event, data| SseRecord {
+            event: Some(event),
+            data,
+        };
+        let ok = stream_failure(record("event messageStart", "{}")).unwrap();
+        assert_eq!(ok, Some(("messageStart", "{}")));
+        let e = stream_failure(record(
+            "exception serviceUnavailableException",
+            r#"{"message":"Busy"}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(e.message, "Service unavailable: Busy");
+        assert_eq!(e.error_code.as_deref(), Some("ServiceUnavailableException"));
+        let e = stream_failure(record("error InternalFailure", "")).unwrap_err();
+        assert_eq!((e.message.as_str(), e.error_code), ("UnknownError", None));
+        let e = stream_failure(record("weird x", "")).unwrap_err();
+        assert_eq!(e.message, "Unrecognizable event type: x");
+    }
+}

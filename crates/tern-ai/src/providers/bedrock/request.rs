@@ -94,6 +94,13 @@ impl WireApi for super::Bedrock {
     fn check(_model: &Model, options: &StreamOptions) -> Result<(), String> {
         match auth(options) {
             Some(_) => Ok(()),
+            // The SDK would read the profile; tern reads environment credentials only.
+            None if env("AWS_PROFILE").is_some() => Err(
+                "Could not load credentials from any providers (AWS_PROFILE is set, but tern \
+                 reads no AWS profiles: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or \
+                 AWS_BEARER_TOKEN_BEDROCK)"
+                    .into(),
+            ),
             None => Err("Could not load credentials from any providers".into()),
         }
     }
