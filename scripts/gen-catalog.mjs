@@ -29,6 +29,7 @@ const IMPLEMENTED = [
 	"azure-openai-responses",
 	"google-vertex",
 	"openai-codex-responses",
+	"bedrock-converse-stream",
 ];
 
 const { builtinProviders } = await load("providers/all.js");

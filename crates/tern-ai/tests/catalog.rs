@@ -46,12 +46,13 @@ fn every_implemented_api_has_models_and_providers_their_key_variables() {
     for api in tern_ai::providers::APIS {
         assert!(catalog::models().iter().any(|m| m.api == api), "{api}");
     }
-    // Only ChatGPT's Codex has no key variable: its token comes from an OAuth login.
+    // Only Bedrock and ChatGPT's Codex have no key variable: AWS credentials come from the
+    // SDK's credential chain, Codex's token from an OAuth login.
     let without: Vec<String> = catalog::providers()
         .into_iter()
         .filter(|p| catalog::env_api_key_vars(p).is_empty())
         .collect();
-    assert_eq!(without, ["openai-codex"]);
+    assert_eq!(without, ["amazon-bedrock", "openai-codex"]);
     let m = catalog::get_model("anthropic", "claude-haiku-5-5").unwrap();
     assert_eq!(m.cost.extra["tiers"][0]["inputTokensAbove"], 100000);
 }

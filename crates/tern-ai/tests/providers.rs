@@ -149,17 +149,7 @@ fn every_recorded_case_matches_the_reference() {
 fn body_bytes(response: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     for c in response["chunks"].as_array().into_iter().flatten() {
-        match c {
-            Value::String(s) => out.extend_from_slice(s.as_bytes()),
-            Value::Object(o) => {
-                if let Some(b) = o.get("b64").and_then(Value::as_str) {
-                    out.extend(tern_ai::providers::replay::base64_decode(b));
-                } else if let Some(t) = o.get("text").and_then(Value::as_str) {
-                    out.extend_from_slice(t.as_bytes());
-                }
-            }
-            _ => {}
-        }
+        out.extend(tern_ai::providers::replay::chunk_bytes(c));
     }
     out
 }

@@ -26,6 +26,11 @@ pub(crate) enum Framing {
     /// The Gemini SDK's records (split on blank lines, `data:`-prefixed only); leftover text
     /// at the end of the body is an error.
     Gemini,
+    /// The AWS event-stream binary framing (Bedrock). A record's `event` is the
+    /// `:message-type` and, after a space, the `:event-type` (`event`), `:exception-type`
+    /// (`exception`) or `:error-code` (`error`); its data is the payload, or the
+    /// `:error-message` of an `error`.
+    EventStream,
 }
 
 /// One record of the body: the SSE event name (if any) and the data.
@@ -112,6 +117,10 @@ pub(crate) trait WireApi: 'static {
     /// swallows its `AbortError`), so the end-of-stream checks word the failure.
     const ABORT_ENDS_BODY: bool = false;
 
+    /// Retries before the first byte whatever `maxRetries` says (an SDK with its own retry
+    /// strategy); `None` follows the options.
+    const MAX_RETRIES: Option<u32> = None;
+
     /// The mapper of a response.
     type Stream: WireStream;
 
@@ -150,6 +159,9 @@ pub(crate) trait WireApi: 'static {
     fn status_message(_model: &Model, failure: &HttpFailure) -> String {
         Self::sdk_message(failure)
     }
+
+    /// Last touches to the message of a run that failed with an HTTP error status.
+    fn on_status_failure(_failure: &HttpFailure, _message: &mut crate::message::AssistantMessage) {}
 }
 
 /// The stream half of one wire API: the mapper state of one response and how its records
@@ -157,6 +169,12 @@ pub(crate) trait WireApi: 'static {
 pub(crate) trait WireStream: Default + Send {
     /// How the response body is cut into records.
     const FRAMING: Framing;
+
+    /// Whether `start` is reported when the body begins; `false` leaves it to the mapper.
+    const STARTS_ON_BODY: bool = true;
+
+    /// Sees the response (its headers) before the body is read.
+    fn on_response(&mut self, _body: &Body) {}
 
     /// Maps one record; `Err` ends the stream with that message.
     fn record(&mut self, out: &mut Output<'_>, record: SseRecord<'_>) -> Result<(), String>;
@@ -168,6 +186,12 @@ pub(crate) trait WireStream: Default + Send {
 
     /// Last touches to the message before a failure is reported.
     fn on_failure(&mut self, _out: &mut Output<'_>) {}
+
+    /// Last touches to the message before an abort is reported; by default those of a
+    /// failure.
+    fn on_abort(&mut self, out: &mut Output<'_>) {
+        self.on_failure(out);
+    }
 
     /// After a clean end: `Ok` ends with `done`, `Err` with an `error` carrying the message.
     fn settle(&mut self, out: &mut Output<'_>) -> Result<(), String>;
@@ -265,18 +289,22 @@ pub(crate) async fn run<A: WireApi>(
     let mut request = A::build_request(model, context, options);
     request.headers.extend(authorization);
     let without_retries;
-    let send_options = if A::RETRIES {
-        options
-    } else {
-        without_retries = StreamOptions {
-            max_retries: Some(0),
-            ..options.clone()
-        };
-        &without_retries
+    let send_options = match (A::RETRIES, A::MAX_RETRIES) {
+        (true, None) => options,
+        (retries, fixed) => {
+            without_retries = StreamOptions {
+                max_retries: Some(if retries { fixed.unwrap_or(0) } else { 0 }),
+                ..options.clone()
+            };
+            &without_retries
+        }
     };
     let response = match http::send(&request, send_options, &A::sdk_message).await {
         Ok(response) => response,
         Err(e) => {
+            if let SendError::Status(f) = &e {
+                out.update(|m| A::on_status_failure(f, m));
+            }
             let (message, aborted) =
                 send_failure(e, A::ABORT_MESSAGE, |f| A::status_message(model, f));
             out.fail(message, aborted || options.signal.is_cancelled());
@@ -307,9 +335,12 @@ pub(crate) async fn read_body<A: WireApi>(
     out: &mut Output<'_>,
     mut body: Body,
 ) {
-    out.start();
+    if A::Stream::STARTS_ON_BODY {
+        out.start();
+    }
     let content_type = body.content_type();
     let mut api = A::Stream::default();
+    api.on_response(&body);
     let mut reader = RecordReader::new(A::Stream::FRAMING);
     let result =
         match read_records::<A>(&mut api, model, options, out, &mut body, &mut reader).await {
@@ -317,8 +348,12 @@ pub(crate) async fn read_body<A: WireApi>(
             Err(failure) => Err(failure),
         };
     if let Err((message, aborted)) = result {
-        api.on_failure(out);
         let aborted = aborted || options.signal.is_cancelled();
+        if aborted {
+            api.on_abort(out);
+        } else {
+            api.on_failure(out);
+        }
         let message = if aborted {
             message
         } else {
@@ -360,7 +395,9 @@ impl Seen {
     fn explain(&self, message: String, content_type: Option<&str>) -> String {
         let event_stream = content_type.is_some_and(|t| {
             let t = t.to_ascii_lowercase();
-            t.starts_with("text/event-stream") || t.contains("json")
+            t.starts_with("text/event-stream")
+                || t.contains("json")
+                || t.starts_with("application/vnd.amazon.eventstream")
         });
         // A compressed body is never events, whatever its type says (a proxy that gzips
         // the stream without `Content-Encoding` being undone).
@@ -444,6 +481,26 @@ struct RecordReader {
 enum Decoder {
     Sse { flush_at_end: bool, sse: SseDecoder },
     Gemini(GeminiRecordSplitter),
+    EventStream(super::bedrock::event_stream::Decoder),
+}
+
+/// The record of one event-stream message (see [`Framing::EventStream`]).
+fn push_event_message(records: &mut Records, m: super::bedrock::event_stream::Message) {
+    let message_type = m.string_header(":message-type").unwrap_or("");
+    let (kind, data) = match message_type {
+        "event" => (m.string_header(":event-type"), None),
+        "exception" => (m.string_header(":exception-type"), None),
+        "error" => (
+            m.string_header(":error-code"),
+            Some(m.string_header(":error-message").unwrap_or("")),
+        ),
+        _ => (m.string_header(":event-type"), None),
+    };
+    let event = format!("{message_type} {}", kind.unwrap_or(""));
+    match data {
+        Some(d) => records.push(Some(&event), d),
+        None => records.push(Some(&event), &String::from_utf8_lossy(&m.payload)),
+    }
 }
 
 impl RecordReader {
@@ -454,6 +511,9 @@ impl RecordReader {
                 sse: SseDecoder::new(),
             },
             Framing::Gemini => Decoder::Gemini(GeminiRecordSplitter::new()),
+            Framing::EventStream => {
+                Decoder::EventStream(super::bedrock::event_stream::Decoder::new())
+            }
         };
         RecordReader {
             decoder,
@@ -475,6 +535,11 @@ impl RecordReader {
                     records.push(None, &d);
                 }
             }),
+            Decoder::EventStream(decoder) => {
+                return decoder
+                    .feed(chunk, &mut |m| push_event_message(records, m))
+                    .map_err(|e| e.to_string())
+            }
         }
         .map_err(|e: TooLong| e.to_string())
     }
@@ -497,6 +562,7 @@ impl RecordReader {
                 Some(_) => Err("Incomplete JSON segment at the end".into()),
                 None => Ok(()),
             },
+            Decoder::EventStream(decoder) => decoder.finish().map_err(|e| e.to_string()),
         }
     }
 }

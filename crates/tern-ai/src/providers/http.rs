@@ -347,10 +347,15 @@ pub enum Body {
 impl Body {
     /// The response's `Content-Type`, when it came over HTTP.
     pub fn content_type(&self) -> Option<String> {
+        self.header(reqwest::header::CONTENT_TYPE.as_str())
+    }
+
+    /// A response header (its first value, if text), when the body came over HTTP.
+    pub fn header(&self, name: &str) -> Option<String> {
         match self {
             Body::Http(response) => response
                 .headers()
-                .get(reqwest::header::CONTENT_TYPE)
+                .get(name)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned),
             #[cfg(feature = "testing")]

@@ -1,6 +1,6 @@
 //! Streaming LLM providers, one per wire API: `openai-completions`, `openai-responses`,
-//! `anthropic-messages`, `google-generative-ai`, `mistral-conversations`, `azure-openai-responses`, `google-vertex` and
-//! `openai-codex-responses`.
+//! `anthropic-messages`, `google-generative-ai`, `mistral-conversations`, `azure-openai-responses`, `google-vertex`,
+//! `openai-codex-responses` and `bedrock-converse-stream`.
 //!
 //! Each provider turns a [`Model`], a transcript ([`Context`]) and [`StreamOptions`] into an
 //! HTTP request, parses the response incrementally and reports the assistant-message events.
@@ -14,7 +14,7 @@
 //! Modules:
 //! - `driver`: the `WireApi` (request half) and `WireStream` (stream half) traits and the
 //!   loop every API shares: prologue, reading, abort and idle handling, end-of-stream checks.
-//! - `anthropic/`, `azure_responses/`, `google/`, `google_vertex/`, `mistral/`, `openai_codex/`, `openai_completions/`, `openai_responses/`: one folder per API,
+//! - `anthropic/`, `azure_responses/`, `bedrock/`, `google/`, `google_vertex/`, `mistral/`, `openai_codex/`, `openai_completions/`, `openai_responses/`: one folder per API,
 //!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
 //!   `reasoning` and `chunk`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
@@ -28,6 +28,7 @@
 
 mod anthropic;
 mod azure_responses;
+mod bedrock;
 pub mod catalog;
 pub mod cost;
 mod custom_input;
@@ -127,7 +128,7 @@ impl Api {
 }
 
 /// Provider selection: the one place that names the built-in APIs.
-const TABLE: [Api; 8] = [
+const TABLE: [Api; 9] = [
     Api::of::<openai_completions::Completions>("openai-completions"),
     Api::of::<openai_responses::Responses>("openai-responses"),
     Api::of::<anthropic::Anthropic>("anthropic-messages"),
@@ -136,6 +137,7 @@ const TABLE: [Api; 8] = [
     Api::of::<azure_responses::AzureResponses>("azure-openai-responses"),
     Api::of::<google_vertex::Vertex>("google-vertex"),
     Api::of::<openai_codex::Codex>("openai-codex-responses"),
+    Api::of::<bedrock::Bedrock>("bedrock-converse-stream"),
 ];
 
 /// The wire APIs with a built-in provider.

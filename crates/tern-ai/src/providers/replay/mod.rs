@@ -10,4 +10,6 @@ pub mod server;
 
 pub use case::{case_inputs, run_case, HEADERS_THAT_MATTER};
 pub use recording::RecordingSink;
-pub use server::{base64_decode, responses_of, start_server, CapturedRequest, ReplayServer};
+pub use server::{
+    base64_decode, chunk_bytes, responses_of, start_server, CapturedRequest, ReplayServer,
+};

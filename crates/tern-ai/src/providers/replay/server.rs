@@ -38,10 +38,78 @@ impl Drop for ReplayServer {
     }
 }
 
-fn chunk_bytes(chunk: &Value) -> Vec<u8> {
+/// One AWS event-stream message a case describes, encoded as the reference runner encodes
+/// it: `{"event": TYPE, "payload": JSON}`, `{"exception": TYPE, ...}`, `{"error": CODE,
+/// "message": TEXT}` or `{"frame": {NAME: TEXT}, ...}` (string headers), a payload that is
+/// not a string written as compact JSON; `badCrc` (`prelude` or `message`) corrupts a
+/// checksum and `truncate: N` keeps the first N bytes.
+fn frame_bytes(o: &serde_json::Map<String, Value>) -> Option<Vec<u8>> {
+    use crate::providers::bedrock::event_stream::{encode, HeaderValue, Message};
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut put = |k: &str, v: String| headers.push((k.to_string(), v));
+    if let Some(t) = o.get("event") {
+        put(":event-type", text(t));
+        put(":content-type", "application/json".into());
+        put(":message-type", "event".into());
+    } else if let Some(t) = o.get("exception") {
+        put(":exception-type", text(t));
+        put(":content-type", "application/json".into());
+        put(":message-type", "exception".into());
+    } else if let Some(code) = o.get("error") {
+        put(":error-code", text(code));
+        put(
+            ":error-message",
+            o.get("message").map(text).unwrap_or_default(),
+        );
+        put(":message-type", "error".into());
+    } else {
+        for (k, v) in o.get("frame")?.as_object()? {
+            put(k, text(v));
+        }
+    }
+    let payload = match o.get("payload") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
+    let mut bytes = encode(&Message {
+        headers: headers
+            .into_iter()
+            .map(|(k, v)| (k, HeaderValue::String(v)))
+            .collect(),
+        payload: payload.into_bytes(),
+    });
+    match o.get("badCrc").and_then(Value::as_str) {
+        Some("prelude") => bytes[8] ^= 0xff,
+        Some("message") => {
+            if let Some(last) = bytes.last_mut() {
+                *last ^= 0xff;
+            }
+        }
+        _ => {}
+    }
+    if let Some(n) = o.get("truncate").and_then(Value::as_u64) {
+        bytes.truncate(n as usize);
+    }
+    Some(bytes)
+}
+
+/// The bytes of one recorded chunk: a string, `{"b64"}`, `{"hex"}`, `{"text"}` or an
+/// event-stream message (see `frame_bytes`).
+pub fn chunk_bytes(chunk: &Value) -> Vec<u8> {
     match chunk {
         Value::String(s) => s.as_bytes().to_vec(),
         Value::Object(o) => {
+            if ["event", "exception", "error", "frame"]
+                .iter()
+                .any(|k| o.contains_key(*k))
+            {
+                return frame_bytes(o).unwrap_or_default();
+            }
             if let Some(b) = o.get("b64").and_then(Value::as_str) {
                 return base64_decode(b);
             }

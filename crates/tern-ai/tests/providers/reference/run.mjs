@@ -13,6 +13,7 @@ import http from "node:http";
 import { AssistantMessageEventStream } from "@earendil-works/pi-ai/utils/event-stream";
 import { isContextOverflow } from "@earendil-works/pi-ai/utils/overflow";
 import { normalizeContext } from "@earendil-works/pi-ai/utils/transcript";
+import { EventStreamCodec } from "@smithy/core/event-streams";
 
 const API_MODULES = {
 	"openai-completions": "@earendil-works/pi-ai/api/openai-completions",
@@ -23,6 +24,7 @@ const API_MODULES = {
 	"azure-openai-responses": "@earendil-works/pi-ai/api/azure-openai-responses",
 	"openai-codex-responses": "@earendil-works/pi-ai/api/openai-codex-responses",
 	"google-vertex": "@earendil-works/pi-ai/api/google-vertex",
+	"bedrock-converse-stream": "@earendil-works/pi-ai/api/bedrock-converse-stream",
 };
 
 // Headers that matter for one API only (its auth and session headers).
@@ -55,9 +57,47 @@ function sleep(ms) {
 	return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+const eventStreamCodec = new EventStreamCodec(
+	(bytes) => Buffer.from(bytes).toString("utf8"),
+	(text) => new Uint8Array(Buffer.from(text, "utf8")),
+);
+
+// One AWS event-stream message (project extension):
+// `{"event": TYPE, "payload": JSON}`, `{"exception": TYPE, "payload": JSON}`,
+// `{"error": CODE, "message": TEXT}` or `{"frame": {NAME: STRING...}, "payload": ...}`, all
+// headers strings; `badCrc: "prelude" | "message"` corrupts a checksum, `truncate: N` keeps
+// the first N bytes. The Rust replay server encodes the same way.
+function frameToBuffer(chunk) {
+	const headers = {};
+	const put = (name, value) => {
+		headers[name] = { type: "string", value: String(value) };
+	};
+	if (chunk.event !== undefined) {
+		put(":event-type", chunk.event);
+		put(":content-type", "application/json");
+		put(":message-type", "event");
+	} else if (chunk.exception !== undefined) {
+		put(":exception-type", chunk.exception);
+		put(":content-type", "application/json");
+		put(":message-type", "exception");
+	} else if (chunk.error !== undefined) {
+		put(":error-code", chunk.error);
+		put(":error-message", chunk.message ?? "");
+		put(":message-type", "error");
+	} else {
+		for (const [name, value] of Object.entries(chunk.frame)) put(name, value);
+	}
+	const payload = chunk.payload === undefined ? "" : typeof chunk.payload === "string" ? chunk.payload : JSON.stringify(chunk.payload);
+	const bytes = Buffer.from(eventStreamCodec.encode({ headers, body: new Uint8Array(Buffer.from(payload, "utf8")) }));
+	if (chunk.badCrc === "prelude") bytes[8] ^= 0xff;
+	if (chunk.badCrc === "message") bytes[bytes.length - 1] ^= 0xff;
+	return chunk.truncate === undefined ? bytes : bytes.subarray(0, chunk.truncate);
+}
+
 function chunkToBuffer(chunk) {
 	if (typeof chunk === "string") return Buffer.from(chunk, "utf8");
 	if (chunk && typeof chunk === "object") {
+		if (["event", "exception", "error", "frame"].some((k) => chunk[k] !== undefined)) return frameToBuffer(chunk);
 		if (typeof chunk.b64 === "string") return Buffer.from(chunk.b64, "base64");
 		if (typeof chunk.hex === "string") return Buffer.from(chunk.hex, "hex");
 		if (typeof chunk.text === "string") return Buffer.from(chunk.text, "utf8");
@@ -175,6 +215,8 @@ export async function runCase(testCase) {
 	const api = testCase.api;
 	const modulePath = API_MODULES[api];
 	if (!modulePath) throw new Error(`Unknown api: ${api}`);
+	// The AWS SDK speaks HTTP/2 by default; the replay server speaks HTTP/1.1.
+	if (api === "bedrock-converse-stream") process.env.AWS_BEDROCK_FORCE_HTTP1 = "1";
 	const impl = await import(modulePath);
 
 	const { server, requests, port } = await startServer(testCase);

@@ -1,0 +1,470 @@
+//! The Converse request body: messages (tool results of a turn in one user message, signed
+//! reasoning replayed, cache points on Claude 3.7+/4+), the system prompt, tool config,
+//! inference config and the thinking fields of `additionalModelRequestFields`.
+
+use serde_json::{json, Map, Value};
+
+use crate::message::{Content, ContentBlock, ImageContent, Message, ThinkingLevel};
+use crate::model::Model;
+use crate::providers::model_options::{cache_retention, resolve_max_tokens};
+use crate::providers::thinking::thinking_level_map;
+use crate::providers::transform::transform_messages;
+use crate::stream_fn::{Context, StreamOptions};
+use crate::transcript::{
+    collapse_system_messages, get_current_tools, get_initial_system_message,
+    get_system_message_text,
+};
+
+const EMPTY_TEXT: &str = "<empty>";
+const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+const THINKING_BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
+
+/// The model id and name, lower-cased, each also with spaces, `_`, `.` and `:` as `-`.
+fn candidates(model: &Model) -> Vec<String> {
+    let mut values = vec![model.id.as_str()];
+    if !model.name.is_empty() {
+        values.push(model.name.as_str());
+    }
+    values
+        .into_iter()
+        .flat_map(|v| {
+            let lower = v.to_lowercase();
+            let mut dashed = String::with_capacity(lower.len());
+            let mut last_dash = false;
+            for c in lower.chars() {
+                let sep = c.is_whitespace() || matches!(c, '_' | '.' | ':');
+                // A run of separators becomes one dash.
+                if sep {
+                    if !last_dash {
+                        dashed.push('-');
+                    }
+                } else {
+                    dashed.push(c);
+                }
+                last_dash = sep;
+            }
+            [lower, dashed]
+        })
+        .collect()
+}
+
+fn any_of(model: &Model, needles: &[&str]) -> bool {
+    candidates(model)
+        .iter()
+        .any(|c| needles.iter().any(|n| c.contains(n)))
+}
+
+/// Anthropic's Claude on Bedrock (by id, or by name for application inference profiles).
+pub(super) fn is_claude(model: &Model) -> bool {
+    let id = model.id.to_lowercase();
+    let name = model.name.to_lowercase();
+    ["anthropic.claude", "anthropic/claude"]
+        .iter()
+        .any(|p| id.contains(p) || name.contains(p))
+        || name.contains("claude")
+}
+
+fn adaptive_thinking(model: &Model) -> bool {
+    any_of(
+        model,
+        &[
+            "opus-4-6",
+            "opus-4-7",
+            "opus-4-8",
+            "opus-5",
+            "sonnet-4-6",
+            "sonnet-5",
+            "haiku-5",
+            "fable-5",
+        ],
+    )
+}
+
+/// Models with native `xhigh` effort, which also take `thinking.block_binding`.
+fn newest_claude(model: &Model) -> bool {
+    any_of(
+        model,
+        &[
+            "opus-4-7", "opus-4-8", "opus-5", "sonnet-5", "haiku-5", "fable-5",
+        ],
+    )
+}
+
+fn prompt_caching(model: &Model) -> bool {
+    if !any_of(model, &["claude"]) {
+        return std::env::var("AWS_BEDROCK_FORCE_CACHE").is_ok_and(|v| v == "1");
+    }
+    any_of(
+        model,
+        &[
+            "fable-5",
+            "opus-5",
+            "sonnet-5",
+            "haiku-5",
+            "-4-",
+            "claude-3-7-sonnet",
+            "claude-3-5-haiku",
+        ],
+    )
+}
+
+/// The cache point block, when caching applies.
+fn cache_point(model: &Model, options: &StreamOptions) -> Option<Value> {
+    let retention = cache_retention(options);
+    if retention == "none" || !prompt_caching(model) {
+        return None;
+    }
+    Some(match retention {
+        "long" => json!({"cachePoint": {"type": "default", "ttl": "1h"}}),
+        _ => json!({"cachePoint": {"type": "default"}}),
+    })
+}
+
+fn normalize_tool_call_id(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '-' => c,
+            _ => '_',
+        })
+        .take(64)
+        .collect()
+}
+
+fn non_blank(text: &str) -> Option<Value> {
+    (!text.trim().is_empty()).then(|| json!({"text": text}))
+}
+
+fn image(img: &ImageContent) -> Value {
+    let format = match img.mime_type.as_str() {
+        "image/jpeg" | "image/jpg" => "jpeg",
+        "image/png" => "png",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        // The reference fails the request; the service refuses it with its own words.
+        other => other.trim_start_matches("image/"),
+    };
+    json!({"image": {"source": {"bytes": img.data}, "format": format}})
+}
+
+/// Drops empty keys of a tool input, at every depth (Bedrock refuses them).
+fn sanitize_document(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(sanitize_document).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.clone(), sanitize_document(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn tool_result_content(content: &[ContentBlock]) -> Vec<Value> {
+    let mut out: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(image(i)),
+            ContentBlock::Text(t) => non_blank(&t.text),
+            _ => None,
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(json!({"text": EMPTY_TEXT}));
+    }
+    out
+}
+
+fn assistant_blocks(model: &Model, content: &[ContentBlock]) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for c in content {
+        match c {
+            ContentBlock::Text(t) => blocks.extend(non_blank(&t.text)),
+            ContentBlock::ToolCall(call) => blocks.push(json!({"toolUse": {
+                "toolUseId": call.id, "name": call.name, "input": sanitize_document(&call.arguments),
+            }})),
+            ContentBlock::Thinking(t) if t.redacted == Some(true) => {
+                use base64::Engine as _;
+                let payload = t.thinking_signature.as_deref().and_then(|s| {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(s)
+                        .ok()
+                        .filter(|b| !b.is_empty())
+                        .map(|_| s)
+                });
+                if let Some(s) = payload {
+                    blocks.push(json!({"reasoningContent": {"redactedContent": s}}));
+                }
+            }
+            ContentBlock::Thinking(t) => {
+                if t.thinking.trim().is_empty() {
+                    continue;
+                }
+                let signature = t.thinking_signature.as_deref().unwrap_or("");
+                if !is_claude(model) {
+                    blocks.push(
+                        json!({"reasoningContent": {"reasoningText": {"text": t.thinking}}}),
+                    );
+                } else if signature.trim().is_empty() {
+                    // Bedrock refuses signed reasoning without its signature.
+                    blocks.push(json!({"text": t.thinking}));
+                } else {
+                    blocks.push(json!({"reasoningContent": {"reasoningText": {
+                        "text": t.thinking, "signature": signature,
+                    }}}));
+                }
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+fn convert_messages(model: &Model, messages: &[Message], cache: Option<&Value>) -> Vec<Value> {
+    let transformed = transform_messages(messages, model, &normalize_tool_call_id);
+    let mut out: Vec<Value> = Vec::new();
+    let mut i = 0;
+    while i < transformed.len() {
+        match &transformed[i] {
+            Message::User(u) => {
+                let content = match &u.content {
+                    Content::Text(t) => vec![non_blank(t).unwrap_or(json!({"text": EMPTY_TEXT}))],
+                    Content::Blocks(blocks) => {
+                        let mut c: Vec<Value> = blocks
+                            .iter()
+                            .filter_map(|b| match b {
+                                ContentBlock::Text(t) => non_blank(&t.text),
+                                ContentBlock::Image(img) => Some(image(img)),
+                                _ => None,
+                            })
+                            .collect();
+                        if c.is_empty() {
+                            c.push(json!({"text": EMPTY_TEXT}));
+                        }
+                        c
+                    }
+                };
+                out.push(json!({"role": "user", "content": content}));
+            }
+            Message::Assistant(a) => {
+                let blocks = assistant_blocks(model, &a.content);
+                if !blocks.is_empty() {
+                    out.push(json!({"role": "assistant", "content": blocks}));
+                }
+            }
+            Message::ToolResult(_) => {
+                // A turn's tool results go in one user message.
+                let mut results = Vec::new();
+                while let Some(Message::ToolResult(r)) = transformed.get(i) {
+                    results.push(json!({"toolResult": {
+                        "toolUseId": r.tool_call_id,
+                        "content": tool_result_content(&r.content),
+                        "status": if r.is_error { "error" } else { "success" },
+                    }}));
+                    i += 1;
+                }
+                i -= 1;
+                out.push(json!({"role": "user", "content": results}));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if let (Some(cp), Some(last)) = (cache, out.last_mut()) {
+        if last["role"] == "user" {
+            if let Some(c) = last["content"].as_array_mut() {
+                c.push(cp.clone());
+            }
+        }
+    }
+    out
+}
+
+fn tool_config(messages: &[Message], tool_choice: Option<&Value>) -> Option<Value> {
+    let tools = get_current_tools(messages);
+    if tools.is_empty() || tool_choice.and_then(Value::as_str) == Some("none") {
+        return None;
+    }
+    let specs: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({"toolSpec": {
+                "name": t.name, "description": t.description,
+                "inputSchema": {"json": t.parameters},
+            }})
+        })
+        .collect();
+    let mut config = Map::new();
+    config.insert("tools".into(), Value::Array(specs));
+    let choice = match tool_choice {
+        Some(Value::String(s)) if s == "auto" => Some(json!({"auto": {}})),
+        Some(Value::String(s)) if s == "any" => Some(json!({"any": {}})),
+        Some(Value::Object(o)) if o.get("type").and_then(Value::as_str) == Some("tool") => {
+            Some(json!({"tool": {"name": o.get("name").cloned().unwrap_or(Value::Null)}}))
+        }
+        _ => None,
+    };
+    if let Some(c) = choice {
+        config.insert("toolChoice".into(), c);
+    }
+    Some(Value::Object(config))
+}
+
+fn region_is_gov(model: &Model) -> bool {
+    let region = super::region::configured_region();
+    let id = model.id.to_lowercase();
+    region.is_some_and(|r| r.to_lowercase().starts_with("us-gov-"))
+        || id.starts_with("us-gov.")
+        || id.starts_with("arn:aws-us-gov:")
+}
+
+fn effort(model: &Model, level: ThinkingLevel) -> String {
+    if level == ThinkingLevel::Xhigh && newest_claude(model) {
+        return "xhigh".into();
+    }
+    if let Some(Value::String(s)) = thinking_level_map(model, level.as_str()) {
+        return s.clone();
+    }
+    match level {
+        ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
+        ThinkingLevel::Medium => "medium".into(),
+        _ => "high".into(),
+    }
+}
+
+/// The default budget of a level, or the caller's (levels above `high` use `high`'s).
+fn budget(level: ThinkingLevel, options: &StreamOptions) -> u64 {
+    let b = options.thinking_budgets.clone().unwrap_or_default();
+    match level {
+        ThinkingLevel::Minimal => b.minimal.unwrap_or(1024),
+        ThinkingLevel::Low => b.low.unwrap_or(2048),
+        ThinkingLevel::Medium => b.medium.unwrap_or(8192),
+        _ => b.high.unwrap_or(16384),
+    }
+}
+
+/// `maxTokens` and the thinking fields, as `streamSimple` and the request builder settle
+/// them between them.
+fn inference_and_thinking(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> (u64, Option<Value>) {
+    let base = resolve_max_tokens(model, context, options);
+    let level = options
+        .reasoning
+        .filter(|l| *l != ThinkingLevel::Off && model.reasoning);
+    let Some(level) = level else {
+        return (base, None);
+    };
+    if !is_claude(model) {
+        let c = candidates(model);
+        let fields = if c.iter().any(|s| s.contains("gpt-oss")) {
+            let e = match level {
+                ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+                ThinkingLevel::Medium => "medium",
+                _ => "high",
+            };
+            Some(json!({"reasoning_effort": e}))
+        } else if c.iter().any(|s| s.contains("gpt-")) {
+            let e = match thinking_level_map(model, level.as_str()) {
+                Some(Value::String(s)) => s.clone(),
+                _ => match level {
+                    ThinkingLevel::Minimal => "low".to_string(),
+                    other => other.as_str().to_string(),
+                },
+            };
+            Some(json!({"reasoning": {"effort": e}}))
+        } else {
+            None
+        };
+        return (base, fields);
+    }
+    let gov = region_is_gov(model);
+    let binding = !gov && newest_claude(model);
+    let mut thinking = Map::new();
+    let mut fields = Map::new();
+    let max_tokens = if adaptive_thinking(model) {
+        thinking.insert("type".into(), json!("adaptive"));
+        if !gov {
+            thinking.insert("display".into(), json!("summarized"));
+        }
+        if binding {
+            thinking.insert(
+                "block_binding".into(),
+                json!({"prefix_mismatch_behavior": "drop_block"}),
+            );
+        }
+        fields.insert("thinking".into(), Value::Object(thinking));
+        fields.insert(
+            "output_config".into(),
+            json!({"effort": effort(model, level)}),
+        );
+        if binding {
+            fields.insert("anthropic_beta".into(), json!([THINKING_BINDING_BETA]));
+        }
+        base
+    } else {
+        let mut b = budget(level, options);
+        let max_tokens = (base + b).min(model.max_tokens);
+        if max_tokens <= b {
+            b = b.min(max_tokens.saturating_sub(1024));
+        }
+        let clamped = resolve_max_tokens(
+            model,
+            context,
+            &StreamOptions {
+                max_tokens: Some(max_tokens),
+                ..StreamOptions::default()
+            },
+        );
+        let b = b.min(clamped.saturating_sub(1024));
+        thinking.insert("type".into(), json!("enabled"));
+        thinking.insert("budget_tokens".into(), json!(b));
+        if !gov {
+            thinking.insert("display".into(), json!("summarized"));
+        }
+        fields.insert("thinking".into(), Value::Object(thinking));
+        fields.insert("anthropic_beta".into(), json!([INTERLEAVED_THINKING_BETA]));
+        clamped
+    };
+    (max_tokens, Some(Value::Object(fields)))
+}
+
+/// The ConverseStream body of this request.
+pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    let messages = collapse_system_messages(&context.messages);
+    let initial = get_initial_system_message(&messages);
+    let conversation = match initial {
+        Some(_) => &messages[1..],
+        None => &messages[..],
+    };
+    let cache = cache_point(model, options);
+    let mut body = Map::new();
+    body.insert(
+        "messages".into(),
+        Value::Array(convert_messages(model, conversation, cache.as_ref())),
+    );
+    let system = initial
+        .map(get_system_message_text)
+        .filter(|s| !s.is_empty());
+    if let Some(text) = system {
+        let mut blocks = vec![json!({"text": text})];
+        blocks.extend(cache.clone());
+        body.insert("system".into(), Value::Array(blocks));
+    }
+    let (max_tokens, thinking) = inference_and_thinking(model, context, options);
+    let mut inference = Map::new();
+    inference.insert("maxTokens".into(), json!(max_tokens));
+    if let Some(t) = options.temperature {
+        inference.insert("temperature".into(), json!(t));
+    }
+    body.insert("inferenceConfig".into(), Value::Object(inference));
+    if let Some(tools) = tool_config(&messages, options.tool_choice.as_ref()) {
+        body.insert("toolConfig".into(), tools);
+    }
+    if let Some(fields) = thinking {
+        body.insert("additionalModelRequestFields".into(), fields);
+    }
+    Value::Object(body)
+}

@@ -1,0 +1,18 @@
+//! Amazon Bedrock's `ConverseStream` (`POST {endpoint}/model/{modelId}/converse-stream`), the
+//! `bedrock-converse-stream` API.
+//!
+//! [`request`] authenticates (bearer token or [`sigv4`]) and sends the body [`body`] builds,
+//! to the endpoint and region [`region`] resolves; the response is the AWS event-stream
+//! framing ([`event_stream`]), its events mapped by [`stream`]; [`errors`] words failures as
+//! the AWS SDK and pi-ai do.
+
+mod body;
+mod errors;
+pub(crate) mod event_stream;
+mod region;
+mod request;
+mod sigv4;
+mod stream;
+
+/// The `bedrock-converse-stream` API.
+pub(crate) struct Bedrock;

@@ -1,0 +1,137 @@
+//! Where a Bedrock request goes and for which region it is signed, resolved as the
+//! reference resolves it: the region of an inference-profile ARN, then `AWS_REGION` /
+//! `AWS_DEFAULT_REGION`, then the region of a standard endpoint, then `us-east-1`.
+
+use crate::model::Model;
+
+/// A variable that is set and not empty.
+pub(super) fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// `AWS_REGION`, else `AWS_DEFAULT_REGION`.
+pub(super) fn configured_region() -> Option<String> {
+    env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION"))
+}
+
+/// The region of `arn:aws[-partition]:bedrock:REGION:...`.
+fn arn_region(id: &str) -> Option<&str> {
+    let rest = id.strip_prefix("arn:aws")?;
+    let (partition, rest) = rest.split_once(':')?;
+    let partition_ok = partition.is_empty()
+        || partition.strip_prefix('-').is_some_and(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        });
+    let rest = rest.strip_prefix("bedrock:")?;
+    let (region, _) = rest.split_once(':')?;
+    let region_ok = !region.is_empty()
+        && region
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    (partition_ok && region_ok).then_some(region)
+}
+
+/// The region of `https://bedrock-runtime[-fips].REGION.amazonaws.com[.cn]`.
+fn endpoint_region(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let host = url.host_str()?.to_ascii_lowercase();
+    let host = host.strip_suffix(".cn").unwrap_or(&host);
+    let rest = host.strip_suffix(".amazonaws.com")?;
+    let region = rest
+        .strip_prefix("bedrock-runtime-fips.")
+        .or_else(|| rest.strip_prefix("bedrock-runtime."))?;
+    let ok = !region.is_empty()
+        && region
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    ok.then(|| region.to_string())
+}
+
+/// The endpoint (origin) and the signing region of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Target {
+    /// `model.baseUrl`, or the region's standard endpoint.
+    pub endpoint: String,
+    /// The signing region.
+    pub region: String,
+}
+
+/// Resolves the target of `model` (the environment is read once, here).
+pub(super) fn target(model: &Model) -> Target {
+    resolve(model, configured_region(), env("AWS_PROFILE").is_some())
+}
+
+fn resolve(model: &Model, configured: Option<String>, profile: bool) -> Target {
+    let from_endpoint = endpoint_region(&model.base_url);
+    // A custom endpoint (VPC, proxy) is always kept; a standard one only when nothing
+    // configures the region.
+    let explicit = from_endpoint.is_none() || (configured.is_none() && !profile);
+    let region = arn_region(&model.id)
+        .map(str::to_string)
+        .or(configured)
+        .or(from_endpoint.filter(|_| explicit))
+        .unwrap_or_else(|| "us-east-1".to_string());
+    let endpoint = if explicit {
+        model.base_url.trim_end_matches('/').to_string()
+    } else {
+        format!("https://bedrock-runtime.{region}.amazonaws.com")
+    };
+    Target { endpoint, region }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(id: &str, base_url: &str) -> Model {
+        Model {
+            id: id.into(),
+            base_url: base_url.into(),
+            ..Model::default()
+        }
+    }
+
+    const STANDARD: &str = "https://bedrock-runtime.us-east-1.amazonaws.com";
+
+    #[test]
+    fn an_arn_region_wins_over_everything() {
+        let m = model(
+            "arn:aws:bedrock:eu-west-3:123456789012:inference-profile/x",
+            STANDARD,
+        );
+        let t = resolve(&m, Some("ap-south-1".into()), false);
+        assert_eq!(t.region, "eu-west-3");
+        let m = model("arn:aws-us-gov:bedrock:us-gov-west-1:1:x", STANDARD);
+        assert_eq!(resolve(&m, None, false).region, "us-gov-west-1");
+    }
+
+    #[test]
+    fn a_configured_region_moves_a_standard_endpoint_but_not_a_custom_one() {
+        let m = model("anthropic.claude", STANDARD);
+        assert_eq!(
+            resolve(&m, Some("eu-central-1".into()), false),
+            Target {
+                endpoint: "https://bedrock-runtime.eu-central-1.amazonaws.com".into(),
+                region: "eu-central-1".into()
+            }
+        );
+        let m = model("anthropic.claude", "http://127.0.0.1:9000/");
+        assert_eq!(
+            resolve(&m, Some("eu-central-1".into()), false),
+            Target {
+                endpoint: "http://127.0.0.1:9000".into(),
+                region: "eu-central-1".into()
+            }
+        );
+    }
+
+    #[test]
+    fn without_configuration_the_endpoint_names_the_region() {
+        let m = model("x", "https://bedrock-runtime-fips.us-west-2.amazonaws.com");
+        assert_eq!(resolve(&m, None, false).region, "us-west-2");
+        let m = model("x", "http://localhost:1");
+        assert_eq!(resolve(&m, None, false).region, "us-east-1");
+    }
+}
