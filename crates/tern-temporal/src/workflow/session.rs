@@ -308,9 +308,9 @@ impl Session {
     ) {
         let failure = Message::from(AssistantMessage {
             content: vec![ContentBlock::text("")],
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
+            api: model.api.as_str().into(),
+            provider: model.provider.as_str().into(),
+            model: model.id.as_str().into(),
             stop_reason: if aborted {
                 StopReason::Aborted
             } else {
