@@ -224,9 +224,20 @@ fn a_pi_session_with_a_compaction_resumes_with_the_summary_and_the_kept_messages
         stderr(&o)
     );
     // pi's buildSessionContext: the summary, the entries from firstKeptEntryId, then what
-    // followed the compaction (derived from session-manager.js and messages.js).
+    // followed the compaction. The fixture is the request pi 1.6 itself sent for this file
+    // (its messages after the system prompt), recorded against a scripted server.
+    let request = &server.wait_requests(1)[0];
+    let sent: Vec<Value> = messages(request)
+        .into_iter()
+        .filter(|m| m["role"] != "system")
+        .collect();
+    let pi: Vec<Value> = serde_json::from_str(include_str!(
+        "../fixtures/pi_compacted_resume_messages.json"
+    ))
+    .expect("the fixture");
+    assert_eq!(sent, pi);
     assert_eq!(
-        conversation(&server.wait_requests(1)[0]),
+        conversation(request),
         pairs(&[
             ("user", &wrapped("## Goal\nOld work.")),
             ("user", "kept question"),
