@@ -85,6 +85,7 @@ impl Runtime {
     /// refusal is in [`Limits::refused`](crate::limits::Limits::refused), and the error says
     /// how to raise the limit.
     pub async fn run_prompt(&self, prompt: Vec<Message>) -> Result<RunOutcome, AgentError> {
+        self.compact_before_prompt().await;
         let result = self.run_prompt_once(prompt).await;
         self.compact_after_run(&result).await;
         result

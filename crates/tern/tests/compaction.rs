@@ -250,6 +250,49 @@ fn a_pi_session_with_a_compaction_resumes_with_the_summary_and_the_kept_messages
 }
 
 #[test]
+fn a_resumed_session_over_the_threshold_compacts_before_the_prompt() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("pi.jsonl");
+    pi_session(&session);
+    let server = Server::start(vec![
+        Reply::text("## Goal\nBefore."),
+        Reply::text("next answer"),
+        Reply::text("## Goal\nAfter."),
+    ]);
+    // The file's last answer reports 15 tokens: over a window of 16390 less 16384.
+    let flags = [
+        "--context-window",
+        "16390",
+        "--max-output-tokens",
+        "5",
+        "--compaction-keep-recent-tokens",
+        "5",
+    ];
+    let o = print(home.path(), &server, &session, &flags, "next question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let requests = server.wait_requests(2);
+    assert!(
+        conversation(&requests[0])[0]
+            .1
+            .starts_with("<conversation>\n[User]: kept question"),
+        "the first request is the summary: {:?}",
+        conversation(&requests[0])
+    );
+    assert_eq!(
+        conversation(&requests[1]),
+        pairs(&[
+            (
+                "user",
+                &wrapped("## Goal\nBefore.\n\n<read-files>\nsrc/lib.rs\n</read-files>")
+            ),
+            ("user", "question after"),
+            ("assistant", "answer after"),
+            ("user", "next question"),
+        ])
+    );
+}
+
+#[test]
 fn a_second_compaction_updates_the_previous_summary_and_carries_its_files() {
     let home = tempfile::tempdir().expect("home");
     let session = home.path().join("pi.jsonl");

@@ -265,14 +265,38 @@ impl Runtime {
     /// After a run: compacts when the context crossed the threshold, or when a completed
     /// answer reports more input than the window (pi's cases 2 and 3, no retry).
     pub(crate) async fn compact_after_run(&self, result: &Result<RunOutcome, AgentError>) {
-        let settings = self.compaction.settings;
-        if !settings.enabled {
-            return;
+        if let Some(answer) = last_answer(result) {
+            if answer.stop_reason != StopReason::Aborted {
+                self.check(answer).await;
+            }
         }
-        let Some(answer) = last_answer(result) else {
+    }
+
+    /// Before a prompt: the same check on the transcript's last answer (pi's pre-prompt
+    /// check, aborted answers included), unless that answer predates the last compaction.
+    pub(crate) async fn compact_before_prompt(&self) {
+        let last = self.agent.with_messages(|m| {
+            let n = system_prefix_len(m);
+            m.iter().enumerate().rev().find_map(|(i, x)| match x {
+                Message::Assistant(a) => Some((i.saturating_sub(n), a.clone())),
+                _ => None,
+            })
+        });
+        let Some((at, answer)) = last else {
             return;
         };
-        if answer.stop_reason == StopReason::Aborted {
+        let kept = self.compaction.previous.lock().as_ref().map(|p| p.kept);
+        // The summary is at 0 and the kept messages follow: those answers are stale.
+        if kept.is_some_and(|k| at <= k) {
+            return;
+        }
+        self.check(answer).await;
+    }
+
+    /// Compacts after `answer` when it overflowed or the context crossed the threshold.
+    async fn check(&self, answer: Arc<tern_ai::AssistantMessage>) {
+        let settings = self.compaction.settings;
+        if !settings.enabled {
             return;
         }
         let window = self.agent.state().model.context_window;
