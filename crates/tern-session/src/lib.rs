@@ -9,8 +9,8 @@
 //!
 //! | module | holds |
 //! |---|---|
-//! | [`reader`] | [`load`]: the header and the active branch as messages, with warnings for damage ([`LoadedSession`]) |
-//! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`, `session_info`) |
+//! | [`reader`] | [`load`]: the header and the active branch as messages (after a compaction, its summary and the kept messages), with warnings for damage ([`LoadedSession`]) |
+//! | [`writer`] | [`SessionFile`]: appends fsync'd entries (`message`, `model_change`, `thinking_level_change`, `session_info`, `compaction`) |
 //! | [`recorder`] | [`Recorder`]: subscribes to an [`Agent`](tern_agent::Agent) and writes its finished messages |
 //! | [`redact`] | [`redact::redact`]: known keys out of any text (the writer applies it to every line) |
 //! | [`layout`] | where files live: [`cwd_folder`], [`latest_for_cwd`], [`find_by_id`], [`find_exact_in_cwd`], [`valid_session_id`] |
@@ -50,7 +50,7 @@ pub mod writer;
 pub use error::SessionError;
 pub use fork::fork_from;
 pub use layout::{cwd_folder, find_by_id, find_exact_in_cwd, latest_for_cwd, valid_session_id};
-pub use reader::{load, LoadedSession};
+pub use reader::{compaction_summary_message, load, CompactionSummary, LoadedSession};
 pub use recorder::{Recorder, WriteFailure};
 pub use timestamp::{iso_now, iso_time};
-pub use writer::{SessionFile, VERSION};
+pub use writer::{Compaction, SessionFile, VERSION};

@@ -19,8 +19,14 @@ pub struct LoadedSession {
     pub id: String,
     /// The header's working directory.
     pub cwd: Option<String>,
-    /// Messages on the active branch, root first.
+    /// Messages on the active branch, root first; after a compaction, pi's context: its
+    /// summary (as the user message pi sends), the kept messages, and what followed.
     pub messages: Vec<Message>,
+    /// The entry id of each of [`messages`](Self::messages) (the compaction's for its
+    /// summary; empty for a version 1 file's entries, which have none).
+    pub message_ids: Vec<String>,
+    /// The last compaction on the branch, if any (boxed: most sessions have none).
+    pub compaction: Option<Box<CompactionSummary>>,
     /// The id of the last entry on the branch (the leaf new entries attach to).
     pub leaf: Option<String>,
     /// The last `model_change` on the branch: (provider, model id).
@@ -29,6 +35,40 @@ pub struct LoadedSession {
     pub thinking_level: Option<String>,
     /// Problems found while reading (torn or malformed lines, unsupported entries).
     pub warnings: Vec<String>,
+}
+
+/// The last `compaction` entry of a branch: what the next compaction builds on.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CompactionSummary {
+    /// The entry id.
+    pub id: String,
+    /// The summary text.
+    pub summary: String,
+    /// The id of the first entry kept after it.
+    pub first_kept_entry_id: String,
+    /// Its `details` (pi's `readFiles` / `modifiedFiles`), unless an extension wrote it.
+    pub details: Option<Value>,
+    /// How many of the context's messages were kept from before it (their usage predates
+    /// it).
+    pub kept_messages: usize,
+    /// The ids of the entries kept from before it.
+    kept_ids: Vec<String>,
+}
+
+/// The text pi puts before a compaction summary in the user message it sends.
+pub const COMPACTION_SUMMARY_PREFIX: &str =
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+/// The text pi puts after a compaction summary.
+pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
+
+/// The user message pi sends for a compaction summary (its `compactionSummary` message as
+/// the model sees it), stamped `timestamp_ms`.
+pub fn compaction_summary_message(summary: &str, timestamp_ms: i64) -> Message {
+    let text = format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}");
+    let mut value = json!({"role": "user", "content": [{"type": "text", "text": text}]});
+    value["timestamp"] = json!(timestamp_ms);
+    serde_json::from_value(value).unwrap_or_else(|_| Message::user_text(text))
 }
 
 /// One parsed line: its JSON object and its line number (for warnings).
@@ -99,9 +139,18 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
         .last()
         .and_then(|e| str_field(e, "id"))
         .map(str::to_string);
-    replay(&branch, path, &mut out);
+    let context = context_entries(&branch, &mut out);
+    replay(&branch, &context, path, &mut out);
     if broken {
         drop_leading_answers(path, &mut out);
+    }
+    if let Some(c) = out.compaction.as_mut() {
+        let kept: HashSet<&str> = c.kept_ids.iter().map(String::as_str).collect();
+        c.kept_messages = out
+            .message_ids
+            .iter()
+            .filter(|id| kept.contains(id.as_str()))
+            .count();
     }
     Ok(out)
 }
@@ -226,6 +275,8 @@ fn drop_leading_answers(path: &Path, out: &mut LoadedSession) {
         .unwrap_or(out.messages.len());
     if first_user > 0 {
         out.messages.drain(..first_user);
+        let ids = first_user.min(out.message_ids.len());
+        out.message_ids.drain(..ids);
         out.warnings.push(format!(
             "session file {}: dropped {first_user} message(s) at the start of the broken \
              branch that answer nothing the branch holds",
@@ -234,11 +285,94 @@ fn drop_leading_answers(path: &Path, out: &mut LoadedSession) {
     }
 }
 
-/// Messages and settings of the branch, in order.
-fn replay(branch: &[&Entry], path: &Path, out: &mut LoadedSession) {
-    let mut skipped_kinds: Vec<String> = Vec::new();
+/// A readable compaction entry's summary, or None (one without a summary or a first kept
+/// entry is reported as not replayed).
+fn compaction_of(e: &Entry) -> Option<CompactionSummary> {
+    let from_hook = e.obj.get("fromHook").and_then(Value::as_bool) == Some(true);
+    Some(CompactionSummary {
+        id: str_field(e, "id")?.to_string(),
+        summary: str_field(e, "summary")?.to_string(),
+        first_kept_entry_id: str_field(e, "firstKeptEntryId")?.to_string(),
+        details: e.obj.get("details").filter(|_| !from_hook).cloned(),
+        kept_messages: 0,
+        kept_ids: Vec::new(),
+    })
+}
+
+/// The entries of the model's context (pi's `buildContextEntries`): without a compaction
+/// the branch; with one, the last compaction, the entries from its first kept one up to it
+/// (system messages aside), and every entry after it.
+fn context_entries<'a>(branch: &[&'a Entry], out: &mut LoadedSession) -> Vec<&'a Entry> {
+    let last = branch.iter().enumerate().rev().find_map(|(i, e)| {
+        (str_field(e, "type") == Some("compaction"))
+            .then(|| compaction_of(e).map(|c| (i, c)))
+            .flatten()
+    });
+    let Some((at, mut compaction)) = last else {
+        return branch.to_vec();
+    };
+    let mut context = vec![branch[at]];
+    let kept_from = branch[..at]
+        .iter()
+        .position(|e| str_field(e, "id") == Some(compaction.first_kept_entry_id.as_str()));
+    if let Some(from) = kept_from {
+        context.extend(branch[from..at].iter().filter(|e| {
+            !(str_field(e, "type") == Some("message")
+                && e.obj
+                    .get("message")
+                    .and_then(|m| m.get("role"))
+                    .and_then(Value::as_str)
+                    == Some("system"))
+        }));
+    }
+    compaction.kept_ids = context[1..]
+        .iter()
+        .filter_map(|e| str_field(e, "id"))
+        .map(str::to_string)
+        .collect();
+    context.extend(&branch[at + 1..]);
+    out.compaction = Some(Box::new(compaction));
+    context
+}
+
+/// Settings of the whole branch, then the messages of its context, in order.
+fn replay(branch: &[&Entry], context: &[&Entry], path: &Path, out: &mut LoadedSession) {
     for e in branch {
         match str_field(e, "type").unwrap_or_default() {
+            "model_change" => {
+                if let (Some(p), Some(m)) = (str_field(e, "provider"), str_field(e, "modelId")) {
+                    out.model = Some((p.to_string(), m.to_string()));
+                }
+            }
+            "thinking_level_change" => {
+                out.thinking_level = str_field(e, "thinkingLevel").map(str::to_string);
+            }
+            _ => {}
+        }
+    }
+    let newest_compaction = out.compaction.as_ref().map(|c| c.id.clone());
+    let mut skipped_kinds: Vec<String> = Vec::new();
+    for e in context {
+        match str_field(e, "type").unwrap_or_default() {
+            "compaction" if compaction_of(e).is_some() => {
+                // Only the newest compaction speaks; older ones in its kept range are silent.
+                if str_field(e, "id") == newest_compaction.as_deref() {
+                    let system = e.obj.get("systemMessage").cloned();
+                    if let Some(Ok(m)) = system.map(serde_json::from_value::<Message>) {
+                        out.messages.push(m);
+                        out.message_ids
+                            .push(str_field(e, "id").unwrap_or_default().to_string());
+                    }
+                    let summary = str_field(e, "summary").unwrap_or_default();
+                    let stamp = str_field(e, "timestamp")
+                        .and_then(crate::timestamp::parse_iso_ms)
+                        .unwrap_or_default();
+                    out.messages
+                        .push(compaction_summary_message(summary, stamp));
+                    out.message_ids
+                        .push(str_field(e, "id").unwrap_or_default().to_string());
+                }
+            }
             "message" => {
                 let Some(m) = e.obj.get("message") else {
                     out.warnings.push(format!(
@@ -254,7 +388,11 @@ fn replay(branch: &[&Entry], path: &Path, out: &mut LoadedSession) {
                     m["role"] = json!("custom");
                 }
                 match serde_json::from_value::<Message>(m) {
-                    Ok(msg) => out.messages.push(msg),
+                    Ok(msg) => {
+                        out.messages.push(msg);
+                        out.message_ids
+                            .push(str_field(e, "id").unwrap_or_default().to_string());
+                    }
                     Err(err) => out.warnings.push(format!(
                         "session file {}: skipped the unreadable message at line {}: {err}",
                         path.display(),
@@ -262,19 +400,29 @@ fn replay(branch: &[&Entry], path: &Path, out: &mut LoadedSession) {
                     )),
                 }
             }
-            "model_change" => {
-                if let (Some(p), Some(m)) = (str_field(e, "provider"), str_field(e, "modelId")) {
-                    out.model = Some((p.to_string(), m.to_string()));
-                }
-            }
-            "thinking_level_change" => {
-                out.thinking_level = str_field(e, "thinkingLevel").map(str::to_string);
-            }
+            "model_change" | "thinking_level_change" => {}
             "custom" | "label" | "session_info" | "usage" | "context_edit" => {}
             other => {
                 if !skipped_kinds.iter().any(|k| k == other) {
                     skipped_kinds.push(other.to_string());
                 }
+            }
+        }
+    }
+    // Context edits that omit a message (pi's recovery omission) take it out of the context.
+    let omitted: HashSet<&str> = context
+        .iter()
+        .filter(|e| str_field(e, "type") == Some("context_edit"))
+        .filter(|e| e.obj.get("replacement").is_some_and(Value::is_null))
+        .filter_map(|e| str_field(e, "targetId"))
+        .collect();
+    if !omitted.is_empty() && out.message_ids.len() == out.messages.len() {
+        let ids = std::mem::take(&mut out.message_ids);
+        let messages = std::mem::take(&mut out.messages);
+        for (id, m) in ids.into_iter().zip(messages) {
+            if !omitted.contains(id.as_str()) {
+                out.message_ids.push(id);
+                out.messages.push(m);
             }
         }
     }
@@ -451,6 +599,38 @@ mod tests {
             .iter()
             .any(|w| w.contains("lines 2 and 3") && w.contains("same entry id a")));
         assert!(s.warnings.iter().any(|w| w.contains("format version 9")));
+    }
+
+    #[test]
+    fn a_compaction_replays_its_summary_and_the_kept_messages() {
+        let f = write(&[
+            json!({"type": "session", "version": 3, "id": "s"}),
+            user("a", None, "old question"),
+            assistant("b", "a", "old answer"),
+            user("c", Some("b"), "kept question"),
+            assistant("d", "c", "kept answer"),
+            json!({"type": "compaction", "id": "e", "parentId": "d", "timestamp": "2024-12-03T14:00:00.000Z",
+                   "summary": "S", "firstKeptEntryId": "c", "tokensBefore": 10,
+                   "details": {"readFiles": ["x"], "modifiedFiles": []}}),
+            user("f", Some("e"), "after"),
+        ]);
+        let s = load(f.path()).expect("load");
+        let t = texts(&s);
+        assert_eq!(t.len(), 4, "{t:?}");
+        assert!(
+            t[0].contains("compacted into the following summary:\\n\\n<summary>\\nS\\n</summary>"),
+            "{t:?}"
+        );
+        assert!(
+            t[1].contains("kept question") && t[3].contains("after"),
+            "{t:?}"
+        );
+        assert_eq!(s.message_ids, ["e", "c", "d", "f"]);
+        let stamp = serde_json::to_value(&s.messages[0]).expect("json")["timestamp"].clone();
+        assert_eq!(stamp, json!(1_733_234_400_000i64));
+        let c = s.compaction.expect("compaction");
+        assert_eq!((c.id.as_str(), c.summary.as_str()), ("e", "S"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tern_ai::environment::Environment;
 use tern_ai::Message;
 
@@ -57,6 +57,9 @@ pub struct SessionFile {
     naming: Naming,
     /// The line being built, kept between appends so an entry allocates nothing.
     line: Vec<u8>,
+    /// The entry id of each message of the model's context, in order (a compaction's own id
+    /// stands for its summary): what a compaction names as its first kept entry.
+    context_ids: Vec<String>,
 }
 
 /// Where a session's id and path came from.
@@ -68,6 +71,21 @@ enum Naming {
     At,
     /// Drawn here; the path is `<folder>/<timestamp>_<id>.jsonl`.
     InFolder(PathBuf),
+}
+
+/// What a `compaction` entry holds (pi's `CompactionEntry` without the head fields).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compaction {
+    /// The summary of what was compacted away.
+    pub summary: String,
+    /// The id of the first entry kept after the summary.
+    pub first_kept_entry_id: String,
+    /// The estimated context size, in tokens, before compaction.
+    pub tokens_before: u64,
+    /// pi's `CompactionDetails` (`readFiles`, `modifiedFiles`), as JSON.
+    pub details: Option<Value>,
+    /// The usage of the summary request, as pi's `Usage` JSON.
+    pub usage: Option<Value>,
 }
 
 /// A new entry id from `env`: 8 hex digits, as pi's.
@@ -125,6 +143,7 @@ impl SessionFile {
             stamp: Stamp::default(),
             naming,
             line: Vec::new(),
+            context_ids: Vec::new(),
         };
         s.name();
         s
@@ -153,6 +172,7 @@ impl SessionFile {
             stamp: Stamp::default(),
             naming: Naming::Fixed,
             line: Vec::new(),
+            context_ids: loaded.message_ids.clone(),
         }
     }
 
@@ -277,7 +297,74 @@ impl SessionFile {
         self.append_entry("message", true, |line| {
             line.extend_from_slice(br#","message":"#);
             serde_json::to_writer(line, message)
-        })
+        })?;
+        self.context_ids.extend(self.leaf.clone());
+        Ok(())
+    }
+
+    /// Appends a `compaction` entry (pi's `CompactionEntry`) and returns its id and its
+    /// timestamp (Unix ms). From here on
+    /// the context is the summary (this entry) and the messages from `first_kept_entry_id`
+    /// on.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("s.jsonl");
+    /// let mut s = tern_session::SessionFile::create_at(&path, std::path::Path::new("/p"));
+    /// s.append_message(&tern_ai::Message::user_text("old")).expect("written");
+    /// s.append_message(&tern_ai::Message::user_text("recent")).expect("written");
+    /// let kept = s.context_ids()[1].clone();
+    /// let c = tern_session::writer::Compaction {
+    ///     summary: "## Goal\nTest".into(), first_kept_entry_id: kept, tokens_before: 9,
+    ///     details: None, usage: None,
+    /// };
+    /// let (id, _) = s.append_compaction(&c).expect("written");
+    /// drop(s);
+    /// let loaded = tern_session::load(&path).expect("readable");
+    /// assert_eq!(loaded.messages.len(), 2); // the summary and "recent"
+    /// assert_eq!(loaded.message_ids[0], id);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn append_compaction(&mut self, c: &Compaction) -> Result<(String, u64), SessionError> {
+        let mut fields = Map::new();
+        fields.insert("summary".into(), json!(c.summary));
+        fields.insert("firstKeptEntryId".into(), json!(c.first_kept_entry_id));
+        fields.insert("tokensBefore".into(), json!(c.tokens_before));
+        if let Some(d) = &c.details {
+            fields.insert("details".into(), d.clone());
+        }
+        if let Some(u) = &c.usage {
+            fields.insert("usage".into(), u.clone());
+        }
+        fields.insert("fromHook".into(), json!(false));
+        self.append("compaction", Value::Object(fields))?;
+        let id = self.leaf.clone().unwrap_or_default();
+        let from = self
+            .context_ids
+            .iter()
+            .position(|i| *i == c.first_kept_entry_id)
+            .unwrap_or(self.context_ids.len());
+        let mut ids = vec![id.clone()];
+        ids.extend(self.context_ids.drain(from..));
+        self.context_ids = ids;
+        Ok((id, self.stamp.ms.unwrap_or_default()))
+    }
+
+    /// Appends a `context_edit` entry that omits the message entry `target_id` from the
+    /// model's context (pi's recovery omission of a failed attempt: `replacement: null`).
+    pub fn append_context_omission(&mut self, target_id: &str) -> Result<(), SessionError> {
+        self.append(
+            "context_edit",
+            json!({"targetId": target_id, "replacement": null}),
+        )?;
+        self.context_ids.retain(|i| i != target_id);
+        Ok(())
+    }
+
+    /// The entry id of each message of the model's context, in order (for a compacted
+    /// session the first is the compaction's, standing for its summary).
+    pub fn context_ids(&self) -> &[String] {
+        &self.context_ids
     }
 
     /// Appends a `model_change` entry.

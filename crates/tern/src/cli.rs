@@ -101,6 +101,20 @@ pub struct Args {
     #[arg(long, value_name = "TOKENS")]
     pub max_output_tokens: Option<u64>,
 
+    /// Compaction starts when the context exceeds the model's window minus these tokens
+    /// (pi's `compaction.reserveTokens`, default 16384).
+    #[arg(long, value_name = "TOKENS")]
+    pub compaction_reserve_tokens: Option<u64>,
+
+    /// Tokens of the newest messages a compaction keeps as they are (pi's
+    /// `compaction.keepRecentTokens`, default 20000).
+    #[arg(long, value_name = "TOKENS")]
+    pub compaction_keep_recent_tokens: Option<u64>,
+
+    /// No automatic compaction (pi's `compaction.enabled: false`); `/compact` still works.
+    #[arg(long)]
+    pub no_auto_compaction: bool,
+
     /// Sampling temperature (e.g. 0 for small local models).
     #[arg(long)]
     pub temperature: Option<f64>,

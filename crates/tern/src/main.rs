@@ -32,6 +32,7 @@
 //! Session files themselves (format, reader, writer, recorder) are the `tern-session` crate.
 
 mod cli;
+mod compaction;
 mod config;
 mod demo;
 mod durable;
@@ -671,6 +672,7 @@ async fn run(
         id_root: session_choice::root(&args, &cwd),
         templates,
         skills,
+        compaction: compaction::Settings::from_args(&args),
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);

@@ -85,7 +85,15 @@ impl Runtime {
     /// refusal is in [`Limits::refused`](crate::limits::Limits::refused), and the error says
     /// how to raise the limit.
     pub async fn run_prompt(&self, prompt: Vec<Message>) -> Result<RunOutcome, AgentError> {
+        self.compact_before_prompt().await;
+        let result = self.run_prompt_once(prompt).await;
+        self.compact_after_run(&result).await;
+        result
+    }
+
+    async fn run_prompt_once(&self, prompt: Vec<Message>) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
+        self.reset_overflow_retry();
         if let Some((limit, why)) = self.session_refusal() {
             *self.limits.refused.lock() = Some((limit, why.clone()));
             return Err(AgentError::Failed(why));
@@ -162,6 +170,8 @@ impl Runtime {
                 .await
                 .map(|next| so_far.then(next));
         }
+        // A context overflow compacts and retries once, inside this run.
+        let result = self.recover_overflow(result).await;
         if let Some(t) = timer {
             t.abort();
         }

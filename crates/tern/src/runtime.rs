@@ -50,6 +50,8 @@ pub struct Runtime {
     pub inputs: Mutex<Option<InputObserver>>,
     /// The journal of a session kept in memory (`--no-session`), replaced with the session.
     memory_journal: Mutex<Arc<tern_durable::MemoryJournal>>,
+    /// Compaction: settings, the summarizer, the summary the transcript builds on.
+    pub compaction: crate::compaction::run::State,
 }
 
 /// Hears each stage an accepted input reaches.
@@ -96,6 +98,8 @@ pub struct BuildOptions {
     pub templates: Vec<PromptTemplate>,
     /// The skills (`/skill:name args`).
     pub skills: Vec<Skill>,
+    /// When to compact and how much to keep.
+    pub compaction: crate::compaction::Settings,
 }
 
 /// How model requests are retried and when a silent one is given up.
@@ -124,6 +128,10 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         thinking.as_str().to_string(),
     );
     let mut settings = Vec::new();
+    let previous = match &o.session {
+        SessionSource::Existing(_, loaded) => crate::compaction::run::previous_of(loaded),
+        _ => None,
+    };
     let recorded = match &o.session {
         SessionSource::Existing(_, loaded) => {
             Some((loaded.model.clone(), loaded.thinking_level.clone()))
@@ -173,6 +181,10 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         max_retry_delay_ms: o.requests.max_retry_delay_ms,
         idle_timeout_ms: o.requests.idle_timeout_ms,
         ..Default::default()
+    };
+    let summarizer = crate::compaction::summary::Summarizer {
+        stream_fn: o.stream_fn.clone(),
+        options: stream_options.clone(),
     };
     let current = Current::default();
     let hook_run = current.clone();
@@ -240,6 +252,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         recording: Mutex::new(Some(recording)),
         inputs: Mutex::new(None),
         memory_journal: Mutex::new(Default::default()),
+        compaction: crate::compaction::run::State::new(o.compaction, summarizer, previous),
     })
 }
 
@@ -257,6 +270,7 @@ impl Runtime {
         let prefix = self.agent.with_messages(|m| m.to_vec());
         self.recorder.lock().switch_to(file, prefix);
         *self.memory_journal.lock() = Default::default();
+        *self.compaction.previous.lock() = None;
         Ok(())
     }
 

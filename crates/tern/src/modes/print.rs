@@ -93,6 +93,10 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
         Output::Stream => Some(agent.subscribe_sync(stream_event)),
         Output::Print => None,
     };
+    *rt.compaction.observer.lock() = Some(crate::compaction::run::print_observer(
+        output == Output::Json,
+        out_line,
+    ));
     let ctrl_c = {
         let agent = agent.clone();
         let flag = rt.limits.user_aborted.clone();

@@ -12,6 +12,7 @@ use crate::terminal_text::{short_args, truncate, Style};
 pub const HELP: &str =
     "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
+/compact [focus]: summarize older messages · \
 Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
@@ -109,6 +110,17 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
         }
         "/recover" => {
             recover(ui, ui_tx);
+            return false;
+        }
+        "/compact" => {
+            if ui.running {
+                ui.print(&Style::Yellow.paint("the agent is working; wait for it, then /compact"));
+            } else {
+                ui.print(&Style::Dim.paint("compacting…"));
+                ui.running = true;
+                super::start_compaction(&ui.rt, rest, ui_tx);
+            }
+            ui.redraw();
             return false;
         }
         "/follow" | "/f" => (true, rest),

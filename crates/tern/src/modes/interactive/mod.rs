@@ -60,6 +60,8 @@ pub fn asker() -> (AskFn, mpsc::UnboundedReceiver<Question>) {
 /// What reaches the UI loop besides keys and questions.
 enum UiEvent {
     Agent(Box<AgentEvent>),
+    /// A line to show (what a compaction did).
+    Note(String),
     Settled,
 }
 
@@ -80,6 +82,18 @@ fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
     let tx = ui_tx.clone();
     tokio::spawn(async move {
         let _ = rt.run_prompt(vec![Message::user_text(text)]).await;
+        let _ = tx.send(UiEvent::Settled);
+    });
+}
+
+/// Compacts the transcript in its own task (`/compact [instructions]`); the compaction's
+/// note comes from the observer, then the UI hears `Settled`.
+fn start_compaction(rt: &Arc<Runtime>, instructions: String, ui_tx: &UiSender) {
+    let rt = rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        let focus = Some(instructions.as_str()).filter(|i| !i.is_empty());
+        let _ = rt.compact(focus).await;
         let _ = tx.send(UiEvent::Settled);
     });
 }
@@ -129,6 +143,12 @@ pub async fn run(
             let _ = tx.send(UiEvent::Agent(Box::new(e.clone())));
         }
     });
+    let notes = ui_tx.clone();
+    *rt.compaction.observer.lock() = Some(Arc::new(move |v: &serde_json::Value| {
+        if let Some(note) = crate::compaction::run::note(v) {
+            let _ = notes.send(UiEvent::Note(note));
+        }
+    }));
     let width = terminal::size().map(|(w, _)| w as usize).unwrap_or(80);
     let mut ui = Ui::new(rt.clone(), width);
     let session = rt
@@ -185,6 +205,10 @@ pub async fn run(
             }
             Some(ev) = ui_rx.recv() => match ev {
                 UiEvent::Agent(e) => ui.on_agent(&e),
+                UiEvent::Note(n) => {
+                    ui.print(&n);
+                    ui.redraw();
+                }
                 UiEvent::Settled => ui.on_settled(),
             },
             Some(q) = questions.recv() => {

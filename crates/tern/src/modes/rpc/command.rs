@@ -39,6 +39,12 @@ pub enum Command {
     /// Finishes the session's interrupted run, streaming its events like a prompt; the
     /// response says whether a run was interrupted.
     Recover,
+    /// Compacts the transcript (pi's `compact`), answering with the result.
+    Compact {
+        /// What the summary should focus on.
+        #[serde(default, rename = "customInstructions")]
+        custom_instructions: Option<String>,
+    },
     /// The agent's state.
     GetState,
     /// The transcript.

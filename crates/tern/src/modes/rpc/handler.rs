@@ -171,6 +171,17 @@ impl Rpc {
                 self.rt.new_session()?;
                 Ok(Some(json!({"cancelled": false})))
             }
+            Command::Compact {
+                custom_instructions,
+            } => {
+                if self.running() {
+                    return Err(
+                        "cannot compact while the agent is running; send abort first".into(),
+                    );
+                }
+                let done = self.rt.compact(custom_instructions.as_deref()).await;
+                done.map(|o| Some(o.to_json())).map_err(|e| e.to_string())
+            }
             Command::GetState => Ok(Some(self.state())),
             Command::GetMessages => Ok(Some(json!({"messages": agent.state().messages}))),
             Command::GetLastAssistantText => {

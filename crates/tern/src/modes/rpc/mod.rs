@@ -51,6 +51,10 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
     let sub = rt.agent.subscribe_sync(move |e| {
         let _ = events_tx.send(event_lines::event_json(e).to_string());
     });
+    let compaction_tx = tx.clone();
+    *rt.compaction.observer.lock() = Some(Arc::new(move |v: &serde_json::Value| {
+        let _ = compaction_tx.send(v.to_string());
+    }));
     // Accepted input, step by step: `{"type":"input_update","inputId":…,"stage":…}`.
     let inputs_tx = tx.clone();
     *rt.inputs.lock() = Some(Arc::new(move |p: &tern_durable::InputProgress| {

@@ -1,0 +1,415 @@
+//! Compaction on a [`Runtime`]: the manual command, the threshold check after a run, and
+//! the compact-and-retry of a run whose context overflowed (pi's `AgentSession.compact`,
+//! `_checkCompaction`, `_runAutoCompaction`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tern_agent::{AgentError, RunOutcome};
+use tern_ai::{Message, StopReason};
+use tern_session::writer::Compaction;
+
+use super::estimate::{context_tokens, estimate_context_tokens, estimate_tokens};
+use super::summary::{history_prompt, turn_prefix_prompt, Summarizer};
+use super::{end_event, start_event, CompactError, Outcome, Previous, Reason, Settings};
+use crate::durable::system_prefix_len;
+use crate::runtime::Runtime;
+
+/// pi's message when a retried run overflowed again.
+pub const OVERFLOW_RETRY_FAILED: &str = "Context overflow recovery failed after one \
+     compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// Who hears compaction events (pi's `compaction_start` / `compaction_end` JSON).
+pub type Observer = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// A runtime's compaction state.
+pub struct State {
+    /// The settings.
+    pub settings: Settings,
+    /// Who writes summaries.
+    pub summarizer: Summarizer,
+    /// The compaction the transcript builds on.
+    pub previous: Mutex<Option<Previous>>,
+    /// Who hears the events.
+    pub observer: Mutex<Option<Observer>>,
+    /// Whether this prompt already compacted and retried after an overflow.
+    overflow_retried: AtomicBool,
+}
+
+impl State {
+    /// The state of a session that resumes after `previous` (if it was compacted).
+    pub fn new(settings: Settings, summarizer: Summarizer, previous: Option<Previous>) -> Self {
+        State {
+            settings,
+            summarizer,
+            previous: Mutex::new(previous),
+            observer: Mutex::new(None),
+            overflow_retried: AtomicBool::new(false),
+        }
+    }
+
+    fn emit(&self, event: Value) {
+        let observer = self.observer.lock().clone();
+        if let Some(o) = observer {
+            o(&event);
+        }
+    }
+}
+
+/// The line that tells a person what a `compaction_end` event says (None for others).
+pub fn note(event: &Value) -> Option<String> {
+    if event["type"] != "compaction_end" {
+        return None;
+    }
+    if let Some(m) = event["errorMessage"].as_str() {
+        return Some(m.to_string());
+    }
+    let r = &event["result"];
+    Some(format!(
+        "compacted the conversation ({}): about {} tokens before, {} after",
+        event["reason"].as_str().unwrap_or_default(),
+        r["tokensBefore"],
+        r["estimatedTokensAfter"]
+    ))
+}
+
+/// How print and JSON modes report compaction: JSON mode writes pi's events with `line`;
+/// the others say on stderr what was compacted, or why it failed.
+pub fn print_observer(json: bool, line: fn(&str)) -> Observer {
+    Arc::new(move |event: &Value| {
+        if json {
+            return line(&event.to_string());
+        }
+        if let Some(n) = note(event) {
+            crate::secrets::eprintln_redacted!("tern: {n}");
+        }
+    })
+}
+
+/// The compaction a loaded session's context starts with.
+pub fn previous_of(loaded: &tern_session::LoadedSession) -> Option<Previous> {
+    loaded.compaction.as_ref().map(|c| Previous {
+        id: c.id.clone(),
+        summary: c.summary.clone(),
+        details: c.details.clone(),
+        kept: c.kept_messages,
+    })
+}
+
+/// Two requests' usage together (pi's `combineUsage`).
+fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
+    let mut u = a.clone();
+    u.input += b.input;
+    u.output += b.output;
+    u.cache_read += b.cache_read;
+    u.cache_write += b.cache_write;
+    u.total_tokens += b.total_tokens;
+    u.cost.input += b.cost.input;
+    u.cost.output += b.cost.output;
+    u.cost.cache_read += b.cost.cache_read;
+    u.cost.cache_write += b.cost.cache_write;
+    u.cost.total += b.cost.total;
+    u
+}
+
+/// The last assistant message a run appended.
+fn last_answer(result: &Result<RunOutcome, AgentError>) -> Option<Arc<tern_ai::AssistantMessage>> {
+    let o = result.as_ref().ok()?;
+    o.messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => Some(a.clone()),
+        _ => None,
+    })
+}
+
+impl Runtime {
+    /// Compacts the transcript now (`/compact [instructions]`, RPC `compact`), with pi's
+    /// events; fails with pi's messages ("Nothing to compact (session too small)", ...).
+    pub async fn compact(&self, instructions: Option<&str>) -> Result<Outcome, CompactError> {
+        self.compact_for(Reason::Manual, instructions, false).await
+    }
+
+    async fn compact_for(
+        &self,
+        reason: Reason,
+        instructions: Option<&str>,
+        will_retry: bool,
+    ) -> Result<Outcome, CompactError> {
+        let state = &self.compaction;
+        let fail = |e: CompactError, started: bool| {
+            if started {
+                let m = match reason {
+                    Reason::Manual => format!("Compaction failed: {e}"),
+                    Reason::Overflow => format!("Context overflow recovery failed: {e}"),
+                    Reason::Threshold => format!("Auto-compaction failed: {e}"),
+                };
+                state.emit(end_event(reason, Err(&m), false));
+            }
+            Err(e)
+        };
+        // pi announces a manual compaction before it knows there is anything to compact.
+        if reason == Reason::Manual {
+            state.emit(start_event(reason));
+        }
+        let manual = reason == Reason::Manual;
+        let (system, body) = self.agent.with_messages(|m| {
+            let n = system_prefix_len(m);
+            (m[..n].to_vec(), m[n..].to_vec())
+        });
+        let ids: Vec<String> = self.recorder.lock().session().context_ids().to_vec();
+        if ids.len() < body.len() {
+            return fail(CompactError::Untracked, manual);
+        }
+        let ids = &ids[ids.len() - body.len()..];
+        let previous = state.previous.lock().clone();
+        let prep = match super::prepare::prepare(
+            &system,
+            &body,
+            ids,
+            previous.as_ref(),
+            state.settings.keep_recent_tokens,
+        ) {
+            Ok(p) => p,
+            Err(n) => return fail(CompactError::Nothing(n), manual),
+        };
+        if !manual {
+            state.emit(start_event(reason));
+        }
+        let st = self.agent.state();
+        let (model, thinking) = (st.model, st.thinking_level);
+        let ask = |prompt: String, label: &'static str| {
+            let s = state.summarizer.clone();
+            let model = model.clone();
+            async move { s.ask(&model, thinking, prompt, label).await }
+        };
+        let previous_summary = prep.previous_summary.as_deref();
+        let summarized = if !prep.turn_prefix.is_empty() {
+            let mut history = (
+                previous_summary.unwrap_or("No prior history.").to_string(),
+                None,
+            );
+            if !prep.to_summarize.is_empty() {
+                let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
+                match ask(p, "Summarization").await {
+                    Ok((text, usage)) => history = (text, Some(usage)),
+                    Err(e) => return fail(e, true),
+                }
+            }
+            let p = turn_prefix_prompt(&prep.turn_prefix, instructions);
+            match ask(p, "Turn prefix summarization").await {
+                Ok((text, usage)) => {
+                    let merged = format!(
+                        "{}\n\n---\n\n**Turn Context (split turn):**\n\n{text}",
+                        history.0
+                    );
+                    let usage = match history.1 {
+                        Some(h) => combine(&h, &usage),
+                        None => usage,
+                    };
+                    Ok((merged, usage))
+                }
+                Err(e) => Err(e),
+            }
+        } else {
+            let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
+            ask(p, "Summarization").await
+        };
+        let (mut summary, usage) = match summarized {
+            Ok(s) => s,
+            Err(e) => return fail(e, true),
+        };
+        summary.push_str(&prep.files.tags());
+        let details = prep.files.details();
+        let entry = Compaction {
+            summary: summary.clone(),
+            first_kept_entry_id: prep.first_kept_entry_id.clone(),
+            tokens_before: prep.tokens_before,
+            details: Some(details.clone()),
+            usage: serde_json::to_value(&usage).ok(),
+        };
+        let written = self.recorder.lock().session_mut().append_compaction(&entry);
+        let (id, stamp) = match written {
+            Ok(w) => w,
+            Err(e) => return fail(CompactError::Failed(e.to_string()), true),
+        };
+        let kept = body[prep.first_kept..].to_vec();
+        let summary_message = tern_session::compaction_summary_message(&summary, stamp as i64);
+        let mut messages = system;
+        messages.push(summary_message);
+        messages.extend(kept.iter().cloned());
+        let estimated_tokens_after = messages
+            .iter()
+            .filter(|m| !matches!(m, Message::System(_)))
+            .map(estimate_tokens)
+            .sum();
+        self.agent.set_messages(messages);
+        *state.previous.lock() = Some(Previous {
+            id,
+            summary: summary.clone(),
+            details: Some(details.clone()),
+            kept: kept.len(),
+        });
+        let outcome = Outcome {
+            summary,
+            first_kept_entry_id: prep.first_kept_entry_id,
+            tokens_before: prep.tokens_before,
+            estimated_tokens_after,
+            usage,
+            details,
+        };
+        state.emit(end_event(reason, Ok(&outcome), will_retry));
+        Ok(outcome)
+    }
+
+    /// After a run: compacts when the context crossed the threshold, or when a completed
+    /// answer reports more input than the window (pi's cases 2 and 3, no retry).
+    pub(crate) async fn compact_after_run(&self, result: &Result<RunOutcome, AgentError>) {
+        if let Some(answer) = last_answer(result) {
+            if answer.stop_reason != StopReason::Aborted {
+                self.check(answer).await;
+            }
+        }
+    }
+
+    /// Before a prompt: the same check on the transcript's last answer (pi's pre-prompt
+    /// check, aborted answers included), unless that answer predates the last compaction.
+    pub(crate) async fn compact_before_prompt(&self) {
+        let last = self.agent.with_messages(|m| {
+            let n = system_prefix_len(m);
+            m.iter().enumerate().rev().find_map(|(i, x)| match x {
+                Message::Assistant(a) => Some((i.saturating_sub(n), a.clone())),
+                _ => None,
+            })
+        });
+        let Some((at, answer)) = last else {
+            return;
+        };
+        let kept = self.compaction.previous.lock().as_ref().map(|p| p.kept);
+        // The summary is at 0 and the kept messages follow: those answers are stale.
+        if kept.is_some_and(|k| at <= k) {
+            return;
+        }
+        self.check(answer).await;
+    }
+
+    /// Compacts after `answer` when it overflowed or the context crossed the threshold.
+    async fn check(&self, answer: Arc<tern_ai::AssistantMessage>) {
+        let settings = self.compaction.settings;
+        if !settings.enabled {
+            return;
+        }
+        let window = self.agent.state().model.context_window;
+        if answer.stop_reason == StopReason::Stop
+            && tern_ai::providers::is_context_overflow(&answer, window)
+        {
+            let _ = self.compact_for(Reason::Overflow, None, false).await;
+            return;
+        }
+        let direct = context_tokens(&answer.usage);
+        let tokens = if answer.stop_reason == StopReason::Error || direct == 0 {
+            let messages = self.agent.with_messages(|m| m.to_vec());
+            // Usage from before the last compaction describes the old, larger context.
+            let kept = self.compaction.previous.lock().as_ref().map(|p| p.kept);
+            let n = system_prefix_len(&messages);
+            let last_usage = messages.iter().rposition(|m| {
+                m.as_assistant().is_some_and(|a| {
+                    !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+                        && context_tokens(&a.usage) > 0
+                })
+            });
+            if let (Some(kept), Some(at)) = (kept, last_usage) {
+                if at <= n + kept {
+                    return;
+                }
+            }
+            estimate_context_tokens(&messages)
+        } else {
+            direct
+        };
+        if settings.should_compact(tokens, window) {
+            let _ = self.compact_for(Reason::Threshold, None, false).await;
+        }
+    }
+
+    /// Starts a prompt's overflow accounting: one compact-and-retry per prompt.
+    pub(crate) fn reset_overflow_retry(&self) {
+        self.compaction
+            .overflow_retried
+            .store(false, Ordering::SeqCst);
+    }
+
+    /// A run whose last answer is a context overflow: the failed answer is omitted, the
+    /// transcript compacted and the run continued, once; a second overflow stays failed,
+    /// with pi's message as a compaction event.
+    pub(crate) async fn recover_overflow(
+        &self,
+        mut result: Result<RunOutcome, AgentError>,
+    ) -> Result<RunOutcome, AgentError> {
+        let state = &self.compaction;
+        if !state.settings.enabled || self.limits.aborted() {
+            return result;
+        }
+        let window = self.agent.state().model.context_window;
+        let Some(answer) = last_answer(&result) else {
+            return result;
+        };
+        if answer.stop_reason != StopReason::Error
+            || !tern_ai::providers::is_context_overflow(&answer, window)
+        {
+            return result;
+        }
+        if state.overflow_retried.swap(true, Ordering::SeqCst) {
+            state.emit(end_event(
+                Reason::Overflow,
+                Err(OVERFLOW_RETRY_FAILED),
+                false,
+            ));
+            return result;
+        }
+        self.omit_failed_answer(&answer);
+        if self
+            .compact_for(Reason::Overflow, None, true)
+            .await
+            .is_err()
+        {
+            return result;
+        }
+        let retried = self.agent.continue_run().await;
+        result = match (result, retried) {
+            (Ok(first), Ok(next)) => Ok(first.then(next)),
+            (_, r) => r,
+        };
+        Box::pin(self.recover_overflow(result)).await
+    }
+
+    /// Takes a failed answer out of the transcript, and out of the session's context with
+    /// pi's `context_edit` omission.
+    fn omit_failed_answer(&self, answer: &Arc<tern_ai::AssistantMessage>) {
+        let (removed, body_len) = self.agent.with_messages(|m| {
+            let at = m
+                .iter()
+                .rposition(|x| matches!(x, Message::Assistant(a) if Arc::ptr_eq(a, answer)));
+            let n = system_prefix_len(m);
+            (at.map(|at| (at, at - n.min(at))), m.len() - n)
+        });
+        let Some((at, body_at)) = removed else {
+            return;
+        };
+        let mut rec = self.recorder.lock();
+        let ids = rec.session().context_ids().to_vec();
+        if ids.len() >= body_len {
+            let target = ids[ids.len() - body_len + body_at].clone();
+            if let Err(e) = rec.session_mut().append_context_omission(&target) {
+                crate::secrets::eprintln_redacted!(
+                    "tern: warning: the failed answer was not marked omitted in the session \
+                     file ({e}); a resume would send it again"
+                );
+            }
+        }
+        drop(rec);
+        let mut messages = self.agent.with_messages(|m| m.to_vec());
+        messages.remove(at);
+        self.agent.set_messages(messages);
+    }
+}

@@ -1,0 +1,514 @@
+//! Compaction through the real binary and the scripted server: past the threshold the older
+//! messages become pi's summary (the next request holds it and the kept messages only, the
+//! session file the `compaction` entry); a pi-format session with a compaction entry resumes
+//! as pi resumes it; a context overflow compacts and retries once.
+
+mod common;
+
+use std::path::Path;
+
+use common::{command, messages, run, stderr, stdout, Reply, Rpc, Server};
+use serde_json::{json, Value};
+
+/// pi's wrapper of a compaction summary in the user message it sends.
+fn wrapped(summary: &str) -> String {
+    format!(
+        "The conversation history before this point was compacted into the following \
+         summary:\n\n<summary>\n{summary}\n</summary>"
+    )
+}
+
+fn entries(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("session file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The text of a Chat Completions message (string content or text parts).
+fn text(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The (role, text) of a request's messages after the system prompt.
+fn conversation(body: &Value) -> Vec<(String, String)> {
+    messages(body)
+        .iter()
+        .filter(|m| m["role"] != "system" && m["role"] != "developer")
+        .map(|m| (m["role"].as_str().unwrap_or_default().to_string(), text(m)))
+        .collect()
+}
+
+fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect()
+}
+
+/// `tern -p PROMPT` with `flags`, in the session `session`, against `server`.
+fn print(
+    home: &Path,
+    server: &Server,
+    session: &Path,
+    flags: &[&str],
+    prompt: &str,
+) -> std::process::Output {
+    let mut c = command(home, home);
+    c.args(["--base-url", &server.url, "--no-tools", "--session"])
+        .arg(session)
+        .args(flags)
+        .args(["-p", prompt]);
+    run(c)
+}
+
+/// A window whose threshold (window minus pi's 16384 reserve) every scripted answer
+/// (120 tokens of usage) crosses, and a keep budget that keeps the last exchange.
+const PAST_THRESHOLD: [&str; 6] = [
+    "--context-window",
+    "16400",
+    "--max-output-tokens",
+    "10",
+    "--compaction-keep-recent-tokens",
+    "5",
+];
+
+#[test]
+fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("s.jsonl");
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        Reply::text("## Goal\nTest the summary."),
+        Reply::text("third answer"),
+    ]);
+    // The first exchange fits (the default window).
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("compacted"), "{}", stderr(&o));
+
+    // The second crosses the threshold: the first exchange is summarized.
+    let o = print(
+        home.path(),
+        &server,
+        &session,
+        &PAST_THRESHOLD,
+        "second question",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("tern: compacted the conversation (threshold)"),
+        "{}",
+        stderr(&o)
+    );
+    let requests = server.wait_requests(3);
+    let summary_request = &requests[2];
+    let system = messages(summary_request)[0].clone();
+    assert!(
+        text(&system).starts_with("You are a context summarization assistant."),
+        "{system}"
+    );
+    let asked = conversation(summary_request);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].1.starts_with(
+            "<conversation>\n[User]: first question\n\n[Assistant]: first answer\n\
+             </conversation>\n\nThe messages above are a conversation to summarize."
+        ),
+        "{}",
+        asked[0].1
+    );
+    assert!(summary_request["tools"]
+        .as_array()
+        .is_none_or(|t| t.is_empty()));
+
+    // The file has pi's entry, naming the second question as the first kept entry.
+    let lines = entries(&session);
+    let compaction = lines
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("a compaction entry");
+    let second = lines
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["content"][0]["text"] == "second question")
+        .expect("the second question");
+    assert_eq!(compaction["firstKeptEntryId"], second["id"]);
+    assert_eq!(compaction["summary"], "## Goal\nTest the summary.");
+    assert_eq!(compaction["tokensBefore"], 120);
+    assert_eq!(
+        compaction["details"],
+        json!({"readFiles": [], "modifiedFiles": []})
+    );
+    assert_eq!(compaction["usage"]["totalTokens"], 120);
+
+    // The next prompt sends the summary and the kept exchange only.
+    let o = print(
+        home.path(),
+        &server,
+        &session,
+        &["--no-auto-compaction"],
+        "third question",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "third answer");
+    let requests = server.wait_requests(4);
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nTest the summary.")),
+            ("user", "second question"),
+            ("assistant", "second answer"),
+            ("user", "third question"),
+        ])
+    );
+}
+
+/// A session file as pi writes one after a compaction: the summary, the first kept entry
+/// (`c`), and an entry after the compaction.
+fn pi_session(path: &Path) {
+    let usage = json!({"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}});
+    let assistant = |id: &str, parent: &str, t: &str| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": t}],
+                           "api": "openai-completions", "provider": "openai", "model": "gpt-4o-mini",
+                           "usage": usage, "stopReason": "stop", "timestamp": 1_735_689_601_000i64}})
+    };
+    let user = |id: &str, parent: Option<&str>, t: &str| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2025-01-01T00:00:00.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": t}], "timestamp": 1_735_689_600_000i64}})
+    };
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "0194e5a4-0000-7000-8000-000000000001",
+               "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/tmp"}),
+        user("a1", None, "old question"),
+        assistant("a2", "a1", "old answer"),
+        user("a3", Some("a2"), "kept question"),
+        assistant("a4", "a3", "kept answer"),
+        json!({"type": "compaction", "id": "a5", "parentId": "a4", "timestamp": "2025-01-01T00:00:02.000Z",
+               "summary": "## Goal\nOld work.", "firstKeptEntryId": "a3", "tokensBefore": 50000,
+               "details": {"readFiles": ["src/lib.rs"], "modifiedFiles": []}}),
+        user("a6", Some("a5"), "question after"),
+        assistant("a7", "a6", "answer after"),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).expect("write the session");
+}
+
+#[test]
+fn a_pi_session_with_a_compaction_resumes_with_the_summary_and_the_kept_messages() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("pi.jsonl");
+    pi_session(&session);
+    let server = Server::start(vec![Reply::text("next answer")]);
+    let o = print(
+        home.path(),
+        &server,
+        &session,
+        &["--no-auto-compaction"],
+        "next question",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("does not replay"),
+        "the compaction entry is replayed: {}",
+        stderr(&o)
+    );
+    // pi's buildSessionContext: the summary, the entries from firstKeptEntryId, then what
+    // followed the compaction. The fixture is the request pi 1.6 itself sent for this file
+    // (its messages after the system prompt), recorded against a scripted server.
+    let request = &server.wait_requests(1)[0];
+    let sent: Vec<Value> = messages(request)
+        .into_iter()
+        .filter(|m| m["role"] != "system")
+        .collect();
+    let pi: Vec<Value> = serde_json::from_str(include_str!(
+        "../fixtures/pi_compacted_resume_messages.json"
+    ))
+    .expect("the fixture");
+    assert_eq!(sent, pi);
+    assert_eq!(
+        conversation(request),
+        pairs(&[
+            ("user", &wrapped("## Goal\nOld work.")),
+            ("user", "kept question"),
+            ("assistant", "kept answer"),
+            ("user", "question after"),
+            ("assistant", "answer after"),
+            ("user", "next question"),
+        ])
+    );
+}
+
+#[test]
+fn a_resumed_session_over_the_threshold_compacts_before_the_prompt() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("pi.jsonl");
+    pi_session(&session);
+    let server = Server::start(vec![
+        Reply::text("## Goal\nBefore."),
+        Reply::text("next answer"),
+        Reply::text("## Goal\nAfter."),
+    ]);
+    // The file's last answer reports 15 tokens: over a window of 16390 less 16384.
+    let flags = [
+        "--context-window",
+        "16390",
+        "--max-output-tokens",
+        "5",
+        "--compaction-keep-recent-tokens",
+        "5",
+    ];
+    let o = print(home.path(), &server, &session, &flags, "next question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let requests = server.wait_requests(2);
+    assert!(
+        conversation(&requests[0])[0]
+            .1
+            .starts_with("<conversation>\n[User]: kept question"),
+        "the first request is the summary: {:?}",
+        conversation(&requests[0])
+    );
+    assert_eq!(
+        conversation(&requests[1]),
+        pairs(&[
+            (
+                "user",
+                &wrapped("## Goal\nBefore.\n\n<read-files>\nsrc/lib.rs\n</read-files>")
+            ),
+            ("user", "question after"),
+            ("assistant", "answer after"),
+            ("user", "next question"),
+        ])
+    );
+}
+
+#[test]
+fn a_second_compaction_updates_the_previous_summary_and_carries_its_files() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("pi.jsonl");
+    pi_session(&session);
+    let server = Server::start(vec![
+        Reply::text("next answer"),
+        Reply::text("## Goal\nNewer work."),
+    ]);
+    let o = print(
+        home.path(),
+        &server,
+        &session,
+        &PAST_THRESHOLD,
+        "next question",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let requests = server.wait_requests(2);
+    let asked = conversation(&requests[1]);
+    // The kept messages of the first compaction are summarized again, with the previous
+    // summary to update (pi's iterative compaction).
+    assert!(
+        asked[0].1.starts_with(
+            "<conversation>\n[User]: kept question\n\n[Assistant]: kept answer\n\n\
+             [User]: question after\n\n[Assistant]: answer after\n</conversation>\n\n\
+             <previous-summary>\n## Goal\nOld work.\n</previous-summary>\n\n\
+             The messages above are NEW conversation messages"
+        ),
+        "{}",
+        asked[0].1
+    );
+    let lines = entries(&session);
+    let last = lines
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "compaction")
+        .expect("a new compaction");
+    assert_eq!(
+        last["summary"],
+        "## Goal\nNewer work.\n\n<read-files>\nsrc/lib.rs\n</read-files>"
+    );
+    assert_eq!(
+        last["details"],
+        json!({"readFiles": ["src/lib.rs"], "modifiedFiles": []})
+    );
+}
+
+/// An error the provider sends when the prompt does not fit.
+fn overflow() -> Reply {
+    Reply::Error(
+        400,
+        "prompt is too long: 200000 tokens > 128000 maximum".into(),
+    )
+}
+
+#[test]
+fn an_overflow_compacts_and_retries_once() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("s.jsonl");
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        overflow(),
+        Reply::text("## Goal\nShort."),
+        Reply::text("recovered answer"),
+    ]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let keep = ["--compaction-keep-recent-tokens", "1"];
+    let o = print(home.path(), &server, &session, &keep, "second question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "recovered answer");
+    assert!(
+        stderr(&o).contains("compacted the conversation (overflow)"),
+        "{}",
+        stderr(&o)
+    );
+    let requests = server.wait_requests(4);
+    assert_eq!(requests.len(), 4);
+    // The retry holds the summary and the prompt that overflowed, not the failed answer.
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nShort.")),
+            ("user", "second question"),
+        ])
+    );
+    // The failed answer is omitted in the file too (pi's context_edit), so a resume agrees.
+    let lines = entries(&session);
+    let failed = lines
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "error")
+        .expect("the failed answer is kept in the file");
+    assert!(lines.iter().any(|e| e["type"] == "context_edit"
+        && e["targetId"] == failed["id"]
+        && e["replacement"].is_null()));
+    let loaded = tern_session::load(&session).expect("load");
+    assert_eq!(
+        loaded.messages.len(),
+        3,
+        "summary, question, recovered answer"
+    );
+}
+
+#[test]
+fn a_second_overflow_fails_with_pis_message() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("s.jsonl");
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        overflow(),
+        Reply::text("## Goal\nShort."),
+        overflow(),
+    ]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let keep = ["--compaction-keep-recent-tokens", "1"];
+    let o = print(home.path(), &server, &session, &keep, "second question");
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "Context overflow recovery failed after one compact-and-retry attempt. Try \
+             reducing context or switching to a larger-context model."
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // One compaction, one retry, nothing more.
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[test]
+fn json_mode_emits_pis_compaction_events() {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join("s.jsonl");
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        Reply::text("## Goal\nJSON."),
+    ]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut flags = PAST_THRESHOLD.to_vec();
+    flags.extend(["--mode", "json"]);
+    let o = print(home.path(), &server, &session, &flags, "second question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let events: Vec<Value> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let start = events
+        .iter()
+        .position(|e| e == &json!({"type": "compaction_start", "reason": "threshold"}))
+        .expect("compaction_start");
+    let end = events
+        .iter()
+        .position(|e| e["type"] == "compaction_end")
+        .expect("compaction_end");
+    assert!(start < end);
+    let e = &events[end];
+    assert_eq!(
+        (&e["reason"], &e["aborted"], &e["willRetry"]),
+        (&json!("threshold"), &json!(false), &json!(false))
+    );
+    assert_eq!(e["result"]["summary"], "## Goal\nJSON.");
+    assert_eq!(e["result"]["tokensBefore"], 120);
+    assert!(e["result"]["firstKeptEntryId"].is_string());
+}
+
+#[test]
+fn rpc_compact_summarizes_with_the_focus_and_answers_with_the_result() {
+    let home = tempfile::tempdir().expect("home");
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+        Reply::text("## Goal\nRPC."),
+        Reply::text("third answer"),
+    ]);
+    let mut c = command(home.path(), home.path());
+    c.args(["--mode", "rpc", "--base-url", &server.url, "--no-tools"])
+        .args(["--compaction-keep-recent-tokens", "5"]);
+    let mut rpc = Rpc::spawn(c);
+    // Too small: pi's failure, after its compaction_start.
+    let r = rpc.call("c0", json!({"type": "compact"}));
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["error"], "Nothing to compact (session too small)", "{r}");
+    let failed = rpc.since(0, "compaction_end", |v| v["type"] == "compaction_end");
+    assert_eq!(
+        failed["errorMessage"],
+        "Compaction failed: Nothing to compact (session too small)"
+    );
+    for (id, q) in [("p1", "first question"), ("p2", "second question")] {
+        rpc.call(id, json!({"type": "prompt", "message": q}));
+        rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    }
+    let r = rpc.call(
+        "c1",
+        json!({"type": "compact", "customInstructions": "the file names"}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["summary"], "## Goal\nRPC.");
+    assert_eq!(r["data"]["tokensBefore"], 120);
+    let asked = conversation(&server.wait_requests(3)[2]);
+    assert!(
+        asked[0].1.ends_with("\n\nAdditional focus: the file names"),
+        "{}",
+        asked[0].1
+    );
+    rpc.call("p3", json!({"type": "prompt", "message": "third question"}));
+    rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(
+        conversation(&server.wait_requests(4)[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nRPC.")),
+            ("user", "second question"),
+            ("assistant", "second answer"),
+            ("user", "third question"),
+        ])
+    );
+    assert_eq!(rpc.finish(), Some(0));
+}
