@@ -320,3 +320,18 @@ fn ctrl_c_in_print_mode_aborts_with_130() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("aborted"));
 }
+
+#[test]
+fn dash_v_prints_the_version_as_pi_takes_it() {
+    let (home, cwd) = dirs();
+    for flag in ["-v", "--version"] {
+        let mut c = command(home.path(), cwd.path());
+        c.arg(flag);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(
+            stdout(&o).trim(),
+            format!("tern {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
