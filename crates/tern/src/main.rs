@@ -709,16 +709,21 @@ async fn run(
         );
     }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
+    let first_messages = if prompts.is_empty() {
+        Vec::new()
+    } else {
+        prompts.into_messages(|t| rt.expand_template(t))
+    };
     let start = if args.recover {
         print::Start::Recover
     } else {
-        print::Start::Prompts(prompts.into_messages(|t| rt.expand_template(t)))
+        print::Start::Prompts(first_messages.clone())
     };
     let code = match args.mode {
         Mode::Rpc => modes::rpc::run(rt, args.rpc_max_line_bytes).await,
         Mode::Json => print::run(&rt, start, print::Output::Json).await,
         Mode::Text if interactive => match questions {
-            Some(q) => interactive::run(rt, prompt, q).await,
+            Some(q) => interactive::run(rt, prompt, first_messages, q).await,
             None => exit::USAGE,
         },
         Mode::Text if args.demo => print::run(&rt, start, print::Output::Stream).await,
