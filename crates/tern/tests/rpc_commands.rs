@@ -299,6 +299,18 @@ fn every_pi_rpc_command_answers_with_its_documented_shape() {
         (b["output"].as_str(), b["exitCode"].as_i64()),
         (Some("hi\n"), Some(0))
     );
+    // The output streamed first, tagged with the command's id.
+    let update = rpc
+        .seen
+        .iter()
+        .find(|v| v["type"] == "bash_execution_update")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (update["delta"].as_str(), update["id"].is_string()),
+        (Some("hi\n"), true),
+        "{update}"
+    );
     ok(rpc, seen, json!({"type": "abort_bash"}), None);
     let stats = ok(
         rpc,

@@ -58,11 +58,13 @@ impl BashResult {
     }
 }
 
-/// Runs `command` with `sh -c` in `cwd` until it ends or `cancel` fires.
+/// Runs `command` with `sh -c` in `cwd` until it ends or `cancel` fires; `on_chunk` hears
+/// the output as it comes (whole UTF-8 characters only).
 pub async fn run(
     command: &str,
     cwd: &Path,
     cancel: CancellationToken,
+    mut on_chunk: impl FnMut(&str),
 ) -> Result<BashResult, String> {
     // One pipe for both streams keeps their interleaving.
     let script = format!("{{ {command}\n}} 2>&1");
@@ -79,8 +81,26 @@ pub async fn run(
     let mut out = child.stdout.take();
     let mut bytes = Vec::new();
     let read = async {
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut bytes).await;
+        let Some(o) = out.as_mut() else { return };
+        let mut buf = [0u8; 8192];
+        // Bytes of a character split across reads wait for the rest of it.
+        let mut sent = 0;
+        while let Ok(n) = o.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n]);
+            let fresh = &bytes[sent..];
+            let whole = match std::str::from_utf8(fresh) {
+                Ok(s) => s.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                // Not UTF-8: sent as it will be shown, replacement characters and all.
+                Err(_) => fresh.len(),
+            };
+            if whole > 0 {
+                on_chunk(&String::from_utf8_lossy(&fresh[..whole]));
+                sent += whole;
+            }
         }
     };
     let (cancelled, status) = tokio::select! {
@@ -175,13 +195,16 @@ mod tests {
     #[tokio::test]
     async fn a_command_runs_and_reaches_the_context_as_pi_words_it() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let mut chunks = String::new();
         let r = run(
             "echo out; echo err >&2; exit 3",
             dir.path(),
             CancellationToken::new(),
+            |c| chunks.push_str(c),
         )
         .await
         .expect("ran");
+        assert_eq!(chunks, "out\nerr\n");
         assert_eq!(
             (r.output.as_str(), r.exit_code, r.cancelled),
             ("out\nerr\n", Some(3), false)
@@ -204,7 +227,9 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             c.cancel();
         });
-        let r = run("sleep 5", dir.path(), cancel).await.expect("ran");
+        let r = run("sleep 5", dir.path(), cancel, |_| {})
+            .await
+            .expect("ran");
         assert!(r.cancelled && r.exit_code.is_none(), "{r:?}");
     }
 }

@@ -264,7 +264,10 @@ impl Rpc {
             Command::Bash {
                 command,
                 exclude_from_context,
-            } => self.bash(&command, exclude_from_context).await.map(Some),
+            } => self
+                .bash(&command, exclude_from_context, None)
+                .await
+                .map(Some),
             Command::AbortBash => {
                 let token = std::mem::take(&mut *self.bash_cancel.lock());
                 token.cancel();
@@ -313,9 +316,22 @@ impl Rpc {
 
     /// `bash`: runs the command; the message it leaves is recorded, and goes to the model
     /// with the next prompt unless excluded.
-    async fn bash(&self, command: &str, exclude_from_context: bool) -> Result<Value, String> {
+    /// Output streams as `bash_execution_update` events carrying the command's `id`.
+    pub(super) async fn bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        id: Option<&Value>,
+    ) -> Result<Value, String> {
         let cancel = self.bash_cancel.lock().clone();
-        let result = super::bash::run(command, &self.rt.cwd, cancel).await?;
+        let update = |delta: &str| {
+            let mut e = json!({"type": "bash_execution_update", "delta": delta});
+            if let Some(id) = id {
+                e["id"] = id.clone();
+            }
+            self.send(e);
+        };
+        let result = super::bash::run(command, &self.rt.cwd, cancel, update).await?;
         let message = result.message(command, exclude_from_context);
         self.rt.recorder.lock().record_message(&message);
         let agent = &self.rt.agent;

@@ -113,11 +113,15 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
             }
         };
         // A shell command answers when it ends, and `abort_bash` must be read meanwhile.
-        if matches!(command, command::Command::Bash { .. }) {
+        if let command::Command::Bash {
+            command,
+            exclude_from_context,
+        } = command
+        {
             let rpc = rpc.clone();
             tokio::spawn(async move {
-                let result = rpc.handle(command, &kind).await;
-                rpc.send(response(&kind, id, result));
+                let result = rpc.bash(&command, exclude_from_context, id.as_ref()).await;
+                rpc.send(response(&kind, id, result.map(Some)));
             });
             continue;
         }
