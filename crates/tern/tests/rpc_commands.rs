@@ -312,6 +312,18 @@ fn every_pi_rpc_command_answers_with_its_documented_shape() {
         "{update}"
     );
     ok(rpc, seen, json!({"type": "abort_bash"}), None);
+    // abort_bash is read while a command runs, and ends it.
+    rpc.send(json!({"id": "slow", "type": "bash", "command": "sleep 20"}));
+    ok(rpc, seen, json!({"type": "abort_bash"}), None);
+    let slow = rpc.wait_for("the slow bash", |v| v["id"] == "slow");
+    assert_eq!(
+        (
+            slow["data"]["cancelled"].as_bool(),
+            &slow["data"]["exitCode"]
+        ),
+        (Some(true), &Value::Null),
+        "{slow}"
+    );
     let stats = ok(
         rpc,
         seen,

@@ -265,7 +265,12 @@ impl Rpc {
                 command,
                 exclude_from_context,
             } => self
-                .bash(&command, exclude_from_context, None)
+                .bash(
+                    &command,
+                    exclude_from_context,
+                    None,
+                    self.bash_cancel.lock().clone(),
+                )
                 .await
                 .map(Some),
             Command::AbortBash => {
@@ -322,8 +327,8 @@ impl Rpc {
         command: &str,
         exclude_from_context: bool,
         id: Option<&Value>,
+        cancel: CancellationToken,
     ) -> Result<Value, String> {
-        let cancel = self.bash_cancel.lock().clone();
         let update = |delta: &str| {
             let mut e = json!({"type": "bash_execution_update", "delta": delta});
             if let Some(id) = id {

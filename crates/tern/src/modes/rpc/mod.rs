@@ -119,8 +119,12 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
         } = command
         {
             let rpc = rpc.clone();
+            // Taken now, so an `abort_bash` on the next line stops this command.
+            let cancel = rpc.bash_cancel.lock().clone();
             tokio::spawn(async move {
-                let result = rpc.bash(&command, exclude_from_context, id.as_ref()).await;
+                let result = rpc
+                    .bash(&command, exclude_from_context, id.as_ref(), cancel)
+                    .await;
                 rpc.send(response(&kind, id, result.map(Some)));
             });
             continue;
