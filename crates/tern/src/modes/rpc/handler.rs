@@ -264,15 +264,12 @@ impl Rpc {
             Command::Bash {
                 command,
                 exclude_from_context,
-            } => self
-                .bash(
-                    &command,
-                    exclude_from_context,
-                    None,
-                    self.bash_cancel.lock().clone(),
-                )
-                .await
-                .map(Some),
+            } => {
+                let cancel = self.bash_cancel.lock().clone();
+                self.bash(&command, exclude_from_context, None, cancel)
+                    .await
+                    .map(Some)
+            }
             Command::AbortBash => {
                 let token = std::mem::take(&mut *self.bash_cancel.lock());
                 token.cancel();
