@@ -49,6 +49,7 @@ pub fn expand_short_flags(argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStri
 #[command(
     name = "tern",
     version,
+    disable_version_flag = true,
     about = "A coding agent in your terminal: runs a model with tools, streams the answer, keeps sessions.",
     after_help = "Examples:\n  tern --demo                                 offline walkthrough with a scripted model\n  tern -p \"Summarize README.md\"               print the answer and exit\n  git diff | tern -p \"Review this change\"      piped stdin is prepended to the prompt\n  tern --base-url http://127.0.0.1:8080/v1 --model local \"hi\"   a local llama.cpp/Ollama/vLLM server\n  tern --mode rpc --no-session                 JSONL control protocol (pi's rpc.md)\n  tern mcp list                                connect to the MCP servers of mcp.json and list their tools\n\nDurable sessions:\n  tern --session s.jsonl --recover             finish a run that was killed, without redoing its steps\n  tern --replay s.jsonl                        re-run the recorded runs offline: identical, or the first divergence\n\nOn Temporal (one workflow per session):\n  tern worker --temporal 127.0.0.1:7233 -t all --allow bash   serve sessions\n  tern --temporal 127.0.0.1:7233 -p \"...\"    run a prompt as a workflow\n\nExit codes: 0 done, 1 provider/tool error (replay: diverged), 2 usage error, 3 limit reached (or a session limit refused the run), 130 aborted."
 )]
@@ -363,4 +364,13 @@ pub struct Args {
     /// explains what `first([])` returns.
     #[arg(long)]
     pub demo: bool,
+
+    /// Write the session file SESSION as an HTML page and exit; the page goes to the first
+    /// message argument, else `tern-session-<name>.html` (pi's `--export <input> [output]`).
+    #[arg(long, value_name = "SESSION")]
+    pub export: Option<PathBuf>,
+
+    /// Print the version and exit.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
 }

@@ -37,6 +37,7 @@ mod config;
 mod demo;
 mod durable;
 mod event_lines;
+mod export;
 mod input;
 mod limits;
 mod mcp;
@@ -316,6 +317,22 @@ async fn run(
         None => std::env::current_dir()
             .map_err(|e| UsageError(format!("cannot read the current directory: {e}")))?,
     };
+    if let Some(input) = &args.export {
+        // pi's `--export <input> [output]`: the output is the first message argument.
+        let output = args.messages.first().map(|o| cwd.join(o));
+        return Ok(
+            match export::export_file(&cwd.join(input), output.as_deref(), None) {
+                Ok(out) => {
+                    println!("Exported to: {}", out.display());
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln_redacted!("Error: {e}");
+                    exit::ERROR
+                }
+            },
+        );
+    }
     if let Some(search) = &args.list_models {
         let api_key = args.api_key.is_some() || config.api_key.is_some();
         let usable = |p: &str| api_key || tern_ai::providers::catalog::env_api_key(p).is_some();
@@ -605,32 +622,37 @@ async fn run(
             !args.no_prompt_templates,
         )
     };
-    // The first prompt (not in RPC mode, where prompts come as commands).
-    let prompt = if args.mode == Mode::Rpc || args.recover || args.replay.is_some() {
+    // The first prompts (not in RPC mode, where prompts come as commands).
+    let mut prompts = if args.mode == Mode::Rpc || args.recover || args.replay.is_some() {
         if args.messages.iter().any(|m| m.starts_with('@')) {
             return Err(UsageError(
                 "RPC mode takes no @file arguments; send prompts as `prompt` commands".into(),
             ));
         }
-        String::new()
+        input::Prompts::default()
     } else if args.demo {
         demo::announce();
-        demo::PROMPT.to_string()
+        input::Prompts {
+            text: demo::PROMPT.to_string(),
+            ..Default::default()
+        }
     } else {
         let stdin = if interactive {
             None
         } else {
             input::read_piped_stdin()?
         };
-        let prompt = input::build_prompt(&args.messages, &cwd, stdin)?;
-        prompt_templates::expand(&prompt, &templates, &skills)
+        input::build_prompts(&args.messages, &cwd, stdin)?
     };
     let promptless = args.mode == Mode::Rpc || args.recover || args.replay.is_some();
-    if prompt.trim().is_empty() && !interactive && !promptless {
+    if prompts.is_empty() && !interactive && !promptless {
         return Err(UsageError(
             "no prompt given; pass it as an argument (tern -p \"...\") or on stdin".into(),
         ));
     }
+    prompts.fit_model(&model);
+    let expand = |t: &str| prompt_templates::expand(t, &templates, &skills);
+    let prompt = expand(&prompts.text);
 
     #[cfg(feature = "temporal")]
     if on_temporal(&args) {
@@ -689,16 +711,21 @@ async fn run(
         );
     }
     let rt_session_file = if args.demo { rt.session_file() } else { None };
+    let first_messages = if prompts.is_empty() {
+        Vec::new()
+    } else {
+        prompts.into_messages(|t| rt.expand_template(t))
+    };
     let start = if args.recover {
         print::Start::Recover
     } else {
-        print::Start::Prompt(prompt.clone())
+        print::Start::Prompts(first_messages.clone())
     };
     let code = match args.mode {
         Mode::Rpc => modes::rpc::run(rt, args.rpc_max_line_bytes).await,
         Mode::Json => print::run(&rt, start, print::Output::Json).await,
         Mode::Text if interactive => match questions {
-            Some(q) => interactive::run(rt, prompt, q).await,
+            Some(q) => interactive::run(rt, prompt, first_messages, q).await,
             None => exit::USAGE,
         },
         Mode::Text if args.demo => print::run(&rt, start, print::Output::Stream).await,

@@ -196,24 +196,28 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         messages,
         stream_fn: Some(current.stream_fn(o.stream_fn)),
         stream_options,
-        hooks: Hooks::default().before_tool_call(move |ctx, signal| {
-            let gate = gate.clone();
-            let asker = asker.clone();
-            let run = hook_run.get();
-            async move {
-                let call = crate::permissions::Call {
-                    id: &ctx.tool_call.id,
-                    name: &ctx.tool_call.name,
-                    args: &ctx.args,
-                };
-                let verdict = crate::permissions::evaluate(&gate, asker, run, call, &signal).await;
-                Ok(verdict.block.then_some(BeforeToolCallResult {
-                    block: true,
-                    reason: verdict.reason,
-                    ..BeforeToolCallResult::default()
-                }))
-            }
-        }),
+        // `bashExecution` messages (RPC `bash`) reach the model as pi words them.
+        hooks: Hooks::default()
+            .convert_to_llm(|m| async move { Ok(crate::modes::rpc::to_llm(m)) })
+            .before_tool_call(move |ctx, signal| {
+                let gate = gate.clone();
+                let asker = asker.clone();
+                let run = hook_run.get();
+                async move {
+                    let call = crate::permissions::Call {
+                        id: &ctx.tool_call.id,
+                        name: &ctx.tool_call.name,
+                        args: &ctx.args,
+                    };
+                    let verdict =
+                        crate::permissions::evaluate(&gate, asker, run, call, &signal).await;
+                    Ok(verdict.block.then_some(BeforeToolCallResult {
+                        block: true,
+                        reason: verdict.reason,
+                        ..BeforeToolCallResult::default()
+                    }))
+                }
+            }),
         ..Default::default()
     });
     let prefix = if fresh {
@@ -271,6 +275,23 @@ impl Runtime {
         self.recorder.lock().switch_to(file, prefix);
         *self.memory_journal.lock() = Default::default();
         *self.compaction.previous.lock() = None;
+        Ok(())
+    }
+
+    /// Continues the session file at `path` (RPC `switch_session`, `fork`, `clone`): its
+    /// branch becomes the conversation, after the system prompt, and new entries attach to
+    /// its leaf.
+    pub fn open_session(&self, path: &Path) -> Result<(), String> {
+        let loaded = tern_session::load(path).map_err(|e| e.to_string())?;
+        let mut file = SessionFile::resume(path, &loaded, &self.cwd);
+        file.lock_existing().map_err(|e| e.to_string())?;
+        self.agent.reset().map_err(|e| e.to_string())?;
+        let mut messages = self.agent.with_messages(|m| m.to_vec());
+        messages.extend(loaded.messages);
+        self.agent.set_messages(messages);
+        // Nothing to write ahead: the file already holds the branch.
+        self.recorder.lock().switch_to(file, Vec::new());
+        *self.memory_journal.lock() = Default::default();
         Ok(())
     }
 

@@ -98,7 +98,7 @@ fn usage_errors_exit_2() {
 fn piped_stdin_and_at_file_join_the_prompt() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("spec.md"), "SPEC-BODY").unwrap();
-    let server = Server::start(vec![Reply::text("ok")]);
+    let server = Server::start(vec![Reply::text("ok"), Reply::text("ok again")]);
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",
@@ -129,9 +129,14 @@ fn piped_stdin_and_at_file_join_the_prompt() {
     let (a, b, c) = (
         user.find("PIPED-DIFF").unwrap(),
         user.find("SPEC-BODY").unwrap(),
-        user.find("review this").unwrap(),
+        user.find("review").unwrap(),
     );
     assert!(a < b && b < c, "{user}");
+    // As pi: each further message argument is a prompt of its own, sent after the first.
+    assert!(!user.contains("this"), "{user}");
+    let second = common::messages(&server.requests()[1]);
+    let last = second.iter().rev().find(|m| m["role"] == "user").unwrap();
+    assert!(last.to_string().contains("this"), "{last}");
 }
 
 fn parse_lines(s: &str) -> Vec<Value> {
@@ -314,4 +319,19 @@ fn ctrl_c_in_print_mode_aborts_with_130() {
     let o = common::wait_output(child, std::time::Duration::from_secs(15));
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("aborted"));
+}
+
+#[test]
+fn dash_v_prints_the_version_as_pi_takes_it() {
+    let (home, cwd) = dirs();
+    for flag in ["-v", "--version"] {
+        let mut c = command(home.path(), cwd.path());
+        c.arg(flag);
+        let o = run(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(
+            stdout(&o).trim(),
+            format!("tern {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
 }

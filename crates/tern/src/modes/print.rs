@@ -36,8 +36,8 @@ fn out_line(s: &str) {
 
 /// What the run starts from.
 pub enum Start {
-    /// A prompt.
-    Prompt(String),
+    /// Prompts, sent in order, each once the one before it has settled.
+    Prompts(Vec<Message>),
     /// The session's interrupted run (`--recover`).
     Recover,
 }
@@ -72,7 +72,7 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
             Ok(p) => Some(p),
             Err(code) => return code,
         },
-        Start::Prompt(_) => {
+        Start::Prompts(_) => {
             if rt.interrupted_run() {
                 eprintln_redacted!(
                     "tern: note: the previous run in {} was interrupted; it stays unfinished \
@@ -108,7 +108,26 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
     };
     let result = match (recovered, start) {
         (Some(p), _) => rt.run_recovered(p).await,
-        (None, Start::Prompt(text)) => rt.run_prompt(vec![Message::user_text(text)]).await,
+        (None, Start::Prompts(messages)) => {
+            let mut last = None;
+            for m in messages {
+                let r = rt.run_prompt(vec![m]).await;
+                // pi stops at the first prompt that fails; so do an abort and a limit.
+                let stopped = r.is_err()
+                    || rt.limits.user_aborted.load(Ordering::SeqCst)
+                    || rt.limits.timed_out.load(Ordering::SeqCst)
+                    || rt.limits.refused.lock().is_some()
+                    || rt.limits.ended_by().is_some();
+                last = Some(r);
+                if stopped {
+                    break;
+                }
+            }
+            match last {
+                Some(r) => r,
+                None => return exit::USAGE,
+            }
+        }
         (None, Start::Recover) => return exit::ERROR,
     };
     ctrl_c.abort();

@@ -12,7 +12,7 @@ use crate::terminal_text::{short_args, truncate, Style};
 pub const HELP: &str =
     "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
-/compact [focus]: summarize older messages · \
+/compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
 Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
@@ -123,6 +123,10 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
             ui.redraw();
             return false;
         }
+        "/export" => {
+            export(ui, &rest);
+            return false;
+        }
         "/follow" | "/f" => (true, rest),
         "/steer" | "/s" => (false, rest),
         c if c.starts_with('/') => {
@@ -152,6 +156,45 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
     }
     ui.redraw();
     false
+}
+
+/// `/export [PATH]`: the session as an HTML page, or a copy of its file for a `.jsonl`
+/// path, as pi's.
+fn export(ui: &mut Ui, rest: &str) {
+    let path = export_path(rest);
+    let file = ui.rt.session_file().map(std::path::PathBuf::from);
+    let done = match path.as_deref() {
+        Some(p) if p.ends_with(".jsonl") => match file.as_deref().filter(|f| f.exists()) {
+            Some(f) => std::fs::copy(f, ui.rt.cwd.join(p))
+                .map(|_| ui.rt.cwd.join(p))
+                .map_err(|e| e.to_string()),
+            None => Err(crate::export::ExportError::Empty.to_string()),
+        },
+        _ => {
+            let out = path.map(|p| ui.rt.cwd.join(p));
+            let system = ui.rt.agent.system_prompt();
+            crate::export::export_session(file.as_deref(), out.as_deref(), Some(&system))
+                .map_err(|e| e.to_string())
+        }
+    };
+    match done {
+        Ok(p) => ui.print(&Style::Dim.paint(&format!("Session exported to: {}", p.display()))),
+        Err(e) => ui.print(&Style::Red.paint(&format!("Failed to export session: {e}"))),
+    }
+    ui.redraw();
+}
+
+/// The first argument of `/export`: a quoted string or a word.
+fn export_path(rest: &str) -> Option<String> {
+    let rest = rest.trim_start();
+    let mut chars = rest.chars();
+    match chars.next()? {
+        q @ ('"' | '\'') => {
+            let body = &rest[1..];
+            body.find(q).map(|end| body[..end].to_string())
+        }
+        _ => rest.split_whitespace().next().map(str::to_string),
+    }
 }
 
 /// `/recover`: finish the session's interrupted run, unless the agent is working.
@@ -185,5 +228,20 @@ fn new_session(ui: &mut Ui) {
             ui.print(&Style::Dim.paint(&format!("new session: {f}")));
         }
         Err(e) => ui.print(&Style::Red.paint(&e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn export_takes_a_word_or_a_quoted_path() {
+        use super::export_path;
+        assert_eq!(export_path(""), None);
+        assert_eq!(export_path(" out.html more").as_deref(), Some("out.html"));
+        assert_eq!(
+            export_path("\"my page.html\" x").as_deref(),
+            Some("my page.html")
+        );
+        assert_eq!(export_path("'unclosed"), None);
     }
 }

@@ -98,6 +98,27 @@ fn start_compaction(rt: &Arc<Runtime>, instructions: String, ui_tx: &UiSender) {
     });
 }
 
+/// Runs the command line's prompts in order in one task, each after the one before it
+/// settles (pi's further message arguments), stopping at an abort.
+fn start_prompts(rt: &Arc<Runtime>, messages: Vec<Message>, ui_tx: &UiSender) {
+    let rt = rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        for m in messages {
+            let failed = rt.run_prompt(vec![m]).await.is_err();
+            if failed
+                || rt
+                    .limits
+                    .user_aborted
+                    .load(std::sync::atomic::Ordering::SeqCst)
+            {
+                break;
+            }
+        }
+        let _ = tx.send(UiEvent::Settled);
+    });
+}
+
 /// Finishes the session's interrupted run in its own task (`/recover`).
 fn start_recovery(rt: &Arc<Runtime>, prepared: crate::runs::Prepared, ui_tx: &UiSender) {
     let rt = rt.clone();
@@ -120,6 +141,7 @@ pub fn interrupted_note(interrupted: bool) -> Option<&'static str> {
 pub async fn run(
     rt: Runtime,
     first_prompt: String,
+    first_messages: Vec<Message>,
     mut questions: mpsc::UnboundedReceiver<Question>,
 ) -> i32 {
     let rt = Arc::new(rt);
@@ -168,10 +190,12 @@ pub async fn run(
     if let Some(note) = interrupted_note(rt.interrupted_run()) {
         ui.print(&Style::Yellow.paint(note));
     }
-    if !first_prompt.trim().is_empty() {
+    if !first_messages.is_empty() {
         ui.running = true;
-        ui.editor.push_history(first_prompt.clone());
-        start_run(&rt, first_prompt, &ui_tx);
+        if !first_prompt.trim().is_empty() {
+            ui.editor.push_history(first_prompt);
+        }
+        start_prompts(&rt, first_messages, &ui_tx);
     }
     let mut keys = EventStream::new();
     let mut ticker = tokio::time::interval(Duration::from_millis(120));

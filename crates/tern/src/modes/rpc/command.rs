@@ -75,6 +75,79 @@ pub enum Command {
         /// The mode.
         mode: Mode,
     },
+    /// Moves to the next available model (`null` data when there is only one).
+    CycleModel,
+    /// The models whose provider has a key, and the current one.
+    GetAvailableModels,
+    /// Moves to the next thinking level the model supports (`null` data without reasoning).
+    CycleThinkingLevel,
+    /// The thinking levels the model supports.
+    GetAvailableThinkingLevels,
+    /// Turns automatic compaction on or off.
+    SetAutoCompaction {
+        /// On or off.
+        #[serde(deserialize_with = "flag")]
+        enabled: bool,
+    },
+    /// Turns automatic retry of transient provider errors on or off.
+    SetAutoRetry {
+        /// On or off.
+        #[serde(deserialize_with = "flag")]
+        enabled: bool,
+    },
+    /// Cancels a retry that is waiting.
+    AbortRetry,
+    /// Runs a shell command and keeps its output for the next prompt.
+    Bash {
+        /// The command line.
+        #[serde(deserialize_with = "command_line")]
+        command: String,
+        /// Keep the output in the session but out of the model's context.
+        #[serde(default, rename = "excludeFromContext")]
+        exclude_from_context: bool,
+    },
+    /// Kills the running `bash` command.
+    AbortBash,
+    /// Token, cost and context-window figures of the session.
+    GetSessionStats,
+    /// Writes the session as an HTML page.
+    ExportHtml {
+        /// Where (default: `tern-session-<id>.html` in the working directory).
+        #[serde(default, rename = "outputPath")]
+        output_path: Option<String>,
+    },
+    /// Continues another session file.
+    SwitchSession {
+        /// Its path.
+        #[serde(rename = "sessionPath", deserialize_with = "session_path")]
+        session_path: String,
+    },
+    /// A new session holding the branch up to (not including) a user message.
+    Fork {
+        /// The user message's entry id.
+        #[serde(rename = "entryId", deserialize_with = "entry_id")]
+        entry_id: String,
+    },
+    /// A new session holding the active branch.
+    Clone,
+    /// The user messages of the active branch, to fork from.
+    GetForkMessages,
+    /// The session's entries in append order, optionally after `since`.
+    GetEntries {
+        /// An entry id: only entries after it.
+        #[serde(default)]
+        since: Option<String>,
+    },
+    /// The session's entries as a tree.
+    GetTree,
+    /// Names the session.
+    SetSessionName {
+        /// The display name.
+        #[serde(deserialize_with = "session_name")]
+        name: String,
+    },
+    /// The prompt templates and skills a prompt can run as `/name`.
+    GetCommands,
     /// A `type` tern does not know (answered with `Unknown command: TYPE`).
     #[serde(other)]
     Unknown,
@@ -202,6 +275,38 @@ fn string_or_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> 
         .as_str()
         .unwrap_or_default()
         .to_string())
+}
+
+/// A boolean `enabled` field.
+fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    required(d, Value::as_bool, || {
+        "missing boolean field `enabled`".into()
+    })
+}
+
+/// A required string field named in the error.
+fn string_field<'de, D: Deserializer<'de>>(d: D, name: &str) -> Result<String, D::Error> {
+    required(
+        d,
+        |v| v.as_str().map(str::to_string),
+        || format!("missing string field `{name}`"),
+    )
+}
+
+fn command_line<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    string_field(d, "command")
+}
+
+fn session_path<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    string_field(d, "sessionPath")
+}
+
+fn entry_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    string_field(d, "entryId")
+}
+
+fn session_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    string_field(d, "name")
 }
 
 /// `steer` or `followUp`; anything else reads as none.

@@ -1,6 +1,10 @@
 //! What each RPC command does to the agent, and the data its response carries.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use serde_json::{json, Value};
 use tern_ai::providers::catalog;
@@ -21,6 +25,14 @@ pub struct Rpc {
     pub tx: mpsc::UnboundedSender<String>,
     /// `true` when no run is going.
     pub idle: watch::Sender<bool>,
+    /// `set_auto_compaction`'s setting.
+    pub auto_compaction: AtomicBool,
+    /// `set_auto_retry`'s setting.
+    pub auto_retry: AtomicBool,
+    /// The name `set_session_name` gave a session kept in memory.
+    pub session_name: Mutex<Option<String>>,
+    /// Stops the running `bash` commands (`abort_bash`); replaced after each abort.
+    pub bash_cancel: Mutex<CancellationToken>,
 }
 
 /// The text of queued messages, as `queue_update` and `clear_queue` list them.
@@ -44,12 +56,27 @@ enum Start {
 const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
 impl Rpc {
+    /// The RPC session of `rt`, writing lines to `tx`.
+    pub fn new(rt: Runtime, tx: mpsc::UnboundedSender<String>) -> Self {
+        let (idle, _) = watch::channel(true);
+        Rpc {
+            rt: Arc::new(rt),
+            tx,
+            idle,
+            // pi's defaults: both on.
+            auto_compaction: AtomicBool::new(true),
+            auto_retry: AtomicBool::new(true),
+            session_name: Mutex::new(None),
+            bash_cancel: Mutex::new(CancellationToken::new()),
+        }
+    }
+
     /// Writes a line to stdout.
     pub fn send(&self, v: Value) {
         let _ = self.tx.send(v.to_string());
     }
 
-    fn running(&self) -> bool {
+    pub(super) fn running(&self) -> bool {
         !*self.idle.borrow()
     }
 
@@ -228,6 +255,49 @@ impl Rpc {
                 agent.set_follow_up_mode(mode);
                 Ok(None)
             }
+            Command::CycleModel => Ok(Some(self.cycle_model().unwrap_or(Value::Null))),
+            Command::GetAvailableModels => Ok(Some(self.available_models())),
+            Command::CycleThinkingLevel => {
+                Ok(Some(self.cycle_thinking_level().unwrap_or(Value::Null)))
+            }
+            Command::GetAvailableThinkingLevels => Ok(Some(self.thinking_levels())),
+            Command::SetAutoCompaction { enabled } => {
+                self.auto_compaction.store(enabled, Ordering::SeqCst);
+                Ok(None)
+            }
+            Command::SetAutoRetry { enabled } => {
+                self.auto_retry.store(enabled, Ordering::SeqCst);
+                Ok(None)
+            }
+            // tern's retries run inside a provider request, which `abort` cancels; there is
+            // no separate wait to cut short.
+            Command::AbortRetry => Ok(None),
+            Command::Bash {
+                command,
+                exclude_from_context,
+            } => {
+                let cancel = self.bash_cancel.lock().clone();
+                self.bash(&command, exclude_from_context, None, cancel)
+                    .await
+                    .map(Some)
+            }
+            Command::AbortBash => {
+                let token = std::mem::take(&mut *self.bash_cancel.lock());
+                token.cancel();
+                Ok(None)
+            }
+            Command::GetSessionStats => Ok(Some(self.session_stats())),
+            Command::ExportHtml { output_path } => {
+                self.export_html(output_path.as_deref()).map(Some)
+            }
+            Command::SwitchSession { session_path } => self.switch_session(&session_path).map(Some),
+            Command::Fork { entry_id } => self.fork(&entry_id).map(Some),
+            Command::Clone => self.clone_session().map(Some),
+            Command::GetForkMessages => self.fork_messages().map(Some),
+            Command::GetEntries { since } => self.get_entries(since.as_deref()).map(Some),
+            Command::GetTree => self.get_tree().map(Some),
+            Command::SetSessionName { name } => self.set_session_name(&name).map(|()| None),
+            Command::GetCommands => Ok(Some(self.commands())),
             Command::Unknown => Err(format!("Unknown command: {kind}")),
         }
     }
@@ -244,13 +314,63 @@ impl Rpc {
             "steeringMode": agent.steering_mode(),
             "followUpMode": agent.follow_up_mode(),
             "sessionId": self.rt.session_id(),
-            "autoCompactionEnabled": false,
+            "autoCompactionEnabled": self.auto_compaction.load(Ordering::SeqCst),
             "messageCount": st.messages.len(),
             "pendingMessageCount": s.len() + f.len(),
         });
         if let Some(file) = self.rt.session_file() {
             data["sessionFile"] = json!(file);
         }
+        if let Some(name) = self.session_name() {
+            data["sessionName"] = json!(name);
+        }
         data
+    }
+
+    /// `bash`: runs the command; the message it leaves is recorded, and goes to the model
+    /// with the next prompt unless excluded.
+    /// Output streams as `bash_execution_update` events carrying the command's `id`.
+    pub(super) async fn bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        id: Option<&Value>,
+        cancel: CancellationToken,
+    ) -> Result<Value, String> {
+        let update = |delta: &str| {
+            let mut e = json!({"type": "bash_execution_update", "delta": delta});
+            if let Some(id) = id {
+                e["id"] = id.clone();
+            }
+            self.send(e);
+        };
+        let result = super::bash::run(command, &self.rt.cwd, cancel, update).await?;
+        let message = result.message(command, exclude_from_context);
+        self.rt.recorder.lock().record_message(&message);
+        let agent = &self.rt.agent;
+        let mut messages = agent.with_messages(|m| m.to_vec());
+        messages.push(message);
+        agent.set_messages(messages);
+        Ok(result.to_json())
+    }
+
+    /// `get_commands`: the prompt templates and skills.
+    fn commands(&self) -> Value {
+        // A template's description is its first non-empty line, as pi's without frontmatter.
+        let templates = self.rt.templates.iter().map(|t| {
+            let first = t
+                .content
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or_default();
+            json!({"name": t.name, "description": first, "source": "prompt",
+                   "sourceInfo": {"source": "local", "scope": "project", "origin": "top-level"}})
+        });
+        let skills = self.rt.skills.iter().filter(|s| !s.hidden).map(|s| {
+            json!({"name": format!("skill:{}", s.name), "description": s.description, "source": "skill",
+                   "sourceInfo": {"path": s.file, "source": "local", "scope": "project", "origin": "top-level"}})
+        });
+        json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
     }
 }

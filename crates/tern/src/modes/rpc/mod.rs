@@ -5,6 +5,10 @@
 //!
 //! - `command.rs`: the commands, typed.
 //! - `handler.rs`: what each command does.
+//! - `models.rs`: the model and thinking-level commands.
+//! - `session.rs`: the session commands (stats, entries, tree, fork, clone, switch, export).
+//! - `entries.rs`: a session file's entries, branches and trees.
+//! - `bash.rs`: the `bash` command and its messages in the model's context.
 //! - `line_reader.rs`: bounded command lines off stdin.
 //! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
 //! - here: the stdin loop and the responses.
@@ -12,10 +16,16 @@
 //! A bad line (not UTF-8, not JSON, over the size cap) is answered with a `parse` failure
 //! and the loop goes on.
 
+mod bash;
 mod command;
+pub(crate) mod entries;
 mod handler;
 mod line_reader;
+mod models;
 mod parse;
+mod session;
+
+pub use bash::to_llm;
 
 use line_reader::Next;
 pub use line_reader::DEFAULT_MAX_LINE_BYTES;
@@ -24,7 +34,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::event_lines;
 use crate::runtime::Runtime;
@@ -62,12 +72,7 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
             json!({"type": "input_update", "inputId": p.id, "stage": p.stage.name()}).to_string(),
         );
     }));
-    let (idle, _) = watch::channel(true);
-    let rpc = Arc::new(Rpc {
-        rt: Arc::new(rt),
-        tx: tx.clone(),
-        idle,
-    });
+    let rpc = Arc::new(Rpc::new(rt, tx.clone()));
     let mut stdin = BufReader::new(tokio::io::stdin());
     // SIGINT, SIGTERM, SIGHUP: abort the running prompt, let it settle, and exit.
     let mut signalled = false;
@@ -111,21 +116,26 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
                 continue;
             }
         };
-        // Commands are handled in order; a prompt's run goes on in its own task.
-        let mut resp = match rpc.handle(command, &kind).await {
-            Ok(data) => {
-                let mut r = json!({"type": "response", "command": kind, "success": true});
-                if let Some(d) = data {
-                    r["data"] = d;
-                }
-                r
-            }
-            Err(e) => failure(&kind, e),
-        };
-        if let Some(id) = id {
-            resp["id"] = id;
+        // A shell command answers when it ends, and `abort_bash` must be read meanwhile.
+        if let command::Command::Bash {
+            command,
+            exclude_from_context,
+        } = command
+        {
+            let rpc = rpc.clone();
+            // Taken now, so an `abort_bash` on the next line stops this command.
+            let cancel = rpc.bash_cancel.lock().clone();
+            tokio::spawn(async move {
+                let result = rpc
+                    .bash(&command, exclude_from_context, id.as_ref(), cancel)
+                    .await;
+                rpc.send(response(&kind, id, result.map(Some)));
+            });
+            continue;
         }
-        rpc.send(resp);
+        // Commands are handled in order; a prompt's run goes on in its own task.
+        let result = rpc.handle(command, &kind).await;
+        rpc.send(response(&kind, id, result));
     }
     // Orderly shutdown: let a running prompt settle.
     rpc.wait_idle().await;
@@ -138,4 +148,26 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
     } else {
         crate::exit::OK
     }
+}
+
+/// The response line to a command of type `kind`, correlated by `id`.
+fn response(
+    kind: &str,
+    id: Option<serde_json::Value>,
+    result: Result<Option<serde_json::Value>, String>,
+) -> serde_json::Value {
+    let mut resp = match result {
+        Ok(data) => {
+            let mut r = json!({"type": "response", "command": kind, "success": true});
+            if let Some(d) = data {
+                r["data"] = d;
+            }
+            r
+        }
+        Err(e) => failure(kind, e),
+    };
+    if let Some(id) = id {
+        resp["id"] = id;
+    }
+    resp
 }
