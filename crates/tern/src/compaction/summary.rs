@@ -210,7 +210,7 @@ impl Summarizer {
             .filter_map(|b| b.as_text())
             .collect::<Vec<_>>()
             .join("\n");
-        Ok((text, answer.usage.clone()))
+        Ok((text, answer.usage.clone().into()))
     }
 }
 
