@@ -76,3 +76,28 @@ pub(crate) fn reasoning_effort(model: &Model, options: &StreamOptions) -> Option
     let clamped = clamp_thinking_level(model, level);
     (clamped != ThinkingLevel::Off).then_some(clamped)
 }
+
+/// The effort word of a level for Claude's adaptive thinking (Anthropic and Bedrock): the
+/// model's `thinkingLevelMap` entry, else `low` / `medium` / `high`.
+pub(crate) fn claude_effort(model: &Model, level: ThinkingLevel) -> String {
+    if let Some(Value::String(s)) = thinking_level_map(model, level.as_str()) {
+        return s.clone();
+    }
+    match level {
+        ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
+        ThinkingLevel::Medium => "medium".into(),
+        _ => "high".into(),
+    }
+}
+
+/// The thinking budget of a level for Claude (Anthropic and Bedrock): the caller's, else the
+/// reference's defaults (levels above `high` use `high`'s).
+pub(crate) fn claude_budget(level: ThinkingLevel, options: &StreamOptions) -> u64 {
+    let b = options.thinking_budgets.clone().unwrap_or_default();
+    match level {
+        ThinkingLevel::Minimal => b.minimal.unwrap_or(1024),
+        ThinkingLevel::Low => b.low.unwrap_or(2048),
+        ThinkingLevel::Medium => b.medium.unwrap_or(8192),
+        _ => b.high.unwrap_or(16384),
+    }
+}

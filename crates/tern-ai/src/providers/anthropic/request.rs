@@ -14,7 +14,7 @@ use crate::providers::js_json::compact;
 use crate::providers::model_options::{
     api_key, cache_retention, compat, merge_headers, resolve_max_tokens,
 };
-use crate::providers::thinking::thinking_level_map;
+use crate::providers::thinking::{claude_budget, claude_effort, thinking_level_map};
 use crate::providers::transform::{transform_messages, ERROR_TOOL_IMAGE_PLACEHOLDER};
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::{
@@ -263,27 +263,6 @@ fn convert_tools(
     )
 }
 
-fn map_effort(model: &Model, level: ThinkingLevel) -> String {
-    if let Some(Value::String(s)) = thinking_level_map(model, level.as_str()) {
-        return s.clone();
-    }
-    match level {
-        ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
-        ThinkingLevel::Medium => "medium".into(),
-        _ => "high".into(),
-    }
-}
-
-fn thinking_budget(level: ThinkingLevel, options: &StreamOptions) -> u64 {
-    let b = options.thinking_budgets.clone().unwrap_or_default();
-    match level {
-        ThinkingLevel::Minimal => b.minimal.unwrap_or(1024),
-        ThinkingLevel::Low => b.low.unwrap_or(2048),
-        ThinkingLevel::Medium => b.medium.unwrap_or(8192),
-        _ => b.high.unwrap_or(16384),
-    }
-}
-
 impl WireApi for super::Anthropic {
     const CREDENTIALS: Credentials =
         Credentials::ApiKeyOrHeader(&["authorization", "x-api-key", "cf-aig-authorization"]);
@@ -319,9 +298,9 @@ impl WireApi for super::Anthropic {
         let mut effort: Option<String> = None;
         if let Some(l) = level {
             if force_adaptive {
-                effort = Some(map_effort(model, l));
+                effort = Some(claude_effort(model, l));
             } else {
-                let mut b = thinking_budget(l, options);
+                let mut b = claude_budget(l, options);
                 let mt = (base_max + b).min(model.max_tokens.max(1));
                 if mt <= b {
                     b = b.min(mt.saturating_sub(1024));

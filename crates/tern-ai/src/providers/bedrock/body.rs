@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use crate::message::{Content, ContentBlock, ImageContent, Message, ThinkingLevel};
 use crate::model::Model;
 use crate::providers::model_options::{cache_retention, resolve_max_tokens};
-use crate::providers::thinking::thinking_level_map;
+use crate::providers::thinking::{claude_budget, claude_effort, thinking_level_map};
 use crate::providers::transform::transform_messages;
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::{
@@ -322,25 +322,7 @@ fn effort(model: &Model, level: ThinkingLevel) -> String {
     if level == ThinkingLevel::Xhigh && newest_claude(model) {
         return "xhigh".into();
     }
-    if let Some(Value::String(s)) = thinking_level_map(model, level.as_str()) {
-        return s.clone();
-    }
-    match level {
-        ThinkingLevel::Minimal | ThinkingLevel::Low => "low".into(),
-        ThinkingLevel::Medium => "medium".into(),
-        _ => "high".into(),
-    }
-}
-
-/// The default budget of a level, or the caller's (levels above `high` use `high`'s).
-fn budget(level: ThinkingLevel, options: &StreamOptions) -> u64 {
-    let b = options.thinking_budgets.clone().unwrap_or_default();
-    match level {
-        ThinkingLevel::Minimal => b.minimal.unwrap_or(1024),
-        ThinkingLevel::Low => b.low.unwrap_or(2048),
-        ThinkingLevel::Medium => b.medium.unwrap_or(8192),
-        _ => b.high.unwrap_or(16384),
-    }
+    claude_effort(model, level)
 }
 
 /// `maxTokens` and the thinking fields, as `streamSimple` and the request builder settle
@@ -405,7 +387,7 @@ fn inference_and_thinking(
         }
         base
     } else {
-        let mut b = budget(level, options);
+        let mut b = claude_budget(level, options);
         let max_tokens = (base + b).min(model.max_tokens);
         if max_tokens <= b {
             b = b.min(max_tokens.saturating_sub(1024));
