@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::errors::http_failure;
 use super::region::{env, target};
-use super::sigv4::{sign, AwsCredentials, Scope, Signable};
+use super::sigv4::{sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
 use crate::model::Model;
@@ -57,20 +57,6 @@ fn auth(options: &StreamOptions) -> Option<Auth> {
     }))
 }
 
-/// The SDK's URI encoding of a path label (`encodeURIComponent` plus `!'()*`).
-fn encode_label(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 /// Header names signing and authentication own.
 fn reserved(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -107,7 +93,7 @@ impl WireApi for super::Bedrock {
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
         let target = target(model);
-        let path = format!("/model/{}/converse-stream", encode_label(&model.id));
+        let path = format!("/model/{}/converse-stream", uri_encode(&model.id));
         let url = format!("{}{path}", target.endpoint);
         let body = super::body::converse_body(model, context, options);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];

@@ -228,8 +228,9 @@ fn canonical_query(query: &str) -> String {
         .join("&")
 }
 
-/// RFC 3986 encoding: everything but unreserved characters, upper-case hex.
-fn uri_encode(s: &str) -> String {
+/// RFC 3986 encoding: everything but unreserved characters, upper-case hex (also the
+/// SDK's encoding of a path label: `encodeURIComponent` plus `!'()*`).
+pub(super) fn uri_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
