@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use crate::cancel::ABORTED;
-use crate::config::ToolConfig;
+use crate::config::{config_tool, ToolConfig};
 use crate::confine::real_path;
 use crate::sandbox::reaper::descendants;
 use crate::sandbox::{env, spawn_guarded, Confinement};
@@ -59,20 +59,21 @@ const EXIT_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// assert_eq!(tool.parameters()["required"], serde_json::json!(["command"]));
 /// ```
 pub fn bash_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
     let description = format!(
         "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated to last {} lines or {} (whichever is hit first). Optionally provide a timeout in seconds.",
         config.max_output_lines,
         format_size(config.max_output_bytes)
     );
-    AgentTool::typed("bash", &description, move |args: BashArgs, call| {
-        let config = config.clone();
-        async move {
+    config_tool(
+        config,
+        "bash",
+        &description,
+        |config, args: BashArgs, call| async move {
             run_bash(&config, &args, &call.signal, &call.updater)
                 .await
                 .map_err(Into::into)
-        }
-    })
+        },
+    )
     .with_execution_mode(ToolExecutionMode::Sequential)
 }
 

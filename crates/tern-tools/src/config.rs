@@ -1,8 +1,12 @@
 //! [`ToolConfig`]: the settings every built-in tool shares.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
 
 use crate::policy::Policy;
 use crate::sandbox::SandboxPolicy;
@@ -134,4 +138,23 @@ fn default_shell() -> PathBuf {
         }
     }
     PathBuf::from("sh")
+}
+
+/// A typed tool `name` whose calls all share one copy of `config`: each call gets a handle to
+/// it with its arguments and input.
+pub(crate) fn config_tool<A, F, Fut>(
+    config: &ToolConfig,
+    name: &str,
+    description: &str,
+    execute: F,
+) -> AgentTool
+where
+    A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+    F: Fn(Arc<ToolConfig>, A, ToolCallInput) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolOutput> + Send + 'static,
+{
+    let config = Arc::new(config.clone());
+    AgentTool::typed(name, description, move |args: A, call| {
+        execute(config.clone(), args, call)
+    })
 }

@@ -3,15 +3,13 @@
 //! served on the blocking pool, raced against the call's cancellation token; and the
 //! bracketed notices their listings end with.
 
-use std::sync::Arc;
-
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 use tern_agent::{AgentTool, Replay, ToolExecutionMode, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::blocking;
-use crate::config::ToolConfig;
+use crate::config::{config_tool, ToolConfig};
 use crate::confine::{enforce_path_rules, path_rules, resolve_path, ResolvedPath};
 use crate::policy::PathRules;
 use crate::truncate::{format_size, Truncation};
@@ -58,10 +56,11 @@ pub(crate) fn dir_tool<A>(
 where
     A: PathArg + DeserializeOwned + schemars::JsonSchema + Send + 'static,
 {
-    let config = Arc::new(config.clone());
-    AgentTool::typed(name, description, move |args: A, call| {
-        let config = config.clone();
-        async move {
+    config_tool(
+        config,
+        name,
+        description,
+        move |config, args: A, call| async move {
             let arg = args.path().unwrap_or(".").to_string();
             let resolved = resolve_path(&config, &arg)?;
             enforce_path_rules(&config, name, &resolved)?;
@@ -72,8 +71,8 @@ where
             })
             .await?;
             Ok(out)
-        }
-    })
+        },
+    )
     .with_execution_mode(ToolExecutionMode::Parallel)
     // Listing twice changes nothing, so a call cut by a crash is simply run again.
     .with_replay(Replay::Safe)

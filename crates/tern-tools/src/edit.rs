@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::io::{Read, Write};
-use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -12,7 +11,7 @@ use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking_to_completion, ABORTED};
-use crate::config::ToolConfig;
+use crate::config::{config_tool, ToolConfig};
 use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
 use crate::fs::{fstat, replace_file, Expect, Identity, OpenError, ReplaceError};
 use crate::truncate::format_size;
@@ -49,12 +48,11 @@ pub struct EditArgs {
 /// assert_eq!(prepared["edits"][0]["oldText"], "x");
 /// ```
 pub fn edit_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
-    AgentTool::typed(
+    config_tool(
+        config,
         "edit",
         "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.",
-        move |args: EditArgs, call| {
-            let config = config.clone();
+        |config, args: EditArgs, call| {
             async move {
                 let resolved = resolve_path(&config, &args.path)?;
                 enforce_path_rules(&config, "edit", &resolved)?;

@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::sync::Arc;
 
 use base64::Engine;
 use schemars::JsonSchema;
@@ -13,7 +12,7 @@ use tern_ai::{ContentBlock, ImageContent};
 use tokio_util::sync::CancellationToken;
 
 use crate::cancel::{blocking, ABORTED};
-use crate::config::ToolConfig;
+use crate::config::{config_tool, ToolConfig};
 use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
 use crate::truncate::{format_size, truncate_head, TruncatedBy};
 
@@ -40,15 +39,16 @@ const SNIFF_BYTES: usize = 8192;
 /// assert_eq!(tool.name(), "read");
 /// ```
 pub fn read_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
     let description = format!(
         "Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to {} lines or {} (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.",
         config.max_output_lines,
         format_size(config.max_output_bytes)
     );
-    AgentTool::typed("read", &description, move |args: ReadArgs, call| {
-        let config = config.clone();
-        async move {
+    config_tool(
+        config,
+        "read",
+        &description,
+        |config, args: ReadArgs, call| async move {
             let resolved = resolve_path(&config, &args.path)?;
             let signal = call.signal.clone();
             let result = blocking(&signal, move |token| {
@@ -56,8 +56,8 @@ pub fn read_tool(config: &ToolConfig) -> AgentTool {
             })
             .await?;
             Ok(result)
-        }
-    })
+        },
+    )
     .with_execution_mode(ToolExecutionMode::Parallel)
     // Reading twice changes nothing, so a call cut by a crash is simply run again.
     .with_replay(Replay::Safe)

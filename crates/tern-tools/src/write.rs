@@ -1,14 +1,12 @@
 //! `write`: create or replace a file atomically.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tern_agent::{AgentTool, ToolExecutionMode, ToolResult};
 
 use crate::cancel::blocking_to_completion;
-use crate::config::ToolConfig;
+use crate::config::{config_tool, ToolConfig};
 use crate::confine::{enforce_path_rules, resolve_path, ResolvedPath};
 use crate::fs::{replace_file, Expect, ReplaceError};
 
@@ -28,12 +26,11 @@ pub struct WriteArgs {
 /// assert_eq!(tool.execution_mode(), Some(tern_agent::ToolExecutionMode::Sequential));
 /// ```
 pub fn write_tool(config: &ToolConfig) -> AgentTool {
-    let config = Arc::new(config.clone());
-    AgentTool::typed(
+    config_tool(
+        config,
         "write",
         "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.",
-        move |args: WriteArgs, call| {
-            let config = config.clone();
+        |config, args: WriteArgs, call| {
             async move {
                 let resolved = resolve_path(&config, &args.path)?;
                 let display = resolved.display.clone();

@@ -233,6 +233,18 @@ mod tests {
         (tmp, root)
     }
 
+    /// Replaces `f` with `mine\n`, expecting it as `expect` says.
+    fn replace_f(root: &Root, expect: Expect<'_>) -> Result<(), ReplaceError> {
+        replace_file(root, Path::new("f"), false, expect, |w| {
+            w.write_all(b"mine\n")
+        })
+    }
+
+    /// The text of `name` in `dir`.
+    fn content(dir: &Path, name: &str) -> String {
+        std::fs::read_to_string(dir.join(name)).unwrap()
+    }
+
     fn leftovers(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -247,15 +259,9 @@ mod tests {
         let (tmp, root) = setup();
         let seen = root.stat(Path::new("f")).unwrap();
         std::fs::write(tmp.path().join("f"), "one\ntwo, from someone else\n").unwrap();
-        let e = replace_file(&root, Path::new("f"), false, Expect::State(seen), |w| {
-            w.write_all(b"mine\n")
-        })
-        .unwrap_err();
+        let e = replace_f(&root, Expect::State(seen)).unwrap_err();
         assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
-            "one\ntwo, from someone else\n"
-        );
+        assert_eq!(content(tmp.path(), "f"), "one\ntwo, from someone else\n");
         assert_eq!(leftovers(tmp.path()), ["f"]);
     }
 
@@ -264,31 +270,11 @@ mod tests {
         let (tmp, root) = setup();
         let id = root.stat(Path::new("f")).unwrap().unwrap();
         // What edit read differs from what is on disk, though inode/size/times agree.
-        let e = replace_file(
-            &root,
-            Path::new("f"),
-            false,
-            Expect::Content(id, b"0ne\n"),
-            |w| w.write_all(b"mine\n"),
-        )
-        .unwrap_err();
+        let e = replace_f(&root, Expect::Content(id, b"0ne\n")).unwrap_err();
         assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
-            "one\n"
-        );
-        replace_file(
-            &root,
-            Path::new("f"),
-            false,
-            Expect::Content(id, b"one\n"),
-            |w| w.write_all(b"mine\n"),
-        )
-        .unwrap();
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("f")).unwrap(),
-            "mine\n"
-        );
+        assert_eq!(content(tmp.path(), "f"), "one\n");
+        replace_f(&root, Expect::Content(id, b"one\n")).unwrap();
+        assert_eq!(content(tmp.path(), "f"), "mine\n");
         assert_eq!(leftovers(tmp.path()), ["f"]);
     }
 
@@ -301,10 +287,7 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(e, ReplaceError::Conflict), "{e:?}");
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("new")).unwrap(),
-            "theirs"
-        );
+        assert_eq!(content(tmp.path(), "new"), "theirs");
         assert_eq!(leftovers(tmp.path()), ["f", "new"]);
     }
 }
