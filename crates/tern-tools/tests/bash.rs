@@ -302,11 +302,7 @@ fn output_is_kept_when_the_runtime_is_busy() {
 fn busy_runtime_keeps_output(command: &str) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let tool = Arc::new(bash_tool(&tern_tools::ToolConfig::new(dir.path())));

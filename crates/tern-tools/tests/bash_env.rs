@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ok, text};
+use common::ok_text;
 use serde_json::json;
 use tern_tools::sandbox::SandboxPolicy;
 use tern_tools::{bash_tool, ToolConfig};
@@ -32,7 +32,7 @@ async fn secrets_stay_out_of_the_environment() {
         ..SandboxPolicy::default()
     };
     let config = ToolConfig::new(dir.path()).with_sandbox(policy);
-    let out = text(&ok(&bash_tool(&config), json!({"command": "env"})).await);
+    let out = ok_text(&bash_tool(&config), json!({"command": "env"})).await;
     for (k, v) in &vars[..7] {
         assert!(!out.contains(k) && !out.contains(v), "{k} leaked:\n{out}");
     }

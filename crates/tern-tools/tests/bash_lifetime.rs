@@ -8,10 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{input, runtime};
 use serde_json::json;
-use tern_agent::{ToolCallInput, ToolUpdater};
+use tern_agent::AgentTool;
 use tern_tools::sandbox::{SandboxMode, SandboxPolicy};
 use tern_tools::{bash_tool, ToolConfig};
+use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
 /// One scenario: `Err` says what went wrong.
@@ -79,20 +83,19 @@ fn all_dead(pids: &[i32]) -> Result<(), String> {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-fn call(args: serde_json::Value, signal: CancellationToken) -> ToolCallInput {
-    ToolCallInput {
-        tool_call_id: "call-1".into(),
-        args,
-        signal,
-        updater: ToolUpdater::noop(),
+/// Runs `command` with a 1 s timeout: `Err` unless the call ends with that timeout.
+fn run_into_timeout(rt: &Runtime, tool: &AgentTool, command: &str) -> Result<(), String> {
+    let input = input(
+        json!({ "command": command, "timeout": 1 }),
+        CancellationToken::new(),
+    );
+    let out = rt
+        .block_on(tool.execute(input))
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    match out {
+        Err(e) if e.contains("Command timed out after 1 seconds") => Ok(()),
+        other => Err(format!("expected a timeout, got {other:?}")),
     }
 }
 
@@ -104,7 +107,7 @@ fn abort_kills_background_and_setsid_children() -> Result<(), String> {
     let rt = runtime();
     let run = rt.spawn({
         let token = token.clone();
-        let input = call(json!({ "command": SPAWNS }), token);
+        let input = input(json!({ "command": SPAWNS }), token);
         async move {
             tool.execute(input)
                 .await
@@ -127,18 +130,7 @@ fn timeout_kills_background_and_setsid_children() -> Result<(), String> {
     let config = config(dir.path());
     let tool = bash_tool(&config);
     let rt = runtime();
-    let input = call(
-        json!({ "command": SPAWNS, "timeout": 1 }),
-        CancellationToken::new(),
-    );
-    let out = rt
-        .block_on(tool.execute(input))
-        .map(|_| ())
-        .map_err(|e| e.to_string());
-    match out {
-        Err(e) if e.contains("Command timed out after 1 seconds") => {}
-        other => return Err(format!("expected a timeout, got {other:?}")),
-    }
+    run_into_timeout(&rt, &tool, SPAWNS)?;
     let pids = wait_for_pids(dir.path(), &["bg.pid", "ss.pid", "sh.pid"])?;
     all_dead(&pids)
 }
@@ -160,18 +152,7 @@ fn a_confined_command_cannot_kill_its_guard() -> Result<(), String> {
         "guard=$PPID; kill -9 $guard; echo $? > kill.rc; kill -9 {tern}; echo $? > tern.rc; {SPAWNS}",
         tern = std::process::id()
     );
-    let input = call(
-        json!({ "command": command, "timeout": 1 }),
-        CancellationToken::new(),
-    );
-    let out = rt
-        .block_on(tool.execute(input))
-        .map(|_| ())
-        .map_err(|e| e.to_string());
-    match out {
-        Err(e) if e.contains("Command timed out after 1 seconds") => {}
-        other => return Err(format!("expected a timeout, got {other:?}")),
-    }
+    run_into_timeout(&rt, &tool, &command)?;
     for rc in ["kill.rc", "tern.rc"] {
         let code = std::fs::read_to_string(dir.path().join(rc)).map_err(|e| e.to_string())?;
         if code.trim() == "0" {
@@ -187,7 +168,7 @@ fn a_normal_end_lists_what_is_left_running() -> Result<(), String> {
     let config = config(dir.path());
     let tool = bash_tool(&config);
     let rt = runtime();
-    let input = call(
+    let input = input(
         json!({ "command": "setsid sleep 300 & echo $! > ss.pid; echo done" }),
         CancellationToken::new(),
     );
@@ -222,7 +203,7 @@ fn helper(dir: &Path) -> ! {
     let config = config(dir);
     let tool = bash_tool(&config);
     let rt = runtime();
-    let input = call(json!({ "command": SPAWNS }), CancellationToken::new());
+    let input = input(json!({ "command": SPAWNS }), CancellationToken::new());
     let _ = rt.block_on(tool.execute(input));
     std::process::exit(3);
 }

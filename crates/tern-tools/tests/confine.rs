@@ -2,7 +2,7 @@ mod common;
 
 use std::os::unix::fs::symlink;
 
-use common::{err, ok, text, Sandbox};
+use common::{err, ok, ok_text, text, Sandbox};
 use serde_json::{json, Value};
 use tern_agent::AgentTool;
 use tern_tools::{builtin_tools, edit_tool, find_tool, grep_tool, ls_tool, read_tool, write_tool};
@@ -72,7 +72,7 @@ async fn absolute_paths_outside_are_refused_inside_allowed() {
     sb.write("a.txt", "in\n");
     let inside = sb.work().join("a.txt");
     assert_eq!(
-        text(&ok(&read_tool(&sb.config), json!({"path": inside})).await),
+        ok_text(&read_tool(&sb.config), json!({"path": inside})).await,
         "in"
     );
 }
@@ -126,9 +126,9 @@ async fn a_walk_does_not_follow_symlinks_out() {
     let sb = Sandbox::new();
     symlink(sb.outside(), sb.work().join("up")).unwrap();
     symlink(sb.outside().join("secret.txt"), sb.work().join("link.txt")).unwrap();
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "secret"})).await);
+    let t = ok_text(&grep_tool(&sb.config), json!({"pattern": "secret"})).await;
     assert_eq!(t, "No matches found");
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "secret*"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "secret*"})).await;
     assert_eq!(t, "No files found matching pattern");
 }
 
@@ -157,7 +157,7 @@ async fn symlinks_inside_are_followed() {
     symlink("real", sb.work().join("alias")).unwrap();
     symlink("real/file.txt", sb.work().join("file-link")).unwrap();
     assert_eq!(
-        text(&ok(&read_tool(&sb.config), json!({"path": "alias/file.txt"})).await),
+        ok_text(&read_tool(&sb.config), json!({"path": "alias/file.txt"})).await,
         "hello"
     );
     ok(
@@ -191,7 +191,7 @@ async fn an_at_prefix_is_a_mention_not_part_of_the_path() {
     let sb = Sandbox::new();
     sb.write("a.txt", "hi\n");
     assert_eq!(
-        text(&ok(&read_tool(&sb.config), json!({"path": "@a.txt"})).await),
+        ok_text(&read_tool(&sb.config), json!({"path": "@a.txt"})).await,
         "hi"
     );
     assert_eq!(builtin_tools(&sb.config).len(), 7);

@@ -5,7 +5,7 @@ mod common;
 
 use std::os::unix::fs::symlink;
 
-use common::{err, ok, text, Sandbox};
+use common::{err, ok, ok_text, text, Sandbox};
 use serde_json::json;
 use tern_tools::policy::{Action, Decision, Policy, Rule};
 use tern_tools::{edit_tool, find_tool, grep_tool, ls_tool, read_tool, write_tool, ToolConfig};
@@ -82,33 +82,29 @@ async fn file_tools_refuse_the_resolved_path() {
 #[tokio::test]
 async fn walks_skip_denied_subtrees() {
     let (_sb, config) = setup();
-    let t = text(&ok(&grep_tool(&config), json!({"pattern": "hunter"})).await);
+    let t = ok_text(&grep_tool(&config), json!({"pattern": "hunter"})).await;
     assert_eq!(t, "src/main.rs:1: fn main() {} // hunter0");
-    let t = text(
-        &ok(
-            &grep_tool(&config),
-            json!({"pattern": "hunter", "path": "secrets"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&config),
+        json!({"pattern": "hunter", "path": "secrets"}),
+    )
+    .await;
     assert_eq!(t, "No matches found");
     // The symlink is not followed by the walk, and naming it resolves to the folder.
-    let t = text(
-        &ok(
-            &grep_tool(&config),
-            json!({"pattern": "hunter", "path": "s"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&config),
+        json!({"pattern": "hunter", "path": "s"}),
+    )
+    .await;
     assert_eq!(t, "No matches found");
-    let t = text(&ok(&find_tool(&config), json!({"pattern": "*"})).await);
+    let t = ok_text(&find_tool(&config), json!({"pattern": "*"})).await;
     assert!(!t.contains("key") && !t.contains("more"), "{t}");
     assert!(t.contains("src/main.rs"), "{t}");
-    let t = text(&ok(&ls_tool(&config), json!({"path": "secrets"})).await);
+    let t = ok_text(&ls_tool(&config), json!({"path": "secrets"})).await;
     assert_eq!(t, "(empty directory)");
-    let t = text(&ok(&ls_tool(&config), json!({"path": "s"})).await);
+    let t = ok_text(&ls_tool(&config), json!({"path": "s"})).await;
     assert_eq!(t, "(empty directory)");
-    let t = text(&ok(&ls_tool(&config), json!({})).await);
+    let t = ok_text(&ls_tool(&config), json!({})).await;
     assert_eq!(t, "s/\nsecrets/\nsrc/");
 }
 

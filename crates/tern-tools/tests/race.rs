@@ -90,11 +90,7 @@ fn refuse_openat2() {
 fn the_portable_path_holds_too() {
     if std::env::var_os(NO_OPENAT2).is_some() {
         refuse_openat2();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let rt = common::runtime();
         rt.block_on(race_round());
         return;
     }

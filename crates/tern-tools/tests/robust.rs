@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{err, ok, run, text, Sandbox};
+use common::{err, ok, ok_text, run, text, Sandbox};
 use serde_json::json;
 use tern_agent::ToolOutput;
 use tern_tools::{edit_tool, find_tool, grep_tool, ls_tool, read_tool, write_tool};
@@ -148,11 +148,11 @@ async fn names_that_are_not_utf8_are_listed_in_a_form_read_accepts() {
     let name = OsStr::from_bytes(b"caf\xe9.txt");
     std::fs::create_dir(sb.work().join("sub")).unwrap();
     std::fs::write(sb.work().join("sub").join(name), "bonjour\n").unwrap();
-    let listed = text(&ok(&ls_tool(&sb.config), json!({"path": "sub"})).await);
+    let listed = ok_text(&ls_tool(&sb.config), json!({"path": "sub"})).await;
     assert_eq!(listed, "caf\\xe9.txt");
-    let found = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.txt"})).await);
+    let found = ok_text(&find_tool(&sb.config), json!({"pattern": "*.txt"})).await;
     assert_eq!(found, "sub/caf\\xe9.txt");
-    let grepped = text(&ok(&grep_tool(&sb.config), json!({"pattern": "bonjour"})).await);
+    let grepped = ok_text(&grep_tool(&sb.config), json!({"pattern": "bonjour"})).await;
     assert_eq!(grepped, "sub/caf\\xe9.txt:1: bonjour");
     let r = ok(&read_tool(&sb.config), json!({"path": "sub/caf\\xe9.txt"})).await;
     assert_eq!(text(&r), "bonjour");

@@ -1,6 +1,6 @@
 mod common;
 
-use common::{err, ok, text, Sandbox};
+use common::{err, ok, ok_text, text, Sandbox};
 use serde_json::json;
 use tern_tools::{find_tool, grep_tool, ls_tool};
 
@@ -43,7 +43,7 @@ async fn ls_limit_empty_and_errors() {
     );
     std::fs::create_dir(sb.work().join("empty")).unwrap();
     assert_eq!(
-        text(&ok(&ls_tool(&sb.config), json!({"path": "empty"})).await),
+        ok_text(&ls_tool(&sb.config), json!({"path": "empty"})).await,
         "(empty directory)"
     );
     assert_eq!(
@@ -69,82 +69,68 @@ async fn grep_finds_lines_with_numbers_and_respects_gitignore() {
 #[tokio::test]
 async fn grep_options_ignore_case_literal_glob_context() {
     let sb = project();
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "todo", "ignoreCase": true, "glob": "*.rs"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "todo", "ignoreCase": true, "glob": "*.rs"}),
+    )
+    .await;
     assert!(t.contains("src/lib.rs:1: pub fn todo() {}"), "{t}");
     assert!(t.contains("src/lib.rs:2: // todo lower"), "{t}");
     assert!(!t.contains("README"), "{t}");
 
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"}),
+    )
+    .await;
     assert_eq!(t, "No matches found");
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "TODO", "glob": "src/nested/*.rs"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "TODO", "glob": "src/nested/*.rs"}),
+    )
+    .await;
     assert_eq!(t, "src/nested/deep.rs:1: // TODO deep");
 
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "println!(", "literal": true}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "println!(", "literal": true}),
+    )
+    .await;
     assert_eq!(t, "src/main.rs:3:     println!(\"Hello\");");
 
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "Hello", "context": 1, "path": "src"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "Hello", "context": 1, "path": "src"}),
+    )
+    .await;
     assert_eq!(
         t,
         "main.rs-2-     // TODO: greet\nmain.rs:3:     println!(\"Hello\");\nmain.rs-4- }"
     );
 
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "Hello", "path": "src/main.rs"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "Hello", "path": "src/main.rs"}),
+    )
+    .await;
     assert_eq!(t, "main.rs:3:     println!(\"Hello\");");
 }
 
 #[tokio::test]
 async fn grep_match_limit_and_bad_input() {
     let sb = project();
-    let t = text(
-        &ok(
-            &grep_tool(&sb.config),
-            json!({"pattern": "TODO", "limit": 2}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &grep_tool(&sb.config),
+        json!({"pattern": "TODO", "limit": 2}),
+    )
+    .await;
     assert_eq!(
         t,
         ".hidden.rs:1: // TODO hidden but not ignored\nREADME.md:2: TODO: docs\n\n[2 matches limit reached. Use limit=4 for more, or refine pattern]"
     );
     let e = err(&grep_tool(&sb.config), json!({"pattern": "("})).await;
     assert!(e.starts_with("Invalid pattern"), "{e}");
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "zzz-nothing"})).await);
+    let t = ok_text(&grep_tool(&sb.config), json!({"pattern": "zzz-nothing"})).await;
     assert_eq!(t, "No matches found");
     let e = err(
         &grep_tool(&sb.config),
@@ -158,7 +144,7 @@ async fn grep_match_limit_and_bad_input() {
 async fn grep_long_lines_are_cut() {
     let sb = Sandbox::new();
     sb.write("long.txt", format!("needle {}\n", "z".repeat(900)));
-    let t = text(&ok(&grep_tool(&sb.config), json!({"pattern": "needle"})).await);
+    let t = ok_text(&grep_tool(&sb.config), json!({"pattern": "needle"})).await;
     assert!(t.contains("... [truncated]"), "{t}");
     assert!(t.ends_with("[Some lines truncated to 500 chars. Use read tool to see full lines]"));
 }
@@ -166,42 +152,38 @@ async fn grep_long_lines_are_cut() {
 #[tokio::test]
 async fn find_by_name_and_by_path_respecting_gitignore() {
     let sb = project();
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.rs"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "*.rs"})).await;
     assert_eq!(t, ".hidden.rs\nsrc/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs");
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "src/*.rs"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "src/*.rs"})).await;
     assert_eq!(t, "src/lib.rs\nsrc/main.rs");
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "./src/**/*.rs"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "./src/**/*.rs"})).await;
     assert_eq!(t, "src/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs");
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "nested"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "nested"})).await;
     assert_eq!(t, "src/nested/");
-    let t = text(
-        &ok(
-            &find_tool(&sb.config),
-            json!({"pattern": "*.rs", "path": "src/nested"}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &find_tool(&sb.config),
+        json!({"pattern": "*.rs", "path": "src/nested"}),
+    )
+    .await;
     assert_eq!(t, "deep.rs");
     // Smart case: an all-lowercase pattern ignores case.
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "readme*"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "readme*"})).await;
     assert_eq!(t, "README.md");
 }
 
 #[tokio::test]
 async fn find_limit_and_no_match() {
     let sb = project();
-    let t = text(
-        &ok(
-            &find_tool(&sb.config),
-            json!({"pattern": "*.rs", "limit": 1}),
-        )
-        .await,
-    );
+    let t = ok_text(
+        &find_tool(&sb.config),
+        json!({"pattern": "*.rs", "limit": 1}),
+    )
+    .await;
     assert_eq!(
         t,
         ".hidden.rs\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
     );
-    let t = text(&ok(&find_tool(&sb.config), json!({"pattern": "*.zzz"})).await);
+    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "*.zzz"})).await;
     assert_eq!(t, "No files found matching pattern");
     let e = err(&find_tool(&sb.config), json!({"pattern": "[", "path": "."})).await;
     assert!(e.starts_with("Invalid glob pattern"), "{e}");

@@ -8,6 +8,17 @@ use tern_agent::{AgentTool, ToolCallInput, ToolOutput, ToolResult, ToolUpdater};
 use tern_tools::ToolConfig;
 use tokio_util::sync::CancellationToken;
 
+/// A multi-threaded runtime with two workers, for tests that run tools outside
+/// `#[tokio::test]` or need more than one worker.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The input of one call with `args`, cancelled through `signal`.
 pub fn input(args: Value, signal: CancellationToken) -> ToolCallInput {
     ToolCallInput {
         tool_call_id: "call-1".to_string(),
@@ -32,6 +43,11 @@ pub async fn ok(tool: &AgentTool, args: Value) -> ToolResult {
         Ok(r) => r,
         Err(e) => panic!("tool {} failed: {e}", tool.name()),
     }
+}
+
+/// The text of a call that must succeed.
+pub async fn ok_text(tool: &AgentTool, args: Value) -> String {
+    text(&ok(tool, args).await)
 }
 
 pub async fn err(tool: &AgentTool, args: Value) -> String {
