@@ -4,41 +4,21 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::killed::{kill_mid_tool, read, slow_bash, spawn, BASH};
-use common::{command, run, stderr, stdout, text_of, Reply, Rpc, Server};
+use common::killed::{killed_run, read, recover};
+use common::{command, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server};
 use serde_json::{json, Value};
-
-fn has_tools(request: &Value) -> bool {
-    request["tools"].as_array().is_some_and(|t| !t.is_empty())
-}
-
-/// `tern --recover` of `session` with `flags`, against `server`.
-fn recover(home: &Path, session: &Path, server: &Server, flags: &[&str]) -> std::process::Output {
-    let mut c = command(home, home);
-    c.args(["--base-url", &server.url])
-        .args(&BASH[2..])
-        .args(flags)
-        .arg("--session")
-        .arg(session)
-        .arg("--recover");
-    run(c)
-}
 
 #[test]
 fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
     let home = tempfile::tempdir().expect("home");
     let session = home.path().join("s.jsonl");
-    let pid = home.path().join("pid");
-    let server = Server::start(vec![slow_bash("call_1", &pid)]);
-    let mut c = command(home.path(), home.path());
-    c.args(["--base-url", &server.url])
-        .args(BASH)
-        .args(["--max-turns", "2", "--session"])
-        .arg(&session)
-        .args(["-p", "run the slow thing"]);
-    kill_mid_tool(spawn(c), &session, &pid);
+    killed_run(
+        home.path(),
+        home.path(),
+        &session,
+        &["--max-turns", "2"],
+        "run the slow thing",
+    );
     assert!(
         read(&session).contains(r#""budget":{"run":{"maxTurns":1}}"#),
         "the start record carries the budget"
@@ -52,7 +32,7 @@ fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
     std::fs::write(&config, "max_turns = 5\n").expect("config");
     let server = Server::start(vec![Reply::text("Wrapped up after the kill.")]);
     let config_flag = ["--config", config.to_str().expect("utf-8")];
-    let o = recover(home.path(), &session, &server, &config_flag);
+    let o = recover(home.path(), home.path(), &session, &server, &config_flag);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Wrapped up after the kill.");
     assert!(
@@ -67,7 +47,13 @@ fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
 
     // A flag given now replaces the recorded value, and says so.
     let server = Server::start(vec![Reply::text("Done, with turns to spare.")]);
-    let o = recover(home.path(), &copy, &server, &["--max-turns", "5"]);
+    let o = recover(
+        home.path(),
+        home.path(),
+        &copy,
+        &server,
+        &["--max-turns", "5"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("--max-turns 5 replaces the recorded 2"),
@@ -162,15 +148,18 @@ fn rpc_names_the_limit_and_refuses_a_prompt_over_the_sessions_budget() {
         Reply::tool("call_1", "ls", json!({})),
         Reply::text("Wrapped up."),
     ]);
-    let mut c = command(home.path(), home.path());
-    c.args(["--mode", "rpc", "--no-session", "--base-url", &server.url])
-        .args([
+    let mut rpc = Rpc::start(
+        home.path(),
+        home.path(),
+        &server,
+        &[
+            "--no-session",
             "--tools",
             "read,grep,find,ls",
             "--session-max-tool-calls",
             "1",
-        ]);
-    let mut rpc = Rpc::spawn(c);
+        ],
+    );
     let r = rpc.call("p1", json!({"type": "prompt", "message": "list"}));
     assert_eq!(r["success"], true, "{r}");
     let settled = rpc.wait_for("settled", |v| v["type"] == "agent_settled");

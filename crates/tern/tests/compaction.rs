@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use common::{command, messages, run, stderr, stdout, Reply, Rpc, Server};
+use common::{command, json_lines, messages, parse_lines, run, stderr, stdout, Reply, Rpc, Server};
 use serde_json::{json, Value};
 
 /// pi's wrapper of a compaction summary in the user message it sends.
@@ -16,14 +16,6 @@ fn wrapped(summary: &str) -> String {
         "The conversation history before this point was compacted into the following \
          summary:\n\n<summary>\n{summary}\n</summary>"
     )
-}
-
-fn entries(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .expect("session file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
 }
 
 /// The text of a Chat Completions message (string content or text parts).
@@ -52,6 +44,13 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter()
         .map(|(r, t)| (r.to_string(), t.to_string()))
         .collect()
+}
+
+/// A temporary home and the path of a session file `name` in it.
+fn home_with(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().expect("home");
+    let session = home.path().join(name);
+    (home, session)
 }
 
 /// `tern -p PROMPT` with `flags`, in the session `session`, against `server`.
@@ -83,13 +82,12 @@ const PAST_THRESHOLD: [&str; 6] = [
 
 #[test]
 fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("s.jsonl");
-    let server = Server::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        Reply::text("## Goal\nTest the summary."),
-        Reply::text("third answer"),
+    let (home, session) = home_with("s.jsonl");
+    let server = Server::answering(&[
+        "first answer",
+        "second answer",
+        "## Goal\nTest the summary.",
+        "third answer",
     ]);
     // The first exchange fits (the default window).
     let o = print(home.path(), &server, &session, &[], "first question");
@@ -132,7 +130,7 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
         .is_none_or(|t| t.is_empty()));
 
     // The file has pi's entry, naming the second question as the first kept entry.
-    let lines = entries(&session);
+    let lines = json_lines(&session);
     let compaction = lines
         .iter()
         .find(|e| e["type"] == "compaction")
@@ -172,9 +170,10 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
     );
 }
 
-/// A session file as pi writes one after a compaction: the summary, the first kept entry
-/// (`c`), and an entry after the compaction.
-fn pi_session(path: &Path) {
+/// A home holding a session file as pi writes one after a compaction: the summary, the
+/// first kept entry (`c`), and an entry after the compaction.
+fn pi_home() -> (tempfile::TempDir, PathBuf) {
+    let (home, path) = home_with("pi.jsonl");
     let usage = json!({"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}});
     let assistant = |id: &str, parent: &str, t: &str| {
@@ -201,14 +200,13 @@ fn pi_session(path: &Path) {
         assistant("a7", "a6", "answer after"),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(path, text).expect("write the session");
+    std::fs::write(&path, text).expect("write the session");
+    (home, path)
 }
 
 #[test]
 fn a_pi_session_with_a_compaction_resumes_with_the_summary_and_the_kept_messages() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("pi.jsonl");
-    pi_session(&session);
+    let (home, session) = pi_home();
     let server = Server::start(vec![Reply::text("next answer")]);
     let o = print(
         home.path(),
@@ -251,14 +249,8 @@ fn a_pi_session_with_a_compaction_resumes_with_the_summary_and_the_kept_messages
 
 #[test]
 fn a_resumed_session_over_the_threshold_compacts_before_the_prompt() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("pi.jsonl");
-    pi_session(&session);
-    let server = Server::start(vec![
-        Reply::text("## Goal\nBefore."),
-        Reply::text("next answer"),
-        Reply::text("## Goal\nAfter."),
-    ]);
+    let (home, session) = pi_home();
+    let server = Server::answering(&["## Goal\nBefore.", "next answer", "## Goal\nAfter."]);
     // The file's last answer reports 15 tokens: over a window of 16390 less 16384.
     let flags = [
         "--context-window",
@@ -294,13 +286,8 @@ fn a_resumed_session_over_the_threshold_compacts_before_the_prompt() {
 
 #[test]
 fn a_second_compaction_updates_the_previous_summary_and_carries_its_files() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("pi.jsonl");
-    pi_session(&session);
-    let server = Server::start(vec![
-        Reply::text("next answer"),
-        Reply::text("## Goal\nNewer work."),
-    ]);
+    let (home, session) = pi_home();
+    let server = Server::answering(&["next answer", "## Goal\nNewer work."]);
     let o = print(
         home.path(),
         &server,
@@ -323,7 +310,7 @@ fn a_second_compaction_updates_the_previous_summary_and_carries_its_files() {
         "{}",
         asked[0].1
     );
-    let lines = entries(&session);
+    let lines = json_lines(&session);
     let last = lines
         .iter()
         .rev()
@@ -347,20 +334,29 @@ fn overflow() -> Reply {
     )
 }
 
-#[test]
-fn an_overflow_compacts_and_retries_once() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("s.jsonl");
+/// One exchange, then a second prompt that overflows: the model summarizes, and `retry` is
+/// the answer to the retried prompt. Returns the home, the session, the server and the
+/// second run's output.
+fn overflow_after_one_exchange(
+    retry: Reply,
+) -> (tempfile::TempDir, PathBuf, Server, std::process::Output) {
+    let (home, session) = home_with("s.jsonl");
     let server = Server::start(vec![
         Reply::text("first answer"),
         overflow(),
         Reply::text("## Goal\nShort."),
-        Reply::text("recovered answer"),
+        retry,
     ]);
     let o = print(home.path(), &server, &session, &[], "first question");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let keep = ["--compaction-keep-recent-tokens", "1"];
     let o = print(home.path(), &server, &session, &keep, "second question");
+    (home, session, server, o)
+}
+
+#[test]
+fn an_overflow_compacts_and_retries_once() {
+    let (_home, session, server, o) = overflow_after_one_exchange(Reply::text("recovered answer"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "recovered answer");
     assert!(
@@ -379,7 +375,7 @@ fn an_overflow_compacts_and_retries_once() {
         ])
     );
     // The failed answer is omitted in the file too (pi's context_edit), so a resume agrees.
-    let lines = entries(&session);
+    let lines = json_lines(&session);
     let failed = lines
         .iter()
         .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "error")
@@ -397,18 +393,7 @@ fn an_overflow_compacts_and_retries_once() {
 
 #[test]
 fn a_second_overflow_fails_with_pis_message() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("s.jsonl");
-    let server = Server::start(vec![
-        Reply::text("first answer"),
-        overflow(),
-        Reply::text("## Goal\nShort."),
-        overflow(),
-    ]);
-    let o = print(home.path(), &server, &session, &[], "first question");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let keep = ["--compaction-keep-recent-tokens", "1"];
-    let o = print(home.path(), &server, &session, &keep, "second question");
+    let (_home, _session, server, o) = overflow_after_one_exchange(overflow());
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains(
@@ -424,23 +409,15 @@ fn a_second_overflow_fails_with_pis_message() {
 
 #[test]
 fn json_mode_emits_pis_compaction_events() {
-    let home = tempfile::tempdir().expect("home");
-    let session = home.path().join("s.jsonl");
-    let server = Server::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        Reply::text("## Goal\nJSON."),
-    ]);
+    let (home, session) = home_with("s.jsonl");
+    let server = Server::answering(&["first answer", "second answer", "## Goal\nJSON."]);
     let o = print(home.path(), &server, &session, &[], "first question");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let mut flags = PAST_THRESHOLD.to_vec();
     flags.extend(["--mode", "json"]);
     let o = print(home.path(), &server, &session, &flags, "second question");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let events: Vec<Value> = stdout(&o)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let events = parse_lines(&stdout(&o));
     let start = events
         .iter()
         .position(|e| e == &json!({"type": "compaction_start", "reason": "threshold"}))
@@ -463,16 +440,18 @@ fn json_mode_emits_pis_compaction_events() {
 #[test]
 fn rpc_compact_summarizes_with_the_focus_and_answers_with_the_result() {
     let home = tempfile::tempdir().expect("home");
-    let server = Server::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        Reply::text("## Goal\nRPC."),
-        Reply::text("third answer"),
+    let server = Server::answering(&[
+        "first answer",
+        "second answer",
+        "## Goal\nRPC.",
+        "third answer",
     ]);
-    let mut c = command(home.path(), home.path());
-    c.args(["--mode", "rpc", "--base-url", &server.url, "--no-tools"])
-        .args(["--compaction-keep-recent-tokens", "5"]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(
+        home.path(),
+        home.path(),
+        &server,
+        &["--no-tools", "--compaction-keep-recent-tokens", "5"],
+    );
     // Too small: pi's failure, after its compaction_start.
     let r = rpc.call("c0", json!({"type": "compact"}));
     assert_eq!(r["success"], false, "{r}");

@@ -5,53 +5,40 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
-use common::killed::{kill_mid_tool, read, slow_bash, spawn, wait_until, BASH};
-use common::{command, run, stderr, stdout, text_of, Reply, Rpc, Server};
+use common::killed::{
+    kill_mid_tool, killed_run, read, recover, slow_bash, spawn, wait_until, BASH,
+};
+use common::tmux::{self, Pane};
+use common::{command, dirs, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server};
 use serde_json::{json, Value};
 
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (
-        tempfile::tempdir().expect("home"),
-        tempfile::tempdir().expect("cwd"),
-    )
+/// `--recover` of `session` against a model answering `answer`: the run ends (exit 0) with
+/// that answer. Returns the requests the recovery sent.
+fn recovered(home: &Path, cwd: &Path, session: &Path, answer: &str) -> Vec<Value> {
+    let server = Server::start(vec![Reply::text(answer)]);
+    let o = recover(home, cwd, session, &server, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), answer);
+    server.requests()
 }
 
-/// Starts a print run of `prompt` in `session` whose model calls the slow bash, and kills it
-/// mid-tool; returns the server (one request made).
-fn killed_run(home: &Path, cwd: &Path, session: &Path, prompt: &str) -> Server {
-    let pid = cwd.join("pid");
-    let _ = std::fs::remove_file(&pid);
-    let server = Server::start(vec![slow_bash("call_1", &pid)]);
-    let mut c = command(home, cwd);
-    c.args(["--base-url", &server.url])
-        .args(BASH)
-        .arg("--session")
-        .arg(session)
-        .args(["-p", prompt]);
-    kill_mid_tool(spawn(c), session, &pid);
-    assert_eq!(server.requests().len(), 1);
-    server
-}
-
-/// `--recover` of `session`: without `--tools`, it runs the tools the session declared.
-fn recover(home: &Path, cwd: &Path, session: &Path, server: &Server) -> std::process::Output {
-    let mut c = command(home, cwd);
-    c.args(["--base-url", &server.url])
-        .args(&BASH[2..])
-        .arg("--session")
-        .arg(session)
-        .arg("--recover");
-    run(c)
+/// The roles of the messages `session` loads to.
+fn roles(session: &Path) -> Vec<String> {
+    let loaded = tern_session::load(session).expect("readable");
+    loaded
+        .messages
+        .iter()
+        .map(|m| m.role().to_string())
+        .collect()
 }
 
 #[test]
 fn a_run_killed_mid_tool_is_finished_by_recover() {
     let (home, cwd) = dirs();
     let session = home.path().join("s.jsonl");
-    killed_run(home.path(), cwd.path(), &session, "run the slow thing");
+    killed_run(home.path(), cwd.path(), &session, &[], "run the slow thing");
     assert!(!read(&session).contains(r#""type":"run_finished""#));
     let replay = || {
         let mut c = command(home.path(), cwd.path());
@@ -66,13 +53,14 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
         stderr(&o)
     );
 
-    let server = Server::start(vec![Reply::text("Recovered: the sleep may not have run.")]);
-    let o = recover(home.path(), cwd.path(), &session, &server);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o).trim(), "Recovered: the sleep may not have run.");
+    let reqs = recovered(
+        home.path(),
+        cwd.path(),
+        &session,
+        "Recovered: the sleep may not have run.",
+    );
     // The first request had its outcome on disk: only the one after the bash call is sent,
     // and it carries the "interrupted, outcome unknown" result (bash is never re-run).
-    let reqs = server.requests();
     assert_eq!(reqs.len(), 1, "{reqs:#?}");
     let sent = text_of(&reqs[0]);
     assert!(sent.contains("run the slow thing"), "{sent}");
@@ -81,10 +69,8 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
         "{sent}"
     );
     // The session holds the run once: one prompt, one bash call and its result, the answer.
-    let loaded = tern_session::load(&session).expect("readable");
-    let roles: Vec<&str> = loaded.messages.iter().map(|m| m.role()).collect();
     assert_eq!(
-        roles,
+        roles(&session),
         ["system", "user", "assistant", "toolResult", "assistant"]
     );
     assert!(read(&session).contains(r#""type":"run_finished""#));
@@ -95,7 +81,7 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
 
     // Recovering a run that ended: nothing to do, exit 0 and a note.
     let idle = Server::start(vec![]);
-    let o = recover(home.path(), cwd.path(), &session, &idle);
+    let o = recover(home.path(), cwd.path(), &session, &idle, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("nothing to recover: the last run in")
@@ -123,11 +109,7 @@ fn a_run_killed_mid_request_sends_that_request_again() {
     child.kill().expect("SIGKILL tern");
     let _ = child.wait();
 
-    let server = Server::start(vec![Reply::text("Thought it through.")]);
-    let o = recover(home.path(), cwd.path(), &session, &server);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o).trim(), "Thought it through.");
-    let reqs = server.requests();
+    let reqs = recovered(home.path(), cwd.path(), &session, "Thought it through.");
     assert_eq!(reqs.len(), 1, "the request without an outcome, once more");
     assert_eq!(
         common::messages(&reqs[0]),
@@ -135,9 +117,7 @@ fn a_run_killed_mid_request_sends_that_request_again() {
         "the same request"
     );
     assert_eq!(read(&session).matches(r#""attempt":2"#).count(), 1);
-    let loaded = tern_session::load(&session).expect("readable");
-    let roles: Vec<&str> = loaded.messages.iter().map(|m| m.role()).collect();
-    assert_eq!(roles, ["system", "user", "assistant"]);
+    assert_eq!(roles(&session), ["system", "user", "assistant"]);
 }
 
 #[test]
@@ -153,13 +133,13 @@ fn a_journal_of_another_transcript_or_format_is_refused_with_exit_2() {
         .arg(&session)
         .args(["-p", "first question"]);
     assert_eq!(run(c).status.code(), Some(0));
-    killed_run(home.path(), cwd.path(), &session, "second question");
+    killed_run(home.path(), cwd.path(), &session, &[], "second question");
     let original = read(&session);
 
     // The transcript the second run started from was edited.
     std::fs::write(&session, original.replace("first answer", "edited answer")).unwrap();
     let server = Server::start(vec![Reply::text("must not be sent")]);
-    let o = recover(home.path(), cwd.path(), &session, &server);
+    let o = recover(home.path(), cwd.path(), &session, &server, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("journal is for another transcript")
@@ -177,7 +157,7 @@ fn a_journal_of_another_transcript_or_format_is_refused_with_exit_2() {
     );
     assert_ne!(v9, original);
     std::fs::write(&session, v9).unwrap();
-    let o = recover(home.path(), cwd.path(), &session, &server);
+    let o = recover(home.path(), cwd.path(), &session, &server, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("format version 9"), "{}", stderr(&o));
     assert!(server.requests().is_empty());
@@ -221,10 +201,6 @@ fn budget_run(
     c.args(["-p", "list the files, then more"]);
     let o = run(c);
     (o, server.requests())
-}
-
-fn has_tools(request: &Value) -> bool {
-    request["tools"].as_array().is_some_and(|t| !t.is_empty())
 }
 
 #[test]
@@ -451,68 +427,24 @@ fn rpc_recover_finishes_the_interrupted_run_and_steering_is_journaled() {
 /// finishes it. Skipped, with a note, when tmux is not installed.
 #[test]
 fn interactive_resume_offers_recover_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+    if !tmux::available() {
         return;
     }
     let (home, cwd) = dirs();
     let session = home.path().join("s.jsonl");
-    killed_run(home.path(), cwd.path(), &session, "run the slow thing");
+    killed_run(home.path(), cwd.path(), &session, &[], "run the slow thing");
     let server = Server::start(vec![Reply::text("Recovered in the terminal.")]);
-    let name = format!("tern-durable-{}", std::process::id());
-    let shell = format!(
-        "cd '{}' && env HOME='{}' TERN_SESSION_DIR='{}/sessions' TERN_CONFIG=/dev/null '{}' \
-         --base-url '{}' --tools bash --allow bash --sandbox full-access --session '{}'; \
-         sleep 30",
-        cwd.path().display(),
-        home.path().display(),
-        home.path().display(),
-        common::tern().display(),
+    let flags = format!(
+        "--base-url '{}' --tools bash --allow bash --sandbox full-access --session '{}'",
         server.url,
         session.display()
     );
-    // A server of its own: another test's server shutting down cannot take this one along.
-    let socket = format!("tern-durable-{}", std::process::id());
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .args(["-L", &socket])
-            .args(args)
-            .output()
-            .expect("run tmux")
-    };
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "120",
-        "-y",
-        "30",
-        &shell,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let pane =
-        || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &name]).stdout).to_string();
-    let wait_pane = |text: &str| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let p = pane();
-            if p.contains(text) {
-                return;
-            }
-            if Instant::now() > deadline {
-                tmux(&["kill-session", "-t", &name]);
-                panic!("expected {text:?} on screen; the pane was:\n{p}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    wait_pane("was interrupted before it ended; /recover finishes it");
-    tmux(&["send-keys", "-t", &name, "/recover", "Enter"]);
-    wait_pane("Recovered in the terminal.");
-    tmux(&["send-keys", "-t", &name, "C-d"]);
-    tmux(&["kill-session", "-t", &name]);
+    let pane = Pane::tern("durable", home.path(), cwd.path(), &flags);
+    pane.wait_for("was interrupted before it ended; /recover finishes it");
+    pane.keys(&["/recover", "Enter"]);
+    pane.wait_for("Recovered in the terminal.");
+    pane.keys(&["C-d"]);
+    drop(pane);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     assert!(text_of(&reqs[0]).contains("interrupted"));

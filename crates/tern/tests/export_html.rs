@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{command, run, stderr, stdout};
+use common::{command, dirs, run, stderr, stdout};
 use serde_json::json;
 
 /// The marker the injected markup would set if it ran.
@@ -52,8 +52,7 @@ fn chromium() -> &'static str {
 
 #[test]
 fn an_exported_session_renders_in_chromium_with_its_parts_and_no_injected_script() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let input = cwd.path().join("s.jsonl");
     session(&input);
 
@@ -152,8 +151,7 @@ fn an_exported_session_renders_in_chromium_with_its_parts_and_no_injected_script
 
 #[test]
 fn export_errors_say_what_is_wrong() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let mut c = command(home.path(), cwd.path());
     c.args(["--export", "missing.jsonl"]);
     let o = run(c);

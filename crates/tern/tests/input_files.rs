@@ -4,12 +4,11 @@
 
 mod common;
 
-use common::{command, messages, run, stderr, Reply, Server};
+use common::{command, dirs, messages, run, stderr, Reply, Server};
 
 #[test]
 fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("pic.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
     std::fs::write(cwd.path().join("notes.txt"), "NOTE-BODY").unwrap();
     let server = Server::start(vec![Reply::text("ok")]);
@@ -52,8 +51,7 @@ fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
 
 #[test]
 fn a_missing_file_is_named() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let mut c = command(home.path(), cwd.path());
     c.args(["--base-url", "http://127.0.0.1:9/v1", "-p", "@gone.txt"]);
     let o = run(c);

@@ -8,12 +8,7 @@ use serde_json::json;
 
 #[test]
 fn interactive_mode_in_tmux() {
-    if std::process::Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+    if !common::tmux::available() {
         return;
     }
     let server = Server::start(vec![

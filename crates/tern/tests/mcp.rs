@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{command, run, stderr, stdout, text_of, Reply, Server};
+use common::{command, dirs, run, stderr, stdout, text_of, Reply, Server};
 use serde_json::json;
 
 /// server-everything's entry point, installed by `.ci/run` (a missing install fails with
@@ -35,7 +35,7 @@ fn write_config(path: &Path, extra: serde_json::Value) {
 
 #[test]
 fn print_mode_calls_an_mcp_tool_from_the_project_mcp_json() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     write_config(&cwd.path().join(".tern/mcp.json"), json!({}));
     let server = Server::start(vec![
         Reply::tool(
@@ -76,7 +76,7 @@ fn print_mode_calls_an_mcp_tool_from_the_project_mcp_json() {
 
 #[test]
 fn mcp_config_adds_a_file_and_no_mcp_turns_every_server_off() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let file = home.path().join("elsewhere/servers.json");
     write_config(&file, json!({}));
     let file = file.to_string_lossy().into_owned();
@@ -112,7 +112,7 @@ fn mcp_config_adds_a_file_and_no_mcp_turns_every_server_off() {
 
 #[test]
 fn mcp_list_connects_and_reports_tools_and_bad_entries() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     write_config(&cwd.path().join(".tern/mcp.json"), json!({}));
     let mut c = command(home.path(), cwd.path());
     c.args(["mcp", "list"]);

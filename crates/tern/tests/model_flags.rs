@@ -4,29 +4,40 @@
 mod common;
 
 use std::path::Path;
+use std::process::Output;
 
-use common::{command, run, stderr, stdout, Reply, Server};
-use serde_json::Value;
+use common::{command, json_lines, run, session_files, stderr, stdout, Server};
 
+/// The thinking levels the sessions under `home` recorded.
 fn thinking_entries(home: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    for d in std::fs::read_dir(home.join("sessions")).unwrap().flatten() {
-        for f in std::fs::read_dir(d.path()).unwrap().flatten() {
-            for l in std::fs::read_to_string(f.path()).unwrap().lines() {
-                let v: Value = serde_json::from_str(l).unwrap();
-                if v["type"] == "thinking_level_change" {
-                    out.push(v["thinkingLevel"].as_str().unwrap_or_default().to_string());
-                }
+    for f in session_files(home) {
+        for v in json_lines(&f) {
+            if v["type"] == "thinking_level_change" {
+                out.push(v["thinkingLevel"].as_str().unwrap_or_default().to_string());
             }
         }
     }
     out
 }
 
+/// A print run with `flags` in a fresh home against `server` (which must answer): the home
+/// and the output.
+fn run_fresh(server: &Server, cwd: &Path, flags: &[&str]) -> (tempfile::TempDir, Output) {
+    let home = tempfile::tempdir().unwrap();
+    let mut c = command(home.path(), cwd);
+    c.args(["--base-url", &server.url, "--tools", "read"])
+        .args(flags)
+        .args(["-p", "hi"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+    (home, o)
+}
+
 #[test]
 fn fuzzy_patterns_and_a_thinking_suffix_pick_the_model_and_level() {
     let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::text("a"), Reply::text("b"), Reply::text("c")]);
+    let server = Server::answering(&["a", "b", "c"]);
     let cases: [(&[&str], &str, &str); 3] = [
         (
             &["--provider", "groq", "--model", "70b"],
@@ -46,13 +57,7 @@ fn fuzzy_patterns_and_a_thinking_suffix_pick_the_model_and_level() {
         ),
     ];
     for (i, (flags, id, level)) in cases.into_iter().enumerate() {
-        let home = tempfile::tempdir().unwrap();
-        let mut c = command(home.path(), cwd.path());
-        c.args(["--base-url", &server.url, "--tools", "read"])
-            .args(flags)
-            .args(["-p", "hi"]);
-        let o = run(c);
-        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+        let (home, _) = run_fresh(&server, cwd.path(), flags);
         assert_eq!(server.requests()[i]["model"], id, "{flags:?}");
         assert_eq!(thinking_entries(home.path()), [level], "{flags:?}");
     }
@@ -133,7 +138,7 @@ fn list_models_shows_the_providers_with_keys_in_pis_table() {
 #[test]
 fn the_thinking_level_is_clamped_to_what_the_model_supports() {
     let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::text("a"), Reply::text("b")]);
+    let server = Server::answering(&["a", "b"]);
     // qwen3.6-27b has off and high only: medium goes up to high; a model without reasoning
     // runs with off (pi's clampThinkingLevel).
     let cases: [(&[&str], &str); 2] = [
@@ -144,13 +149,7 @@ fn the_thinking_level_is_clamped_to_what_the_model_supports() {
         (&["--model", "groq/70b:high"], "off"),
     ];
     for (flags, level) in cases {
-        let home = tempfile::tempdir().unwrap();
-        let mut c = command(home.path(), cwd.path());
-        c.args(["--base-url", &server.url, "--tools", "read"])
-            .args(flags)
-            .args(["-p", "hi"]);
-        let o = run(c);
-        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", stderr(&o));
+        let (home, o) = run_fresh(&server, cwd.path(), flags);
         assert_eq!(thinking_entries(home.path()), [level], "{flags:?}");
         assert!(
             stderr(&o).contains(&format!("; using {level}")),

@@ -2,15 +2,8 @@
 
 mod common;
 
-use common::{command, run, stderr, stdout, text_of, Reply, Server};
-use serde_json::{json, Value};
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (
-        tempfile::tempdir().expect("home"),
-        tempfile::tempdir().expect("cwd"),
-    )
-}
+use common::{command, dirs, parse_lines, run, stderr, stdout, text_of, Reply, Server};
+use serde_json::json;
 
 #[test]
 fn print_mode_answers_after_a_tool_round_trip() {
@@ -98,7 +91,7 @@ fn usage_errors_exit_2() {
 fn piped_stdin_and_at_file_join_the_prompt() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("spec.md"), "SPEC-BODY").unwrap();
-    let server = Server::start(vec![Reply::text("ok"), Reply::text("ok again")]);
+    let server = Server::answering(&["ok", "ok again"]);
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",
@@ -137,12 +130,6 @@ fn piped_stdin_and_at_file_join_the_prompt() {
     let second = common::messages(&server.requests()[1]);
     let last = second.iter().rev().find(|m| m["role"] == "user").unwrap();
     assert!(last.to_string().contains("this"), "{last}");
-}
-
-fn parse_lines(s: &str) -> Vec<Value> {
-    s.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
 }
 
 #[test]

@@ -3,12 +3,11 @@
 
 mod common;
 
-use common::{command, run, stderr, stdout, Reply, Server};
+use common::{command, dirs, run, stderr, stdout, Reply, Server};
 
 #[test]
 fn a_reply_cut_at_the_output_limit_fails_print_mode_with_pis_message() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let server = Server::start(vec![Reply::Truncated("The answer begins".into())]);
     let mut c = command(home.path(), cwd.path());
     c.args([
@@ -54,9 +53,8 @@ fn a_reply_cut_at_the_output_limit_fails_print_mode_with_pis_message() {
 
 #[test]
 fn the_output_limit_and_context_window_come_from_flags_or_the_config() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::text("a"), Reply::text("b")]);
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["a", "b"]);
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",

@@ -7,97 +7,18 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::killed::{read, slow_bash, wait_until};
+use common::tmux::{self, Pane};
 use common::{command, run, stderr, stdout, text_of, Reply, Server};
 
-/// One tmux session running tern on `session` against `url`.
-struct Pane {
-    name: String,
-}
-
-impl Pane {
-    fn start(home: &Path, session: &Path, url: &str, tag: &str) -> Pane {
-        let name = format!("tern-ask-{tag}-{}", std::process::id());
-        let shell = format!(
-            "cd '{}' && env HOME='{}' TERN_SESSION_DIR='{}/sessions' TERN_CONFIG=/dev/null '{}' \
-             --base-url '{url}' --tools bash --sandbox full-access --session '{}'; sleep 30",
-            home.display(),
-            home.display(),
-            home.display(),
-            common::tern().display(),
-            session.display()
-        );
-        let p = Pane { name };
-        let started = p.tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            &p.name,
-            "-x",
-            "120",
-            "-y",
-            "30",
-            &shell,
-        ]);
-        assert!(started.status.success(), "{started:?}");
-        p
-    }
-
-    fn tmux(&self, args: &[&str]) -> std::process::Output {
-        // A server of its own per pane: another test's server shutting down (tmux's
-        // "server exited unexpectedly") cannot take this one along.
-        Command::new("tmux")
-            .args(["-L", &self.name])
-            .args(args)
-            .output()
-            .expect("run tmux")
-    }
-
-    fn text(&self) -> String {
-        let o = self.tmux(&["capture-pane", "-p", "-S", "-200", "-t", &self.name]);
-        String::from_utf8_lossy(&o.stdout).to_string()
-    }
-
-    fn wait_for(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let p = self.text();
-            if p.contains(text) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "expected {text:?} on screen; the pane was:\n{p}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.name];
-        args.extend_from_slice(keys);
-        self.tmux(&args);
-    }
-
-    /// The tern process the pane's shell runs.
-    fn tern_pid(&self) -> String {
-        let shell = self.tmux(&["display", "-p", "-t", &self.name, "#{pane_pid}"]);
-        let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
-        let children = Command::new("pgrep")
-            .args(["-P", &shell])
-            .output()
-            .expect("pgrep");
-        let pids = String::from_utf8_lossy(&children.stdout).to_string();
-        pids.lines().next().unwrap_or_default().trim().to_string()
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        self.tmux(&["kill-session", "-t", &self.name]);
-    }
+/// A pane running tern on `session` against `url`, in `home`.
+fn start(home: &Path, session: &Path, url: &str, tag: &str) -> Pane {
+    let flags = format!(
+        "--base-url '{url}' --tools bash --sandbox full-access --session '{}'",
+        session.display()
+    );
+    Pane::tern(&format!("ask-{tag}"), home, home, &flags)
 }
 
 fn kill(signal: &str, pid: &str) {
@@ -106,8 +27,7 @@ fn kill(signal: &str, pid: &str) {
 
 #[test]
 fn an_answer_is_not_asked_again_on_recovery_and_replays() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+    if !tmux::available() {
         return;
     }
     let home = tempfile::tempdir().expect("home");
@@ -116,7 +36,7 @@ fn an_answer_is_not_asked_again_on_recovery_and_replays() {
 
     // A bash call asked about, allowed, and cut off by SIGKILL while it runs.
     let server = Server::start(vec![slow_bash("call_1", &pid)]);
-    let pane = Pane::start(home.path(), &session, &server.url, "run");
+    let pane = start(home.path(), &session, &server.url, "run");
     pane.wait_for("ready");
     pane.keys(&["run the slow thing", "Enter"]);
     pane.wait_for("Allow bash");
@@ -138,7 +58,7 @@ fn an_answer_is_not_asked_again_on_recovery_and_replays() {
 
     // `/recover`: the recorded answer lets the call through again, nobody is asked.
     let server = Server::start(vec![Reply::text("Recovered without asking.")]);
-    let pane = Pane::start(home.path(), &session, &server.url, "recover");
+    let pane = start(home.path(), &session, &server.url, "recover");
     pane.wait_for("/recover finishes it");
     pane.keys(&["/recover", "Enter"]);
     pane.wait_for("Recovered without asking.");

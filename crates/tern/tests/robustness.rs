@@ -8,7 +8,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{command, run, stderr, stdout, text_of, wait_output, Reply, Rpc, Server};
+use common::killed::{wait_for_pid, BASH};
+use common::{
+    command, dirs, json_lines, run, stderr, stdout, text_of, wait_output, Reply, Rpc, Server,
+};
 use serde_json::{json, Value};
 
 fn print_run(
@@ -25,25 +28,12 @@ fn print_run(
     run(c)
 }
 
-fn session_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .expect("session file")
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 #[test]
 fn a_last_line_without_its_newline_keeps_the_history() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let file = home.path().join("s.jsonl");
     let f = file.to_str().unwrap();
-    let server = Server::start(vec![
-        Reply::text("one"),
-        Reply::text("two"),
-        Reply::text("three"),
-        Reply::text("four"),
-    ]);
+    let server = Server::answering(&["one", "two", "three", "four"]);
     for (prompt, cut) in [("q1", false), ("q2", true), ("q3", false), ("q4", false)] {
         let o = print_run(home.path(), cwd.path(), &server, &["--session", f], prompt);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -61,7 +51,7 @@ fn a_last_line_without_its_newline_keeps_the_history() {
 
 #[test]
 fn a_second_writer_of_a_session_is_refused() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let file = home.path().join("s.jsonl");
     let f = file.to_str().unwrap();
     let server = Server::start(vec![Reply::text("first")]);
@@ -69,9 +59,7 @@ fn a_second_writer_of_a_session_is_refused() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
     // An RPC process resumes the file and holds it.
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "rpc", "--base-url", &server.url, "--session", f]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--session", f]);
     let state = rpc.call("s", json!({"type": "get_state"}));
     assert_eq!(state["success"], true, "{state}");
 
@@ -87,7 +75,7 @@ fn a_second_writer_of_a_session_is_refused() {
 
 #[test]
 fn a_key_echoed_by_the_provider_is_written_nowhere() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let key = "sk-test-0123456789abcdef";
     let server = Server::start(vec![Reply::Error(
         401,
@@ -134,7 +122,7 @@ fn a_key_echoed_by_the_provider_is_written_nowhere() {
 
 #[test]
 fn a_transient_429_is_retried() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let server = Server::start(vec![
         Reply::Error(429, "slow down".into()),
         Reply::Error(503, "overloaded".into()),
@@ -163,7 +151,7 @@ fn a_transient_429_is_retried() {
 
 #[test]
 fn a_silent_server_times_out_in_the_cli_words_and_the_answer_is_marked_partial() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let server = Server::start(vec![Reply::Hang]);
     let started = Instant::now();
     let o = print_run(
@@ -196,7 +184,7 @@ fn a_silent_server_times_out_in_the_cli_words_and_the_answer_is_marked_partial()
 
 #[test]
 fn escape_sequences_reach_the_terminal_only_in_json_modes() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let evil = "clear\x1b[2J title\x1b]0;owned\x07 done";
     let server = Server::start(vec![Reply::text(evil), Reply::text(evil)]);
     let o = print_run(home.path(), cwd.path(), &server, &["--no-session"], "hi");
@@ -242,7 +230,7 @@ fn alive(pid: &str) -> bool {
 #[test]
 fn sigterm_aborts_the_run_kills_the_tool_and_keeps_the_session() {
     for signal in ["TERM", "HUP"] {
-        let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (home, cwd) = dirs();
         let pid_file = cwd.path().join("pid");
         let server = Server::start(vec![Reply::tool(
             "call_1",
@@ -251,36 +239,14 @@ fn sigterm_aborts_the_run_kills_the_tool_and_keeps_the_session() {
         )]);
         let file = home.path().join("s.jsonl");
         let mut c = command(home.path(), cwd.path());
-        c.args([
-            "-p",
-            "--base-url",
-            &server.url,
-            "--tools",
-            "bash",
-            "--allow",
-            "bash",
-        ])
-        .args([
-            "--sandbox",
-            "full-access",
-            "--session",
-            file.to_str().unwrap(),
-            "go",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        c.args(["-p", "--base-url", &server.url])
+            .args(BASH)
+            .args(["--session", file.to_str().unwrap(), "go"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let child = c.spawn().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let pid = loop {
-            if let Ok(p) = std::fs::read_to_string(&pid_file) {
-                if !p.trim().is_empty() {
-                    break p.trim().to_string();
-                }
-            }
-            assert!(Instant::now() < deadline, "the tool never started");
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let pid = wait_for_pid(&pid_file, Duration::from_secs(20));
         let status = Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
             .status()
@@ -297,7 +263,7 @@ fn sigterm_aborts_the_run_kills_the_tool_and_keeps_the_session() {
             "{signal}: the tool's process {pid} still runs"
         );
         // The session holds the aborted tool result and the aborted answer, in order.
-        let lines = session_lines(&file);
+        let lines = json_lines(&file);
         let messages: Vec<&Value> = lines
             .iter()
             .map(|l| &l["message"])
@@ -315,7 +281,7 @@ fn sigterm_aborts_the_run_kills_the_tool_and_keeps_the_session() {
 
 #[test]
 fn sandbox_flags_reach_bash() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let server = Server::start(vec![
         Reply::tool("call_1", "bash", json!({"command": "touch made.txt"})),
         Reply::text("tried"),
@@ -374,17 +340,9 @@ fn sandbox_flags_reach_bash() {
     let mut c = command(home.path(), cwd.path());
     c.env("MY_TOKEN", "passed-through")
         .env("OTHER_TOKEN", "kept-back");
-    c.args([
-        "-p",
-        "--no-session",
-        "--base-url",
-        &server.url,
-        "--tools",
-        "bash",
-        "--allow",
-        "bash",
-    ])
-    .args(["--sandbox", "full-access", "--pass-env", "MY_TOKEN", "go"]);
+    c.args(["-p", "--no-session", "--base-url", &server.url])
+        .args(BASH)
+        .args(["--pass-env", "MY_TOKEN", "go"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let env = std::fs::read_to_string(cwd.path().join("env.txt")).unwrap();
@@ -393,7 +351,7 @@ fn sandbox_flags_reach_bash() {
 
 #[test]
 fn add_dir_opens_one_named_folder_outside_and_nothing_else() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let (added, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     std::fs::write(added.path().join("note.txt"), "ADDED-NOTE").unwrap();
     std::fs::write(other.path().join("note.txt"), "OTHER-NOTE").unwrap();

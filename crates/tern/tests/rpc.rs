@@ -2,13 +2,12 @@
 
 mod common;
 
-use common::{command, text_of, Reply, Rpc, Server};
+use common::{dirs, text_of, Reply, Rpc, Server};
 use serde_json::json;
 
 #[test]
 fn rpc_prompt_steer_abort_and_state() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let server = Server::start(vec![
         Reply::tool(
             "call_1",
@@ -18,16 +17,7 @@ fn rpc_prompt_steer_abort_and_state() {
         Reply::text("Noted the banana."),
         Reply::Hang,
     ]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--mode",
-        "rpc",
-        "--base-url",
-        &server.url,
-        "--tools",
-        "read,bash",
-    ]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--tools", "read,bash"]);
 
     // Malformed input and unknown commands get error responses, not a crash.
     rpc.send_raw("{not json\n");
@@ -170,12 +160,9 @@ fn rpc_prompt_steer_abort_and_state() {
 /// `Unknown command: TYPE` as pi's rpc-mode does. Nothing reaches the model.
 #[test]
 fn rpc_failed_commands_answer_in_pi_shape() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let server = Server::start(vec![]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "rpc", "--base-url", &server.url, "--no-session"]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--no-session"]);
 
     let r = rpc.call("u1", json!({"type": "teleport", "where": "moon"}));
     assert_eq!(
@@ -232,20 +219,14 @@ fn rpc_failed_commands_answer_in_pi_shape() {
 
 #[test]
 fn rpc_answers_bad_bytes_and_oversized_lines_and_goes_on() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let server = Server::start(vec![Reply::text("still here")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--mode",
-        "rpc",
-        "--no-session",
-        "--base-url",
-        &server.url,
-        "--rpc-max-line-bytes",
-        "1000",
-    ]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--rpc-max-line-bytes", "1000"],
+    );
 
     rpc.send_bytes(b"{\"type\":\"get_state\",\"id\":\"\xff\"}\n");
     let bad = rpc.wait_for("utf-8 parse error", |v| v["command"] == "parse");

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{command, Reply, Rpc, Server};
+use common::{dirs, Rpc, Server};
 use serde_json::{json, Value};
 
 /// pi 1.6's RPC commands, in the doc's order.
@@ -144,22 +144,9 @@ fn every_pi_rpc_command_answers_with_its_documented_shape() {
         Some(doc) => assert_eq!(doc, listed, "pi's list changed"),
         None => println!("pi's docs are not on this machine: using the list kept here"),
     }
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::text("Hi there."),
-        Reply::text("Second answer."),
-    ]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--mode",
-        "rpc",
-        "--base-url",
-        &server.url,
-        "--tools",
-        "read",
-    ]);
-    let mut rpc = Rpc::spawn(c);
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["Hi there.", "Second answer."]);
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--tools", "read"]);
     let mut seen = Vec::new();
     let rpc = &mut rpc;
     let seen = &mut seen;

@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{command, Reply, Rpc, Server};
+use common::{dirs, Reply, Rpc, Server};
 use serde_json::{json, Value};
 
 /// Node 22 and pi's CLI under the prefix, when both are there and Node is new enough.
@@ -133,8 +133,7 @@ fn tern_answers_with_the_fields_pi_itself_answers_with() {
             return;
         }
     };
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
 
     let pi_server = Server::start(vec![Reply::text("Hi there.")]);
     let agent_dir = home.path().join("pi-agent");
@@ -164,9 +163,7 @@ fn tern_answers_with_the_fields_pi_itself_answers_with() {
     drop(pi);
 
     let tern_server = Server::start(vec![Reply::text("Hi there.")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "rpc", "--base-url", &tern_server.url]);
-    let mut tern = Rpc::spawn(c);
+    let mut tern = Rpc::start(home.path(), cwd.path(), &tern_server, &[]);
     let from_tern = responses(&mut tern, "agent_settled");
 
     let mut diffs = Vec::new();

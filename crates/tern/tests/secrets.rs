@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use common::{command, run, stderr, stdout};
+use common::{command, dirs, run, stderr, stdout};
 
 const KEY: &str = "sk-redirect-test-5f1e2d3c4b5a69788796a5b4";
 
@@ -60,7 +60,7 @@ fn redirected(provider: &str, model: &str, key_from_env: Option<&str>) {
             "HTTP/1.1 307 Temporary Redirect\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )
     });
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let session = home.path().join("s.jsonl");
     let mut c = command(home.path(), cwd.path());
     c.args(["-p", "--provider", provider, "--model", model])

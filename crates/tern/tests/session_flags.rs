@@ -3,33 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{command, run, stderr, Reply, Server};
+use common::{command, dirs, json_lines, run, session_files, stderr, Reply, Server};
 use serde_json::Value;
-
-fn session_files(home: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for d in std::fs::read_dir(home.join("sessions"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-            out.push(f.path());
-        }
-    }
-    out.sort();
-    out
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line ({e}): {l}")))
-        .collect()
-}
 
 fn of_type<'a>(entries: &'a [Value], kind: &str) -> Vec<&'a Value> {
     entries.iter().filter(|e| e["type"] == kind).collect()
@@ -45,14 +22,8 @@ fn print_run(home: &Path, cwd: &Path, server: &Server, flags: &[&str]) -> std::p
 
 #[test]
 fn session_id_name_prefix_lookup_and_unknown_ids() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::text("one"),
-        Reply::text("two"),
-        Reply::text("three"),
-        Reply::text("four"),
-    ]);
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["one", "two", "three", "four"]);
     let o = print_run(
         home.path(),
         cwd.path(),
@@ -80,7 +51,7 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
         files[0].to_string_lossy().ends_with("_review-1.jsonl"),
         "{files:?}"
     );
-    let entries = lines(&files[0]);
+    let entries = json_lines(&files[0]);
     assert_eq!(entries[0]["id"], "review-1");
     // pi's order: the model and thinking level of a new session ahead of its messages.
     let kinds: Vec<&str> = entries[1..4]
@@ -116,7 +87,7 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
     let body = server.requests()[2].to_string();
     assert!(body.contains("first") && body.contains("second") && body.contains("third"));
     // Same model, same level: nothing new recorded.
-    let entries = lines(&files[0]);
+    let entries = json_lines(&files[0]);
     assert_eq!(of_type(&entries, "model_change").len(), 1);
     assert_eq!(of_type(&entries, "thinking_level_change").len(), 1);
 
@@ -180,10 +151,9 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
 
 #[test]
 fn a_fork_copies_the_session_and_leaves_it_unchanged() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let other = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::text("one"), Reply::text("two")]);
+    let server = Server::answering(&["one", "two"]);
     let o = print_run(
         home.path(),
         cwd.path(),
@@ -207,7 +177,7 @@ fn a_fork_copies_the_session_and_leaves_it_unchanged() {
         .iter()
         .find(|f| f.to_string_lossy().ends_with("_forked.jsonl"))
         .unwrap_or_else(|| panic!("{files:?}"));
-    let entries = lines(fork);
+    let entries = json_lines(fork);
     assert_eq!(entries[0]["id"], "forked");
     assert_eq!(entries[0]["cwd"], other.path().to_string_lossy().as_ref());
     assert_eq!(
@@ -215,7 +185,7 @@ fn a_fork_copies_the_session_and_leaves_it_unchanged() {
         source.canonicalize().unwrap().to_string_lossy().as_ref()
     );
     // The fork holds the source's entries, then the new run.
-    let source_entries = lines(&source);
+    let source_entries = json_lines(&source);
     assert_eq!(entries[1..source_entries.len()], source_entries[1..]);
     let body = server.requests()[1].to_string();
     assert!(body.contains("first") && body.contains("one") && body.contains("second"));
@@ -223,8 +193,7 @@ fn a_fork_copies_the_session_and_leaves_it_unchanged() {
 
 #[test]
 fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let server = Server::start(
         ["one", "two", "three", "four", "five", "six"]
             .into_iter()
@@ -248,7 +217,7 @@ fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() 
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(server.requests()[1]["model"], "my-local");
-    let entries = lines(&file);
+    let entries = json_lines(&file);
     assert_eq!(of_type(&entries, "model_change").len(), 1);
     let o = print_run(
         home.path(),
@@ -258,7 +227,7 @@ fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() 
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(server.requests()[2]["model"], "other");
-    let entries = lines(&file);
+    let entries = json_lines(&file);
     let models = of_type(&entries, "model_change");
     assert_eq!(models.len(), 2);
     assert_eq!(models[1]["modelId"], "other");
@@ -284,7 +253,7 @@ fn the_model_and_thinking_level_are_restored_on_resume_and_recorded_on_change() 
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let levels = |f: &Path| -> Vec<String> {
-        of_type(&lines(f), "thinking_level_change")
+        of_type(&json_lines(f), "thinking_level_change")
             .iter()
             .map(|e| e["thinkingLevel"].as_str().unwrap_or_default().to_string())
             .collect()

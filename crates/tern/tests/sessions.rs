@@ -2,22 +2,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
-use common::{command, messages, run, stderr, stdout, Reply, Rpc, Server};
+use common::{
+    command, dirs, json_lines, messages, run, session_files, stderr, stdout, Reply, Rpc, Server,
+};
 use serde_json::{json, Value};
-
-fn session_files(home: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let root = home.join("sessions");
-    for d in std::fs::read_dir(&root).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-            out.push(f.path());
-        }
-    }
-    out.sort();
-    out
-}
 
 /// Entries other than the durable runs' step records (`custom` entries of type `tern.step`,
 /// which pi keeps out of the conversation).
@@ -26,14 +14,6 @@ fn without_steps(entries: &[Value]) -> Vec<Value> {
         .iter()
         .filter(|e| !(e["type"] == "custom" && e["customType"] == "tern.step"))
         .cloned()
-        .collect()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line ({e}): {l}")))
         .collect()
 }
 
@@ -54,9 +34,7 @@ fn resumed_session_gives_the_model_the_same_transcript() {
     // One process, two prompts.
     let home_a = tempfile::tempdir().unwrap();
     let server_a = Server::start(script());
-    let mut c = command(home_a.path(), cwd.path());
-    c.args(["--mode", "rpc", "--base-url", &server_a.url]);
-    let mut rpc = Rpc::spawn(c);
+    let mut rpc = Rpc::start(home_a.path(), cwd.path(), &server_a, &[]);
     rpc.call(
         "1",
         json!({"type": "prompt", "message": "what is in a.txt?"}),
@@ -99,7 +77,7 @@ fn resumed_session_gives_the_model_the_same_transcript() {
 
     // The file: a pi header, then message entries (and the runs' step records) chained by
     // parentId.
-    let entries = lines(&files[0]);
+    let entries = json_lines(&files[0]);
     assert_eq!(entries[0]["type"], "session");
     assert_eq!(entries[0]["version"], 3);
     assert_eq!(entries[0]["cwd"], cwd.path().to_string_lossy().as_ref());
@@ -136,13 +114,8 @@ fn resumed_session_gives_the_model_the_same_transcript() {
 
 #[test]
 fn resume_by_id_and_no_session() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::text("one"),
-        Reply::text("two"),
-        Reply::text("three"),
-    ]);
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["one", "two", "three"]);
     let mut c = command(home.path(), cwd.path());
     c.args(["--base-url", &server.url, "--no-session", "-p", "ephemeral"]);
     assert_eq!(run(c).status.code(), Some(0));
@@ -152,7 +125,7 @@ fn resume_by_id_and_no_session() {
     c.args(["--base-url", &server.url, "-p", "first"]);
     assert_eq!(run(c).status.code(), Some(0));
     let file = session_files(home.path()).remove(0);
-    let id = lines(&file)[0]["id"].as_str().unwrap().to_string();
+    let id = json_lines(&file)[0]["id"].as_str().unwrap().to_string();
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",
@@ -175,13 +148,8 @@ fn resume_by_id_and_no_session() {
 
 #[test]
 fn a_torn_last_line_is_skipped_with_a_warning() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::text("first answer"),
-        Reply::text("second answer"),
-        Reply::text("third answer"),
-    ]);
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["first answer", "second answer", "third answer"]);
     let mut c = command(home.path(), cwd.path());
     c.args(["--base-url", &server.url, "-p", "first question"]);
     assert_eq!(run(c).status.code(), Some(0));
@@ -195,7 +163,7 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     ]);
     assert_eq!(run(c).status.code(), Some(0));
     let file = session_files(home.path()).remove(0);
-    let complete = without_steps(&lines(&file)).len();
+    let complete = without_steps(&json_lines(&file)).len();
 
     // A crash mid-write: the last message entry (the second answer) is cut in the middle;
     // the step records that follow it were never written.
@@ -226,7 +194,7 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     }
     assert!(!body.contains("second answer"));
     // The file is whole again: the torn tail was cut before the new entries.
-    let after = without_steps(&lines(&file));
+    let after = without_steps(&json_lines(&file));
     assert_eq!(after.len(), complete - 1 + 2);
     assert_eq!(
         after.last().unwrap()["message"]["content"][0]["text"],
@@ -236,8 +204,7 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
 
 #[test]
 fn a_pi_session_file_is_read_and_continued() {
-    let home = tempfile::tempdir().unwrap();
-    let cwd = tempfile::tempdir().unwrap();
+    let (home, cwd) = dirs();
     let file = cwd.path().join("pi-session.jsonl");
     let pi = [
         json!({"type":"session","version":3,"id":"3f2a9c1e-0000-4000-8000-000000000001","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/project"}),
@@ -267,7 +234,7 @@ fn a_pi_session_file_is_read_and_continued() {
     // New entries attach to pi's leaf: the model and thinking level (pi's file recorded
     // none), tern's tools declared in a system message (pi's file declared none), then the
     // prompt and the answer.
-    let entries = lines(&file);
+    let entries = json_lines(&file);
     assert_eq!(entries[6]["parentId"], "d4e5f6a7");
     assert_eq!(entries[6]["type"], "model_change");
     assert_eq!(entries[7]["type"], "thinking_level_change");

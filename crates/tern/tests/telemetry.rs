@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{command, run, stderr, Reply, Server};
+use common::{command, dirs, run, stderr, Reply, Server};
 
 /// Accepts OTLP/HTTP posts; sends (path, body) for each.
 fn receiver() -> (u16, mpsc::Receiver<(String, Vec<u8>)>) {
@@ -54,7 +54,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
-    let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (home, cwd) = dirs();
     let (port, exports) = receiver();
     let server = Server::start(vec![Reply::text("hello")]);
     let mut c = command(home.path(), cwd.path());

@@ -11,8 +11,9 @@ mod common;
 #[path = "../../tern-temporal/tests/support/dev_server.rs"]
 mod dev_server;
 
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 
+use common::killed::{spawn, wait_for_pid, BASH};
 use common::{command, run, stderr, stdout, Reply, Server};
 use serde_json::{json, Value};
 
@@ -26,6 +27,21 @@ impl Drop for Worker {
     }
 }
 
+/// The shared home, the worker's folder and the client's folder.
+fn folders() -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
+    (
+        tempfile::tempdir().expect("home"),
+        tempfile::tempdir().expect("worker dir"),
+        tempfile::tempdir().expect("client dir"),
+    )
+}
+
+/// Points a worker or a client at the task queue `queue` of `temporal`, and at `model`.
+fn connect(c: &mut Command, temporal: &dev_server::DevServer, queue: &str, model: &Server) {
+    c.args(["--temporal", &temporal.address, "--task-queue", queue])
+        .args(["--base-url", &model.url, "--model", "local"]);
+}
+
 #[test]
 fn a_worker_serves_prompts_sent_with_temporal() {
     let temporal = dev_server::DevServer::start();
@@ -34,24 +50,14 @@ fn a_worker_serves_prompts_sent_with_temporal() {
         Reply::text("The code is TANGO-42."),
         Reply::text("It was in notes.txt."),
     ]);
-    let (home, worker_dir, client_dir) = (
-        tempfile::tempdir().expect("home"),
-        tempfile::tempdir().expect("worker dir"),
-        tempfile::tempdir().expect("client dir"),
-    );
+    let (home, worker_dir, client_dir) = folders();
     std::fs::write(worker_dir.path().join("notes.txt"), "code: TANGO-42\n").expect("notes");
-    let flags = |c: &mut std::process::Command| {
-        c.args(["--temporal", &temporal.address, "--task-queue", "cli-test"])
-            .args(["--base-url", &model.url, "--model", "local"]);
-    };
+    let flags = |c: &mut Command| connect(c, &temporal, "cli-test", &model);
 
     let mut w = command(home.path(), worker_dir.path());
     w.arg("worker");
     flags(&mut w);
-    w.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _worker = Worker(w.spawn().expect("spawn the worker"));
+    let _worker = Worker(spawn(w));
 
     let mut c = command(home.path(), client_dir.path());
     flags(&mut c);
@@ -121,11 +127,7 @@ fn parent_of(pid: &str) -> Option<u32> {
 #[test]
 fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     let temporal = dev_server::DevServer::start();
-    let (home, worker_dir, client_dir) = (
-        tempfile::tempdir().expect("home"),
-        tempfile::tempdir().expect("worker dir"),
-        tempfile::tempdir().expect("client dir"),
-    );
+    let (home, worker_dir, client_dir) = folders();
     let pid_file = worker_dir.path().join("bash.pid");
     let runs = worker_dir.path().join("runs.txt");
     let model = Server::start(vec![
@@ -140,26 +142,13 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
         ),
         Reply::text("The command's outcome is unknown."),
     ]);
-    let flags = |c: &mut std::process::Command| {
-        c.args(["--temporal", &temporal.address, "--task-queue", "failover"])
-            .args(["--base-url", &model.url, "--model", "local"]);
-    };
+    let flags = |c: &mut Command| connect(c, &temporal, "failover", &model);
     let spawn_worker = || {
         let mut w = command(home.path(), worker_dir.path());
         w.arg("worker");
         flags(&mut w);
-        w.args([
-            "--tools",
-            "bash",
-            "--allow",
-            "bash",
-            "--sandbox",
-            "full-access",
-        ]);
-        w.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        Worker(w.spawn().expect("spawn a worker"))
+        w.args(BASH);
+        Worker(spawn(w))
     };
     let mut workers = vec![spawn_worker(), spawn_worker()];
 
@@ -173,15 +162,7 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     let client = c.spawn().expect("spawn the client");
 
     // Once the tool runs, SIGKILL the worker running it (the shell's parent's parent).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let shell = loop {
-        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
-        if !pid.trim().is_empty() {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "the tool never ran");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let shell = wait_for_pid(&pid_file, std::time::Duration::from_secs(60));
     let mut running = None;
     let mut p = parent_of(&shell);
     while let Some(pid) = p.filter(|p| *p > 1) {
@@ -195,9 +176,7 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     let mut dead = workers.remove(i);
     dead.0.kill().expect("SIGKILL the worker");
     let _ = dead.0.wait();
-    let _ = std::process::Command::new("kill")
-        .args(["-9", shell.trim()])
-        .status();
+    let _ = Command::new("kill").args(["-9", shell.trim()]).status();
 
     let o = common::wait_output(client, std::time::Duration::from_secs(90));
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));

@@ -6,15 +6,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{command, run, stderr, stdout, Reply, Server};
+use common::{command, dirs, run, stderr, stdout, Reply, Server};
 use serde_json::Value;
-
-fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
-    (
-        tempfile::tempdir().expect("home"),
-        tempfile::tempdir().expect("cwd"),
-    )
-}
 
 /// The tool names a request declares.
 fn declared(body: &Value) -> Vec<String> {
@@ -376,17 +369,12 @@ fn prompt_templates_expand_slash_commands_in_print_and_rpc_modes() {
     );
 
     let server = Server::start(vec![Reply::text("ok")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--mode",
-        "rpc",
-        "--no-session",
-        "--tools",
-        "read",
-        "--base-url",
-        &server.url,
-    ]);
-    let mut rpc = common::Rpc::spawn(c);
+    let mut rpc = common::Rpc::start(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--no-session", "--tools", "read"],
+    );
     let r = rpc.call(
         "p1",
         serde_json::json!({"type": "prompt", "message": "/review speed"}),
@@ -411,7 +399,7 @@ fn a_skill_command_sends_the_skills_body_then_the_request() {
         "---\nname: pdf-tools\ndescription: Extract text from PDFs.\n---\n\n# PDF tools\nRun scripts/x.sh.\n",
     )
     .unwrap();
-    let server = Server::start(vec![Reply::text("ok"), Reply::text("ok")]);
+    let server = Server::answering(&["ok", "ok"]);
     for (prompt, want) in [
         (
             "/skill:pdf-tools extract report.pdf",

@@ -2,12 +2,12 @@
 //! is journaled, and the flags that let bash run unasked.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::Reply;
+use super::{command, run, Reply, Server};
 
 /// A bash call that writes its shell's pid to `pid` and sleeps (long enough to be killed).
 pub fn slow_bash(id: &str, pid: &Path) -> Reply {
@@ -42,6 +42,19 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     }
 }
 
+/// Waits (`limit` at most) until the file `path` holds a pid, and returns it.
+pub fn wait_for_pid(path: &Path, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let pid = read(path);
+        if !pid.trim().is_empty() {
+            return pid.trim().to_string();
+        }
+        assert!(Instant::now() < deadline, "the tool never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Kills tern with SIGKILL once the bash call's intent is journaled and the tool runs, then
 /// the orphaned sleep.
 pub fn kill_mid_tool(mut child: Child, session: &Path, pid: &Path) {
@@ -56,6 +69,38 @@ pub fn kill_mid_tool(mut child: Child, session: &Path, pid: &Path) {
         .status();
 }
 
+/// Starts a print run of `prompt` with `flags` in `session` whose model calls the slow bash,
+/// and kills it mid-tool; returns the server (one request made).
+pub fn killed_run(home: &Path, cwd: &Path, session: &Path, flags: &[&str], prompt: &str) -> Server {
+    let pid = cwd.join("pid");
+    let _ = std::fs::remove_file(&pid);
+    let server = Server::start(vec![slow_bash("call_1", &pid)]);
+    let mut c = command(home, cwd);
+    c.args(["--base-url", &server.url])
+        .args(BASH)
+        .args(flags)
+        .arg("--session")
+        .arg(session)
+        .args(["-p", prompt]);
+    kill_mid_tool(spawn(c), session, &pid);
+    assert_eq!(server.requests().len(), 1);
+    server
+}
+
+/// `--recover` of `session` with `flags`, against `server`: without `--tools`, it runs the
+/// tools the session declared.
+pub fn recover(home: &Path, cwd: &Path, session: &Path, server: &Server, flags: &[&str]) -> Output {
+    let mut c = command(home, cwd);
+    c.args(["--base-url", &server.url])
+        .args(&BASH[2..])
+        .args(flags)
+        .arg("--session")
+        .arg(session)
+        .arg("--recover");
+    run(c)
+}
+
+/// Spawns the command with no stdin and its output dropped.
 pub fn spawn(mut c: Command) -> Child {
     c.stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod killed;
+pub mod tmux;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -86,6 +87,11 @@ impl Server {
             url: format!("http://127.0.0.1:{port}/v1"),
             requests,
         }
+    }
+
+    /// Starts a server answering each request with the next of `answers` (streamed text).
+    pub fn answering(answers: &[&str]) -> Server {
+        Server::start(answers.iter().map(|a| Reply::text(a)).collect())
     }
 
     /// The request bodies received so far.
@@ -210,6 +216,49 @@ fn serve(
     Ok(())
 }
 
+/// A temporary home folder (sessions, config) and a temporary working folder.
+pub fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    (
+        tempfile::tempdir().expect("home"),
+        tempfile::tempdir().expect("cwd"),
+    )
+}
+
+/// The JSON values of `text`, one a line; a line that is not JSON fails the test.
+pub fn parse_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The entries of a JSON-lines file (a session file).
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    parse_lines(&text)
+}
+
+/// The session files under `home` (one folder for each working directory), sorted.
+pub fn session_files(home: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(home.join("sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            out.push(f.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Whether a Chat Completions request declares any tool.
+pub fn has_tools(request: &Value) -> bool {
+    request["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
 /// The tern binary.
 pub fn tern() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tern"))
@@ -330,6 +379,14 @@ impl Rpc {
             rx,
             seen: Vec::new(),
         }
+    }
+
+    /// Spawns `tern --mode rpc` against `server` with `flags`, in `home` and `cwd`.
+    pub fn start(home: &Path, cwd: &Path, server: &Server, flags: &[&str]) -> Rpc {
+        let mut c = command(home, cwd);
+        c.args(["--mode", "rpc", "--base-url", &server.url])
+            .args(flags);
+        Rpc::spawn(c)
     }
 
     /// Writes one command.
