@@ -5,7 +5,9 @@
 mod common;
 
 use common::killed::{killed_run, read, recover};
-use common::{command, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server};
+use common::{
+    assert_contains, command, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server,
+};
 use serde_json::{json, Value};
 
 #[test]
@@ -35,11 +37,7 @@ fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
     let o = recover(home.path(), home.path(), &session, &server, &config_flag);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "Wrapped up after the kill.");
-    assert!(
-        stderr(&o).contains("turn limit reached (2 turns, --max-turns)"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "turn limit reached (2 turns, --max-turns)");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     assert!(!has_tools(&reqs[0]), "the wrap-up has no tools");
@@ -55,11 +53,7 @@ fn a_recovery_runs_under_the_recorded_limits_unless_a_flag_replaces_one() {
         &["--max-turns", "5"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--max-turns 5 replaces the recorded 2"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "--max-turns 5 replaces the recorded 2");
     assert!(has_tools(&server.requests()[0]));
 }
 
@@ -107,10 +101,9 @@ fn session_limits_wrap_up_the_run_that_reaches_them_and_refuse_the_next() {
     };
     let o = prompt(&["--session-max-turns", "2"], "list, then more");
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("session turn limit reached (2 turns, --session-max-turns)"),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "session turn limit reached (2 turns, --session-max-turns)",
     );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2);

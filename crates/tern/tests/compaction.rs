@@ -7,7 +7,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{command, json_lines, messages, parse_lines, run, stderr, stdout, Reply, Rpc, Server};
+use common::{
+    assert_contains, command, json_lines, messages, parse_lines, run, stderr, stdout, Reply, Rpc,
+    Server,
+};
 use serde_json::{json, Value};
 
 /// pi's wrapper of a compaction summary in the user message it sends.
@@ -103,11 +106,7 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
         "second question",
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("tern: compacted the conversation (threshold)"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "tern: compacted the conversation (threshold)");
     let requests = server.wait_requests(3);
     let summary_request = &requests[2];
     let system = messages(summary_request)[0].clone();
@@ -359,11 +358,7 @@ fn an_overflow_compacts_and_retries_once() {
     let (_home, session, server, o) = overflow_after_one_exchange(Reply::text("recovered answer"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "recovered answer");
-    assert!(
-        stderr(&o).contains("compacted the conversation (overflow)"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
     let requests = server.wait_requests(4);
     assert_eq!(requests.len(), 4);
     // The retry holds the summary and the prompt that overflowed, not the failed answer.
@@ -395,13 +390,10 @@ fn an_overflow_compacts_and_retries_once() {
 fn a_second_overflow_fails_with_pis_message() {
     let (_home, _session, server, o) = overflow_after_one_exchange(overflow());
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(
-            "Context overflow recovery failed after one compact-and-retry attempt. Try \
-             reducing context or switching to a larger-context model."
-        ),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "Context overflow recovery failed after one compact-and-retry attempt. Try \
+             reducing context or switching to a larger-context model.",
     );
     // One compaction, one retry, nothing more.
     assert_eq!(server.requests().len(), 4);

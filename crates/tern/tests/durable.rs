@@ -11,7 +11,9 @@ use common::killed::{
     kill_mid_tool, killed_run, read, recover, slow_bash, spawn, wait_until, BASH,
 };
 use common::tmux::{self, Pane};
-use common::{command, dirs, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server};
+use common::{
+    assert_contains, command, dirs, has_tools, run, stderr, stdout, text_of, Reply, Rpc, Server,
+};
 use serde_json::{json, Value};
 
 /// `--recover` of `session` against a model answering `answer`: the run ends (exit 0) with
@@ -47,10 +49,9 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
     };
     let o = replay();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("was interrupted before it ended and is not replayed"),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "was interrupted before it ended and is not replayed",
     );
 
     let reqs = recovered(
@@ -159,7 +160,7 @@ fn a_journal_of_another_transcript_or_format_is_refused_with_exit_2() {
     std::fs::write(&session, v9).unwrap();
     let o = recover(home.path(), cwd.path(), &session, &server, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("format version 9"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "format version 9");
     assert!(server.requests().is_empty());
 }
 
@@ -335,11 +336,7 @@ fn replay_of_a_recorded_session_is_identical_until_it_is_edited() {
     std::fs::write(&file, edited).unwrap();
     let o = replay(&file);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("model request 1: the system prompt differs"),
-        "{}",
-        stdout(&o)
-    );
+    assert_contains(&stdout(&o), "model request 1: the system prompt differs");
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{command, dirs, run, stderr, stdout};
+use common::{assert_contains, command, dirs, run, stderr, stdout};
 use serde_json::json;
 
 /// The marker the injected markup would set if it ran.
@@ -72,7 +72,7 @@ fn an_exported_session_renders_in_chromium_with_its_parts_and_no_injected_script
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let page = cwd.path().join("page.html");
-    assert!(stdout(&o).contains("page.html"), "{}", stdout(&o));
+    assert_contains(&stdout(&o), "page.html");
 
     let browser = chromium();
     let profile = tempfile::tempdir().unwrap();
@@ -156,9 +156,5 @@ fn export_errors_say_what_is_wrong() {
     c.args(["--export", "missing.jsonl"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("Error: File not found: "),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "Error: File not found: ");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{command, dirs, messages, run, stderr, Reply, Server};
+use common::{assert_contains, command, dirs, messages, run, stderr, Reply, Server};
 
 #[test]
 fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
@@ -23,11 +23,7 @@ fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("takes no images; 1 attached image(s) not sent"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "takes no images; 1 attached image(s) not sent");
     let reqs = server.requests();
     let user = messages(&reqs[0])
         .into_iter()
@@ -56,5 +52,5 @@ fn a_missing_file_is_named() {
     c.args(["--base-url", "http://127.0.0.1:9/v1", "-p", "@gone.txt"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("File not found: "), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "File not found: ");
 }

@@ -43,16 +43,27 @@ wait_for() {
   exit 1
 }
 
-tmux new-session -d -s "$S" -x 110 -y 36 \
-  "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
-   '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash; \
-   echo \"TERN-EXIT=\$?\"; sleep 30"
+# start_tern [FLAG]: tern against the scripted server in a new pane; the pane then shows
+# tern's exit code and stays a while.
+start_tern() {
+  tmux new-session -d -s "$S" -x 110 -y 36 \
+    "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
+     '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash ${1:-}; \
+     echo \"TERN-EXIT=\$?\"; sleep 30"
+}
 
+# allow_bash PROMPT COMMAND ASKED RUNNING: sends PROMPT, answers the permission question for
+# bash with "y", and waits until COMMAND runs (ASKED and RUNNING name the captures).
+allow_bash() {
+  tmux send-keys -t "$S" "$1" Enter
+  wait_for "Allow bash" "$3"
+  tmux send-keys -t "$S" y
+  wait_for "$2" "$4"
+}
+
+start_tern
 wait_for "ready" "started"
-tmux send-keys -t "$S" "run the slow thing" Enter
-wait_for "Allow bash" "permission-question"
-tmux send-keys -t "$S" y
-wait_for "sleep 3" "tool-running"
+allow_bash "run the slow thing" "sleep 3" "permission-question" "tool-running"
 tmux send-keys -t "$S" "also mention banana" Enter
 wait_for "queued steer: also mention banana" "steer-queued"
 tmux send-keys -t "$S" "then summarize" M-Enter
@@ -92,15 +103,9 @@ echo "$out" | grep -q "nothing to recover" || { echo "the resume command found n
 # SIGTERM while a tool runs: the run is aborted, the command's processes die, the session is
 # kept, tern exits with the abort code.
 tmux kill-session -t "$S"
-tmux new-session -d -s "$S" -x 110 -y 36 \
-  "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
-   '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash -c; \
-   echo \"TERN-EXIT=\$?\"; sleep 30"
+start_tern -c
 wait_for "resumed:" "resumed"
-tmux send-keys -t "$S" "run the long thing" Enter
-wait_for "Allow bash" "permission-question-2"
-tmux send-keys -t "$S" y
-wait_for "sleep 30" "long-tool-running"
+allow_bash "run the long thing" "sleep 30" "permission-question-2" "long-tool-running"
 sleep 0.5
 shell="$(tmux display -p -t "$S" '#{pane_pid}')"
 tern_pid="$(pgrep -P "$shell" | head -1)"

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{command, dirs, run, stderr, stdout, text_of, Reply, Server};
+use common::{assert_contains, command, dirs, run, stderr, stdout, text_of, Reply, Server};
 use serde_json::json;
 
 /// server-everything's entry point, installed by `.ci/run` (a missing install fails with
@@ -103,11 +103,7 @@ fn mcp_config_adds_a_file_and_no_mcp_turns_every_server_off() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("--mcp-config missing.json: no such file"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "--mcp-config missing.json: no such file");
 }
 
 #[test]

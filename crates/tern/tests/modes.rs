@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{command, dirs, parse_lines, run, stderr, stdout, text_of, Reply, Server};
+use common::{
+    assert_contains, command, dirs, parse_lines, run, stderr, stdout, text_of, Reply, Server,
+};
 use serde_json::json;
 
 #[test]
@@ -40,11 +42,7 @@ fn provider_error_exits_1_with_the_reason_on_stderr() {
     c.args(["--base-url", &server.url, "-p", "hi"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("model overloaded by test"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "model overloaded by test");
     assert!(stdout(&o).is_empty());
 }
 
@@ -216,11 +214,7 @@ fn max_turns_ends_the_run_with_code_3() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("not confirmed complete"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "not confirmed complete");
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -234,7 +228,7 @@ fn timeout_aborts_with_code_3() {
     let o = run(c);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(start.elapsed().as_secs() < 15);
-    assert!(stderr(&o).contains("timeout"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "timeout");
 }
 
 #[test]
@@ -283,7 +277,7 @@ fn the_config_file_supplies_defaults() {
     c.args(["-p", "hi"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("config file"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "config file");
 }
 
 #[test]

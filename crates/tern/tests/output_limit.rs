@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{command, dirs, run, stderr, stdout, Reply, Server};
+use common::{assert_contains, command, dirs, run, stderr, stdout, Reply, Server};
 
 #[test]
 fn a_reply_cut_at_the_output_limit_fails_print_mode_with_pis_message() {
@@ -22,10 +22,9 @@ fn a_reply_cut_at_the_output_limit_fails_print_mode_with_pis_message() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     // pi prints the text it got, then the error.
     assert_eq!(stdout(&o).trim(), "The answer begins");
-    assert!(
-        stderr(&o).contains("Response was truncated: the model reached its output token limit."),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "Response was truncated: the model reached its output token limit.",
     );
     // pi's default output limit of a custom model.
     assert_eq!(server.requests()[0]["max_tokens"], 16384);
@@ -44,11 +43,7 @@ fn a_reply_cut_at_the_output_limit_fails_print_mode_with_pis_message() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains(r#""stopReason":"length""#),
-        "{}",
-        stdout(&o)
-    );
+    assert_contains(&stdout(&o), r#""stopReason":"length""#);
 }
 
 #[test]
@@ -93,9 +88,5 @@ fn the_output_limit_and_context_window_come_from_flags_or_the_config() {
     ]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("larger than the context window"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "larger than the context window");
 }

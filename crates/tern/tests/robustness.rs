@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::killed::{wait_for_pid, BASH};
 use common::{
-    command, dirs, json_lines, run, stderr, stdout, text_of, wait_output, Reply, Rpc, Server,
+    assert_contains, command, dirs, json_lines, run, stderr, stdout, text_of, wait_output, Reply,
+    Rpc, Server,
 };
 use serde_json::{json, Value};
 
@@ -117,7 +118,7 @@ fn a_key_echoed_by_the_provider_is_written_nowhere() {
         "{}",
         stdout(&o)
     );
-    assert!(stdout(&o).contains("bad key [redacted]"), "{}", stdout(&o));
+    assert_contains(&stdout(&o), "bad key [redacted]");
 }
 
 #[test]
@@ -179,7 +180,7 @@ fn a_silent_server_times_out_in_the_cli_words_and_the_answer_is_marked_partial()
         "hi",
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--idle-timeout"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "--idle-timeout");
 }
 
 #[test]
@@ -198,7 +199,7 @@ fn escape_sequences_reach_the_terminal_only_in_json_modes() {
         &["--no-session", "--mode", "json"],
         "hi",
     );
-    assert!(stdout(&o).contains("\\u001b[2J"), "{}", stdout(&o));
+    assert_contains(&stdout(&o), "\\u001b[2J");
 
     // A tool name and a provider's error body are outside text too (stderr shows the tool
     // line only on a terminal).
@@ -214,7 +215,7 @@ fn escape_sequences_reach_the_terminal_only_in_json_modes() {
         "hi",
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("request failed"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "request failed");
     assert!(!stderr(&o).contains('\x1b'), "{:?}", stderr(&o));
 }
 
@@ -399,5 +400,5 @@ fn add_dir_opens_one_named_folder_outside_and_nothing_else() {
         .args(["--add-dir", "no-such-folder", "go"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no-such-folder"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "no-such-folder");
 }

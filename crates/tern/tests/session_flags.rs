@@ -5,7 +5,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{command, dirs, json_lines, run, session_files, stderr, Reply, Server};
+use common::{
+    assert_contains, command, dirs, json_lines, run, session_files, stderr, Reply, Server,
+};
 use serde_json::Value;
 
 fn of_type<'a>(entries: &'a [Value], kind: &str) -> Vec<&'a Value> {
@@ -38,12 +40,9 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(
-            "no project session found with id 'review-1'; creating a new session with that id"
-        ),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "no project session found with id 'review-1'; creating a new session with that id",
     );
     let files = session_files(home.path());
     assert_eq!(files.len(), 1);
@@ -99,11 +98,7 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
         &["--session", "nosuch", "-p", "x"],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no session found matching 'nosuch'"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "no session found matching 'nosuch'");
     assert!(!cwd.path().join("nosuch").exists());
     assert_eq!(session_files(home.path()).len(), 1);
     assert_eq!(server.requests().len(), 3);
@@ -123,11 +118,7 @@ fn session_id_name_prefix_lookup_and_unknown_ids() {
         &["--session", "review", "-p", "x"],
     );
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("2 sessions match id review"),
-        "{}",
-        stderr(&o)
-    );
+    assert_contains(&stderr(&o), "2 sessions match id review");
     // A bad id and flags pi refuses together.
     for (flags, message) in [
         (

@@ -3,7 +3,8 @@
 mod common;
 
 use common::{
-    command, dirs, json_lines, messages, run, session_files, stderr, stdout, Reply, Rpc, Server,
+    assert_contains, command, dirs, json_lines, messages, run, session_files, stderr, stdout,
+    Reply, Rpc, Server,
 };
 use serde_json::{json, Value};
 
@@ -180,7 +181,7 @@ fn a_torn_last_line_is_skipped_with_a_warning() {
     c.args(["-p", "third question"]);
     let o = run(c);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stderr(&o).contains("torn last line"), "{}", stderr(&o));
+    assert_contains(&stderr(&o), "torn last line");
 
     // Every complete entry reached the model; the torn one did not.
     let body = server.requests()[2].to_string();

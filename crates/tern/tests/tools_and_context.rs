@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{command, dirs, run, stderr, stdout, Reply, Server};
+use common::{assert_contains, command, dirs, run, stderr, stdout, Reply, Server};
 use serde_json::Value;
 
 /// The tool names a request declares.
@@ -113,10 +113,9 @@ fn tools_edits_exclusions_and_no_tools_follow_pi() {
     }
     // Only mutating tools the run has are named.
     let (o, _) = one_run(home.path(), cwd.path(), &["--tools", "read,edit"]);
-    assert!(
-        stderr(&o).contains("tern: note: edit is enabled and run without asking"),
-        "{}",
-        stderr(&o)
+    assert_contains(
+        &stderr(&o),
+        "tern: note: edit is enabled and run without asking",
     );
     let (o, _) = one_run(home.path(), cwd.path(), &["--tools", "read,grep"]);
     assert!(!stderr(&o).contains("tern: note:"), "{}", stderr(&o));
