@@ -83,6 +83,13 @@ fn all_dead(pids: &[i32]) -> Result<(), String> {
     }
 }
 
+/// A temporary folder, a full-access bash tool working in it, and a runtime to run it on.
+fn bash_in_temp_dir() -> Result<(tempfile::TempDir, AgentTool, Runtime), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tool = bash_tool(&config(dir.path()));
+    Ok((dir, tool, runtime()))
+}
+
 /// Runs `command` with a 1 s timeout: `Err` unless the call ends with that timeout.
 fn run_into_timeout(rt: &Runtime, tool: &AgentTool, command: &str) -> Result<(), String> {
     let input = input(
@@ -100,11 +107,8 @@ fn run_into_timeout(rt: &Runtime, tool: &AgentTool, command: &str) -> Result<(),
 }
 
 fn abort_kills_background_and_setsid_children() -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let config = config(dir.path());
-    let tool = bash_tool(&config);
+    let (dir, tool, rt) = bash_in_temp_dir()?;
     let token = CancellationToken::new();
-    let rt = runtime();
     let run = rt.spawn({
         let token = token.clone();
         let input = input(json!({ "command": SPAWNS }), token);
@@ -126,10 +130,7 @@ fn abort_kills_background_and_setsid_children() -> Result<(), String> {
 }
 
 fn timeout_kills_background_and_setsid_children() -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let config = config(dir.path());
-    let tool = bash_tool(&config);
-    let rt = runtime();
+    let (dir, tool, rt) = bash_in_temp_dir()?;
     run_into_timeout(&rt, &tool, SPAWNS)?;
     let pids = wait_for_pids(dir.path(), &["bg.pid", "ss.pid", "sh.pid"])?;
     all_dead(&pids)
@@ -164,10 +165,7 @@ fn a_confined_command_cannot_kill_its_guard() -> Result<(), String> {
 }
 
 fn a_normal_end_lists_what_is_left_running() -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let config = config(dir.path());
-    let tool = bash_tool(&config);
-    let rt = runtime();
+    let (dir, tool, rt) = bash_in_temp_dir()?;
     let input = input(
         json!({ "command": "setsid sleep 300 & echo $! > ss.pid; echo done" }),
         CancellationToken::new(),
