@@ -93,6 +93,18 @@ impl Notices {
         self.details.insert(key.into(), detail);
     }
 
+    /// The count-limit notice, when the limit `limit` cut the listing (`reached`): "LIMIT
+    /// WHAT limit reached. Use limit=2×LIMIT for more" and `hint`, with the detail `key`.
+    pub(crate) fn limit(&mut self, reached: bool, limit: usize, what: &str, hint: &str, key: &str) {
+        if reached {
+            let notice = format!(
+                "{limit} {what} limit reached. Use limit={} for more{hint}",
+                limit * 2
+            );
+            self.add(notice, key, json!(limit));
+        }
+    }
+
     /// The byte-cap notice, when `truncation` cut the listing.
     pub(crate) fn truncation(&mut self, truncation: &Truncation, max_bytes: usize) {
         if truncation.truncated {

@@ -3,7 +3,6 @@
 use globset::GlobBuilder;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tern_agent::{AgentTool, ToolResult};
 use tokio_util::sync::CancellationToken;
 
@@ -116,13 +115,13 @@ fn find(
     }
     let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
     let mut notices = Notices::default();
-    if limit_reached {
-        let notice = format!(
-            "{limit} results limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        notices.add(notice, "resultLimitReached", json!(limit));
-    }
+    notices.limit(
+        limit_reached,
+        limit,
+        "results",
+        ", or refine pattern",
+        "resultLimitReached",
+    );
     notices.truncation(&truncation, max_bytes);
     Ok(notices.into_result(truncation.content))
 }

@@ -239,13 +239,13 @@ fn search(
     let mut truncation = truncate_head(&state.lines.join("\n"), usize::MAX, max_bytes);
     truncation.total_lines = state.line_count;
     let mut notices = Notices::default();
-    if state.more {
-        let notice = format!(
-            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        notices.add(notice, "matchLimitReached", json!(limit));
-    }
+    notices.limit(
+        state.more,
+        limit,
+        "matches",
+        ", or refine pattern",
+        "matchLimitReached",
+    );
     notices.truncation(&truncation, max_bytes);
     if state.lines_truncated {
         let notice = format!(

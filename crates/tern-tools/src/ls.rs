@@ -5,7 +5,6 @@ use std::os::unix::ffi::OsStrExt;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 use tern_agent::{AgentTool, ToolResult};
 
 use crate::cancel::ABORTED;
@@ -120,13 +119,7 @@ fn list(
     }
     let truncation = truncate_head(&results.join("\n"), usize::MAX, max_bytes);
     let mut notices = Notices::default();
-    if limit_reached {
-        let notice = format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit * 2
-        );
-        notices.add(notice, "entryLimitReached", json!(limit));
-    }
+    notices.limit(limit_reached, limit, "entries", "", "entryLimitReached");
     notices.truncation(&truncation, max_bytes);
     Ok(notices.into_result(truncation.content))
 }
