@@ -1,5 +1,5 @@
 //! Runs killed on purpose: a bash call slow enough to be killed in, SIGKILL once its intent
-//! is journaled, and the flags that let bash run unasked.
+//! is journaled, the flags that let bash run unasked, and `--recover` of such a run.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
