@@ -282,11 +282,7 @@ fn replay_of_a_recorded_session_is_identical_until_it_is_edited() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("notes.txt"), "launch code: TANGO-42\n").unwrap();
     let session = home.path().join("s.jsonl");
-    let server = Server::start(vec![
-        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
-        Reply::text("The code is TANGO-42."),
-        Reply::text("Nothing else."),
-    ]);
+    let server = Server::reading("notes.txt", &["The code is TANGO-42.", "Nothing else."]);
     for prompt in ["What is the code?", "Anything else?"] {
         let mut c = command(home.path(), cwd.path());
         c.args(["--base-url", &server.url, "--session"])

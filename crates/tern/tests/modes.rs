@@ -11,10 +11,7 @@ use serde_json::json;
 fn print_mode_answers_after_a_tool_round_trip() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("notes.txt"), "launch code: TANGO-42\n").unwrap();
-    let server = Server::start(vec![
-        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
-        Reply::text("The code is TANGO-42."),
-    ]);
+    let server = Server::reading("notes.txt", &["The code is TANGO-42."]);
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",
@@ -134,10 +131,7 @@ fn piped_stdin_and_at_file_join_the_prompt() {
 fn json_mode_lines_follow_the_event_grammar() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("a.txt"), "alpha").unwrap();
-    let server = Server::start(vec![
-        Reply::tool("call_1", "read", json!({"path": "a.txt"})),
-        Reply::text("It says alpha."),
-    ]);
+    let server = Server::reading("a.txt", &["It says alpha."]);
     let mut c = command(home.path(), cwd.path());
     c.args([
         "--base-url",

@@ -24,17 +24,11 @@ fn without_steps(entries: &[Value]) -> Vec<Value> {
 fn resumed_session_gives_the_model_the_same_transcript() {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(cwd.path().join("a.txt"), "alpha").unwrap();
-    let script = || {
-        vec![
-            Reply::tool("call_1", "read", json!({"path": "a.txt"})),
-            Reply::text("It says alpha."),
-            Reply::text("Second answer."),
-        ]
-    };
+    let server = || Server::reading("a.txt", &["It says alpha.", "Second answer."]);
 
     // One process, two prompts.
     let home_a = tempfile::tempdir().unwrap();
-    let server_a = Server::start(script());
+    let server_a = server();
     let mut rpc = Rpc::start(home_a.path(), cwd.path(), &server_a, &[]);
     rpc.call(
         "1",
@@ -47,7 +41,7 @@ fn resumed_session_gives_the_model_the_same_transcript() {
 
     // Two processes: a print run, then --continue.
     let home_b = tempfile::tempdir().unwrap();
-    let server_b = Server::start(script());
+    let server_b = server();
     let mut c = command(home_b.path(), cwd.path());
     c.args(["--base-url", &server_b.url, "-p", "what is in a.txt?"]);
     let o = run(c);

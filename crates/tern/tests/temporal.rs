@@ -45,11 +45,10 @@ fn connect(c: &mut Command, temporal: &dev_server::DevServer, queue: &str, model
 #[test]
 fn a_worker_serves_prompts_sent_with_temporal() {
     let temporal = dev_server::DevServer::start();
-    let model = Server::start(vec![
-        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
-        Reply::text("The code is TANGO-42."),
-        Reply::text("It was in notes.txt."),
-    ]);
+    let model = Server::reading(
+        "notes.txt",
+        &["The code is TANGO-42.", "It was in notes.txt."],
+    );
     let (home, worker_dir, client_dir) = folders();
     std::fs::write(worker_dir.path().join("notes.txt"), "code: TANGO-42\n").expect("notes");
     let flags = |c: &mut Command| connect(c, &temporal, "cli-test", &model);

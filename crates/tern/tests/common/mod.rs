@@ -94,6 +94,14 @@ impl Server {
         Server::start(answers.iter().map(|a| Reply::text(a)).collect())
     }
 
+    /// Starts a server whose model first reads the file `path` (a `read` call), then answers
+    /// each request with the next of `answers`.
+    pub fn reading(path: &str, answers: &[&str]) -> Server {
+        let read = Reply::tool("call_1", "read", json!({ "path": path }));
+        let texts = answers.iter().map(|a| Reply::text(a));
+        Server::start(std::iter::once(read).chain(texts).collect())
+    }
+
     /// The request bodies received so far.
     pub fn requests(&self) -> Vec<Value> {
         self.requests.lock().unwrap().clone()
