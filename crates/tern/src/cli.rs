@@ -93,9 +93,10 @@ pub struct Args {
     #[arg(long)]
     pub thinking: Option<String>,
 
-    /// With --base-url: the model's context window in tokens (default 128000, pi's).
-    #[arg(long, value_name = "TOKENS")]
-    pub context_window: Option<u64>,
+    /// The model's context window in tokens (a --base-url model's default: 128000, pi's),
+    /// or `auto`: what the server's `/models` reports (llama.cpp, vLLM, LM Studio).
+    #[arg(long, value_name = "TOKENS|auto")]
+    pub context_window: Option<crate::server_limits::WindowSetting>,
 
     /// With --base-url: the most output tokens a reply may have (default 16384, pi's); a
     /// reply cut there is an error.

@@ -174,7 +174,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     let session_file = session_file.with_secrets(o.secrets);
     let fresh = messages.is_empty();
     let stream_options = StreamOptions {
-        api_key: o.api_key,
+        api_key: o.api_key.clone(),
         temperature: o.temperature,
         session_id: Some(session_file.id().to_string()),
         max_retries: o.requests.max_retries,
@@ -188,6 +188,8 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     };
     let current = Current::default();
     let hook_run = current.clone();
+    // A model switched to later (RPC `set_model`) finds its provider's `models.json` key.
+    let explicit_key = o.api_key.clone();
     let agent = Agent::new(AgentOptions {
         system_prompt: Some(o.system_prompt),
         model: Some(model.into()),
@@ -199,6 +201,12 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         // `bashExecution` messages (RPC `bash`) reach the model as pi words them.
         hooks: Hooks::default()
             .convert_to_llm(|m| async move { Ok(crate::modes::rpc::to_llm(m)) })
+            .get_api_key(move |provider| {
+                let key = explicit_key
+                    .clone()
+                    .or_else(|| crate::models_file::api_key(&provider));
+                async move { Ok(key) }
+            })
             .before_tool_call(move |ctx, signal| {
                 let gate = gate.clone();
                 let asker = asker.clone();
