@@ -15,7 +15,8 @@
 //! | [`tool_selection`] | which tools are declared: `--tools`, `--exclude-tools`, `--no-tools`, `--no-builtin-tools` |
 //! | [`tool_choice`] | the selected built-in tools, the permission policy, the bash sandbox |
 //! | [`system_prompt`] | pi's sectioned system prompt: `--system-prompt`, `--append-system-prompt`, `SYSTEM.md`, `AGENTS.md` |
-//! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
+//! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session`; where they are kept |
+//! | [`session_picker`] | `-r` without an id: this directory's recent sessions, picked on a terminal |
 //! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, their `--session-*` twins, and how a run ended |
 //! | [`runtime`] | the wired agent: permission gate, session recorder, the current durable run |
 //! | [`durable`] | the agent's model and tools as steps of the current durable run, the journal, the budget |
@@ -55,6 +56,7 @@ mod runtime;
 mod secrets;
 mod server_limits;
 mod session_choice;
+mod session_picker;
 mod signals;
 mod system_prompt;
 mod telemetry;

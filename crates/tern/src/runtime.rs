@@ -30,7 +30,7 @@ pub struct Runtime {
     pub limits: Limits,
     /// The session recorder.
     pub recorder: Arc<Mutex<Recorder>>,
-    /// Where new sessions go (None: in memory).
+    /// The folder new sessions go in (None: in memory).
     pub session_root: Option<PathBuf>,
     /// The session root ids are looked up in (`--session-dir`, or the default).
     pub id_root: PathBuf,
@@ -150,15 +150,15 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     }
     let (messages, session_root, session_file) = match o.session {
         SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
-        SessionSource::New(root) => (
+        SessionSource::New(folder) => (
             Vec::new(),
-            Some(root.clone()),
-            SessionFile::create(&root, &o.cwd),
+            Some(folder.clone()),
+            SessionFile::create_in(&folder, &o.cwd),
         ),
-        SessionSource::NewWithId(root, id) => (
+        SessionSource::NewWithId(folder, id) => (
             Vec::new(),
-            Some(root.clone()),
-            SessionFile::create_with_id(&root, &o.cwd, &id),
+            Some(folder.clone()),
+            SessionFile::create_with_id_in(&folder, &o.cwd, &id),
         ),
         SessionSource::NewAt(path) => (
             Vec::new(),
@@ -274,8 +274,8 @@ impl Runtime {
     pub fn new_session(&self) -> Result<(), String> {
         self.agent.reset().map_err(|e| e.to_string())?;
         let file = match &self.session_root {
-            Some(root) if self.recorder.lock().session().path().is_some() => {
-                SessionFile::create(root, &self.cwd)
+            Some(folder) if self.recorder.lock().session().path().is_some() => {
+                SessionFile::create_in(folder, &self.cwd)
             }
             _ => SessionFile::in_memory(&self.cwd),
         };
