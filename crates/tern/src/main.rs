@@ -518,8 +518,9 @@ async fn run(
                 .filter(|t| selection.declares_mcp(t.name())),
         );
     }
-    let (system_prompt, skills) =
+    let (system_sections, skills) =
         system_prompt::for_run(&args, &config, &tool_cwd, &tools, !args.demo)?;
+    let system_prompt = system_prompt::text(&system_sections);
     #[cfg(feature = "temporal")]
     let temporal_setup =
         |stream_fn, model, api_key, tools, policy, system_prompt| temporal::Setup {
@@ -690,7 +691,9 @@ async fn run(
         tools,
         policy,
         asker,
-        system_prompt,
+        system_prompt: system_sections,
+        // A recovery finishes the recorded run as it started.
+        record_prompt_change: !args.recover,
         thinking,
         limits,
         session,

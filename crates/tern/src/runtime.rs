@@ -76,8 +76,10 @@ pub struct BuildOptions {
     pub policy: Policy,
     /// Who answers `ask` verdicts.
     pub asker: Asker,
-    /// System prompt.
-    pub system_prompt: String,
+    /// The system prompt's sections, in order.
+    pub system_prompt: Vec<(&'static str, String)>,
+    /// Whether a resumed session whose prompt differs gets a system message patching it.
+    pub record_prompt_change: bool,
     /// Thinking level.
     pub thinking: ThinkingLevel,
     /// Limits.
@@ -148,6 +150,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     if let Some(name) = o.name.as_deref().map(str::trim) {
         settings.push(Setting::Name(name.to_string()));
     }
+    let mut patchable = false;
     let (messages, session_root, session_file) = match o.session {
         SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
         SessionSource::New(folder) => (
@@ -168,11 +171,33 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         SessionSource::Existing(path, loaded) => {
             let mut file = SessionFile::resume(&path, &loaded, &o.cwd);
             file.lock_existing()?;
+            // tern patches the prompt of a session it wrote (it holds tern's run records);
+            // another writer's prompt (pi's own wording) is left as that writer recorded it.
+            let ours = tern_durable::journal::session_file::read_step_records(&path)
+                .is_ok_and(|r| !r.is_empty());
+            patchable = ours && o.record_prompt_change;
             (loaded.messages, path.parent().map(Path::to_path_buf), file)
         }
     };
     let session_file = session_file.with_secrets(o.secrets);
     let fresh = messages.is_empty();
+    let mut messages = messages;
+    // pi's records of the prompt: sections by name, a patch of them on a resume.
+    let mut resumed_prefix = Vec::new();
+    if fresh {
+        let decls: Vec<_> = o.tools.iter().map(|t| t.declaration().clone()).collect();
+        let leading = crate::system_prompt::record::leading_message(&o.system_prompt, &decls);
+        messages.push(Message::from(leading));
+    } else if patchable {
+        let now = tern_ai::clock::now_ms();
+        if let Some(patch) =
+            crate::system_prompt::record::resume_patch(&messages, &o.system_prompt, now)
+        {
+            let patch = Message::from(patch);
+            messages.push(patch.clone());
+            resumed_prefix.push(patch);
+        }
+    }
     let stream_options = StreamOptions {
         api_key: o.api_key.clone(),
         temperature: o.temperature,
@@ -191,7 +216,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     // A model switched to later (RPC `set_model`) finds its provider's `models.json` key.
     let explicit_key = o.api_key.clone();
     let agent = Agent::new(AgentOptions {
-        system_prompt: Some(o.system_prompt),
+        system_prompt: None,
         model: Some(model.into()),
         thinking_level: thinking,
         tools: current.tools(o.tools),
@@ -236,7 +261,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
                 .collect()
         })
     } else {
-        Vec::new()
+        resumed_prefix
     };
     let recorder = Recorder::new(session_file)
         .with_prefix(prefix)

@@ -16,8 +16,13 @@ use crate::usage_error::UsageError;
 pub fn default_root() -> Option<PathBuf> {
     match std::env::var_os("TERN_SESSION_DIR") {
         Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
-        _ => dirs::data_dir().map(|d| d.join("tern").join("sessions")),
+        _ => data_root(),
     }
+}
+
+/// `<data dir>/tern/sessions`.
+fn data_root() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("tern").join("sessions"))
 }
 
 /// Where this run's sessions are kept.
@@ -270,7 +275,9 @@ pub fn resume_command(file: &Path, id: &str, root: &Path) -> String {
     if !file.starts_with(root) {
         return format!("tern --session {}", quote(&file.to_string_lossy()));
     }
-    let dir = if default_root().as_deref() == Some(root) {
+    // The data folder's root needs no naming; TERN_SESSION_DIR's does, as the command may
+    // run where the variable is not set.
+    let dir = if data_root().as_deref() == Some(root) {
         String::new()
     } else {
         format!("--session-dir {} ", quote(&root.to_string_lossy()))

@@ -142,7 +142,7 @@ fn resume_without_an_id_off_a_terminal_lists_this_directorys_sessions() {
     );
     assert!(!err.contains("elsewhere"), "{err}");
     assert!(
-        err.contains("  1. ") && err.contains("tern --session "),
+        err.contains("  1. ") && err.contains(" --session "),
         "{err}"
     );
     assert_eq!(server.requests().len(), 3, "nothing was sent");
