@@ -34,6 +34,17 @@ pub fn fork_from(
     cwd: &Path,
     id: Option<&str>,
 ) -> Result<PathBuf, SessionError> {
+    fork_into(source, &cwd_folder(root, cwd), cwd, id)
+}
+
+/// [`fork_from`] into `folder` itself (pi's `--session-dir`, where every directory's
+/// sessions share one folder).
+pub fn fork_into(
+    source: &Path,
+    folder: &Path,
+    cwd: &Path,
+    id: Option<&str>,
+) -> Result<PathBuf, SessionError> {
     let read_err = |e| SessionError::Read {
         path: source.to_path_buf(),
         source: e,
@@ -57,13 +68,12 @@ pub fn fork_from(
     let env = Environment::system();
     let id = id.map(str::to_string).unwrap_or_else(|| env.uuid());
     let now = crate::iso_time(env.now_ms());
-    let folder = cwd_folder(root, cwd);
     let path = folder.join(file_name(&now, &id));
     let write_err = |e| SessionError::Write {
         path: path.clone(),
         source: e,
     };
-    std::fs::create_dir_all(&folder).map_err(write_err)?;
+    std::fs::create_dir_all(folder).map_err(write_err)?;
     let source_abs = std::fs::canonicalize(source).unwrap_or_else(|_| source.to_path_buf());
     let new_header = json!({
         "type": "session",

@@ -47,25 +47,43 @@ pub(crate) fn file_name(iso_time: &str, id: &str) -> String {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn latest_for_cwd(root: &Path, cwd: &Path) -> Option<PathBuf> {
-    let dir = cwd_folder(root, cwd);
-    let mut best: Option<(SystemTime, PathBuf)> = None;
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
-        let modified = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .unwrap_or(UNIX_EPOCH);
-        if best
-            .as_ref()
-            .is_none_or(|(t, p)| (modified, &path) > (*t, p))
-        {
-            best = Some((modified, path));
-        }
-    }
-    best.map(|(_, p)| p)
+    sessions_in(&cwd_folder(root, cwd), None).into_iter().next()
+}
+
+/// The `cwd` a session file's header names (its first line), if it has one.
+pub fn header_cwd(path: &Path) -> Option<PathBuf> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::BufReader::new(file).read_line(&mut first).ok()?;
+    let header: serde_json::Value = serde_json::from_str(&first).ok()?;
+    (header["type"] == "session")
+        .then(|| header["cwd"].as_str().map(PathBuf::from))
+        .flatten()
+}
+
+/// The session files directly in `folder`, most recently modified first; with `cwd`, only
+/// those whose header names that working directory (pi's filter for a `--session-dir`
+/// every directory shares).
+pub fn sessions_in(folder: &Path, cwd: Option<&Path>) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(SystemTime, PathBuf)> = entries
+        .flatten()
+        .map(|e| {
+            (
+                e.metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(UNIX_EPOCH),
+                e.path(),
+            )
+        })
+        .filter(|(_, p)| p.is_file() && p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
+        .filter(|(_, p)| cwd.is_none_or(|c| header_cwd(p).as_deref() == Some(c)))
+        .collect();
+    found.sort_by(|a, b| b.cmp(a));
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Whether `id` is a session id pi accepts for `--session-id`: letters, digits, `.`, `_` and
@@ -100,7 +118,12 @@ fn file_id(name: &str) -> Option<&str> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn find_exact_in_cwd(root: &Path, cwd: &Path, id: &str) -> Option<PathBuf> {
-    std::fs::read_dir(cwd_folder(root, cwd))
+    find_exact_in(&cwd_folder(root, cwd), id)
+}
+
+/// The session file directly in `folder` whose id is exactly `id`.
+pub fn find_exact_in(folder: &Path, id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(folder)
         .ok()?
         .flatten()
         .map(|f| f.path())
@@ -112,8 +135,9 @@ pub fn find_exact_in_cwd(root: &Path, cwd: &Path, id: &str) -> Option<PathBuf> {
         })
 }
 
-/// The session file under `root` (any working directory) whose id is `id`, or else the one
-/// whose id starts with `id`; several such files are an error, as is none.
+/// The session file under `root` (in any working directory's folder, or in `root` itself as
+/// pi's `--session-dir` keeps them) whose id is `id`, or else the one whose id starts with
+/// `id`; several such files are an error, as is none.
 ///
 /// ```
 /// let root = tempfile::tempdir()?;
@@ -132,20 +156,26 @@ pub fn find_by_id(root: &Path, id: &str) -> Result<PathBuf, SessionError> {
         root: root.to_path_buf(),
         source,
     })?;
-    for dir in dirs.flatten() {
-        let Ok(files) = std::fs::read_dir(dir.path()) else {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in dirs.flatten() {
+        let path = entry.path();
+        match std::fs::read_dir(&path) {
+            Ok(inner) => files.extend(inner.flatten().map(|f| f.path())),
+            Err(_) => files.push(path),
+        }
+    }
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let Some(file_id) = file_id(&name) else {
             continue;
         };
-        for f in files.flatten() {
-            let name = f.file_name().to_string_lossy().to_string();
-            let Some(file_id) = file_id(&name) else {
-                continue;
-            };
-            if file_id == id {
-                exact.push(f.path());
-            } else if file_id.starts_with(id) {
-                found.push(f.path());
-            }
+        if file_id == id {
+            exact.push(f);
+        } else if file_id.starts_with(id) {
+            found.push(f);
         }
     }
     if !exact.is_empty() {
@@ -172,6 +202,35 @@ mod tests {
     fn cwd_folder_follows_pi() {
         let p = cwd_folder(Path::new("/r"), Path::new("/home/u/proj"));
         assert_eq!(p, Path::new("/r/--home-u-proj--"));
+    }
+
+    #[test]
+    fn a_flat_folder_lists_by_header_cwd_and_finds_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let header =
+            |cwd: &str| format!("{{\"type\":\"session\",\"id\":\"x\",\"cwd\":\"{cwd}\"}}\n");
+        let old = dir.path().join("2024-01-01T00-00-00-000Z_aaa1.jsonl");
+        let new = dir.path().join("2024-01-02T00-00-00-000Z_bbb2.jsonl");
+        let other = dir.path().join("2024-01-03T00-00-00-000Z_ccc3.jsonl");
+        std::fs::write(&old, header("/p")).unwrap();
+        std::fs::write(&new, header("/p")).unwrap();
+        std::fs::write(&other, header("/q")).unwrap();
+        let t = |secs| UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        for (p, at) in [(&old, 100), (&new, 200), (&other, 300)] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t(at))
+                .unwrap();
+        }
+        assert_eq!(
+            sessions_in(dir.path(), Some(Path::new("/p"))),
+            [new.clone(), old]
+        );
+        assert_eq!(sessions_in(dir.path(), None)[0], other);
+        assert_eq!(find_by_id(dir.path(), "bbb").unwrap(), new);
+        assert_eq!(find_exact_in(dir.path(), "ccc3"), Some(other));
     }
 
     #[test]

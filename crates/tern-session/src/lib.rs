@@ -48,8 +48,11 @@ pub mod timestamp;
 pub mod writer;
 
 pub use error::SessionError;
-pub use fork::fork_from;
-pub use layout::{cwd_folder, find_by_id, find_exact_in_cwd, latest_for_cwd, valid_session_id};
+pub use fork::{fork_from, fork_into};
+pub use layout::{
+    cwd_folder, find_by_id, find_exact_in, find_exact_in_cwd, header_cwd, latest_for_cwd,
+    sessions_in, valid_session_id,
+};
 pub use reader::{compaction_summary_message, load, CompactionSummary, LoadedSession};
 pub use recorder::{Recorder, WriteFailure};
 pub use timestamp::{iso_now, iso_time};

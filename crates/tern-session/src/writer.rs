@@ -103,7 +103,12 @@ impl SessionFile {
 
     /// A new session file for `cwd` in its folder under `root`.
     pub fn create(root: &Path, cwd: &Path) -> Self {
-        Self::blank(None, cwd, Naming::InFolder(cwd_folder(root, cwd)))
+        Self::create_in(&cwd_folder(root, cwd), cwd)
+    }
+
+    /// A new session file for `cwd` in `folder` itself (pi's `--session-dir`).
+    pub fn create_in(folder: &Path, cwd: &Path) -> Self {
+        Self::blank(None, cwd, Naming::InFolder(folder.to_path_buf()))
     }
 
     /// A new session file for `cwd` in its folder under `root`, with a chosen id (pi's
@@ -117,10 +122,15 @@ impl SessionFile {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn create_with_id(root: &Path, cwd: &Path, id: &str) -> Self {
+        Self::create_with_id_in(&cwd_folder(root, cwd), cwd, id)
+    }
+
+    /// [`create_with_id`](Self::create_with_id) in `folder` itself (pi's `--session-dir`).
+    pub fn create_with_id_in(folder: &Path, cwd: &Path, id: &str) -> Self {
         let mut s = Self::blank(None, cwd, Naming::Fixed);
         s.id = id.to_string();
         let now = s.stamp.iso(s.env.now_ms()).to_string();
-        s.path = Some(cwd_folder(root, cwd).join(file_name(&now, id)));
+        s.path = Some(folder.join(file_name(&now, id)));
         s
     }
 

@@ -93,9 +93,10 @@ pub struct Args {
     #[arg(long)]
     pub thinking: Option<String>,
 
-    /// With --base-url: the model's context window in tokens (default 128000, pi's).
-    #[arg(long, value_name = "TOKENS")]
-    pub context_window: Option<u64>,
+    /// The model's context window in tokens (a --base-url model's default: 128000, pi's),
+    /// or `auto`: what the server's `/models` reports (llama.cpp, vLLM, LM Studio).
+    #[arg(long, value_name = "TOKENS|auto")]
+    pub context_window: Option<crate::server_limits::WindowSetting>,
 
     /// With --base-url: the most output tokens a reply may have (default 16384, pi's); a
     /// reply cut there is an error.
@@ -270,9 +271,10 @@ pub struct Args {
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
 
-    /// Resume the session with this id (full or a unique prefix).
-    #[arg(short = 'r', long, value_name = "ID")]
-    pub resume: Option<String>,
+    /// Resume the session with this id (full or a unique prefix); without one, pick among
+    /// this directory's recent sessions (on a terminal; otherwise they are listed).
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1)]
+    pub resume: Option<Option<String>>,
 
     /// Open a session by file path, or by full or partial id (an unknown id or a prefix
     /// several sessions share is an error); a path that does not exist yet is created (pi's
@@ -294,8 +296,10 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "NAME")]
     pub name: Option<String>,
 
-    /// Where sessions are stored (default: the user's data dir, or TERN_SESSION_DIR).
-    #[arg(long, value_name = "DIR", env = "TERN_SESSION_DIR")]
+    /// Keep sessions in DIR itself, every directory's together (pi's `--session-dir`;
+    /// `--continue` and `-r` take this directory's by their header). Default: a folder per
+    /// directory under TERN_SESSION_DIR, else the user's data dir.
+    #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
 
     /// Keep the session in memory only.

@@ -5,7 +5,7 @@
 //! provider = "openai"
 //! model = "gpt-4o-mini"
 //! # base_url = "http://127.0.0.1:8080/v1"
-//! # context_window = 128000     # a base_url model's (pi's default)
+//! # context_window = 128000     # a base_url model's (pi's default), or "auto": the server's
 //! # max_output_tokens = 16384   # a base_url model's (pi's default)
 //! thinking = "low"
 //! tools = "read,grep,find,ls"   # the default selection (or "+ls,-bash" edits of pi's)
@@ -51,8 +51,8 @@ pub struct Config {
     pub thinking: Option<String>,
     /// Sampling temperature.
     pub temperature: Option<f64>,
-    /// A `base_url` model's context window, in tokens.
-    pub context_window: Option<u64>,
+    /// A `base_url` model's context window, in tokens, or `"auto"` (the server's `/models`).
+    pub context_window: Option<crate::server_limits::WindowSetting>,
     /// A `base_url` model's output limit, in tokens.
     pub max_output_tokens: Option<u64>,
     /// Tools, comma-separated.

@@ -9,11 +9,14 @@
 //! | [`input`] | the first prompt: words, `@file` includes, piped stdin |
 //! | [`prompt_templates`] | `/name args` prompts from `prompts/*.md` (pi's prompt templates) |
 //! | [`model_choice`] | which model runs, its key, the thinking level |
+//! | [`models_file`] | pi's `models.json`: custom providers and models, overrides of built-in ones |
+//! | [`server_limits`] | `--context-window auto`: the window and output limit a server's `/models` reports |
 //! | [`model_lookup`] | `--model PATTERN` as pi resolves it (fuzzy, `:thinking`), `--list-models` |
 //! | [`tool_selection`] | which tools are declared: `--tools`, `--exclude-tools`, `--no-tools`, `--no-builtin-tools` |
 //! | [`tool_choice`] | the selected built-in tools, the permission policy, the bash sandbox |
 //! | [`system_prompt`] | pi's sectioned system prompt: `--system-prompt`, `--append-system-prompt`, `SYSTEM.md`, `AGENTS.md` |
-//! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session` |
+//! | [`session_choice`] | which session: none, new, `--continue`, `--resume`, `--session`; where they are kept |
+//! | [`session_picker`] | `-r` without an id: this directory's recent sessions, picked on a terminal |
 //! | [`limits`] | `--max-turns`, `--timeout`, `--max-cost`, `--max-tokens`, `--max-tool-calls`, their `--session-*` twins, and how a run ended |
 //! | [`runtime`] | the wired agent: permission gate, session recorder, the current durable run |
 //! | [`durable`] | the agent's model and tools as steps of the current durable run, the journal, the budget |
@@ -43,6 +46,7 @@ mod limits;
 mod mcp;
 mod model_choice;
 mod model_lookup;
+mod models_file;
 mod modes;
 mod permissions;
 mod prompt_templates;
@@ -50,7 +54,9 @@ mod replay;
 mod runs;
 mod runtime;
 mod secrets;
+mod server_limits;
 mod session_choice;
+mod session_picker;
 mod signals;
 mod system_prompt;
 mod telemetry;
@@ -308,8 +314,11 @@ async fn run(
     traces: Option<tern_telemetry::TraceOptions>,
 ) -> Result<i32, UsageError> {
     let config = config::load(args.config.as_deref()).map_err(UsageError)?;
+    let registry = models_file::init(&models_file::paths()).map_err(UsageError)?;
     // Before anything is printed or written: every key known from here on is redacted.
-    let secrets = secrets::init(&[args.api_key.as_deref(), config.api_key.as_deref()]);
+    let mut known: Vec<Option<&str>> = vec![args.api_key.as_deref(), config.api_key.as_deref()];
+    known.extend(registry.keys().map(Some));
+    let secrets = secrets::init(&known);
     let cwd = match &args.cwd {
         Some(d) => d
             .canonicalize()
@@ -335,7 +344,7 @@ async fn run(
     }
     if let Some(search) = &args.list_models {
         let api_key = args.api_key.is_some() || config.api_key.is_some();
-        let usable = |p: &str| api_key || tern_ai::providers::catalog::env_api_key(p).is_some();
+        let usable = |p: &str| models_file::has_key(p, api_key);
         println!("{}", model_lookup::list(search.as_deref(), &usable));
         return Ok(exit::OK);
     }
@@ -400,13 +409,11 @@ async fn run(
     if let SessionSource::Existing(_, loaded) = &session {
         let named = args.model.is_some() || args.provider.is_some();
         if let (false, Some((p, id))) = (named, &loaded.model) {
-            let catalog = tern_ai::providers::catalog::get_model(p, id).is_some();
+            let catalog = models_file::get_model(p, id).is_some();
             // A --base-url model the catalog does not know (provider `local` or another
             // name): its id comes back when the server is named again.
             let served = args.base_url.is_some() || config.base_url.is_some();
-            let on_the_fly = !tern_ai::providers::catalog::providers()
-                .iter()
-                .any(|x| x == p);
+            let on_the_fly = !models_file::providers().iter().any(|x| x == p);
             if (catalog && !served) || (served && on_the_fly) {
                 args.provider = Some(p.clone());
                 args.model = Some(id.clone());
@@ -421,7 +428,7 @@ async fn run(
         // A replay sends nothing: the session's model, with no key needed.
         (model_choice::providers(), r.model(), None, None)
     } else {
-        let choice = model_choice::resolve_model(&args, &config)?;
+        let choice = model_choice::resolve_model(&args, &config).await?;
         let m = choice.model;
         (
             model_choice::providers(),
@@ -511,8 +518,9 @@ async fn run(
                 .filter(|t| selection.declares_mcp(t.name())),
         );
     }
-    let (system_prompt, skills) =
+    let (system_sections, skills) =
         system_prompt::for_run(&args, &config, &tool_cwd, &tools, !args.demo)?;
+    let system_prompt = system_prompt::text(&system_sections);
     #[cfg(feature = "temporal")]
     let temporal_setup =
         |stream_fn, model, api_key, tools, policy, system_prompt| temporal::Setup {
@@ -683,7 +691,9 @@ async fn run(
         tools,
         policy,
         asker,
-        system_prompt,
+        system_prompt: system_sections,
+        // A recovery finishes the recorded run as it started.
+        record_prompt_change: !args.recover,
         thinking,
         limits,
         session,

@@ -3,6 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::models_file;
+use crate::secrets::eprintln_redacted;
+use crate::server_limits::{self, WindowSetting};
 use serde_json::json;
 use tern_ai::providers::{catalog, Providers};
 use tern_ai::{Model, StreamFn, ThinkingLevel};
@@ -61,23 +64,24 @@ pub fn provider_help() -> String {
         .to_string()
 }
 
-/// Resolves provider, model, base URL and key from arguments, config and environment; the
-/// context window and output limit from `--context-window` / `--max-output-tokens` (or the
-/// config's `context_window` / `max_output_tokens`) when given.
-pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
+/// Resolves provider, model, base URL and key from arguments, config, `models.json` and
+/// environment; the context window and output limit from `--context-window` /
+/// `--max-output-tokens` (or the config's `context_window` / `max_output_tokens`) when given,
+/// and from the server's `/models` for `--context-window auto`.
+pub async fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
     let mut choice = resolve_catalog_model(args, config)?;
     let window = args.context_window.or(config.context_window);
     let output = args.max_output_tokens.or(config.max_output_tokens);
-    for (flag, v) in [
-        ("--context-window", window),
-        ("--max-output-tokens", output),
-    ] {
-        if v == Some(0) {
-            return Err(UsageError(format!("{flag} must be at least 1")));
-        }
+    if window == Some(WindowSetting::Tokens(0)) {
+        return Err(UsageError("--context-window must be at least 1".into()));
     }
-    if let Some(w) = window {
-        choice.model.context_window = w;
+    if output == Some(0) {
+        return Err(UsageError("--max-output-tokens must be at least 1".into()));
+    }
+    match window {
+        Some(WindowSetting::Tokens(w)) => choice.model.context_window = w,
+        Some(WindowSetting::Auto) => apply_served_limits(&mut choice, output.is_none()).await,
+        None => {}
     }
     if let Some(o) = output {
         choice.model.max_tokens = o;
@@ -92,12 +96,50 @@ pub fn resolve_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageE
     Ok(choice)
 }
 
+/// The window (and, when no flag sets it, the output limit) the server reports for the
+/// model; what it does not report keeps its value, said once on stderr.
+async fn apply_served_limits(choice: &mut ModelChoice, output_unset: bool) {
+    let m = &mut choice.model;
+    let key = choice
+        .api_key
+        .clone()
+        .or_else(|| models_file::api_key(&m.provider));
+    let reported = server_limits::query(&m.base_url, &m.id, key.as_deref()).await;
+    let reported = match reported {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln_redacted!(
+                "tern: note: cannot read the server's model list ({e}); the context window \
+                 stays {} tokens",
+                m.context_window
+            );
+            return;
+        }
+    };
+    match reported.context_window {
+        Some(w) => m.context_window = w,
+        None => eprintln_redacted!(
+            "tern: note: {}/models reports no context window for {}; it stays {} tokens",
+            m.base_url.trim_end_matches('/'),
+            m.id,
+            m.context_window
+        ),
+    }
+    if output_unset {
+        // A reply may not be longer than the window it has to fit in.
+        m.max_tokens = reported
+            .max_tokens
+            .unwrap_or(m.max_tokens)
+            .min(m.context_window);
+    }
+}
+
 fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, UsageError> {
     let mut provider = args.provider.clone().or(config.provider.clone());
     let mut id = args.model.clone().or(config.model.clone());
     let base_url = args.base_url.clone().or(config.base_url.clone());
     let api_key = args.api_key.clone().or(config.api_key.clone());
-    let providers = catalog::providers();
+    let providers = models_file::providers();
     if provider.is_none() {
         if let Some((p, rest)) = id.as_deref().and_then(|m| m.split_once('/')) {
             if providers.iter().any(|x| x == p) {
@@ -131,7 +173,7 @@ fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, Us
             thinking,
         });
     }
-    let has_key = |p: &str| api_key.is_some() || catalog::env_api_key(p).is_some();
+    let has_key = |p: &str| models_file::has_key(p, api_key.is_some());
     let mut thinking = None;
     let model = match (provider, id) {
         (p, Some(id)) => match model_lookup::find(&id, p.as_deref(), &has_key) {
@@ -167,9 +209,14 @@ fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, Us
             let preferred = DEFAULT_MODELS
                 .iter()
                 .find(|(dp, _)| *dp == p)
-                .and_then(|(dp, di)| catalog::get_model(dp, di));
+                .and_then(|(dp, di)| models_file::get_model(dp, di));
             preferred
-                .or_else(|| catalog::models().iter().find(|m| m.provider == p).cloned())
+                .or_else(|| {
+                    models_file::models()
+                        .iter()
+                        .find(|m| m.provider == p)
+                        .cloned()
+                })
                 .ok_or_else(|| {
                     UsageError(format!(
                         "unknown provider {p}; known providers: {}",
@@ -180,7 +227,7 @@ fn resolve_catalog_model(args: &Args, config: &Config) -> Result<ModelChoice, Us
         (None, None) => DEFAULT_MODELS
             .iter()
             .find(|(p, _)| has_key(p))
-            .and_then(|(p, id)| catalog::get_model(p, id))
+            .and_then(|(p, id)| models_file::get_model(p, id))
             .ok_or_else(|| {
                 UsageError(format!(
                     "no API key found and no --base-url given, so there is no model to run.\n{}",

@@ -2,8 +2,9 @@
 //! a fuzzy part of an id or name, a `:thinking` suffix), and `--list-models [SEARCH]` (pi's
 //! `list-models.js`: the models with credentials, fuzzy-filtered, in a table).
 
-use tern_ai::providers::catalog;
 use tern_ai::{Model, ThinkingLevel};
+
+use crate::models_file;
 
 /// What a pattern resolved to.
 #[derive(Debug)]
@@ -180,14 +181,14 @@ fn resolve_text<'a>(text: &str, pool: &[&'a Model], usable: &dyn Fn(&str) -> boo
     }
 }
 
-/// Resolves `text` among the catalog's models (of `provider` only, when given); `usable`
+/// Resolves `text` among the catalog's models (with `models.json` applied) (of `provider` only, when given); `usable`
 /// says which providers have credentials, and only breaks ties between providers.
 pub fn find(text: &str, provider: Option<&str>, usable: &dyn Fn(&str) -> bool) -> Lookup<'static> {
     let text = text.trim();
     if text.is_empty() {
         return Lookup::NotFound;
     }
-    let pool: Vec<&Model> = catalog::models()
+    let pool: Vec<&Model> = models_file::models()
         .iter()
         .filter(|m| provider.is_none_or(|p| m.provider.eq_ignore_ascii_case(p)))
         .collect();
@@ -246,7 +247,7 @@ fn tokens(n: u64) -> String {
 /// The `--list-models` output: a table of the models whose provider has a key (or a line
 /// that says none has, or none matches), sorted by provider, then id.
 pub fn list(search: Option<&str>, usable: &dyn Fn(&str) -> bool) -> String {
-    let mut models: Vec<&Model> = catalog::models()
+    let mut models: Vec<&Model> = models_file::models()
         .iter()
         .filter(|m| usable(&m.provider))
         .collect();
@@ -343,7 +344,7 @@ mod tests {
 
     #[test]
     fn list_search_and_token_counts_follow_pi() {
-        let m = catalog::get_model("groq", "llama-3.3-70b-versatile").expect("in the catalog");
+        let m = models_file::get_model("groq", "llama-3.3-70b-versatile").expect("in the catalog");
         assert!(list_matches("groq 70b", &m));
         assert!(list_matches("grq/llm", &m));
         assert!(!list_matches("anthropic", &m));

@@ -49,7 +49,7 @@ impl Replayed {
             .model
             .clone()
             .unwrap_or_else(|| ("local".to_string(), "local".to_string()));
-        tern_ai::providers::catalog::get_model(&provider, &id)
+        crate::models_file::get_model(&provider, &id)
             .unwrap_or_else(|| crate::model_choice::on_the_fly_model(&id, &provider, "offline"))
     }
 

@@ -30,7 +30,7 @@ pub struct Runtime {
     pub limits: Limits,
     /// The session recorder.
     pub recorder: Arc<Mutex<Recorder>>,
-    /// Where new sessions go (None: in memory).
+    /// The folder new sessions go in (None: in memory).
     pub session_root: Option<PathBuf>,
     /// The session root ids are looked up in (`--session-dir`, or the default).
     pub id_root: PathBuf,
@@ -76,8 +76,10 @@ pub struct BuildOptions {
     pub policy: Policy,
     /// Who answers `ask` verdicts.
     pub asker: Asker,
-    /// System prompt.
-    pub system_prompt: String,
+    /// The system prompt's sections, in order.
+    pub system_prompt: Vec<(&'static str, String)>,
+    /// Whether a resumed session whose prompt differs gets a system message patching it.
+    pub record_prompt_change: bool,
     /// Thinking level.
     pub thinking: ThinkingLevel,
     /// Limits.
@@ -148,17 +150,18 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     if let Some(name) = o.name.as_deref().map(str::trim) {
         settings.push(Setting::Name(name.to_string()));
     }
+    let mut patchable = false;
     let (messages, session_root, session_file) = match o.session {
         SessionSource::None => (Vec::new(), None, SessionFile::in_memory(&o.cwd)),
-        SessionSource::New(root) => (
+        SessionSource::New(folder) => (
             Vec::new(),
-            Some(root.clone()),
-            SessionFile::create(&root, &o.cwd),
+            Some(folder.clone()),
+            SessionFile::create_in(&folder, &o.cwd),
         ),
-        SessionSource::NewWithId(root, id) => (
+        SessionSource::NewWithId(folder, id) => (
             Vec::new(),
-            Some(root.clone()),
-            SessionFile::create_with_id(&root, &o.cwd, &id),
+            Some(folder.clone()),
+            SessionFile::create_with_id_in(&folder, &o.cwd, &id),
         ),
         SessionSource::NewAt(path) => (
             Vec::new(),
@@ -168,13 +171,35 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         SessionSource::Existing(path, loaded) => {
             let mut file = SessionFile::resume(&path, &loaded, &o.cwd);
             file.lock_existing()?;
+            // tern patches the prompt of a session it wrote (it holds tern's run records);
+            // another writer's prompt (pi's own wording) is left as that writer recorded it.
+            let ours = tern_durable::journal::session_file::read_step_records(&path)
+                .is_ok_and(|r| !r.is_empty());
+            patchable = ours && o.record_prompt_change;
             (loaded.messages, path.parent().map(Path::to_path_buf), file)
         }
     };
     let session_file = session_file.with_secrets(o.secrets);
     let fresh = messages.is_empty();
+    let mut messages = messages;
+    // pi's records of the prompt: sections by name, a patch of them on a resume.
+    let mut resumed_prefix = Vec::new();
+    if fresh {
+        let decls: Vec<_> = o.tools.iter().map(|t| t.declaration().clone()).collect();
+        let leading = crate::system_prompt::record::leading_message(&o.system_prompt, &decls);
+        messages.push(Message::from(leading));
+    } else if patchable {
+        let now = tern_ai::clock::now_ms();
+        if let Some(patch) =
+            crate::system_prompt::record::resume_patch(&messages, &o.system_prompt, now)
+        {
+            let patch = Message::from(patch);
+            messages.push(patch.clone());
+            resumed_prefix.push(patch);
+        }
+    }
     let stream_options = StreamOptions {
-        api_key: o.api_key,
+        api_key: o.api_key.clone(),
         temperature: o.temperature,
         session_id: Some(session_file.id().to_string()),
         max_retries: o.requests.max_retries,
@@ -188,8 +213,10 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     };
     let current = Current::default();
     let hook_run = current.clone();
+    // A model switched to later (RPC `set_model`) finds its provider's `models.json` key.
+    let explicit_key = o.api_key.clone();
     let agent = Agent::new(AgentOptions {
-        system_prompt: Some(o.system_prompt),
+        system_prompt: None,
         model: Some(model.into()),
         thinking_level: thinking,
         tools: current.tools(o.tools),
@@ -199,6 +226,12 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         // `bashExecution` messages (RPC `bash`) reach the model as pi words them.
         hooks: Hooks::default()
             .convert_to_llm(|m| async move { Ok(crate::modes::rpc::to_llm(m)) })
+            .get_api_key(move |provider| {
+                let key = explicit_key
+                    .clone()
+                    .or_else(|| crate::models_file::api_key(&provider));
+                async move { Ok(key) }
+            })
             .before_tool_call(move |ctx, signal| {
                 let gate = gate.clone();
                 let asker = asker.clone();
@@ -228,7 +261,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
                 .collect()
         })
     } else {
-        Vec::new()
+        resumed_prefix
     };
     let recorder = Recorder::new(session_file)
         .with_prefix(prefix)
@@ -266,8 +299,8 @@ impl Runtime {
     pub fn new_session(&self) -> Result<(), String> {
         self.agent.reset().map_err(|e| e.to_string())?;
         let file = match &self.session_root {
-            Some(root) if self.recorder.lock().session().path().is_some() => {
-                SessionFile::create(root, &self.cwd)
+            Some(folder) if self.recorder.lock().session().path().is_some() => {
+                SessionFile::create_in(folder, &self.cwd)
             }
             _ => SessionFile::in_memory(&self.cwd),
         };

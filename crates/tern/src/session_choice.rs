@@ -10,18 +10,73 @@ use crate::cli::Args;
 use crate::secrets::eprintln_redacted;
 use crate::usage_error::UsageError;
 
-/// The default session root: `<data dir>/tern/sessions`.
+/// The default session root: `TERN_SESSION_DIR`, else `<data dir>/tern/sessions`; each
+/// working directory's sessions go in a folder of their own under it, as pi keeps them under
+/// `~/.pi/agent/sessions`.
 pub fn default_root() -> Option<PathBuf> {
+    match std::env::var_os("TERN_SESSION_DIR") {
+        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
+        _ => data_root(),
+    }
+}
+
+/// `<data dir>/tern/sessions`.
+fn data_root() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("tern").join("sessions"))
+}
+
+/// Where this run's sessions are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// A folder per working directory under this root (the default root).
+    PerDirectory(PathBuf),
+    /// Every directory's sessions in this folder itself (pi's `--session-dir`); a
+    /// directory's own are told by the `cwd` of their header.
+    Flat(PathBuf),
+}
+
+impl Store {
+    /// `--session-dir`, else the default root.
+    pub fn of(args: &Args, cwd: &Path) -> Store {
+        match &args.session_dir {
+            Some(dir) => Store::Flat(cwd.join(dir)),
+            None => {
+                Store::PerDirectory(default_root().unwrap_or_else(|| cwd.join(".tern-sessions")))
+            }
+        }
+    }
+
+    /// The folder ids are looked up under.
+    pub fn root(&self) -> &Path {
+        match self {
+            Store::PerDirectory(p) | Store::Flat(p) => p,
+        }
+    }
+
+    /// The folder new sessions of `cwd` go in.
+    pub fn folder(&self, cwd: &Path) -> PathBuf {
+        match self {
+            Store::PerDirectory(root) => tern_session::cwd_folder(root, cwd),
+            Store::Flat(dir) => dir.clone(),
+        }
+    }
+
+    /// The sessions of `cwd`, most recently modified first.
+    pub fn sessions(&self, cwd: &Path) -> Vec<PathBuf> {
+        match self {
+            Store::PerDirectory(_) => tern_session::sessions_in(&self.folder(cwd), None),
+            Store::Flat(dir) => tern_session::sessions_in(dir, Some(cwd)),
+        }
+    }
 }
 
 /// Where a run's session comes from.
 pub enum SessionSource {
     /// In memory.
     None,
-    /// A new file under this root.
+    /// A new file in this folder.
     New(PathBuf),
-    /// A new file under this root with this id (`--session-id`).
+    /// A new file in this folder with this id (`--session-id`).
     NewWithId(PathBuf, String),
     /// A new file at this path.
     NewAt(PathBuf),
@@ -29,12 +84,9 @@ pub enum SessionSource {
     Existing(PathBuf, LoadedSession),
 }
 
-/// The session root of this run: `--session-dir` (or `TERN_SESSION_DIR`), else the default.
+/// The folder session ids are looked up under: `--session-dir`, else the default root.
 pub fn root(args: &Args, cwd: &Path) -> PathBuf {
-    args.session_dir
-        .clone()
-        .or_else(default_root)
-        .unwrap_or_else(|| cwd.join(".tern-sessions"))
+    Store::of(args, cwd).root().to_path_buf()
 }
 
 /// Whether a `--session`/`--fork` value names a file rather than an id (pi's rule).
@@ -142,14 +194,15 @@ fn load(path: PathBuf) -> Result<SessionSource, UsageError> {
 /// Picks the session from the flags. Warnings of a loaded file go to stderr.
 pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageError> {
     check_flags(args)?;
-    let root = root(args, cwd);
+    let store = Store::of(args, cwd);
+    let root = store.root().to_path_buf();
     if args.no_session {
         return Ok(SessionSource::None);
     }
     if let Some(value) = &args.fork {
         let id = args.session_id.as_deref();
         if let Some(id) = id {
-            if tern_session::find_exact_in_cwd(&root, cwd, id).is_some() {
+            if tern_session::find_exact_in(&store.folder(cwd), id).is_some() {
                 return Err(UsageError(format!(
                     "--session-id {id}: session already exists with id '{id}'"
                 )));
@@ -162,12 +215,12 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
                 source.display()
             )));
         }
-        let forked = tern_session::fork_from(&source, &root, cwd, id)
+        let forked = tern_session::fork_into(&source, &store.folder(cwd), cwd, id)
             .map_err(|e| UsageError(format!("--fork {value}: {e}")))?;
         return load(forked);
     }
     if args.continue_session {
-        return match tern_session::latest_for_cwd(&root, cwd) {
+        return match store.sessions(cwd).into_iter().next() {
             Some(p) => load(p),
             None => {
                 eprintln_redacted!(
@@ -175,12 +228,14 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
                     cwd.display(),
                     root.display()
                 );
-                Ok(SessionSource::New(root))
+                Ok(SessionSource::New(store.folder(cwd)))
             }
         };
     }
-    if let Some(id) = &args.resume {
-        return load(tern_session::find_by_id(&root, id)?);
+    match &args.resume {
+        Some(Some(id)) => return load(tern_session::find_by_id(&root, id)?),
+        Some(None) => return load(crate::session_picker::pick(&store, cwd)?),
+        None => {}
     }
     if let Some(value) = &args.session {
         let (path, exists) = resolve("--session", value, &root, cwd)?;
@@ -191,16 +246,16 @@ pub fn session_source(args: &Args, cwd: &Path) -> Result<SessionSource, UsageErr
         };
     }
     if let Some(id) = &args.session_id {
-        if let Some(p) = tern_session::find_exact_in_cwd(&root, cwd, id) {
+        if let Some(p) = tern_session::find_exact_in(&store.folder(cwd), id) {
             return load(p);
         }
         eprintln_redacted!(
             "tern: warning: no project session found with id '{id}'; creating a new session \
              with that id"
         );
-        return Ok(SessionSource::NewWithId(root, id.clone()));
+        return Ok(SessionSource::NewWithId(store.folder(cwd), id.clone()));
     }
-    Ok(SessionSource::New(root))
+    Ok(SessionSource::New(store.folder(cwd)))
 }
 
 /// pi's quoting of a shell word: as it is when plain, else in single quotes.
@@ -220,7 +275,9 @@ pub fn resume_command(file: &Path, id: &str, root: &Path) -> String {
     if !file.starts_with(root) {
         return format!("tern --session {}", quote(&file.to_string_lossy()));
     }
-    let dir = if default_root().as_deref() == Some(root) {
+    // The data folder's root needs no naming; TERN_SESSION_DIR's does, as the command may
+    // run where the variable is not set.
+    let dir = if data_root().as_deref() == Some(root) {
         String::new()
     } else {
         format!("--session-dir {} ", quote(&root.to_string_lossy()))

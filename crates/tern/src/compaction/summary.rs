@@ -176,6 +176,9 @@ impl Summarizer {
         let mut options = self.options.clone();
         // One-off prompts: no cache writes.
         options.cache_retention = Some("none".into());
+        if options.api_key.is_none() {
+            options.api_key = crate::models_file::api_key(&model.provider);
+        }
         options.reasoning =
             (model.reasoning && thinking != tern_ai::ThinkingLevel::Off).then_some(thinking);
         let stream = self

@@ -1,14 +1,18 @@
 //! A session as one self-contained HTML page (pi's `--export`, `/export`, RPC
-//! `export_html`): the header, then the active branch's messages with their tool calls and
-//! results, thinking folded away. Every piece of session text is escaped and the page holds
+//! `export_html`): the header, the session tree with every branch, then the active branch's
+//! messages with their tool calls and results, thinking folded away. Every piece of session text is escaped and the page holds
 //! no script, so nothing a model or a tool wrote can run in the browser that opens it.
 //!
 //! - `page.rs`: the page, from entries.
+//! - `tree.rs`: the session tree, every branch.
+//! - `markdown.rs`: an assistant's text as Markdown, raw markup kept as text.
 //! - `escape.rs`: HTML escaping.
 //! - `style.css`: the page's style, inlined.
 
 mod escape;
+mod markdown;
 mod page;
+mod tree;
 
 use std::path::{Path, PathBuf};
 

@@ -1,9 +1,15 @@
-//! The page: a header with the session's facts, the system prompt folded, then each entry of
-//! the active branch. Text goes through [`escape`], so markup in a message shows as text.
+//! The page: a header with the session's facts, the system prompt folded, the session tree
+//! (every branch), then each entry of the active branch, an assistant's text as Markdown.
+//! Text goes through [`escape`] (Markdown through [`markdown`](super::markdown), which keeps
+//! raw markup as text), so markup in a message shows as text.
 
 use serde_json::Value;
 
+use std::collections::HashSet;
+
 use super::escape::{escape, push};
+use super::markdown::push_markdown;
+use super::tree::render_tree;
 use crate::modes::rpc::entries::branch;
 
 const STYLE: &str = include_str!("style.css");
@@ -36,6 +42,13 @@ pub fn render(entries: &[Value], system_prompt: Option<&str>) -> String {
         push(&mut out, p);
         out.push_str("</pre></details>\n");
     }
+    let active: HashSet<String> = shown
+        .iter()
+        .filter_map(|e| e["id"].as_str().map(str::to_string))
+        .collect();
+    if body.iter().any(|e| e["type"] == "message") {
+        render_tree(&mut out, &body, &active, &|o, m| render_message(o, m, None));
+    }
     out.push_str("<main id=\"messages\">\n");
     for e in &shown {
         render_entry(&mut out, e);
@@ -65,7 +78,7 @@ fn render_header(out: &mut String, header: Option<&Value>, shown: &[Value]) {
 
 fn render_entry(out: &mut String, e: &Value) {
     match e["type"].as_str() {
-        Some("message") => render_message(out, &e["message"]),
+        Some("message") => render_message(out, &e["message"], e["id"].as_str()),
         Some("model_change") => {
             out.push_str("<div class=\"note model-change\">Model: ");
             push(out, e["provider"].as_str().unwrap_or_default());
@@ -88,23 +101,28 @@ fn render_entry(out: &mut String, e: &Value) {
     }
 }
 
-fn open(out: &mut String, class: &str, label: &str) {
+fn open(out: &mut String, class: &str, label: &str, id: Option<&str>) {
     out.push_str("<section class=\"message ");
     out.push_str(class);
+    if let Some(id) = id {
+        // The tree's links point here.
+        out.push_str("\" id=\"entry-");
+        push(out, id);
+    }
     out.push_str("\"><div class=\"role\">");
     push(out, label);
     out.push_str("</div>\n");
 }
 
-fn render_message(out: &mut String, m: &Value) {
+fn render_message(out: &mut String, m: &Value, id: Option<&str>) {
     match m["role"].as_str().unwrap_or_default() {
         "user" => {
-            open(out, "user", "User");
-            render_content(out, &m["content"]);
+            open(out, "user", "User", id);
+            render_content(out, &m["content"], false);
         }
         "assistant" => {
-            open(out, "assistant", "Assistant");
-            render_content(out, &m["content"]);
+            open(out, "assistant", "Assistant", id);
+            render_content(out, &m["content"], true);
             if let Some(err) = m["errorMessage"].as_str() {
                 out.push_str("<div class=\"error\">");
                 push(out, err);
@@ -125,15 +143,15 @@ fn render_message(out: &mut String, m: &Value) {
                 "tool-result"
             };
             let name = m["toolName"].as_str().unwrap_or("tool");
-            open(out, class, &format!("Result: {name}"));
+            open(out, class, &format!("Result: {name}"), id);
             out.push_str("<div class=\"tool-output\" data-tool-call-id=\"");
             push(out, m["toolCallId"].as_str().unwrap_or_default());
             out.push_str("\">");
-            render_content(out, &m["content"]);
+            render_content(out, &m["content"], false);
             out.push_str("</div>\n");
         }
         "bashExecution" => {
-            open(out, "bash", "Shell");
+            open(out, "bash", "Shell", id);
             out.push_str("<pre class=\"command\">$ ");
             push(out, m["command"].as_str().unwrap_or_default());
             out.push_str("</pre><pre class=\"output\">");
@@ -143,19 +161,45 @@ fn render_message(out: &mut String, m: &Value) {
                 out.push_str(&format!("<div class=\"meta\">exit code {code}</div>\n"));
             }
         }
+        "system" => {
+            // pi's sectioned prompt (or a patch of it), the text then the sections.
+            let mut parts: Vec<&str> = m["content"].as_str().into_iter().collect();
+            if let Some(sections) = m["sections"].as_object() {
+                parts.extend(sections.values().filter_map(Value::as_str));
+            }
+            parts.retain(|p| !p.is_empty());
+            open(out, "system", "System", id);
+            if !parts.is_empty() {
+                out.push_str("<details class=\"system-text\"><summary>Prompt</summary><pre>");
+                push(out, &parts.join("\n\n"));
+                out.push_str("</pre></details>\n");
+            }
+            let names: Vec<&str> = m["toolsAdded"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            if !names.is_empty() {
+                out.push_str("<div class=\"meta\">Tools: ");
+                push(out, &names.join(", "));
+                out.push_str("</div>\n");
+            }
+        }
         other => {
-            open(out, "custom", other);
-            render_content(out, &m["content"]);
+            open(out, "custom", other, id);
+            render_content(out, &m["content"], false);
         }
     }
     out.push_str("</section>\n");
 }
 
-/// A message's content: a string, or blocks (text, thinking folded, tool calls, images).
-fn render_content(out: &mut String, content: &Value) {
+/// A message's content: a string, or blocks (text, as Markdown when `markdown`; thinking
+/// folded, tool calls, images).
+fn render_content(out: &mut String, content: &Value, markdown: bool) {
     let blocks = match content {
         Value::String(s) => {
-            text_block(out, s);
+            text_block(out, s, markdown);
             return;
         }
         Value::Array(b) => b,
@@ -163,7 +207,7 @@ fn render_content(out: &mut String, content: &Value) {
     };
     for b in blocks {
         match b["type"].as_str() {
-            Some("text") => text_block(out, b["text"].as_str().unwrap_or_default()),
+            Some("text") => text_block(out, b["text"].as_str().unwrap_or_default(), markdown),
             Some("thinking") => {
                 out.push_str(
                     "<details class=\"thinking\"><summary>Thinking</summary><div class=\"text\">",
@@ -201,12 +245,17 @@ fn render_content(out: &mut String, content: &Value) {
     }
 }
 
-fn text_block(out: &mut String, text: &str) {
+fn text_block(out: &mut String, text: &str, markdown: bool) {
     if text.is_empty() {
         return;
     }
-    out.push_str("<div class=\"text\">");
-    push(out, text);
+    if markdown {
+        out.push_str("<div class=\"text markdown\">");
+        push_markdown(out, text);
+    } else {
+        out.push_str("<div class=\"text\">");
+        push(out, text);
+    }
     out.push_str("</div>\n");
 }
 
@@ -233,5 +282,24 @@ mod tests {
         assert!(page.contains("<div class=\"tool-name\">read</div>"));
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(!page.contains("<script"));
+    }
+
+    #[test]
+    fn a_sectioned_system_message_shows_its_prompt_and_tools() {
+        let entries = vec![
+            json!({"type": "session", "id": "s1", "cwd": "/p", "timestamp": "t"}),
+            json!({"type": "message", "id": "s", "parentId": null, "message": {"role": "system", "content": "",
+                "sections": {"preamble": "Be good.", "cwd": "<cwd>\n/p\n</cwd>"},
+                "toolsAdded": [{"name": "read", "description": "r", "parameters": {}}]}}),
+        ];
+        let page = render(&entries, None);
+        assert!(
+            page.contains("<pre>Be good.\n\n&lt;cwd&gt;\n/p\n&lt;/cwd&gt;</pre>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<div class=\"meta\">Tools: read</div>"),
+            "{page}"
+        );
     }
 }

@@ -16,6 +16,7 @@
 //! too: tern's bash sets no such variables.
 
 pub mod context_files;
+pub mod record;
 pub mod skills;
 pub mod sources;
 pub mod worktree;
@@ -30,7 +31,10 @@ use crate::cli::Args;
 use crate::config::Config;
 use crate::usage_error::UsageError;
 
-/// The system prompt of a run (and the skills it lists) from its flags, the config and the files around `cwd`, for the
+/// A prompt's sections in order: name, then framed text.
+pub type Sections = Vec<(&'static str, String)>;
+
+/// The system prompt's sections of a run (and the skills it lists) from its flags, the config and the files around `cwd`, for the
 /// declared `tools`. With `discover` off (the demo, in its fresh folder) no global file and no
 /// context file is read.
 pub fn for_run(
@@ -39,7 +43,7 @@ pub fn for_run(
     cwd: &Path,
     tools: &[AgentTool],
     discover: bool,
-) -> Result<(String, Vec<skills::Skill>), UsageError> {
+) -> Result<(Sections, Vec<skills::Skill>), UsageError> {
     let globals = if discover {
         context_files::global_dirs()
     } else {
@@ -61,7 +65,7 @@ pub fn for_run(
         },
         skills: skills::discover(cwd, &globals, &args.skill, discover && !args.no_skills),
     };
-    Ok((build(&parts, cwd), parts.skills))
+    Ok((sections(&parts, cwd), parts.skills))
 }
 
 /// What the prompt is built from.
@@ -192,10 +196,10 @@ pub fn sections(parts: &PromptParts, cwd: &Path) -> Vec<(&'static str, String)> 
 
 /// The prompt text the model gets: the sections joined by a blank line (pi's
 /// `getSystemMessageText`, empty parts left out).
-pub fn build(parts: &PromptParts, cwd: &Path) -> String {
-    sections(parts, cwd)
-        .into_iter()
-        .map(|(_, t)| t)
+pub fn text(sections: &[(&'static str, String)]) -> String {
+    sections
+        .iter()
+        .map(|(_, t)| t.as_str())
         .filter(|t| !t.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n")
@@ -211,7 +215,7 @@ mod tests {
             tools: vec!["read".into(), "bash".into()],
             ..Default::default()
         };
-        let text = build(&parts, Path::new("/p"));
+        let text = text(&sections(&parts, Path::new("/p")));
         assert!(text.starts_with("You are a coding assistant running inside tern"));
         assert!(text.contains(
             "<tools>\n- read: Read file contents\n- bash: Execute bash commands (ls, grep, find, etc.)\n\nAdditional tools may be available.\n</tools>"
@@ -236,7 +240,7 @@ mod tests {
             skills: Vec::new(),
         };
         assert_eq!(
-            build(&parts, Path::new("/p")),
+            text(&sections(&parts, Path::new("/p"))),
             "Be terse.\n\n<addendum>\nOne.\n\nTwo.\n</addendum>\n\n<project_context>\n\
              Project-specific instructions and guidelines:\n\n<project_instructions \
              path=\"/p/AGENTS.md\">\nUse tabs.\n</project_instructions>\n</project_context>\
@@ -246,7 +250,7 @@ mod tests {
 
     #[test]
     fn no_tools_is_said() {
-        let text = build(&PromptParts::default(), Path::new("/p"));
+        let text = text(&sections(&PromptParts::default(), Path::new("/p")));
         assert!(text.contains("<tools>\n(none)\n\nAdditional tools may be available.\n</tools>"));
     }
 }

@@ -7,7 +7,6 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use serde_json::{json, Value};
-use tern_ai::providers::catalog;
 use tern_ai::Message;
 use tokio::sync::{mpsc, watch};
 
@@ -223,7 +222,7 @@ impl Rpc {
             }
             Command::SetModel { provider, model_id } => {
                 let current = agent.state().model;
-                let model = catalog::get_model(&provider, &model_id)
+                let model = crate::models_file::get_model(&provider, &model_id)
                     .or_else(|| {
                         (provider == current.provider && current.api == "openai-completions")
                             .then(|| on_the_fly_model(&model_id, &provider, &current.base_url))

@@ -2,19 +2,20 @@
 //! `get_available_thinking_levels`, `cycle_thinking_level`.
 
 use serde_json::{json, Value};
-use tern_ai::providers::{catalog, supported_thinking_levels};
+use tern_ai::providers::supported_thinking_levels;
 use tern_ai::{Model, ThinkingLevel};
 
 use super::handler::Rpc;
+use crate::models_file;
 
-/// The models a prompt can use: the catalog's whose provider has a key in the environment,
+/// The models a prompt can use: the catalog's (and `models.json`'s) whose provider has a key,
 /// and the current model (which has a key, or tern would not have started) in its place.
 pub fn available(current: &Model) -> Vec<Model> {
-    let mut models: Vec<Model> = catalog::models()
+    let mut models: Vec<Model> = models_file::models()
         .iter()
         .filter(|m| {
             (m.provider == current.provider && m.id == current.id)
-                || catalog::env_api_key(&m.provider).is_some()
+                || models_file::has_key(&m.provider, false)
         })
         .cloned()
         .collect();
