@@ -5,8 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{command, run, stderr, text_of, Reply, Server};
 use serde_json::Value;
@@ -150,8 +149,7 @@ fn resume_without_an_id_off_a_terminal_lists_this_directorys_sessions() {
 
 #[test]
 fn resume_without_an_id_on_a_terminal_opens_the_picked_session() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: tmux is not installed (apt-get install -y tmux)");
+    if !common::tmux::available() {
         return;
     }
     let (home, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -162,58 +160,20 @@ fn resume_without_an_id_on_a_terminal_opens_the_picked_session() {
         Reply::text("Back on the first topic."),
     ]);
     three_sessions(home.path(), cwd.path(), &server);
-    let name = format!("tern-picker-{}", std::process::id());
-    let shell = format!(
-        "cd '{}' && env HOME='{}' TERN_SESSION_DIR='{}/sessions' TERN_CONFIG=/dev/null '{}' \
-         --base-url '{}' --tools read -r -p 'go on'; echo EXIT=$?; sleep 30",
-        cwd.path().display(),
-        home.path().display(),
-        home.path().display(),
-        common::tern().display(),
-        server.url,
+    let flags = format!(
+        "--base-url '{}' --tools read -r -p 'go on'; echo EXIT=$?",
+        server.url
     );
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .args(["-L", &name])
-            .args(args)
-            .output()
-            .expect("run tmux")
-    };
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "150",
-        "-y",
-        "30",
-        &shell,
-    ]);
-    assert!(started.status.success(), "{started:?}");
-    let wait_pane = |text: &str| {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let out = tmux(&["capture-pane", "-p", "-t", &name]);
-            let pane = String::from_utf8_lossy(&out.stdout).to_string();
-            if pane.contains(text) {
-                return pane;
-            }
-            if Instant::now() > deadline {
-                let _ = tmux(&["kill-server"]);
-                panic!("no {text:?} in the pane:\n{pane}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    let pane = wait_pane("Resume which?");
-    let (second, first) = (pane.find("second topic"), pane.find("first topic"));
-    assert!(second.is_some() && second < first, "{pane}");
-    assert!(!pane.contains("elsewhere"), "{pane}");
-    tmux(&["send-keys", "-t", &name, "2", "Enter"]);
-    let pane = wait_pane("EXIT=");
-    let _ = tmux(&["kill-server"]);
-    assert!(pane.contains("EXIT=0"), "{pane}");
+    let pane = common::tmux::Pane::tern("picker", home.path(), cwd.path(), &flags);
+    pane.wait_for("Resume which?");
+    let screen = pane.text();
+    let (second, first) = (screen.find("second topic"), screen.find("first topic"));
+    assert!(second.is_some() && second < first, "{screen}");
+    assert!(!screen.contains("elsewhere"), "{screen}");
+    pane.keys(&["2", "Enter"]);
+    pane.wait_for("EXIT=");
+    let screen = pane.text();
+    assert!(screen.contains("EXIT=0"), "{screen}");
     let sent = text_of(&server.requests()[3]);
     assert!(
         sent.contains("first topic") && !sent.contains("second topic"),
