@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::extra::{boxed_fields, drop_tag, no_fields, same_extra};
+use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_map, no_fields};
 use super::{JsonObject, ToolCall};
 
 /// A block of message content. Which blocks a role may hold is the reference's convention:
@@ -78,6 +78,19 @@ impl From<ToolCall> for ContentBlock {
     }
 }
 
+// The unknown fields of a block, boxed in its `extra` (`None` when there are none).
+macro_rules! block_fields {
+    ($($ty:ty),+) => {$(
+        impl $ty {
+            /// Fields tern has no type for (empty when there are none).
+            pub fn fields(&self) -> &JsonObject {
+                self.extra.as_deref().unwrap_or(no_fields())
+            }
+        }
+    )+};
+}
+block_fields!(TextContent, ThinkingContent, ImageContent);
+
 /// `{"type":"text","text":...}`.
 #[derive(Clone, Debug, Default)]
 pub struct TextContent {
@@ -89,41 +102,18 @@ pub struct TextContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl TextContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for TextContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
-            && self.text_signature == other.text_signature
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TextView<'a> {
-    r#type: &'static str,
-    text: &'a String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text_signature: &'a Option<String>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
+eq_as_json!(TextContent {
+    text,
+    text_signature,
+});
 
 impl Serialize for TextContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        TextView {
-            r#type: "text",
-            text: &self.text,
-            text_signature: &self.text_signature,
-            fields: self.fields(),
-        }
-        .serialize(s)
+        let mut m = flat_map(s)?;
+        m.field("type", "text")?;
+        m.field("text", &self.text)?;
+        m.opt("textSignature", self.text_signature.as_ref())?;
+        m.end(self.fields())
     }
 }
 
@@ -162,45 +152,20 @@ pub struct ThinkingContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl ThinkingContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for ThinkingContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.thinking == other.thinking
-            && self.thinking_signature == other.thinking_signature
-            && self.redacted == other.redacted
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ThinkingView<'a> {
-    r#type: &'static str,
-    thinking: &'a String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking_signature: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    redacted: &'a Option<bool>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
+eq_as_json!(ThinkingContent {
+    thinking,
+    thinking_signature,
+    redacted,
+});
 
 impl Serialize for ThinkingContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ThinkingView {
-            r#type: "thinking",
-            thinking: &self.thinking,
-            thinking_signature: &self.thinking_signature,
-            redacted: &self.redacted,
-            fields: self.fields(),
-        }
-        .serialize(s)
+        let mut m = flat_map(s)?;
+        m.field("type", "thinking")?;
+        m.field("thinking", &self.thinking)?;
+        m.opt("thinkingSignature", self.thinking_signature.as_ref())?;
+        m.opt("redacted", self.redacted.as_ref())?;
+        m.end(self.fields())
     }
 }
 
@@ -240,40 +205,15 @@ pub struct ImageContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl ImageContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for ImageContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.data == other.data
-            && self.mime_type == other.mime_type
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImageView<'a> {
-    r#type: &'static str,
-    data: &'a String,
-    mime_type: &'a String,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
+eq_as_json!(ImageContent { data, mime_type });
 
 impl Serialize for ImageContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ImageView {
-            r#type: "image",
-            data: &self.data,
-            mime_type: &self.mime_type,
-            fields: self.fields(),
-        }
-        .serialize(s)
+        let mut m = flat_map(s)?;
+        m.field("type", "image")?;
+        m.field("data", &self.data)?;
+        m.field("mimeType", &self.mime_type)?;
+        m.end(self.fields())
     }
 }
 

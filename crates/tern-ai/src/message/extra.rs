@@ -8,6 +8,9 @@
 
 use std::sync::LazyLock;
 
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
 use super::JsonObject;
 
 /// Which typed fields were absent from the JSON a value was read from.
@@ -97,6 +100,12 @@ impl MessageExtra {
         self.fields.is_empty() && self.absent.is_empty()
     }
 
+    /// The extra of a message just read: `fields` and `absent`, boxed; `None` when both are
+    /// empty.
+    pub(crate) fn keep(fields: JsonObject, absent: Absent) -> Option<Box<Self>> {
+        MessageExtra { fields, absent }.into_option()
+    }
+
     /// The empty extra, for reading through a message that has none.
     pub fn none() -> &'static MessageExtra {
         static NONE: LazyLock<MessageExtra> = LazyLock::new(MessageExtra::default);
@@ -131,3 +140,81 @@ pub(crate) fn same_extra<T: PartialEq + Default>(a: Option<&T>, b: Option<&T>) -
         (None, None) => true,
     }
 }
+
+/// One flat JSON object being written: the typed fields in the reference's order, then the
+/// fields tern has no type for. It writes the same map a derived view struct with a
+/// flattened `fields` would, without declaring such a view per type.
+pub(crate) struct FlatMap<M>(M);
+
+/// Starts writing a value as a [`FlatMap`].
+pub(crate) fn flat_map<S: Serializer>(s: S) -> Result<FlatMap<S::SerializeMap>, S::Error> {
+    s.serialize_map(None).map(FlatMap)
+}
+
+impl<M: SerializeMap> FlatMap<M> {
+    /// Writes `key` (always present).
+    pub(crate) fn field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), M::Error> {
+        self.0.serialize_entry(key, value)
+    }
+
+    /// Writes `key` when `value` is `Some` (`skip_serializing_if = "Option::is_none"`).
+    pub(crate) fn opt<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: Option<&T>,
+    ) -> Result<(), M::Error> {
+        match value {
+            Some(v) => self.0.serialize_entry(key, v),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the fields tern has no type for and closes the object.
+    pub(crate) fn end(mut self, fields: &JsonObject) -> Result<M::Ok, M::Error> {
+        for (k, v) in fields {
+            self.0.serialize_entry(k, v)?;
+        }
+        self.0.end()
+    }
+}
+
+/// `extra()` and `extra_mut()` for a type whose rarely present fields are boxed out of line
+/// in an `extra: Option<Box<$extra>>` field.
+macro_rules! extra_accessors {
+    ($ty:ty, $extra:ty, $doc:literal) => {
+        impl $ty {
+            #[doc = $doc]
+            pub fn extra(&self) -> &$extra {
+                static NONE: std::sync::LazyLock<$extra> =
+                    std::sync::LazyLock::new(<$extra>::default);
+                self.extra.as_deref().unwrap_or(&NONE)
+            }
+
+            /// The same, for changing them (allocated on first use).
+            pub fn extra_mut(&mut self) -> &mut $extra {
+                self.extra.get_or_insert_with(Default::default)
+            }
+        }
+    };
+}
+pub(crate) use extra_accessors;
+
+/// `PartialEq` as JSON sees it for a type with an `extra` box: the listed fields, then the
+/// extras, an allocated but empty one equal to none. The destructuring fails to compile when
+/// a field is added but not listed.
+macro_rules! eq_as_json {
+    ($ty:ident { $($field:ident),+ $(,)? }) => {
+        impl PartialEq for $ty {
+            fn eq(&self, other: &Self) -> bool {
+                let $ty { $($field,)+ extra } = self;
+                $(*$field == other.$field &&)+
+                    $crate::message::extra::same_extra(extra.as_deref(), other.extra.as_deref())
+            }
+        }
+    };
+}
+pub(crate) use eq_as_json;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::extra::{same_extra, Absent, MessageExtra};
+use super::extra::{eq_as_json, extra_accessors, flat_map, Absent, MessageExtra};
 use super::{Content, JsonObject, Timestamp};
 
 /// A user message.
@@ -16,44 +16,24 @@ pub struct UserMessage {
     pub extra: Option<Box<MessageExtra>>,
 }
 
-impl UserMessage {
-    /// Fields tern has no type for and absent typed fields (empty when there are none).
-    pub fn extra(&self) -> &MessageExtra {
-        self.extra.as_deref().unwrap_or(MessageExtra::none())
-    }
+extra_accessors!(
+    UserMessage,
+    MessageExtra,
+    "Fields tern has no type for and absent typed fields (empty when there are none)."
+);
 
-    /// The same, for changing them (allocated on first use).
-    pub fn extra_mut(&mut self) -> &mut MessageExtra {
-        self.extra.get_or_insert_with(Default::default)
-    }
-}
-
-impl PartialEq for UserMessage {
-    fn eq(&self, other: &Self) -> bool {
-        self.content == other.content
-            && self.timestamp == other.timestamp
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-struct UserView<'a> {
-    content: &'a Content,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<&'a Timestamp>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
+eq_as_json!(UserMessage { content, timestamp });
 
 impl Serialize for UserMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        UserView {
-            content: &self.content,
-            timestamp: extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-            fields: &extra.fields,
-        }
-        .serialize(s)
+        let mut m = flat_map(s)?;
+        m.field("content", &self.content)?;
+        m.opt(
+            "timestamp",
+            extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
+        )?;
+        m.end(&extra.fields)
     }
 }
 
@@ -75,11 +55,7 @@ impl<'de> Deserialize<'de> for UserMessage {
         Ok(UserMessage {
             content: w.content,
             timestamp,
-            extra: MessageExtra {
-                fields: w.fields,
-                absent,
-            }
-            .into_option(),
+            extra: MessageExtra::keep(w.fields, absent),
         })
     }
 }
