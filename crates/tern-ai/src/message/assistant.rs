@@ -175,7 +175,7 @@ eq_as_json!(AssistantMessage {
 impl Serialize for AssistantMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, extra.absent)?;
         m.field("content", &self.content)?;
         m.opt("api", self.api.non_empty())?;
         m.opt("provider", self.provider.non_empty())?;
@@ -187,19 +187,13 @@ impl Serialize for AssistantMessage {
             extra.provider_thinking_level.as_ref(),
         )?;
         m.opt("diagnostics", extra.diagnostics.as_ref())?;
-        m.opt("usage", extra.absent.write(Absent::USAGE, &*self.usage))?;
-        m.opt(
-            "stopReason",
-            extra.absent.write(Absent::STOP_REASON, &self.stop_reason),
-        )?;
+        m.tracked("usage", Absent::USAGE, &*self.usage)?;
+        m.tracked("stopReason", Absent::STOP_REASON, &self.stop_reason)?;
         m.opt("deferred", extra.deferred.as_ref())?;
         m.opt("errorMessage", self.error_message.as_ref())?;
         m.opt("rawStopReason", self.raw_stop_reason.as_ref())?;
         m.opt("endTurn", extra.end_turn.as_ref())?;
-        m.opt(
-            "timestamp",
-            extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-        )?;
+        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
         m.opt("durationMs", self.duration_ms.as_ref())?;
         m.opt("thinkingLevel", self.thinking_level.as_ref())?;
         m.end(&extra.fields)

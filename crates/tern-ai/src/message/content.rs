@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_map, no_fields};
+use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_map, no_fields, Absent};
 use super::{JsonObject, ToolCall};
 
 /// A block of message content. Which blocks a role may hold is the reference's convention:
@@ -109,7 +109,7 @@ eq_as_json!(TextContent {
 
 impl Serialize for TextContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, Absent::default())?;
         m.field("type", "text")?;
         m.field("text", &self.text)?;
         m.opt("textSignature", self.text_signature.as_ref())?;
@@ -160,7 +160,7 @@ eq_as_json!(ThinkingContent {
 
 impl Serialize for ThinkingContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, Absent::default())?;
         m.field("type", "thinking")?;
         m.field("thinking", &self.thinking)?;
         m.opt("thinkingSignature", self.thinking_signature.as_ref())?;
@@ -209,7 +209,7 @@ eq_as_json!(ImageContent { data, mime_type });
 
 impl Serialize for ImageContent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, Absent::default())?;
         m.field("type", "image")?;
         m.field("data", &self.data)?;
         m.field("mimeType", &self.mime_type)?;

@@ -144,11 +144,19 @@ pub(crate) fn same_extra<T: PartialEq + Default>(a: Option<&T>, b: Option<&T>) -
 /// One flat JSON object being written: the typed fields in the reference's order, then the
 /// fields tern has no type for. It writes the same map a derived view struct with a
 /// flattened `fields` would, without declaring such a view per type.
-pub(crate) struct FlatMap<M>(M);
+pub(crate) struct FlatMap<M> {
+    map: M,
+    /// The fields the value was read without (see [`FlatMap::tracked`]).
+    absent: Absent,
+}
 
-/// Starts writing a value as a [`FlatMap`].
-pub(crate) fn flat_map<S: Serializer>(s: S) -> Result<FlatMap<S::SerializeMap>, S::Error> {
-    s.serialize_map(None).map(FlatMap)
+/// Starts writing a value as a [`FlatMap`]; `absent`: the typed fields it was read without.
+pub(crate) fn flat_map<S: Serializer>(
+    s: S,
+    absent: Absent,
+) -> Result<FlatMap<S::SerializeMap>, S::Error> {
+    let map = s.serialize_map(None)?;
+    Ok(FlatMap { map, absent })
 }
 
 impl<M: SerializeMap> FlatMap<M> {
@@ -158,7 +166,7 @@ impl<M: SerializeMap> FlatMap<M> {
         key: &'static str,
         value: &T,
     ) -> Result<(), M::Error> {
-        self.0.serialize_entry(key, value)
+        self.map.serialize_entry(key, value)
     }
 
     /// Writes `key` when `value` is `Some` (`skip_serializing_if = "Option::is_none"`).
@@ -168,17 +176,28 @@ impl<M: SerializeMap> FlatMap<M> {
         value: Option<&T>,
     ) -> Result<(), M::Error> {
         match value {
-            Some(v) => self.0.serialize_entry(key, v),
+            Some(v) => self.map.serialize_entry(key, v),
             None => Ok(()),
         }
+    }
+
+    /// Writes `key` unless `field` was absent and `value` is still the default (see
+    /// [`Absent::write`]).
+    pub(crate) fn tracked<T: Serialize + Default + PartialEq>(
+        &mut self,
+        key: &'static str,
+        field: Absent,
+        value: &T,
+    ) -> Result<(), M::Error> {
+        self.opt(key, self.absent.write(field, value))
     }
 
     /// Writes the fields tern has no type for and closes the object.
     pub(crate) fn end(mut self, fields: &JsonObject) -> Result<M::Ok, M::Error> {
         for (k, v) in fields {
-            self.0.serialize_entry(k, v)?;
+            self.map.serialize_entry(k, v)?;
         }
-        self.0.end()
+        self.map.end()
     }
 }
 

@@ -44,15 +44,12 @@ eq_as_json!(SystemMessage {
 impl Serialize for SystemMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, extra.absent)?;
         m.field("content", &self.content)?;
         m.opt("sections", self.sections.as_ref())?;
         m.opt("toolsAdded", self.tools_added.as_ref())?;
         m.opt("toolsRemoved", self.tools_removed.as_ref())?;
-        m.opt(
-            "timestamp",
-            extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-        )?;
+        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
         m.end(&extra.fields)
     }
 }

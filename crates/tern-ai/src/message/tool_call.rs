@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::extra::{drop_tag, eq_as_json, extra_accessors, flat_map};
+use super::extra::{drop_tag, eq_as_json, extra_accessors, flat_map, Absent};
 use super::JsonObject;
 
 /// `{"type":"toolCall","id","name","arguments"}`.
@@ -72,7 +72,7 @@ eq_as_json!(ToolCall {
 impl Serialize for ToolCall {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, Absent::default())?;
         m.field("type", "toolCall")?;
         m.field("id", &self.id)?;
         m.field("name", &self.name)?;

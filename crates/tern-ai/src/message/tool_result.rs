@@ -53,22 +53,16 @@ eq_as_json!(ToolResultMessage {
 impl Serialize for ToolResultMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, extra.absent)?;
         m.field("toolCallId", &self.tool_call_id)?;
         m.field("toolName", &self.tool_name)?;
         m.field("content", &self.content)?;
         m.opt("details", self.details.as_ref())?;
         m.opt("usage", self.usage.as_ref())?;
         m.opt("nestedCalls", self.nested_calls.as_ref())?;
-        m.opt(
-            "isError",
-            extra.absent.write(Absent::IS_ERROR, &self.is_error),
-        )?;
+        m.tracked("isError", Absent::IS_ERROR, &self.is_error)?;
         m.opt("durationMs", self.duration_ms.as_ref())?;
-        m.opt(
-            "timestamp",
-            extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-        )?;
+        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
         m.end(&extra.fields)
     }
 }

@@ -27,12 +27,9 @@ eq_as_json!(UserMessage { content, timestamp });
 impl Serialize for UserMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        let mut m = flat_map(s)?;
+        let mut m = flat_map(s, extra.absent)?;
         m.field("content", &self.content)?;
-        m.opt(
-            "timestamp",
-            extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-        )?;
+        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
         m.end(&extra.fields)
     }
 }
