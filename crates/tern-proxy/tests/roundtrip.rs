@@ -20,6 +20,11 @@ fn faux(text: &str) -> FauxModel {
     FauxModel::new(vec![FauxResponse::text(text)])
 }
 
+/// The final message a default client of `url` gets with `token`.
+async fn plain_result(url: &str, token: &str) -> tern_ai::AssistantMessage {
+    result_of(&ProxyStreamFn::new(url, token), StreamOptions::default()).await
+}
+
 async fn result_of(client: &ProxyStreamFn, options: StreamOptions) -> tern_ai::AssistantMessage {
     let stream = client.stream(&model("m"), context(), options).unwrap();
     (*stream.result().await).clone()
@@ -73,11 +78,7 @@ async fn refusals_are_json_errors_the_client_words_as_the_reference() {
             }),
     )
     .await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, TOKEN),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, TOKEN).await;
     assert_eq!(message.stop_reason, StopReason::Error);
     assert_eq!(
         message.error_message.as_deref(),
@@ -115,11 +116,7 @@ async fn a_stream_function_that_cannot_start_answers_502() {
         Err("no provider key configured".into())
     };
     let server = serve(ProxyServer::new(failing)).await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, "any"),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, "any").await;
     assert_eq!(
         message.error_message.as_deref(),
         Some("Proxy error: The stream function could not start: no provider key configured")
@@ -136,11 +133,7 @@ async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
         Ok(rx)
     };
     let server = serve(ProxyServer::new(dropping)).await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, "any"),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, "any").await;
     assert_eq!(message.stop_reason, StopReason::Error);
     assert_eq!(
         message.error_message.as_deref(),
@@ -280,7 +273,7 @@ async fn a_server_below_a_prefix_is_reached_through_the_prefixed_url() {
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    let message = result_of(&ProxyStreamFn::new(&url, "any"), StreamOptions::default()).await;
+    let message = plain_result(&url, "any").await;
     assert_eq!(message.text(), "nested");
     task.abort();
 }
