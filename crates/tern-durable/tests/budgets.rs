@@ -64,6 +64,16 @@ fn greedy_agent(run: &DurableRun, server: &Greedy) -> Agent {
     })
 }
 
+/// Runs the greedy model under `run` from `prompt`; the model, with the requests it was sent.
+async fn run_greedy(run: &DurableRun, prompt: Vec<Message>) -> Greedy {
+    let server = Greedy::default();
+    greedy_agent(run, &server)
+        .prompt_messages(prompt)
+        .await
+        .expect("run");
+    server
+}
+
 fn prompt() -> Vec<Message> {
     vec![Message::user_text("look around")]
 }
@@ -173,11 +183,7 @@ async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
     let run = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
         .await
         .expect("start");
-    let server = Greedy::default();
-    greedy_agent(&run, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    run_greedy(&run, prompt()).await;
     let records = journal.records().expect("records");
     match &records[0].step {
         Step::RunStarted { budget: b, .. } => assert_eq!(b, &budget),
@@ -195,11 +201,7 @@ async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
         panic!("the run was cut off");
     };
     assert_eq!(run.budget(), budget);
-    let server = Greedy::default();
-    greedy_agent(&run, &server)
-        .prompt_messages(prompt)
-        .await
-        .expect("run");
+    let server = run_greedy(&run, prompt).await;
     assert_eq!(run.ended_by(), Some(Limit::Turns));
     let requests = server.requests.lock().clone();
     assert_eq!(
@@ -228,11 +230,7 @@ async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
             max_turns: Some(2),
             ..Default::default()
         });
-    let server = Greedy::default();
-    greedy_agent(&first, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    run_greedy(&first, prompt()).await;
     assert_eq!(first.ended_by(), Some(Limit::Turns));
     first.finish(first.end()).await.expect("finish");
     let spent = Spent::of_session(&journal.records().expect("records"));
@@ -242,11 +240,7 @@ async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
     let second = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
         .await
         .expect("one call left");
-    let server = Greedy::default();
-    greedy_agent(&second, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    let server = run_greedy(&second, prompt()).await;
     assert_eq!(second.ended_by(), Some(Limit::SessionToolCalls));
     assert_eq!(
         second.end(),

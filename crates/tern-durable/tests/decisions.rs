@@ -76,10 +76,7 @@ fn agent_with_hook(
 
 async fn record(dir: &Path) -> (Vec<Record>, usize) {
     let journal = Arc::new(MemoryJournal::default());
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal.clone(), &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal.clone()).await;
     let asked = Arc::new(AtomicUsize::new(0));
     let stream_fn = run.model(Arc::new(ScriptedServer::default()));
     let a = agent_with_hook(&run, stream_fn, dir, Hook::Ask(true), asked.clone());
