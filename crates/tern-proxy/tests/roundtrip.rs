@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{
-    assistant_stream, AssistantMessageEvent, Context, Model, PartialMessage, StopReason, StreamFn,
-    StreamOptions, ThinkingLevel,
+    assistant_stream, AssistantMessageEvent, AssistantMessageEventStream, Context, Model,
+    PartialMessage, StopReason, StreamFn, StreamOptions, ThinkingLevel,
 };
 use tern_proxy::{ProxyServer, ProxyStreamFn};
 use tokio_util::sync::CancellationToken;
@@ -23,6 +23,18 @@ fn faux(text: &str) -> FauxModel {
 /// The final message a default client of `url` gets with `token`.
 async fn plain_result(url: &str, token: &str) -> tern_ai::AssistantMessage {
     result_of(&ProxyStreamFn::new(url, token), StreamOptions::default()).await
+}
+
+/// A stream of a client of `url` under a signal the test fires: the signal and the stream.
+fn abortable(url: &str) -> (CancellationToken, AssistantMessageEventStream) {
+    let signal = CancellationToken::new();
+    let options = StreamOptions {
+        signal: signal.clone(),
+        ..StreamOptions::default()
+    };
+    let client = ProxyStreamFn::new(url, "any");
+    let stream = client.stream(&model("m"), context(), options).unwrap();
+    (signal, stream)
 }
 
 async fn result_of(client: &ProxyStreamFn, options: StreamOptions) -> tern_ai::AssistantMessage {
@@ -158,13 +170,7 @@ async fn a_silent_upstream_is_cancelled_when_the_client_leaves_and_keep_alives_a
     let (upstream, seen) = Recorded::new(silent());
     let server =
         serve(ProxyServer::new(upstream).keep_alive(Some(Duration::from_millis(50)))).await;
-    let client = ProxyStreamFn::new(&server.url, "any");
-    let signal = CancellationToken::new();
-    let options = StreamOptions {
-        signal: signal.clone(),
-        ..StreamOptions::default()
-    };
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let (signal, stream) = abortable(&server.url);
     while seen.lock().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -188,13 +194,7 @@ async fn a_silent_upstream_is_cancelled_when_the_client_leaves_and_keep_alives_a
 async fn an_abort_before_the_response_head_reads_as_the_reference_fetch_rejection() {
     // A server that reads the request and never answers.
     let (url, mut requests) = raw_server(b"").await;
-    let client = ProxyStreamFn::new(&url, "any");
-    let signal = CancellationToken::new();
-    let options = StreamOptions {
-        signal: signal.clone(),
-        ..StreamOptions::default()
-    };
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let (signal, stream) = abortable(&url);
     requests.recv().await.unwrap();
     signal.cancel();
     let message = stream.result().await;

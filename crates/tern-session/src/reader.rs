@@ -445,6 +445,12 @@ mod tests {
         f
     }
 
+    /// What `load` makes of a file of `lines`.
+    fn load_lines(lines: &[Value]) -> LoadedSession {
+        let f = write(lines);
+        load(f.path()).expect("load")
+    }
+
     /// The first line of a version 3 file.
     fn header() -> Value {
         json!({"type": "session", "version": 3, "id": "s"})
@@ -467,14 +473,13 @@ mod tests {
 
     #[test]
     fn load_follows_the_branch_of_the_last_entry() {
-        let f = write(&[
+        let s = load_lines(&[
             json!({"type": "session", "version": 3, "id": "s1", "cwd": "/p"}),
             user("a", None, "root"),
             user("b", Some("a"), "abandoned branch"),
             user("c", Some("a"), "active branch"),
             json!({"type": "thinking_level_change", "id": "d", "parentId": "c", "thinkingLevel": "high"}),
         ]);
-        let s = load(f.path()).expect("load");
         assert_eq!(texts(&s), ["\"root\"", "\"active branch\""]);
         assert_eq!(s.leaf.as_deref(), Some("d"));
         assert_eq!(s.thinking_level.as_deref(), Some("high"));
@@ -493,12 +498,11 @@ mod tests {
 
     #[test]
     fn unknown_entries_and_a_cycle_are_warnings_not_errors() {
-        let f = write(&[
+        let s = load_lines(&[
             header(),
             json!({"type": "compaction", "id": "a", "parentId": "b"}),
             json!({"type": "branch_summary", "id": "b", "parentId": "a"}),
         ]);
-        let s = load(f.path()).expect("load");
         assert!(warns(&s, "parentId cycle"));
         assert!(warned(&s, |w| w.contains("compaction")
             && w.contains("branch_summary")));
@@ -558,13 +562,12 @@ mod tests {
     #[test]
     fn a_cycle_never_makes_the_transcript_start_with_an_answer() {
         // a1 and u2 name each other as parents; walking up from u2 reaches a1 first.
-        let f = write(&[
+        let s = load_lines(&[
             header(),
             user("u1", None, "q1"),
             assistant("a1", "u2", "r1"),
             user("u2", Some("a1"), "q2"),
         ]);
-        let s = load(f.path()).expect("load");
         assert!(
             matches!(s.messages.first(), Some(Message::User(_))),
             "{:?}",
@@ -578,12 +581,11 @@ mod tests {
 
     #[test]
     fn a_duplicate_id_and_a_newer_version_are_reported() {
-        let f = write(&[
+        let s = load_lines(&[
             json!({"type": "session", "version": 9, "id": "s"}),
             user("a", None, "one"),
             user("a", None, "again"),
         ]);
-        let s = load(f.path()).expect("load");
         assert!(warned(&s, |w| w.contains("lines 2 and 3")
             && w.contains("same entry id a")));
         assert!(warns(&s, "format version 9"));
@@ -591,7 +593,7 @@ mod tests {
 
     #[test]
     fn a_compaction_replays_its_summary_and_the_kept_messages() {
-        let f = write(&[
+        let s = load_lines(&[
             header(),
             user("a", None, "old question"),
             assistant("b", "a", "old answer"),
@@ -602,7 +604,6 @@ mod tests {
                    "details": {"readFiles": ["x"], "modifiedFiles": []}}),
             user("f", Some("e"), "after"),
         ]);
-        let s = load(f.path()).expect("load");
         let t = texts(&s);
         assert_eq!(t.len(), 4, "{t:?}");
         assert!(
