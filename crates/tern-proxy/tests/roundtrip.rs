@@ -37,6 +37,18 @@ fn abortable(url: &str) -> (CancellationToken, AssistantMessageEventStream) {
     (signal, stream)
 }
 
+/// Fires `signal`; `stream` then ends `aborted` with `text`.
+async fn assert_aborted(
+    signal: &CancellationToken,
+    stream: AssistantMessageEventStream,
+    text: &str,
+) {
+    signal.cancel();
+    let message = stream.result().await;
+    assert_eq!(message.stop_reason, StopReason::Aborted);
+    assert_eq!(message.error_message.as_deref(), Some(text));
+}
+
 async fn result_of(client: &ProxyStreamFn, options: StreamOptions) -> tern_ai::AssistantMessage {
     let stream = client.stream(&model("m"), context(), options).unwrap();
     (*stream.result().await).clone()
@@ -176,13 +188,7 @@ async fn a_silent_upstream_is_cancelled_when_the_client_leaves_and_keep_alives_a
     }
     // Keep-alive comments are not events: nothing arrives, the client keeps waiting.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    signal.cancel();
-    let message = stream.result().await;
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("Request aborted by user")
-    );
+    assert_aborted(&signal, stream, "Request aborted by user").await;
     let upstream_signal = seen.lock()[0].1.signal.clone();
     assert!(
         fires_within(&upstream_signal, 5).await,
@@ -196,13 +202,7 @@ async fn an_abort_before_the_response_head_reads_as_the_reference_fetch_rejectio
     let (url, mut requests) = raw_server(b"").await;
     let (signal, stream) = abortable(&url);
     requests.recv().await.unwrap();
-    signal.cancel();
-    let message = stream.result().await;
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("This operation was aborted")
-    );
+    assert_aborted(&signal, stream, "This operation was aborted").await;
 }
 
 #[tokio::test]
