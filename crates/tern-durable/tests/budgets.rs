@@ -1,6 +1,8 @@
 //! Budgets: each limit ends a scripted run with a wrap-up turn whose request has no tools
 //! and carries the budget notice; the run says which limit ended it.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +14,10 @@ use tern_ai::transcript::get_current_tools;
 use tern_ai::{Context, Cost, Message, Model, StreamFn, StreamOptions, Usage};
 use tern_durable::{
     budget_notice, Budget, Budgets, DurableRun, Journal, JournalError, Limit, MemoryJournal,
-    Recovery, RunEnd, Spent, Step,
+    RunEnd, Spent, Step,
 };
+
+use common::cut_and_recover;
 
 /// Calls the tool while it has tools, answers in text when it has none; every response
 /// costs 100 tokens and one cent. Keeps each request's messages.
@@ -190,16 +194,7 @@ async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
         other => panic!("the first record is {other:?}"),
     }
     // Killed after the first response: the recovery is given no budget, and keeps it.
-    let cut = records
-        .iter()
-        .position(|r| matches!(r.step, Step::ModelOutcome { .. }))
-        .expect("a response");
-    let journal = Arc::new(MemoryJournal::new(records[..=cut].to_vec()));
-    let Recovery::Interrupted { run, prompt, .. } =
-        DurableRun::recover(journal, &[]).expect("recover")
-    else {
-        panic!("the run was cut off");
-    };
+    let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::ModelOutcome { .. }));
     assert_eq!(run.budget(), budget);
     let server = run_greedy(&run, prompt).await;
     assert_eq!(run.ended_by(), Some(Limit::Turns));
