@@ -78,18 +78,55 @@ impl From<ToolCall> for ContentBlock {
     }
 }
 
-// The unknown fields of a block, boxed in its `extra` (`None` when there are none).
-macro_rules! block_fields {
-    ($($ty:ty),+) => {$(
+// The JSON of a content block, from its fields in the reference's order: `req name: Type =
+// "key"` always written, `opt name: Option<Type> = "key"` written when set; the `type` tag
+// first, the fields tern has no type for last. Also `fields()` and equality as JSON sees it.
+macro_rules! block_serde {
+    ($ty:ident, $tag:literal { $($kind:ident $field:ident: $fty:ty = $key:literal),+ $(,)? }) => {
         impl $ty {
             /// Fields tern has no type for (empty when there are none).
             pub fn fields(&self) -> &JsonObject {
                 self.extra.as_deref().unwrap_or(no_fields())
             }
         }
-    )+};
+
+        eq_as_json!($ty { $($field),+ });
+
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = flat_map(s, Absent::default())?;
+                m.field("type", $tag)?;
+                $(block_serde!(@write m, $kind, $key, self.$field);)+
+                m.end(self.fields())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                // The wire form, named as the block for serde's messages (it shadows the
+                // block's name here; `Self` is the block). A missing `Option` reads as `None`.
+                #[derive(Deserialize)]
+                struct $ty {
+                    $(#[serde(rename = $key)] $field: $fty,)+
+                    #[serde(flatten)]
+                    fields: JsonObject,
+                }
+                let mut w = $ty::deserialize(d)?;
+                drop_tag(&mut w.fields, $tag);
+                Ok(Self {
+                    $($field: w.$field,)+
+                    extra: boxed_fields(w.fields),
+                })
+            }
+        }
+    };
+    (@write $m:ident, req, $key:literal, $value:expr) => {
+        $m.field($key, &$value)?
+    };
+    (@write $m:ident, opt, $key:literal, $value:expr) => {
+        $m.opt($key, $value.as_ref())?
+    };
 }
-block_fields!(TextContent, ThinkingContent, ImageContent);
 
 /// `{"type":"text","text":...}`.
 #[derive(Clone, Debug, Default)]
@@ -102,42 +139,10 @@ pub struct TextContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-eq_as_json!(TextContent {
-    text,
-    text_signature,
+block_serde!(TextContent, "text" {
+    req text: String = "text",
+    opt text_signature: Option<String> = "textSignature",
 });
-
-impl Serialize for TextContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s, Absent::default())?;
-        m.field("type", "text")?;
-        m.field("text", &self.text)?;
-        m.opt("textSignature", self.text_signature.as_ref())?;
-        m.end(self.fields())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "TextContent", rename_all = "camelCase")]
-struct TextWire {
-    text: String,
-    #[serde(default)]
-    text_signature: Option<String>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for TextContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = TextWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "text");
-        Ok(TextContent {
-            text: w.text,
-            text_signature: w.text_signature,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
 
 /// `{"type":"thinking","thinking":...}`.
 #[derive(Clone, Debug, Default)]
@@ -152,47 +157,11 @@ pub struct ThinkingContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-eq_as_json!(ThinkingContent {
-    thinking,
-    thinking_signature,
-    redacted,
+block_serde!(ThinkingContent, "thinking" {
+    req thinking: String = "thinking",
+    opt thinking_signature: Option<String> = "thinkingSignature",
+    opt redacted: Option<bool> = "redacted",
 });
-
-impl Serialize for ThinkingContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s, Absent::default())?;
-        m.field("type", "thinking")?;
-        m.field("thinking", &self.thinking)?;
-        m.opt("thinkingSignature", self.thinking_signature.as_ref())?;
-        m.opt("redacted", self.redacted.as_ref())?;
-        m.end(self.fields())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "ThinkingContent", rename_all = "camelCase")]
-struct ThinkingWire {
-    thinking: String,
-    #[serde(default)]
-    thinking_signature: Option<String>,
-    #[serde(default)]
-    redacted: Option<bool>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for ThinkingContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = ThinkingWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "thinking");
-        Ok(ThinkingContent {
-            thinking: w.thinking,
-            thinking_signature: w.thinking_signature,
-            redacted: w.redacted,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
 
 /// `{"type":"image","data":<base64>,"mimeType":...}`.
 #[derive(Clone, Debug, Default)]
@@ -205,38 +174,10 @@ pub struct ImageContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-eq_as_json!(ImageContent { data, mime_type });
-
-impl Serialize for ImageContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = flat_map(s, Absent::default())?;
-        m.field("type", "image")?;
-        m.field("data", &self.data)?;
-        m.field("mimeType", &self.mime_type)?;
-        m.end(self.fields())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "ImageContent", rename_all = "camelCase")]
-struct ImageWire {
-    data: String,
-    mime_type: String,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for ImageContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = ImageWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "image");
-        Ok(ImageContent {
-            data: w.data,
-            mime_type: w.mime_type,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
+block_serde!(ImageContent, "image" {
+    req data: String = "data",
+    req mime_type: String = "mimeType",
+});
 
 /// Content that may be a plain string or a list of blocks (system and user messages).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
