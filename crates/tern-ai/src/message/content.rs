@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_map, no_fields, Absent};
+use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_field, flat_map, no_fields, Absent};
 use super::{JsonObject, ToolCall};
 
 /// A block of message content. Which blocks a role may hold is the reference's convention:
@@ -78,9 +78,9 @@ impl From<ToolCall> for ContentBlock {
     }
 }
 
-// The JSON of a content block, from its fields in the reference's order: `req name: Type =
-// "key"` always written, `opt name: Option<Type> = "key"` written when set; the `type` tag
-// first, the fields tern has no type for last. Also `fields()` and equality as JSON sees it.
+// The JSON of a content block, from its fields in the reference's order (`kind name: Type =
+// "key"`, `req` or `opt` as in `flat_field`): the `type` tag first, the fields tern has no
+// type for last. Also `fields()` and equality as JSON sees it.
 macro_rules! block_serde {
     ($ty:ident, $tag:literal { $($kind:ident $field:ident: $fty:ty = $key:literal),+ $(,)? }) => {
         impl $ty {
@@ -96,7 +96,7 @@ macro_rules! block_serde {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut m = flat_map(s, Absent::default())?;
                 m.field("type", $tag)?;
-                $(block_serde!(@write m, $kind, $key, self.$field);)+
+                $(flat_field!(@write m, $kind [], $key, self.$field);)+
                 m.end(self.fields())
             }
         }
@@ -119,12 +119,6 @@ macro_rules! block_serde {
                 })
             }
         }
-    };
-    (@write $m:ident, req, $key:literal, $value:expr) => {
-        $m.field($key, &$value)?
-    };
-    (@write $m:ident, opt, $key:literal, $value:expr) => {
-        $m.opt($key, $value.as_ref())?
     };
 }
 

@@ -237,3 +237,80 @@ macro_rules! eq_as_json {
     };
 }
 pub(crate) use eq_as_json;
+
+/// One field of a flat JSON object, by its kind: `req` always written, `opt` (an `Option`)
+/// written when set, `tracked [FLAG]` written unless it was absent (the [`Absent`] flag) and
+/// still holds its default. `@write` writes it to a [`FlatMap`]; `@wire` is its type as read
+/// (a tracked field may be missing: `Option`); `@read` turns what was read into the value.
+macro_rules! flat_field {
+    (@write $m:ident, req [], $key:literal, $value:expr) => {
+        $m.field($key, &$value)?
+    };
+    (@write $m:ident, opt [], $key:literal, $value:expr) => {
+        $m.opt($key, $value.as_ref())?
+    };
+    (@write $m:ident, tracked [$flag:ident], $key:literal, $value:expr) => {
+        $m.tracked($key, $crate::message::Absent::$flag, &$value)?
+    };
+    (@wire req [], $ty:ty) => { $ty };
+    (@wire opt [], $ty:ty) => { $ty };
+    (@wire tracked [$flag:ident], $ty:ty) => { Option<$ty> };
+    (@read $absent:ident, req [], $value:expr) => { $value };
+    (@read $absent:ident, opt [], $value:expr) => { $value };
+    (@read $absent:ident, tracked [$flag:ident], $value:expr) => {
+        $absent.read($crate::message::Absent::$flag, $value)
+    };
+}
+pub(crate) use flat_field;
+
+/// A system, user or tool-result message's JSON, from its fields in the reference's order
+/// (`kind name: Type = "key"`, kinds as in [`flat_field`]); the fields tern has no type for
+/// last. Also `extra()`, `extra_mut()` and equality as JSON sees it.
+macro_rules! message_serde {
+    ($ty:ident { $($kind:ident $([$flag:ident])? $field:ident: $fty:ty = $key:literal),+ $(,)? }) => {
+        $crate::message::extra::extra_accessors!(
+            $ty,
+            MessageExtra,
+            "Fields tern has no type for and absent typed fields (empty when there are none)."
+        );
+
+        $crate::message::extra::eq_as_json!($ty { $($field),+ });
+
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let extra = self.extra();
+                let mut m = $crate::message::extra::flat_map(s, extra.absent)?;
+                $($crate::message::extra::flat_field!(
+                    @write m, $kind [$($flag)?], $key, self.$field
+                );)+
+                m.end(&extra.fields)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                // The wire form, named as the message for serde's messages (it shadows the
+                // message's name here; `Self` is the message). A missing `Option` reads as
+                // `None`.
+                #[derive(Deserialize)]
+                struct $ty {
+                    $(
+                        #[serde(rename = $key)]
+                        $field: $crate::message::extra::flat_field!(@wire $kind [$($flag)?], $fty),
+                    )+
+                    #[serde(flatten)]
+                    fields: JsonObject,
+                }
+                let w = $ty::deserialize(d)?;
+                let mut absent = $crate::message::Absent::default();
+                Ok(Self {
+                    $($field: $crate::message::extra::flat_field!(
+                        @read absent, $kind [$($flag)?], w.$field
+                    ),)+
+                    extra: MessageExtra::keep(w.fields, absent),
+                })
+            }
+        }
+    };
+}
+pub(crate) use message_serde;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::extra::{eq_as_json, extra_accessors, flat_map, Absent, MessageExtra};
+use super::extra::{message_serde, MessageExtra};
 use super::{Content, JsonObject, Timestamp};
 
 /// A system message: the prompt at the head of a transcript, or a change of it later on.
@@ -27,64 +27,13 @@ pub struct SystemMessage {
     pub extra: Option<Box<MessageExtra>>,
 }
 
-extra_accessors!(
-    SystemMessage,
-    MessageExtra,
-    "Fields tern has no type for and absent typed fields (empty when there are none)."
-);
-
-eq_as_json!(SystemMessage {
-    content,
-    sections,
-    tools_added,
-    tools_removed,
-    timestamp,
+message_serde!(SystemMessage {
+    req content: Content = "content",
+    opt sections: Option<Box<Map<String, Value>>> = "sections",
+    opt tools_added: Option<Vec<Arc<ToolDeclaration>>> = "toolsAdded",
+    opt tools_removed: Option<Vec<ToolReference>> = "toolsRemoved",
+    tracked[TIMESTAMP] timestamp: Timestamp = "timestamp",
 });
-
-impl Serialize for SystemMessage {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let extra = self.extra();
-        let mut m = flat_map(s, extra.absent)?;
-        m.field("content", &self.content)?;
-        m.opt("sections", self.sections.as_ref())?;
-        m.opt("toolsAdded", self.tools_added.as_ref())?;
-        m.opt("toolsRemoved", self.tools_removed.as_ref())?;
-        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
-        m.end(&extra.fields)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "SystemMessage", rename_all = "camelCase")]
-struct SystemWire {
-    content: Content,
-    #[serde(default)]
-    sections: Option<Box<Map<String, Value>>>,
-    #[serde(default)]
-    tools_added: Option<Vec<Arc<ToolDeclaration>>>,
-    #[serde(default)]
-    tools_removed: Option<Vec<ToolReference>>,
-    #[serde(default)]
-    timestamp: Option<Timestamp>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for SystemMessage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = SystemWire::deserialize(d)?;
-        let mut absent = Absent::default();
-        let timestamp = absent.read(Absent::TIMESTAMP, w.timestamp);
-        Ok(SystemMessage {
-            content: w.content,
-            sections: w.sections,
-            tools_added: w.tools_added,
-            tools_removed: w.tools_removed,
-            timestamp,
-            extra: MessageExtra::keep(w.fields, absent),
-        })
-    }
-}
 
 /// Declaration of a tool as the model sees it (name, description, JSON Schema).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
