@@ -43,6 +43,16 @@ fn echo_tool(terminate: bool) -> AgentTool {
     )
 }
 
+/// An agent whose model calls `echo` once (terminating the run when `terminate`), then
+/// answers `answer` if asked again.
+fn echo_call_then(answer: &str, terminate: bool) -> tern_agent::AgentBuilder {
+    agent(vec![
+        FauxResponse::tool_call("c1", "echo", json!({})),
+        FauxResponse::text(answer),
+    ])
+    .tool(echo_tool(terminate))
+}
+
 fn roles(outcome: &RunOutcome) -> Vec<&str> {
     outcome.messages.iter().map(Message::role).collect()
 }
@@ -131,12 +141,7 @@ async fn abort_ends_the_run_as_aborted() {
 
 #[tokio::test]
 async fn a_terminating_tool_result_stops_the_run() {
-    let agent = agent(vec![
-        FauxResponse::tool_call("c1", "echo", json!({})),
-        FauxResponse::text("never asked"),
-    ])
-    .tool(echo_tool(true))
-    .build();
+    let agent = echo_call_then("never asked", true).build();
     let outcome = agent.prompt("go").await.unwrap();
     assert_eq!(
         outcome.ending,
@@ -148,18 +153,14 @@ async fn a_terminating_tool_result_stops_the_run() {
 
 #[tokio::test]
 async fn a_terminating_block_stops_the_run() {
-    let agent = agent(vec![
-        FauxResponse::tool_call("c1", "echo", json!({})),
-        FauxResponse::text("never asked"),
-    ])
-    .tool(echo_tool(false))
-    .before_tool_call(|_ctx, _signal| async {
-        Ok(Some(BeforeToolCallResult {
-            terminate: true,
-            ..BeforeToolCallResult::block("not now")
-        }))
-    })
-    .build();
+    let agent = echo_call_then("never asked", false)
+        .before_tool_call(|_ctx, _signal| async {
+            Ok(Some(BeforeToolCallResult {
+                terminate: true,
+                ..BeforeToolCallResult::block("not now")
+            }))
+        })
+        .build();
     let outcome = agent.prompt("go").await.unwrap();
     assert_eq!(
         outcome.ending,
@@ -173,12 +174,7 @@ async fn a_terminating_block_stops_the_run() {
 
 #[tokio::test]
 async fn steering_after_a_terminating_batch_runs_on_to_completion() {
-    let agent = agent(vec![
-        FauxResponse::tool_call("c1", "echo", json!({})),
-        FauxResponse::text("steered answer"),
-    ])
-    .tool(echo_tool(true))
-    .build();
+    let agent = echo_call_then("steered answer", true).build();
     let handle = agent.clone();
     agent.subscribe_sync(move |e| {
         if matches!(e, AgentEvent::ToolExecutionEnd { .. }) {
@@ -192,13 +188,9 @@ async fn steering_after_a_terminating_batch_runs_on_to_completion() {
 
 #[tokio::test]
 async fn finish_turn_end_stops_the_run() {
-    let agent = agent(vec![
-        FauxResponse::tool_call("c1", "echo", json!({})),
-        FauxResponse::text("never asked"),
-    ])
-    .tool(echo_tool(false))
-    .finish_turn(|_turn, _signal| async { Ok(Some(TurnDecision::End)) })
-    .build();
+    let agent = echo_call_then("never asked", false)
+        .finish_turn(|_turn, _signal| async { Ok(Some(TurnDecision::End)) })
+        .build();
     let outcome = agent.prompt("go").await.unwrap();
     assert_eq!(outcome.ending, RunEnding::Stopped(StopCause::FinishTurn));
     assert_eq!(roles(&outcome), ["user", "assistant", "toolResult"]);

@@ -592,6 +592,17 @@ fn run_scenario(s: &Scenario) -> Result<(), String> {
     })
 }
 
+/// Runs `s`; a broken invariant or a panic fails the case.
+fn check_scenario(s: &Scenario) -> Result<(), TestCaseError> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_scenario(s)));
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => prop_assert!(false, "{}", e),
+        Err(_) => prop_assert!(false, "panicked"),
+    }
+    Ok(())
+}
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -604,21 +615,11 @@ proptest! {
 
     #[test]
     fn random_scenarios_keep_the_invariants(s in scenario(false)) {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_scenario(&s)));
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => prop_assert!(false, "{}", e),
-            Err(_) => prop_assert!(false, "panicked"),
-        }
+        check_scenario(&s)?;
     }
 
     #[test]
     fn panicking_tools_do_not_break_the_agent(s in scenario(true)) {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_scenario(&s)));
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => prop_assert!(false, "{}", e),
-            Err(_) => prop_assert!(false, "panicked"),
-        }
+        check_scenario(&s)?;
     }
 }

@@ -255,6 +255,21 @@ pub enum AssistantMessageEvent {
     },
 }
 
+// Any of the events about one content block, binding `$field` (which all of them have).
+macro_rules! block_event {
+    ($field:ident) => {
+        TextStart { $field, .. }
+            | TextDelta { $field, .. }
+            | TextEnd { $field, .. }
+            | ThinkingStart { $field, .. }
+            | ThinkingDelta { $field, .. }
+            | ThinkingEnd { $field, .. }
+            | ToolcallStart { $field, .. }
+            | ToolcallDelta { $field, .. }
+            | ToolcallEnd { $field, .. }
+    };
+}
+
 impl AssistantMessageEvent {
     /// The event's `type` as in JSON (`text_delta`, `done`, ...).
     pub fn kind(&self) -> &'static str {
@@ -290,19 +305,27 @@ impl AssistantMessageEvent {
     pub fn partial(&self) -> Option<&PartialMessage> {
         use AssistantMessageEvent::*;
         match self {
-            Start { partial }
-            | TextStart { partial, .. }
-            | TextDelta { partial, .. }
-            | TextEnd { partial, .. }
-            | ThinkingStart { partial, .. }
-            | ThinkingDelta { partial, .. }
-            | ThinkingEnd { partial, .. }
-            | ToolcallStart { partial, .. }
-            | ToolcallDelta { partial, .. }
-            | ToolcallEnd { partial, .. } => Some(partial),
+            Start { partial } | block_event!(partial) => Some(partial),
             Done { .. } | Error { .. } => None,
         }
     }
+
+    /// The index of the content block a `text_*`, `thinking_*` or `toolcall_*` event is about.
+    pub fn content_index(&self) -> Option<usize> {
+        use AssistantMessageEvent::*;
+        match self {
+            block_event!(content_index) => Some(*content_index),
+            Start { .. } | Done { .. } | Error { .. } => None,
+        }
+    }
+}
+
+// `A | B => { x, y }`: the pattern `A { x, y } | B { x, y }`, for variants that bind the
+// same fields.
+macro_rules! each {
+    ($($variant:ident)|+ => $fields:tt) => {
+        $($variant $fields)|+
+    };
 }
 
 impl Serialize for AssistantMessageEvent {
@@ -312,50 +335,17 @@ impl Serialize for AssistantMessageEvent {
         m.serialize_entry("type", self.kind())?;
         match self {
             Start { partial } => m.serialize_entry("partial", partial)?,
-            TextStart {
-                content_index,
-                partial,
-            }
-            | ThinkingStart {
-                content_index,
-                partial,
-            }
-            | ToolcallStart {
-                content_index,
-                partial,
-            } => {
+            each!(TextStart | ThinkingStart | ToolcallStart => { content_index, partial }) => {
                 m.serialize_entry("contentIndex", content_index)?;
                 m.serialize_entry("partial", partial)?;
             }
-            TextDelta {
-                content_index,
-                delta,
-                partial,
-            }
-            | ThinkingDelta {
-                content_index,
-                delta,
-                partial,
-            }
-            | ToolcallDelta {
-                content_index,
-                delta,
-                partial,
-            } => {
+            each!(TextDelta | ThinkingDelta | ToolcallDelta => { content_index, delta, partial }) =>
+            {
                 m.serialize_entry("contentIndex", content_index)?;
                 m.serialize_entry("delta", delta)?;
                 m.serialize_entry("partial", partial)?;
             }
-            TextEnd {
-                content_index,
-                content,
-                partial,
-            }
-            | ThinkingEnd {
-                content_index,
-                content,
-                partial,
-            } => {
+            each!(TextEnd | ThinkingEnd => { content_index, content, partial }) => {
                 m.serialize_entry("contentIndex", content_index)?;
                 m.serialize_entry("content", content)?;
                 m.serialize_entry("partial", partial)?;

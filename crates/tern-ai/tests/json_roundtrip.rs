@@ -41,13 +41,7 @@ fn every_trace_message_round_trips_to_the_reference_json_text() {
             }
         }
     }
-    assert!(checked > 2000, "only {checked} messages found");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} messages differ:\n{}",
-        failures.len(),
-        failures[..failures.len().min(10)].join("\n")
-    );
+    traces::assert_all_match(checked, 2000, "messages", &failures);
 }
 
 #[test]

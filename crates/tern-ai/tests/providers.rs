@@ -9,25 +9,29 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tern_ai::providers::replay::run_case;
 
+#[path = "support/runtime.rs"]
+mod runtime;
+use runtime::runtime;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/providers")
+}
+
+/// The paths in `dir`, sorted.
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
 }
 
 fn cases() -> Vec<(String, Value, Value)> {
     let mut out = Vec::new();
     let streams = root().join("streams");
-    let mut apis: Vec<_> = std::fs::read_dir(&streams)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    apis.sort();
-    for api in apis {
-        let mut files: Vec<_> = std::fs::read_dir(&api)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        for f in files {
+    for api in sorted_entries(&streams) {
+        for f in sorted_entries(&api) {
             let rel = f.strip_prefix(&streams).unwrap().to_path_buf();
             let case: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
             let expected: Value = serde_json::from_str(
@@ -112,14 +116,6 @@ fn differences(expected: &Value, actual: &Value) -> Vec<String> {
         compare(k, &e, &a, &mut diffs);
     }
     diffs
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -40,16 +40,22 @@ fn recorded_cases() -> Vec<Value> {
     cases
 }
 
+/// A case's name, its `argumentsError`, and what the one-shot function answers for it.
+fn one_shot(case: &Value) -> (&str, Option<&str>, Result<Value, String>) {
+    let name = case["name"].as_str().unwrap_or("<unnamed>");
+    let arguments_error = case.get("argumentsError").and_then(Value::as_str);
+    let answer =
+        validate_tool_arguments(TOOL, &case["schema"], &case["arguments"], arguments_error);
+    (name, arguments_error, answer)
+}
+
 #[test]
 fn matches_the_reference_on_every_recorded_case() {
     let cases = recorded_cases();
 
     let mut failures = Vec::new();
     for case in &cases {
-        let name = case["name"].as_str().unwrap_or("<unnamed>");
-        let arguments_error = case.get("argumentsError").and_then(Value::as_str);
-        let actual =
-            validate_tool_arguments(TOOL, &case["schema"], &case["arguments"], arguments_error);
+        let (name, _, actual) = one_shot(case);
         let expected = &case["expected"];
         let matched = match (
             &actual,
@@ -87,10 +93,7 @@ fn a_compiled_schema_answers_like_the_one_shot_function() {
     let cases = recorded_cases();
     let mut failures = Vec::new();
     for case in &cases {
-        let name = case["name"].as_str().unwrap_or("<unnamed>");
-        let arguments_error = case.get("argumentsError").and_then(Value::as_str);
-        let once =
-            validate_tool_arguments(TOOL, &case["schema"], &case["arguments"], arguments_error);
+        let (name, arguments_error, once) = one_shot(case);
         let compiled = CompiledSchema::new(case["schema"].clone());
         for round in 0..2 {
             let again = compiled.validate(TOOL, &case["arguments"], arguments_error);

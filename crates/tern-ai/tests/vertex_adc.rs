@@ -13,6 +13,10 @@ use tern_ai::providers::{run, ProviderSink};
 use tern_ai::stream_fn::{Context, StreamOptions};
 use tern_ai::{AssistantMessage, AssistantMessageEvent, Model};
 
+#[path = "support/runtime.rs"]
+mod runtime;
+use runtime::runtime;
+
 #[derive(Default)]
 struct Final(Option<AssistantMessage>);
 
@@ -66,11 +70,7 @@ fn header<'a>(r: &'a tern_ai::providers::replay::CapturedRequest, name: &str) ->
 
 #[test]
 fn application_default_credentials_become_a_bearer_token() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let case = plain_text_case();
         std::env::remove_var("GOOGLE_CLOUD_API_KEY");

@@ -23,7 +23,9 @@ pub use crate::w1::*;
 
 pub(crate) type Res = Result<Value, String>;
 
-pub(crate) fn rt(threads: usize) -> tokio::runtime::Runtime {
+/// The runtime a workload runs on: current-thread for `threads == 0`, else multi-thread
+/// with that many workers (the tests use the same).
+pub fn rt(threads: usize) -> tokio::runtime::Runtime {
     if threads == 0 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()

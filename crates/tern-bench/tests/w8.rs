@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tern_bench::w8::*;
+use tern_bench::workloads::rt;
 use tern_durable::{Durability, Journal, SessionFileJournal, SqliteJournal};
 
 fn dir(name: &str) -> PathBuf {
@@ -15,18 +16,11 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn a_journaled_loop_appends_four_records_per_turn_on_both_journals() {
     let d = dir("w8-records");
     std::fs::create_dir_all(&d).unwrap();
-    rt().block_on(async {
+    rt(0).block_on(async {
         for t in [1, 2, 5] {
             let path = d.join(format!("s{t}.jsonl"));
             let j = Arc::new(SessionFileJournal::create(&path, &d, Durability::Buffered));

@@ -10,16 +10,9 @@ use tern_ai::{AssistantMessageEvent, Context, Message, StreamFn, StreamOptions};
 use tern_bench::fixtures::*;
 use tern_bench::workloads::*;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn scripted_tool_call_response_has_five_events_and_one_shared_partial() {
-    rt().block_on(async {
+    rt(0).block_on(async {
         let script = LoopScript::new(3);
         let mut s = script
             .stream(&bench_model(), Context::default(), StreamOptions::default())
@@ -55,7 +48,7 @@ fn scripted_tool_call_response_has_five_events_and_one_shared_partial() {
 
 #[test]
 fn scripted_text_response_has_r_plus_4_events() {
-    rt().block_on(async {
+    rt(0).block_on(async {
         let mut s = text_response(W2_DELTA, 50);
         let mut n = 0;
         while s.next().await.is_some() {
@@ -68,7 +61,7 @@ fn scripted_text_response_has_r_plus_4_events() {
 
 #[test]
 fn loop_script_event_sequence_matches_the_arithmetic() {
-    rt().block_on(async {
+    rt(0).block_on(async {
         let script = Arc::new(LoopScript::new(3));
         let agent = bench_agent(vec![noop_tool()], script.clone());
         let kinds = Arc::new(Mutex::new(Vec::new()));
@@ -128,7 +121,7 @@ fn loop_script_event_sequence_matches_the_arithmetic() {
 
 #[test]
 fn async_listener_sees_the_same_events() {
-    rt().block_on(async {
+    rt(0).block_on(async {
         let agent = bench_agent(vec![noop_tool()], Arc::new(LoopScript::new(5)));
         let n = Arc::new(AtomicUsize::new(0));
         let n2 = n.clone();
@@ -252,7 +245,7 @@ fn w6_small_against_reference_server() {
 
 #[test]
 fn w7_once_gives_hello_and_11_events() {
-    let (text, events) = rt().block_on(w7_once()).unwrap();
+    let (text, events) = rt(0).block_on(w7_once()).unwrap();
     assert_eq!(text, "hello");
     assert_eq!(events, 11);
 }

@@ -1,6 +1,8 @@
 //! Budgets: each limit ends a scripted run with a wrap-up turn whose request has no tools
 //! and carries the budget notice; the run says which limit ended it.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +14,10 @@ use tern_ai::transcript::get_current_tools;
 use tern_ai::{Context, Cost, Message, Model, StreamFn, StreamOptions, Usage};
 use tern_durable::{
     budget_notice, Budget, Budgets, DurableRun, Journal, JournalError, Limit, MemoryJournal,
-    Recovery, RunEnd, Spent, Step,
+    RunEnd, Spent, Step,
 };
+
+use common::cut_and_recover;
 
 /// Calls the tool while it has tools, answers in text when it has none; every response
 /// costs 100 tokens and one cent. Keeps each request's messages.
@@ -62,6 +66,16 @@ fn greedy_agent(run: &DurableRun, server: &Greedy) -> Agent {
         tools: vec![run.tool(look)],
         ..Default::default()
     })
+}
+
+/// Runs the greedy model under `run` from `prompt`; the model, with the requests it was sent.
+async fn run_greedy(run: &DurableRun, prompt: Vec<Message>) -> Greedy {
+    let server = Greedy::default();
+    greedy_agent(run, &server)
+        .prompt_messages(prompt)
+        .await
+        .expect("run");
+    server
 }
 
 fn prompt() -> Vec<Message> {
@@ -173,33 +187,16 @@ async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
     let run = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
         .await
         .expect("start");
-    let server = Greedy::default();
-    greedy_agent(&run, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    run_greedy(&run, prompt()).await;
     let records = journal.records().expect("records");
     match &records[0].step {
         Step::RunStarted { budget: b, .. } => assert_eq!(b, &budget),
         other => panic!("the first record is {other:?}"),
     }
     // Killed after the first response: the recovery is given no budget, and keeps it.
-    let cut = records
-        .iter()
-        .position(|r| matches!(r.step, Step::ModelOutcome { .. }))
-        .expect("a response");
-    let journal = Arc::new(MemoryJournal::new(records[..=cut].to_vec()));
-    let Recovery::Interrupted { run, prompt, .. } =
-        DurableRun::recover(journal, &[]).expect("recover")
-    else {
-        panic!("the run was cut off");
-    };
+    let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::ModelOutcome { .. }));
     assert_eq!(run.budget(), budget);
-    let server = Greedy::default();
-    greedy_agent(&run, &server)
-        .prompt_messages(prompt)
-        .await
-        .expect("run");
+    let server = run_greedy(&run, prompt).await;
     assert_eq!(run.ended_by(), Some(Limit::Turns));
     let requests = server.requests.lock().clone();
     assert_eq!(
@@ -228,11 +225,7 @@ async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
             max_turns: Some(2),
             ..Default::default()
         });
-    let server = Greedy::default();
-    greedy_agent(&first, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    run_greedy(&first, prompt()).await;
     assert_eq!(first.ended_by(), Some(Limit::Turns));
     first.finish(first.end()).await.expect("finish");
     let spent = Spent::of_session(&journal.records().expect("records"));
@@ -242,11 +235,7 @@ async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
     let second = DurableRun::start_with_budget(journal.clone(), &[], &prompt(), budget.clone())
         .await
         .expect("one call left");
-    let server = Greedy::default();
-    greedy_agent(&second, &server)
-        .prompt_messages(prompt())
-        .await
-        .expect("run");
+    let server = run_greedy(&second, prompt()).await;
     assert_eq!(second.ended_by(), Some(Limit::SessionToolCalls));
     assert_eq!(
         second.end(),

@@ -14,8 +14,7 @@ use tern_agent::hooks::BeforeToolCallResult;
 use tern_agent::{Agent, AgentOptions, Hooks, Replay};
 use tern_ai::{Message, Model, StreamFn};
 use tern_durable::{
-    replay, Divergence, DurableRun, Journal, MemoryJournal, Record, Recovery, ReplayReport, RunEnd,
-    Step,
+    replay, Divergence, DurableRun, Journal, MemoryJournal, Record, ReplayReport, RunEnd, Step,
 };
 
 /// How the hook decides `never_count` calls: by asking (the answer counted), or by policy.
@@ -76,10 +75,7 @@ fn agent_with_hook(
 
 async fn record(dir: &Path) -> (Vec<Record>, usize) {
     let journal = Arc::new(MemoryJournal::default());
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal.clone(), &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal.clone()).await;
     let asked = Arc::new(AtomicUsize::new(0));
     let stream_fn = run.model(Arc::new(ScriptedServer::default()));
     let a = agent_with_hook(&run, stream_fn, dir, Hook::Ask(true), asked.clone());
@@ -113,16 +109,7 @@ async fn a_recovered_run_uses_the_recorded_answer_without_asking() {
     let dir = tempfile::tempdir().expect("dir");
     let (records, _) = record(dir.path()).await;
     // Cut right after the first answer: the call it allowed never started.
-    let cut = records
-        .iter()
-        .position(|r| matches!(r.step, Step::Decision { .. }))
-        .expect("an answer");
-    let journal = Arc::new(MemoryJournal::new(records[..=cut].to_vec()));
-    let Recovery::Interrupted { run, prompt, .. } =
-        DurableRun::recover(journal.clone(), &[]).expect("recover")
-    else {
-        panic!("the run was cut off");
-    };
+    let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::Decision { .. }));
     let asked = Arc::new(AtomicUsize::new(0));
     // Were it asked, the answer would be no.
     let stream_fn = run.model(Arc::new(ScriptedServer::default()));

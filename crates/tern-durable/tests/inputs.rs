@@ -7,17 +7,13 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use tern_ai::Message;
-use tern_durable::{DurableRun, InputStage, Journal, MemoryJournal, RunEnd, Step};
+use tern_durable::{InputStage, Journal, MemoryJournal, RunEnd, Step};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steer_is_accepted_then_committed_then_seen() {
     let dir = tempfile::tempdir().unwrap();
     let journal = Arc::new(MemoryJournal::default());
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal.clone(), &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal.clone()).await;
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sent_at_seen = Arc::new(Mutex::new(Vec::new()));
     let server = ScriptedServer::default();

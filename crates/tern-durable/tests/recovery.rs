@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use common::*;
 use parking_lot::Mutex;
-use tern_ai::Message;
 use tern_durable::{
     record_messages, Durability, DurableRun, Journal, Recovery, RunEnd, SessionFileJournal,
 };
@@ -24,10 +23,7 @@ async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     ))));
     let journal: Arc<dyn Journal> =
         Arc::new(SessionFileJournal::new(recorder.clone(), Durability::Fsync));
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal, &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal).await;
     let server = ScriptedServer::default();
     let a = agent(&run, &server, dir, Vec::new());
     let _rec = record_messages(&recorder, &a, 0);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::*;
 use serde_json::json;
 use tern_agent::{Agent, AgentOptions, AgentTool, Replay};
-use tern_ai::{Message, Model, StreamFn};
+use tern_ai::{Model, StreamFn};
 use tern_durable::{
     replay, Divergence, DurableRun, Journal, MemoryJournal, Record, ReplayReport, RunEnd, Step,
 };
@@ -37,10 +37,7 @@ fn build(
 
 async fn record(dir: &Path) -> Vec<Record> {
     let journal = Arc::new(MemoryJournal::default());
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal.clone(), &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal.clone()).await;
     let server = ScriptedServer::default();
     let safe = counting_tool(dir, "safe_count", Replay::Safe);
     let a = build(&run, run.model(Arc::new(server)), dir, SYSTEM, safe);

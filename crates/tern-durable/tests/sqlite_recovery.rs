@@ -16,10 +16,7 @@ const AGENTS: usize = 50;
 
 async fn reference(db: &SqliteJournal, dir: &Path) -> Vec<Message> {
     let journal: Arc<dyn Journal> = Arc::new(db.session("reference"));
-    let prompt = vec![Message::user_text("go")];
-    let run = DurableRun::start(journal, &[], &prompt)
-        .await
-        .expect("start");
+    let (run, prompt) = start_go(journal).await;
     let server = ScriptedServer::default();
     let a = agent(&run, &server, dir, Vec::new());
     let _inputs = run.attach(&a);

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{call, config, everything, find, text};
+use common::{call, call_named, config, everything, find, text};
 use serde_json::json;
 use tern_mcp::McpHub;
 use tokio_util::sync::CancellationToken;
@@ -40,19 +40,9 @@ async fn tools_are_listed_under_mcp_names_with_the_server_schema() {
 async fn echo_and_add_return_the_server_text() {
     let hub = hub().await;
     let tools = hub.tools();
-    let echo = call(
-        &find(&tools, "mcp__everything__echo"),
-        json!({"message": "hello"}),
-        CancellationToken::new(),
-    )
-    .await;
+    let echo = call_named(&tools, "mcp__everything__echo", json!({"message": "hello"})).await;
     assert_eq!(text(&echo), "Echo: hello");
-    let sum = call(
-        &find(&tools, "mcp__everything__get_sum"),
-        json!({"a": 2, "b": 40}),
-        CancellationToken::new(),
-    )
-    .await;
+    let sum = call_named(&tools, "mcp__everything__get_sum", json!({"a": 2, "b": 40})).await;
     assert!(text(&sum).contains("42"), "{}", text(&sum));
     assert_eq!(sum.unwrap().is_error, None);
     hub.close().await;
@@ -61,13 +51,9 @@ async fn echo_and_add_return_the_server_text() {
 #[tokio::test]
 async fn an_image_result_becomes_an_image_block() {
     let hub = hub().await;
-    let out = call(
-        &find(&hub.tools(), "mcp__everything__get_tiny_image"),
-        json!({}),
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let out = call_named(&hub.tools(), "mcp__everything__get_tiny_image", json!({}))
+        .await
+        .unwrap();
     let blocks = serde_json::to_value(out.content()).unwrap();
     let image = blocks
         .as_array()
@@ -83,10 +69,10 @@ async fn an_image_result_becomes_an_image_block() {
 #[tokio::test]
 async fn structured_content_is_kept() {
     let hub = hub().await;
-    let out = call(
-        &find(&hub.tools(), "mcp__everything__get_structured_content"),
+    let out = call_named(
+        &hub.tools(),
+        "mcp__everything__get_structured_content",
         json!({"location": "New York"}),
-        CancellationToken::new(),
     )
     .await
     .unwrap();
@@ -114,10 +100,10 @@ async fn a_long_call_aborted_mid_way_ends_at_once_and_the_server_stays_usable() 
         started.elapsed()
     );
     assert_eq!(text(&out), "error: MCP tool call aborted");
-    let echo = call(
-        &find(&tools, "mcp__everything__echo"),
+    let echo = call_named(
+        &tools,
+        "mcp__everything__echo",
         json!({"message": "still here"}),
-        CancellationToken::new(),
     )
     .await;
     assert_eq!(text(&echo), "Echo: still here");

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{call, config, find, node_server, text};
+use common::{call, call_named, config, find, node_server, text};
 use serde_json::json;
 use tern_mcp::McpHub;
 use tokio_util::sync::CancellationToken;
@@ -21,14 +21,7 @@ async fn hub(timeout: Duration, env: &[(&str, &str)]) -> McpHub {
 }
 
 async fn pid(hub: &McpHub) -> String {
-    text(
-        &call(
-            &find(&hub.tools(), "mcp__changing__pid"),
-            json!({}),
-            CancellationToken::new(),
-        )
-        .await,
-    )
+    text(&call_named(&hub.tools(), "mcp__changing__pid", json!({})).await)
 }
 
 #[tokio::test]
@@ -40,12 +33,7 @@ async fn list_changed_updates_the_tool_set() {
         .tools()
         .iter()
         .all(|t| t.name() != "mcp__changing__extra"));
-    let added = call(
-        &find(&hub.tools(), "mcp__changing__add_tool"),
-        json!({}),
-        CancellationToken::new(),
-    )
-    .await;
+    let added = call_named(&hub.tools(), "mcp__changing__add_tool", json!({})).await;
     assert_eq!(text(&added), "added");
     tokio::time::timeout(Duration::from_secs(10), changes.changed())
         .await
@@ -64,12 +52,7 @@ async fn list_changed_updates_the_tool_set() {
 async fn a_server_that_crashes_mid_call_gives_a_clear_error_and_restarts_on_the_next_call() {
     let hub = hub(Duration::from_secs(30), &[]).await;
     let before = pid(&hub).await;
-    let crashed = call(
-        &find(&hub.tools(), "mcp__changing__crash"),
-        json!({}),
-        CancellationToken::new(),
-    )
-    .await;
+    let crashed = call_named(&hub.tools(), "mcp__changing__crash", json!({})).await;
     let message = text(&crashed);
     assert!(
         message
@@ -116,14 +99,7 @@ async fn a_server_killed_mid_call_fails_the_call_and_restarts() {
 async fn a_server_that_hangs_times_out_and_is_replaced() {
     let hub = hub(Duration::from_secs(1), &[]).await;
     let before = pid(&hub).await;
-    let hung = text(
-        &call(
-            &find(&hub.tools(), "mcp__changing__hang"),
-            json!({}),
-            CancellationToken::new(),
-        )
-        .await,
-    );
+    let hung = text(&call_named(&hub.tools(), "mcp__changing__hang", json!({})).await);
     assert!(
         hung.starts_with("error: MCP server \"changing\" did not answer tools/call within 1s"),
         "{hung}"

@@ -5,12 +5,11 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{call, config, find, node_path, text};
+use common::{call_named, config, node_path, text};
 use serde_json::json;
 use tern_mcp::config::ServerConfig;
 use tern_mcp::McpHub;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn tools_over_streamable_http() {
@@ -48,19 +47,9 @@ async fn tools_over_streamable_http() {
     let failed = hub.connect_all().await;
     assert!(failed.is_empty(), "{failed:?}");
     let tools = hub.tools();
-    let echo = call(
-        &find(&tools, "mcp__web__echo"),
-        json!({"message": "over http"}),
-        CancellationToken::new(),
-    )
-    .await;
+    let echo = call_named(&tools, "mcp__web__echo", json!({"message": "over http"})).await;
     assert_eq!(text(&echo), "Echo: over http");
-    let sum = call(
-        &find(&tools, "mcp__web__get_sum"),
-        json!({"a": 1, "b": 2}),
-        CancellationToken::new(),
-    )
-    .await;
+    let sum = call_named(&tools, "mcp__web__get_sum", json!({"a": 1, "b": 2})).await;
     assert!(text(&sum).contains('3'), "{}", text(&sum));
     hub.close().await;
     server.kill().await.unwrap();

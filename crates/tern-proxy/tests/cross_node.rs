@@ -20,7 +20,7 @@ use tern_proxy::ProxyServer;
 use common::node::{reference_client, reference_direct, reference_server};
 use common::{
     assert_same, collect, context, fires_within, model, serve, tern_client, without_duration,
-    Fragmented, Recorded, TOKEN,
+    Fragmented, Recorded, Served, TOKEN,
 };
 
 /// tern's scripted upstream for a case: the same answers the Node cases give.
@@ -74,6 +74,11 @@ impl StreamFn for Boxed {
 }
 
 /// The upstream called directly, without a proxy.
+/// A tern proxy server of `case`'s scripted upstream, accepting [`TOKEN`].
+async fn serve_case(case: &str) -> Served {
+    serve(ProxyServer::new(Boxed(tern_upstream(case))).authorize(|t| t == TOKEN)).await
+}
+
 async fn tern_direct(case: &str) -> serde_json::Value {
     let signal = tokio_util::sync::CancellationToken::new();
     let options = tern_ai::StreamOptions {
@@ -94,8 +99,7 @@ fn final_of(trace: &serde_json::Value) -> &serde_json::Value {
 async fn reference_client_and_tern_client_agree_against_tern_server() {
     for case in ["text", "tool", "thinking", "error"] {
         let expected = tern_direct(case).await;
-        let server =
-            serve(ProxyServer::new(Boxed(tern_upstream(case))).authorize(|t| t == TOKEN)).await;
+        let server = serve_case(case).await;
         let reference = reference_client(&server.url, TOKEN, case, None).await;
         assert_same(
             &format!("{case}: reference client vs direct"),
@@ -103,8 +107,7 @@ async fn reference_client_and_tern_client_agree_against_tern_server() {
             &reference,
         );
         drop(server);
-        let server =
-            serve(ProxyServer::new(Boxed(tern_upstream(case))).authorize(|t| t == TOKEN)).await;
+        let server = serve_case(case).await;
         let tern = tern_client(&server.url, TOKEN, case, None).await;
         assert_same(
             &format!("{case}: tern client vs reference client"),
@@ -157,8 +160,7 @@ async fn an_abort_mid_stream_reads_the_same_and_cancels_the_upstream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_token_reads_the_same_from_both_clients() {
-    let server =
-        serve(ProxyServer::new(Boxed(tern_upstream("text"))).authorize(|t| t == TOKEN)).await;
+    let server = serve_case("text").await;
     let reference = reference_client(&server.url, "wrong", "text", None).await;
     let tern = tern_client(&server.url, "wrong", "text", None).await;
     assert_same("401: tern client vs reference client", &reference, &tern);

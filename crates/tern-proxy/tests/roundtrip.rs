@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{
-    assistant_stream, AssistantMessageEvent, Context, Model, PartialMessage, StopReason, StreamFn,
-    StreamOptions, ThinkingLevel,
+    assistant_stream, AssistantMessageEvent, AssistantMessageEventStream, Context, Model,
+    PartialMessage, StopReason, StreamFn, StreamOptions, ThinkingLevel,
 };
 use tern_proxy::{ProxyServer, ProxyStreamFn};
 use tokio_util::sync::CancellationToken;
@@ -18,6 +18,35 @@ use common::{context, fires_within, model, raw_server, serve, Recorded, TOKEN};
 
 fn faux(text: &str) -> FauxModel {
     FauxModel::new(vec![FauxResponse::text(text)])
+}
+
+/// The final message a default client of `url` gets with `token`.
+async fn plain_result(url: &str, token: &str) -> tern_ai::AssistantMessage {
+    result_of(&ProxyStreamFn::new(url, token), StreamOptions::default()).await
+}
+
+/// A stream of a client of `url` under a signal the test fires: the signal and the stream.
+fn abortable(url: &str) -> (CancellationToken, AssistantMessageEventStream) {
+    let signal = CancellationToken::new();
+    let options = StreamOptions {
+        signal: signal.clone(),
+        ..StreamOptions::default()
+    };
+    let client = ProxyStreamFn::new(url, "any");
+    let stream = client.stream(&model("m"), context(), options).unwrap();
+    (signal, stream)
+}
+
+/// Fires `signal`; `stream` then ends `aborted` with `text`.
+async fn assert_aborted(
+    signal: &CancellationToken,
+    stream: AssistantMessageEventStream,
+    text: &str,
+) {
+    signal.cancel();
+    let message = stream.result().await;
+    assert_eq!(message.stop_reason, StopReason::Aborted);
+    assert_eq!(message.error_message.as_deref(), Some(text));
 }
 
 async fn result_of(client: &ProxyStreamFn, options: StreamOptions) -> tern_ai::AssistantMessage {
@@ -73,11 +102,7 @@ async fn refusals_are_json_errors_the_client_words_as_the_reference() {
             }),
     )
     .await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, TOKEN),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, TOKEN).await;
     assert_eq!(message.stop_reason, StopReason::Error);
     assert_eq!(
         message.error_message.as_deref(),
@@ -115,11 +140,7 @@ async fn a_stream_function_that_cannot_start_answers_502() {
         Err("no provider key configured".into())
     };
     let server = serve(ProxyServer::new(failing)).await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, "any"),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, "any").await;
     assert_eq!(
         message.error_message.as_deref(),
         Some("Proxy error: The stream function could not start: no provider key configured")
@@ -136,11 +157,7 @@ async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
         Ok(rx)
     };
     let server = serve(ProxyServer::new(dropping)).await;
-    let message = result_of(
-        &ProxyStreamFn::new(&server.url, "any"),
-        StreamOptions::default(),
-    )
-    .await;
+    let message = plain_result(&server.url, "any").await;
     assert_eq!(message.stop_reason, StopReason::Error);
     assert_eq!(
         message.error_message.as_deref(),
@@ -165,25 +182,13 @@ async fn a_silent_upstream_is_cancelled_when_the_client_leaves_and_keep_alives_a
     let (upstream, seen) = Recorded::new(silent());
     let server =
         serve(ProxyServer::new(upstream).keep_alive(Some(Duration::from_millis(50)))).await;
-    let client = ProxyStreamFn::new(&server.url, "any");
-    let signal = CancellationToken::new();
-    let options = StreamOptions {
-        signal: signal.clone(),
-        ..StreamOptions::default()
-    };
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let (signal, stream) = abortable(&server.url);
     while seen.lock().is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Keep-alive comments are not events: nothing arrives, the client keeps waiting.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    signal.cancel();
-    let message = stream.result().await;
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("Request aborted by user")
-    );
+    assert_aborted(&signal, stream, "Request aborted by user").await;
     let upstream_signal = seen.lock()[0].1.signal.clone();
     assert!(
         fires_within(&upstream_signal, 5).await,
@@ -195,21 +200,9 @@ async fn a_silent_upstream_is_cancelled_when_the_client_leaves_and_keep_alives_a
 async fn an_abort_before_the_response_head_reads_as_the_reference_fetch_rejection() {
     // A server that reads the request and never answers.
     let (url, mut requests) = raw_server(b"").await;
-    let client = ProxyStreamFn::new(&url, "any");
-    let signal = CancellationToken::new();
-    let options = StreamOptions {
-        signal: signal.clone(),
-        ..StreamOptions::default()
-    };
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let (signal, stream) = abortable(&url);
     requests.recv().await.unwrap();
-    signal.cancel();
-    let message = stream.result().await;
-    assert_eq!(message.stop_reason, StopReason::Aborted);
-    assert_eq!(
-        message.error_message.as_deref(),
-        Some("This operation was aborted")
-    );
+    assert_aborted(&signal, stream, "This operation was aborted").await;
 }
 
 #[tokio::test]
@@ -280,7 +273,7 @@ async fn a_server_below_a_prefix_is_reached_through_the_prefixed_url() {
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    let message = result_of(&ProxyStreamFn::new(&url, "any"), StreamOptions::default()).await;
+    let message = plain_result(&url, "any").await;
     assert_eq!(message.text(), "nested");
     task.abort();
 }

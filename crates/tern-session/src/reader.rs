@@ -445,6 +445,27 @@ mod tests {
         f
     }
 
+    /// What `load` makes of a file of `lines`.
+    fn load_lines(lines: &[Value]) -> LoadedSession {
+        let f = write(lines);
+        load(f.path()).expect("load")
+    }
+
+    /// The first line of a version 3 file.
+    fn header() -> Value {
+        json!({"type": "session", "version": 3, "id": "s"})
+    }
+
+    /// Whether one of the load's warnings satisfies `pred`.
+    fn warned(s: &LoadedSession, pred: impl Fn(&String) -> bool) -> bool {
+        s.warnings.iter().any(pred)
+    }
+
+    /// Whether one of the load's warnings contains `text`.
+    fn warns(s: &LoadedSession, text: &str) -> bool {
+        warned(s, |w| w.contains(text))
+    }
+
     fn user(id: &str, parent: Option<&str>, text: &str) -> Value {
         json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2024-12-03T14:00:00.000Z",
                "message": {"role": "user", "content": text, "timestamp": 1}})
@@ -452,20 +473,14 @@ mod tests {
 
     #[test]
     fn load_follows_the_branch_of_the_last_entry() {
-        let f = write(&[
+        let s = load_lines(&[
             json!({"type": "session", "version": 3, "id": "s1", "cwd": "/p"}),
             user("a", None, "root"),
             user("b", Some("a"), "abandoned branch"),
             user("c", Some("a"), "active branch"),
             json!({"type": "thinking_level_change", "id": "d", "parentId": "c", "thinkingLevel": "high"}),
         ]);
-        let s = load(f.path()).expect("load");
-        let texts: Vec<String> = s
-            .messages
-            .iter()
-            .map(|m| m.content_json().to_string())
-            .collect();
-        assert_eq!(texts, ["\"root\"", "\"active branch\""]);
+        assert_eq!(texts(&s), ["\"root\"", "\"active branch\""]);
         assert_eq!(s.leaf.as_deref(), Some("d"));
         assert_eq!(s.thinking_level.as_deref(), Some("high"));
         assert!(s.warnings.is_empty());
@@ -483,17 +498,14 @@ mod tests {
 
     #[test]
     fn unknown_entries_and_a_cycle_are_warnings_not_errors() {
-        let f = write(&[
-            json!({"type": "session", "version": 3, "id": "s"}),
+        let s = load_lines(&[
+            header(),
             json!({"type": "compaction", "id": "a", "parentId": "b"}),
             json!({"type": "branch_summary", "id": "b", "parentId": "a"}),
         ]);
-        let s = load(f.path()).expect("load");
-        assert!(s.warnings.iter().any(|w| w.contains("parentId cycle")));
-        assert!(s
-            .warnings
-            .iter()
-            .any(|w| w.contains("compaction") && w.contains("branch_summary")));
+        assert!(warns(&s, "parentId cycle"));
+        assert!(warned(&s, |w| w.contains("compaction")
+            && w.contains("branch_summary")));
     }
 
     fn texts(s: &LoadedSession) -> Vec<String> {
@@ -516,10 +528,7 @@ mod tests {
     fn a_bad_line_in_the_middle_is_named_and_the_rest_is_kept() {
         let f = tempfile::NamedTempFile::new().expect("temp file");
         let mut bytes = Vec::new();
-        for l in [
-            json!({"type": "session", "version": 3, "id": "s"}),
-            user("a", None, "one"),
-        ] {
+        for l in [header(), user("a", None, "one")] {
             bytes.extend(format!("{l}\n").into_bytes());
         }
         bytes.extend(b"{\"type\":\"message\",\"id\":\"\xff\xfe\"}\n");
@@ -532,25 +541,14 @@ mod tests {
             t.len() == 2 && t[0].contains("one") && t[1].contains("two"),
             "{t:?}"
         );
-        assert!(s
-            .warnings
-            .iter()
-            .any(|w| w.contains("line 3") && w.contains("UTF-8")));
-        assert!(s
-            .warnings
-            .iter()
-            .any(|w| w.contains("line 4") && w.contains("JSON")));
+        assert!(warned(&s, |w| w.contains("line 3") && w.contains("UTF-8")));
+        assert!(warned(&s, |w| w.contains("line 4") && w.contains("JSON")));
     }
 
     #[test]
     fn a_tail_torn_inside_a_character_is_skipped_with_a_warning() {
         let f = tempfile::NamedTempFile::new().expect("temp file");
-        let mut bytes = format!(
-            "{}\n{}\n",
-            json!({"type": "session", "version": 3, "id": "s"}),
-            user("a", None, "one")
-        )
-        .into_bytes();
+        let mut bytes = format!("{}\n{}\n", header(), user("a", None, "one")).into_bytes();
         let torn = user("b", Some("a"), "é").to_string().into_bytes();
         let cut = torn.iter().position(|b| *b == 0xc3).expect("é") + 1;
         bytes.extend(&torn[..cut]);
@@ -558,53 +556,45 @@ mod tests {
         let s = load(f.path()).expect("load");
         let t = texts(&s);
         assert!(t.len() == 1 && t[0].contains("one"), "{t:?}");
-        assert!(s.warnings.iter().any(|w| w.contains("torn last line 3")));
+        assert!(warns(&s, "torn last line 3"));
     }
 
     #[test]
     fn a_cycle_never_makes_the_transcript_start_with_an_answer() {
         // a1 and u2 name each other as parents; walking up from u2 reaches a1 first.
-        let f = write(&[
-            json!({"type": "session", "version": 3, "id": "s"}),
+        let s = load_lines(&[
+            header(),
             user("u1", None, "q1"),
             assistant("a1", "u2", "r1"),
             user("u2", Some("a1"), "q2"),
         ]);
-        let s = load(f.path()).expect("load");
         assert!(
             matches!(s.messages.first(), Some(Message::User(_))),
             "{:?}",
             texts(&s)
         );
-        assert!(s.warnings.iter().any(|w| w.contains("parentId cycle")));
-        assert!(
-            s.warnings.iter().any(|w| w.contains("dropped 1 message")),
-            "{:?}",
-            s.warnings
-        );
+        assert!(warns(&s, "parentId cycle"));
+        assert!(warns(&s, "dropped 1 message"), "{:?}", s.warnings);
         assert_eq!(texts(&s).len(), 1);
         assert!(texts(&s)[0].contains("q2"));
     }
 
     #[test]
     fn a_duplicate_id_and_a_newer_version_are_reported() {
-        let f = write(&[
+        let s = load_lines(&[
             json!({"type": "session", "version": 9, "id": "s"}),
             user("a", None, "one"),
             user("a", None, "again"),
         ]);
-        let s = load(f.path()).expect("load");
-        assert!(s
-            .warnings
-            .iter()
-            .any(|w| w.contains("lines 2 and 3") && w.contains("same entry id a")));
-        assert!(s.warnings.iter().any(|w| w.contains("format version 9")));
+        assert!(warned(&s, |w| w.contains("lines 2 and 3")
+            && w.contains("same entry id a")));
+        assert!(warns(&s, "format version 9"));
     }
 
     #[test]
     fn a_compaction_replays_its_summary_and_the_kept_messages() {
-        let f = write(&[
-            json!({"type": "session", "version": 3, "id": "s"}),
+        let s = load_lines(&[
+            header(),
             user("a", None, "old question"),
             assistant("b", "a", "old answer"),
             user("c", Some("b"), "kept question"),
@@ -614,7 +604,6 @@ mod tests {
                    "details": {"readFiles": ["x"], "modifiedFiles": []}}),
             user("f", Some("e"), "after"),
         ]);
-        let s = load(f.path()).expect("load");
         let t = texts(&s);
         assert_eq!(t.len(), 4, "{t:?}");
         assert!(

@@ -2,12 +2,21 @@
 //! metric exporter on the global meter provider (this file's only test owns it).
 
 use opentelemetry::KeyValue;
-use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, Metric, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
 use tern_agent::Agent;
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{Model, Usage};
 use tern_telemetry::{attach, TraceOptions};
+
+/// The data of the exported metric named `name`.
+fn metric<'a>(metrics: &[&'a Metric], name: &str) -> &'a AggregatedMetrics {
+    metrics
+        .iter()
+        .find(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+        .data()
+}
 
 #[tokio::test]
 async fn each_model_request_records_token_usage_and_duration() {
@@ -39,11 +48,9 @@ async fn each_model_request_records_token_usage_and_duration() {
         .flat_map(|r| r.scope_metrics())
         .flat_map(|s| s.metrics())
         .collect();
-    let tokens = metrics
-        .iter()
-        .find(|m| m.name() == "gen_ai.client.token.usage")
-        .expect("gen_ai.client.token.usage");
-    let AggregatedMetrics::U64(MetricData::Histogram(h)) = tokens.data() else {
+    let AggregatedMetrics::U64(MetricData::Histogram(h)) =
+        metric(&metrics, "gen_ai.client.token.usage")
+    else {
         panic!("token usage is a u64 histogram");
     };
     let mut by_type: Vec<(String, u64)> = h
@@ -65,11 +72,9 @@ async fn each_model_request_records_token_usage_and_duration() {
         by_type,
         [("input".to_string(), 16), ("output".to_string(), 4)]
     );
-    let duration = metrics
-        .iter()
-        .find(|m| m.name() == "gen_ai.client.operation.duration")
-        .expect("gen_ai.client.operation.duration");
-    let AggregatedMetrics::F64(MetricData::Histogram(d)) = duration.data() else {
+    let AggregatedMetrics::F64(MetricData::Histogram(d)) =
+        metric(&metrics, "gen_ai.client.operation.duration")
+    else {
         panic!("duration is an f64 histogram");
     };
     assert_eq!(d.data_points().map(|p| p.count()).sum::<u64>(), 1);

@@ -10,6 +10,20 @@ use crate::hooks::Hooks;
 use crate::queue::QueueMode;
 use crate::tool::{AgentTool, ToolExecutionMode};
 
+// Setters that assign one option each: `name(arg: Type) => options.path = value;`.
+macro_rules! setters {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident($arg:ident: $ty:ty) => $($field:ident).+ = $value:expr;
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.options.$($field).+ = $value;
+            self
+        }
+    )*};
+}
+
 /// Builds an [`Agent`]; made by [`Agent::builder`]. Hooks are plain async closures, one
 /// setter each (`before_tool_call`, `after_tool_call`, `finish_turn`, `prepare_request`,
 /// `prepare_next_turn`, `transform_context`, `convert_to_llm`, `get_api_key`).
@@ -58,10 +72,27 @@ impl AgentBuilder {
         }
     }
 
-    /// Sets the system prompt.
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.options.system_prompt = Some(prompt.into());
-        self
+    setters! {
+        /// Sets the system prompt.
+        system_prompt(prompt: impl Into<String>) => system_prompt = Some(prompt.into());
+        /// Sets the initial transcript (a leading system message in it replaces the one the
+        /// system prompt and tools would create).
+        messages(messages: Vec<Message>) => messages = messages;
+        /// Sets the requested thinking level.
+        thinking_level(level: ThinkingLevel) => thinking_level = level;
+        /// Sets how the calls of one assistant message run.
+        tool_execution(mode: ToolExecutionMode) => tool_execution = mode;
+        /// Sets how queued steering messages are delivered.
+        steering_mode(mode: QueueMode) => steering_mode = mode;
+        /// Sets how queued follow-up messages are delivered.
+        follow_up_mode(mode: QueueMode) => follow_up_mode = mode;
+        /// Sets the session id sent with every request (providers use it for caching).
+        session_id(id: impl Into<String>) => stream_options.session_id = Some(id.into());
+        /// Sets the base options of every request (API key, max tokens, headers, ...). The
+        /// run's signal and the thinking level are set per request.
+        stream_options(options: StreamOptions) => stream_options = options;
+        /// Replaces all hooks at once.
+        hooks(hooks: Hooks) => hooks = hooks;
     }
 
     /// Adds one executable tool.
@@ -73,56 +104,6 @@ impl AgentBuilder {
     /// Adds executable tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = AgentTool>) -> Self {
         self.options.tools.extend(tools);
-        self
-    }
-
-    /// Sets the initial transcript (a leading system message in it replaces the one the
-    /// system prompt and tools would create).
-    pub fn messages(mut self, messages: Vec<Message>) -> Self {
-        self.options.messages = messages;
-        self
-    }
-
-    /// Sets the requested thinking level.
-    pub fn thinking_level(mut self, level: ThinkingLevel) -> Self {
-        self.options.thinking_level = level;
-        self
-    }
-
-    /// Sets how the calls of one assistant message run.
-    pub fn tool_execution(mut self, mode: ToolExecutionMode) -> Self {
-        self.options.tool_execution = mode;
-        self
-    }
-
-    /// Sets how queued steering messages are delivered.
-    pub fn steering_mode(mut self, mode: QueueMode) -> Self {
-        self.options.steering_mode = mode;
-        self
-    }
-
-    /// Sets how queued follow-up messages are delivered.
-    pub fn follow_up_mode(mut self, mode: QueueMode) -> Self {
-        self.options.follow_up_mode = mode;
-        self
-    }
-
-    /// Sets the session id sent with every request (providers use it for caching).
-    pub fn session_id(mut self, id: impl Into<String>) -> Self {
-        self.options.stream_options.session_id = Some(id.into());
-        self
-    }
-
-    /// Sets the base options of every request (API key, max tokens, headers, ...). The
-    /// run's signal and the thinking level are set per request.
-    pub fn stream_options(mut self, options: StreamOptions) -> Self {
-        self.options.stream_options = options;
-        self
-    }
-
-    /// Replaces all hooks at once.
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.options.hooks = hooks;
         self
     }
 

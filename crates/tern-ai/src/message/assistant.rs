@@ -2,9 +2,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use std::sync::LazyLock;
 
-use super::extra::Absent;
+use super::extra::{eq_as_json, extra_accessors, flat_map, Absent};
 use super::{
     content_text, ContentBlock, JsonObject, Name, ThinkingLevel, Timestamp, ToolCall, UsageBox,
 };
@@ -149,118 +148,55 @@ impl AssistantMessage {
     pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
         self.content.iter().filter_map(ContentBlock::as_tool_call)
     }
-
-    /// The rarely present fields (all `None` when the message has none of them).
-    pub fn extra(&self) -> &AssistantExtra {
-        static NONE: LazyLock<AssistantExtra> = LazyLock::new(AssistantExtra::default);
-        self.extra.as_deref().unwrap_or(&NONE)
-    }
-
-    /// The rarely present fields, for changing them (allocated on first use).
-    pub fn extra_mut(&mut self) -> &mut AssistantExtra {
-        self.extra.get_or_insert_with(Default::default)
-    }
 }
 
-// Equality as JSON sees it: an allocated but empty `extra` equals none.
-impl PartialEq for AssistantMessage {
-    fn eq(&self, other: &Self) -> bool {
-        let AssistantMessage {
-            content,
-            api,
-            provider,
-            model,
-            response_id,
-            thinking_level,
-            usage,
-            stop_reason,
-            error_message,
-            raw_stop_reason,
-            timestamp,
-            duration_ms,
-            extra: _,
-        } = self;
-        *content == other.content
-            && *api == other.api
-            && *provider == other.provider
-            && *model == other.model
-            && *response_id == other.response_id
-            && *thinking_level == other.thinking_level
-            && *usage == other.usage
-            && *stop_reason == other.stop_reason
-            && *error_message == other.error_message
-            && *raw_stop_reason == other.raw_stop_reason
-            && *timestamp == other.timestamp
-            && *duration_ms == other.duration_ms
-            && self.extra() == other.extra()
-    }
-}
+extra_accessors!(
+    AssistantMessage,
+    AssistantExtra,
+    "The rarely present fields (all `None` when the message has none of them)."
+);
+
+eq_as_json!(AssistantMessage {
+    content,
+    api,
+    provider,
+    model,
+    response_id,
+    thinking_level,
+    usage,
+    stop_reason,
+    error_message,
+    raw_stop_reason,
+    timestamp,
+    duration_ms,
+});
 
 // The wire form, flat and in the reference's order.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AssistantView<'a> {
-    content: &'a Vec<ContentBlock>,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    api: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    provider: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_model: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_id: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    provider_thinking_level: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    diagnostics: &'a Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<&'a super::Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stop_reason: Option<&'a StopReason>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    deferred: &'a Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_message: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    raw_stop_reason: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    end_turn: &'a Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<&'a Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    duration_ms: &'a Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking_level: &'a Option<ThinkingLevel>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
-
 impl Serialize for AssistantMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        AssistantView {
-            content: &self.content,
-            api: &self.api,
-            provider: &self.provider,
-            model: &self.model,
-            response_model: &extra.response_model,
-            response_id: &self.response_id,
-            provider_thinking_level: &extra.provider_thinking_level,
-            diagnostics: &extra.diagnostics,
-            usage: extra.absent.write(Absent::USAGE, &*self.usage),
-            stop_reason: extra.absent.write(Absent::STOP_REASON, &self.stop_reason),
-            deferred: &extra.deferred,
-            error_message: &self.error_message,
-            raw_stop_reason: &self.raw_stop_reason,
-            end_turn: &extra.end_turn,
-            timestamp: extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-            duration_ms: &self.duration_ms,
-            thinking_level: &self.thinking_level,
-            fields: &extra.fields,
-        }
-        .serialize(s)
+        let mut m = flat_map(s, extra.absent)?;
+        m.field("content", &self.content)?;
+        m.opt("api", self.api.non_empty())?;
+        m.opt("provider", self.provider.non_empty())?;
+        m.opt("model", self.model.non_empty())?;
+        m.opt("responseModel", extra.response_model.as_ref())?;
+        m.opt("responseId", self.response_id.as_ref())?;
+        m.opt(
+            "providerThinkingLevel",
+            extra.provider_thinking_level.as_ref(),
+        )?;
+        m.opt("diagnostics", extra.diagnostics.as_ref())?;
+        m.tracked("usage", Absent::USAGE, &*self.usage)?;
+        m.tracked("stopReason", Absent::STOP_REASON, &self.stop_reason)?;
+        m.opt("deferred", extra.deferred.as_ref())?;
+        m.opt("errorMessage", self.error_message.as_ref())?;
+        m.opt("rawStopReason", self.raw_stop_reason.as_ref())?;
+        m.opt("endTurn", extra.end_turn.as_ref())?;
+        m.tracked("timestamp", Absent::TIMESTAMP, &self.timestamp)?;
+        m.opt("durationMs", self.duration_ms.as_ref())?;
+        m.opt("thinkingLevel", self.thinking_level.as_ref())?;
+        m.end(&extra.fields)
     }
 }
 

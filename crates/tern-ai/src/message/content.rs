@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::extra::{boxed_fields, drop_tag, no_fields, same_extra};
+use super::extra::{boxed_fields, drop_tag, eq_as_json, flat_field, flat_map, no_fields, Absent};
 use super::{JsonObject, ToolCall};
 
 /// A block of message content. Which blocks a role may hold is the reference's convention:
@@ -78,6 +78,50 @@ impl From<ToolCall> for ContentBlock {
     }
 }
 
+// The JSON of a content block, from its fields in the reference's order (`kind name: Type =
+// "key"`, `req` or `opt` as in `flat_field`): the `type` tag first, the fields tern has no
+// type for last. Also `fields()` and equality as JSON sees it.
+macro_rules! block_serde {
+    ($ty:ident, $tag:literal { $($kind:ident $field:ident: $fty:ty = $key:literal),+ $(,)? }) => {
+        impl $ty {
+            /// Fields tern has no type for (empty when there are none).
+            pub fn fields(&self) -> &JsonObject {
+                self.extra.as_deref().unwrap_or(no_fields())
+            }
+        }
+
+        eq_as_json!($ty { $($field),+ });
+
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = flat_map(s, Absent::default())?;
+                m.field("type", $tag)?;
+                $(flat_field!(@write m, $kind [], $key, self.$field);)+
+                m.end(self.fields())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                // The wire form, named as the block for serde's messages (it shadows the
+                // block's name here; `Self` is the block). A missing `Option` reads as `None`.
+                #[derive(Deserialize)]
+                struct $ty {
+                    $(#[serde(rename = $key)] $field: $fty,)+
+                    #[serde(flatten)]
+                    fields: JsonObject,
+                }
+                let mut w = $ty::deserialize(d)?;
+                drop_tag(&mut w.fields, $tag);
+                Ok(Self {
+                    $($field: w.$field,)+
+                    extra: boxed_fields(w.fields),
+                })
+            }
+        }
+    };
+}
+
 /// `{"type":"text","text":...}`.
 #[derive(Clone, Debug, Default)]
 pub struct TextContent {
@@ -89,65 +133,10 @@ pub struct TextContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl TextContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for TextContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
-            && self.text_signature == other.text_signature
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TextView<'a> {
-    r#type: &'static str,
-    text: &'a String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text_signature: &'a Option<String>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
-
-impl Serialize for TextContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        TextView {
-            r#type: "text",
-            text: &self.text,
-            text_signature: &self.text_signature,
-            fields: self.fields(),
-        }
-        .serialize(s)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "TextContent", rename_all = "camelCase")]
-struct TextWire {
-    text: String,
-    #[serde(default)]
-    text_signature: Option<String>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for TextContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = TextWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "text");
-        Ok(TextContent {
-            text: w.text,
-            text_signature: w.text_signature,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
+block_serde!(TextContent, "text" {
+    req text: String = "text",
+    opt text_signature: Option<String> = "textSignature",
+});
 
 /// `{"type":"thinking","thinking":...}`.
 #[derive(Clone, Debug, Default)]
@@ -162,72 +151,11 @@ pub struct ThinkingContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl ThinkingContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for ThinkingContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.thinking == other.thinking
-            && self.thinking_signature == other.thinking_signature
-            && self.redacted == other.redacted
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ThinkingView<'a> {
-    r#type: &'static str,
-    thinking: &'a String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking_signature: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    redacted: &'a Option<bool>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
-
-impl Serialize for ThinkingContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ThinkingView {
-            r#type: "thinking",
-            thinking: &self.thinking,
-            thinking_signature: &self.thinking_signature,
-            redacted: &self.redacted,
-            fields: self.fields(),
-        }
-        .serialize(s)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "ThinkingContent", rename_all = "camelCase")]
-struct ThinkingWire {
-    thinking: String,
-    #[serde(default)]
-    thinking_signature: Option<String>,
-    #[serde(default)]
-    redacted: Option<bool>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for ThinkingContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = ThinkingWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "thinking");
-        Ok(ThinkingContent {
-            thinking: w.thinking,
-            thinking_signature: w.thinking_signature,
-            redacted: w.redacted,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
+block_serde!(ThinkingContent, "thinking" {
+    req thinking: String = "thinking",
+    opt thinking_signature: Option<String> = "thinkingSignature",
+    opt redacted: Option<bool> = "redacted",
+});
 
 /// `{"type":"image","data":<base64>,"mimeType":...}`.
 #[derive(Clone, Debug, Default)]
@@ -240,63 +168,10 @@ pub struct ImageContent {
     pub extra: Option<Box<JsonObject>>,
 }
 
-impl ImageContent {
-    /// Fields tern has no type for (empty when there are none).
-    pub fn fields(&self) -> &JsonObject {
-        self.extra.as_deref().unwrap_or(no_fields())
-    }
-}
-
-impl PartialEq for ImageContent {
-    fn eq(&self, other: &Self) -> bool {
-        self.data == other.data
-            && self.mime_type == other.mime_type
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ImageView<'a> {
-    r#type: &'static str,
-    data: &'a String,
-    mime_type: &'a String,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
-
-impl Serialize for ImageContent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ImageView {
-            r#type: "image",
-            data: &self.data,
-            mime_type: &self.mime_type,
-            fields: self.fields(),
-        }
-        .serialize(s)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "ImageContent", rename_all = "camelCase")]
-struct ImageWire {
-    data: String,
-    mime_type: String,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for ImageContent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut w = ImageWire::deserialize(d)?;
-        drop_tag(&mut w.fields, "image");
-        Ok(ImageContent {
-            data: w.data,
-            mime_type: w.mime_type,
-            extra: boxed_fields(w.fields),
-        })
-    }
-}
+block_serde!(ImageContent, "image" {
+    req data: String = "data",
+    req mime_type: String = "mimeType",
+});
 
 /// Content that may be a plain string or a list of blocks (system and user messages).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -45,6 +45,11 @@ impl Name {
         &self.0
     }
 
+    /// The name, or `None` when it is empty (an empty name is left out of the JSON).
+    pub(crate) fn non_empty(&self) -> Option<&str> {
+        (!self.0.is_empty()).then_some(&*self.0)
+    }
+
     /// Whether both names hold the same buffer (not only equal text).
     pub fn shares_text_with(&self, other: &Name) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

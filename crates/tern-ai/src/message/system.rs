@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::extra::{same_extra, Absent, MessageExtra};
+use super::extra::{message_serde, MessageExtra};
 use super::{Content, JsonObject, Timestamp};
 
 /// A system message: the prompt at the head of a transcript, or a change of it later on.
@@ -27,95 +27,13 @@ pub struct SystemMessage {
     pub extra: Option<Box<MessageExtra>>,
 }
 
-impl SystemMessage {
-    /// Fields tern has no type for and absent typed fields (empty when there are none).
-    pub fn extra(&self) -> &MessageExtra {
-        self.extra.as_deref().unwrap_or(MessageExtra::none())
-    }
-
-    /// The same, for changing them (allocated on first use).
-    pub fn extra_mut(&mut self) -> &mut MessageExtra {
-        self.extra.get_or_insert_with(Default::default)
-    }
-}
-
-impl PartialEq for SystemMessage {
-    fn eq(&self, other: &Self) -> bool {
-        self.content == other.content
-            && self.sections == other.sections
-            && self.tools_added == other.tools_added
-            && self.tools_removed == other.tools_removed
-            && self.timestamp == other.timestamp
-            && same_extra(self.extra.as_deref(), other.extra.as_deref())
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SystemView<'a> {
-    content: &'a Content,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sections: &'a Option<Box<Map<String, Value>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools_added: &'a Option<Vec<Arc<ToolDeclaration>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools_removed: &'a Option<Vec<ToolReference>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<&'a Timestamp>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
-
-impl Serialize for SystemMessage {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let extra = self.extra();
-        SystemView {
-            content: &self.content,
-            sections: &self.sections,
-            tools_added: &self.tools_added,
-            tools_removed: &self.tools_removed,
-            timestamp: extra.absent.write(Absent::TIMESTAMP, &self.timestamp),
-            fields: &extra.fields,
-        }
-        .serialize(s)
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename = "SystemMessage", rename_all = "camelCase")]
-struct SystemWire {
-    content: Content,
-    #[serde(default)]
-    sections: Option<Box<Map<String, Value>>>,
-    #[serde(default)]
-    tools_added: Option<Vec<Arc<ToolDeclaration>>>,
-    #[serde(default)]
-    tools_removed: Option<Vec<ToolReference>>,
-    #[serde(default)]
-    timestamp: Option<Timestamp>,
-    #[serde(flatten)]
-    fields: JsonObject,
-}
-
-impl<'de> Deserialize<'de> for SystemMessage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = SystemWire::deserialize(d)?;
-        let mut absent = Absent::default();
-        let timestamp = absent.read(Absent::TIMESTAMP, w.timestamp);
-        Ok(SystemMessage {
-            content: w.content,
-            sections: w.sections,
-            tools_added: w.tools_added,
-            tools_removed: w.tools_removed,
-            timestamp,
-            extra: MessageExtra {
-                fields: w.fields,
-                absent,
-            }
-            .into_option(),
-        })
-    }
-}
+message_serde!(SystemMessage {
+    req content: Content = "content",
+    opt sections: Option<Box<Map<String, Value>>> = "sections",
+    opt tools_added: Option<Vec<Arc<ToolDeclaration>>> = "toolsAdded",
+    opt tools_removed: Option<Vec<ToolReference>> = "toolsRemoved",
+    tracked[TIMESTAMP] timestamp: Timestamp = "timestamp",
+});
 
 /// Declaration of a tool as the model sees it (name, description, JSON Schema).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -2,9 +2,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use std::sync::LazyLock;
 
-use super::extra::drop_tag;
+use super::extra::{drop_tag, eq_as_json, extra_accessors, flat_map, Absent};
 use super::JsonObject;
 
 /// `{"type":"toolCall","id","name","arguments"}`.
@@ -58,66 +57,30 @@ impl ToolCallExtra {
     }
 }
 
-impl ToolCall {
-    /// The rarely present fields (all `None` when the call has none of them).
-    pub fn extra(&self) -> &ToolCallExtra {
-        static NONE: LazyLock<ToolCallExtra> = LazyLock::new(ToolCallExtra::default);
-        self.extra.as_deref().unwrap_or(&NONE)
-    }
+extra_accessors!(
+    ToolCall,
+    ToolCallExtra,
+    "The rarely present fields (all `None` when the call has none of them)."
+);
 
-    /// The rarely present fields, for changing them (allocated on first use).
-    pub fn extra_mut(&mut self) -> &mut ToolCallExtra {
-        self.extra.get_or_insert_with(Default::default)
-    }
-}
-
-// Equality as JSON sees it: an allocated but empty `extra` equals none.
-impl PartialEq for ToolCall {
-    fn eq(&self, other: &Self) -> bool {
-        let ToolCall {
-            id,
-            name,
-            arguments,
-            extra: _,
-        } = self;
-        *id == other.id
-            && *name == other.name
-            && *arguments == other.arguments
-            && self.extra() == other.extra()
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolCallView<'a> {
-    r#type: &'static str,
-    id: &'a String,
-    name: &'a String,
-    arguments: &'a Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thought_signature: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    namespace: &'a Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    arguments_error: &'a Option<String>,
-    #[serde(flatten)]
-    fields: &'a JsonObject,
-}
+eq_as_json!(ToolCall {
+    id,
+    name,
+    arguments,
+});
 
 impl Serialize for ToolCall {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let extra = self.extra();
-        ToolCallView {
-            r#type: "toolCall",
-            id: &self.id,
-            name: &self.name,
-            arguments: &self.arguments,
-            thought_signature: &extra.thought_signature,
-            namespace: &extra.namespace,
-            arguments_error: &extra.arguments_error,
-            fields: &extra.fields,
-        }
-        .serialize(s)
+        let mut m = flat_map(s, Absent::default())?;
+        m.field("type", "toolCall")?;
+        m.field("id", &self.id)?;
+        m.field("name", &self.name)?;
+        m.field("arguments", &self.arguments)?;
+        m.opt("thoughtSignature", extra.thought_signature.as_ref())?;
+        m.opt("namespace", extra.namespace.as_ref())?;
+        m.opt("argumentsError", extra.arguments_error.as_ref())?;
+        m.end(&extra.fields)
     }
 }
 

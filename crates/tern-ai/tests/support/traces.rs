@@ -97,3 +97,15 @@ pub fn messages_in(v: &Value, out: &mut Vec<Value>) {
         _ => {}
     }
 }
+
+/// Fails unless more than `at_least` `what`s were checked and none of them differ from the
+/// reference; shows the first ten differences.
+pub fn assert_all_match(checked: usize, at_least: usize, what: &str, failures: &[String]) {
+    assert!(checked > at_least, "only {checked} {what} found");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} {what} differ:\n{}",
+        failures.len(),
+        failures[..failures.len().min(10)].join("\n")
+    );
+}

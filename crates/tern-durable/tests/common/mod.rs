@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Replay, Subscription, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{Context, Message, Model, StreamFn, StreamOptions};
-use tern_durable::{interrupted_text, DurableRun};
+use tern_durable::{interrupted_text, DurableRun, Journal, MemoryJournal, Record, Recovery, Step};
 
 pub const STEER: &str = "also count once more";
 
@@ -48,6 +48,35 @@ impl StreamFn for ScriptedServer {
             .count();
         FauxModel::new(vec![script(n)]).stream(model, context, options)
     }
+}
+
+/// Starts a run of the prompt "go" with an empty transcript on `journal`: the run and the
+/// prompt to give the agent.
+pub async fn start_go(journal: Arc<dyn Journal>) -> (DurableRun, Vec<Message>) {
+    let prompt = vec![Message::user_text("go")];
+    let run = DurableRun::start(journal, &[], &prompt)
+        .await
+        .expect("start");
+    (run, prompt)
+}
+
+/// A kill right after the first record that `at` matches: the run recovered from the journal
+/// cut there, and the prompt it continues with.
+pub fn cut_and_recover(
+    records: &[Record],
+    at: impl Fn(&Step) -> bool,
+) -> (DurableRun, Vec<Message>) {
+    let cut = records
+        .iter()
+        .position(|r| at(&r.step))
+        .expect("a record to cut after");
+    let journal = Arc::new(MemoryJournal::new(records[..=cut].to_vec()));
+    let Recovery::Interrupted { run, prompt, .. } =
+        DurableRun::recover(journal, &[]).expect("recover")
+    else {
+        panic!("the run was cut off");
+    };
+    (run, prompt)
 }
 
 /// A tool that counts its effects as lines of a file.

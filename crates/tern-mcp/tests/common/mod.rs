@@ -76,6 +76,11 @@ pub async fn call(tool: &AgentTool, args: Value, signal: CancellationToken) -> T
         .expect("the tool call finished within 60s")
 }
 
+/// Runs the tool named `name` of `tools` with a signal that never fires.
+pub async fn call_named(tools: &[AgentTool], name: &str, args: Value) -> ToolOutput {
+    call(&find(tools, name), args, CancellationToken::new()).await
+}
+
 /// The text blocks of a result, joined.
 pub fn text(output: &ToolOutput) -> String {
     match output {

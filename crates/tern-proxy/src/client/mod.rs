@@ -234,14 +234,14 @@ async fn exchange(
         request = request.timeout(Duration::from_millis(ms));
     }
     let signal = &options.signal;
-    let sent = tokio::select! {
-        biased;
-        _ = signal.cancelled() => return Err(ABORTED_BEFORE_RESPONSE.into()),
-        r = idle(options, request.send()) => r,
-    };
-    let response = sent
-        .ok_or_else(|| idle_message(options, "waiting for the response head"))?
-        .map_err(|e| transport_message("fetch failed", &e))?;
+    let response = step(
+        options,
+        request.send(),
+        ABORTED_BEFORE_RESPONSE,
+        "waiting for the response head",
+    )
+    .await?
+    .map_err(|e| transport_message("fetch failed", &e))?;
 
     let status = response.status();
     if !status.is_success() {
@@ -272,14 +272,14 @@ async fn read_events(
     let signal = &options.signal;
     let mut lines = Lines::default();
     loop {
-        let chunk = tokio::select! {
-            biased;
-            _ = signal.cancelled() => return Err(ABORTED_WHILE_STREAMING.into()),
-            c = idle(options, response.chunk()) => c,
-        };
-        let chunk = chunk
-            .ok_or_else(|| idle_message(options, "streaming the response"))?
-            .map_err(|e| transport_message("terminated", &e))?;
+        let chunk = step(
+            options,
+            response.chunk(),
+            ABORTED_WHILE_STREAMING,
+            "streaming the response",
+        )
+        .await?
+        .map_err(|e| transport_message("terminated", &e))?;
         let Some(chunk) = chunk else { break };
         if signal.is_cancelled() {
             return Err(ABORTED_WHILE_STREAMING.into());
@@ -332,6 +332,21 @@ async fn idle<F: Future>(options: &StreamOptions, fut: F) -> Option<F::Output> {
         ms => tokio::time::timeout(Duration::from_millis(ms), fut)
             .await
             .ok(),
+    }
+}
+
+/// Awaits one step of the exchange: `Err(aborted)` when the signal fires first, the idle
+/// timeout's message when nothing arrives in time while `what`.
+async fn step<F: Future>(
+    options: &StreamOptions,
+    fut: F,
+    aborted: &str,
+    what: &str,
+) -> Result<F::Output, String> {
+    tokio::select! {
+        biased;
+        _ = options.signal.cancelled() => Err(aborted.into()),
+        r = idle(options, fut) => r.ok_or_else(|| idle_message(options, what)),
     }
 }
 

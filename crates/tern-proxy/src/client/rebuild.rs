@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use tern_ai::json_parse::ToolCallArgumentsStream;
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, ContentBlock, Model, PartialMessage, StopReason,
-    ThinkingContent, ToolCall,
+    ThinkingContent, ToolCall, Usage,
 };
 
 use crate::wire::ProxyEvent;
@@ -199,42 +199,43 @@ impl Rebuild {
                 reason,
                 usage,
                 provider_thinking_level,
-            } => {
-                let message = self.partial.update(|m| {
-                    m.stop_reason = reason;
-                    m.usage = usage.into();
-                    if provider_thinking_level.is_some() {
-                        m.extra_mut().provider_thinking_level = provider_thinking_level;
-                    }
-                    m.clone()
-                });
-                E::Done {
-                    reason,
-                    message: Arc::new(message),
-                }
-            }
+            } => E::Done {
+                reason,
+                message: self.finish(reason, usage, provider_thinking_level, |_| {}),
+            },
             ProxyEvent::Error {
                 reason,
                 error_message,
                 usage,
                 provider_thinking_level,
-            } => {
-                let error = self.partial.update(|m| {
-                    m.stop_reason = reason;
+            } => E::Error {
+                reason,
+                error: self.finish(reason, usage, provider_thinking_level, |m| {
                     m.error_message = error_message;
-                    m.usage = usage.into();
-                    if provider_thinking_level.is_some() {
-                        m.extra_mut().provider_thinking_level = provider_thinking_level;
-                    }
-                    m.clone()
-                });
-                E::Error {
-                    reason,
-                    error: Arc::new(error),
-                }
-            }
+                }),
+            },
         };
         Ok(Some(event))
+    }
+
+    /// The final message of a `done` or `error` event: the partial message with the end's
+    /// reason, usage and effort level, and what `set` changes besides.
+    fn finish(
+        &self,
+        reason: StopReason,
+        usage: Usage,
+        provider_thinking_level: Option<String>,
+        set: impl FnOnce(&mut AssistantMessage),
+    ) -> Arc<AssistantMessage> {
+        Arc::new(self.partial.update(|m| {
+            m.stop_reason = reason;
+            set(m);
+            m.usage = usage.into();
+            if provider_thinking_level.is_some() {
+                m.extra_mut().provider_thinking_level = provider_thinking_level;
+            }
+            m.clone()
+        }))
     }
 
     /// The final `error` event of a response that failed locally: the message so far with

@@ -206,35 +206,35 @@ impl ProxyEvent {
                 content_index: *content_index,
                 tool_call: (**tool_call).clone(),
             },
-            E::Done { reason, message } => ProxyEvent::Done {
-                reason: *reason,
-                usage: Usage::clone(&message.usage),
-                provider_thinking_level: message.extra().provider_thinking_level.clone(),
-            },
-            E::Error { reason, error } => ProxyEvent::Error {
-                reason: *reason,
-                error_message: error.error_message.clone(),
-                usage: Usage::clone(&error.usage),
-                provider_thinking_level: error.extra().provider_thinking_level.clone(),
-            },
+            E::Done { reason, message } => ProxyEvent::done(*reason, message),
+            E::Error { reason, error } => ProxyEvent::error(*reason, error),
         }
     }
 
     /// The wire form of a final message (for a stream that ended without a final event).
     pub fn from_final(message: &AssistantMessage) -> Self {
-        let provider_thinking_level = message.extra().provider_thinking_level.clone();
         match message.stop_reason {
-            StopReason::Error | StopReason::Aborted => ProxyEvent::Error {
-                reason: message.stop_reason,
-                error_message: message.error_message.clone(),
-                usage: Usage::clone(&message.usage),
-                provider_thinking_level,
-            },
-            reason => ProxyEvent::Done {
-                reason,
-                usage: Usage::clone(&message.usage),
-                provider_thinking_level,
-            },
+            reason @ (StopReason::Error | StopReason::Aborted) => Self::error(reason, message),
+            reason => Self::done(reason, message),
+        }
+    }
+
+    /// `done` with `reason`, carrying the final message's usage and effort level.
+    fn done(reason: StopReason, message: &AssistantMessage) -> Self {
+        ProxyEvent::Done {
+            reason,
+            usage: Usage::clone(&message.usage),
+            provider_thinking_level: message.extra().provider_thinking_level.clone(),
+        }
+    }
+
+    /// `error` with `reason`, carrying the failed message's error, usage and effort level.
+    fn error(reason: StopReason, message: &AssistantMessage) -> Self {
+        ProxyEvent::Error {
+            reason,
+            error_message: message.error_message.clone(),
+            usage: Usage::clone(&message.usage),
+            provider_thinking_level: message.extra().provider_thinking_level.clone(),
         }
     }
 

@@ -60,23 +60,6 @@ fn arguments_at(partial: &PartialMessage, index: usize) -> Value {
     })
 }
 
-/// The content index of a block event.
-fn content_index(event: &AssistantMessageEvent) -> Option<usize> {
-    use AssistantMessageEvent::*;
-    match event {
-        TextStart { content_index, .. }
-        | TextDelta { content_index, .. }
-        | TextEnd { content_index, .. }
-        | ThinkingStart { content_index, .. }
-        | ThinkingDelta { content_index, .. }
-        | ThinkingEnd { content_index, .. }
-        | ToolcallStart { content_index, .. }
-        | ToolcallDelta { content_index, .. }
-        | ToolcallEnd { content_index, .. } => Some(*content_index),
-        Start { .. } | Done { .. } | Error { .. } => None,
-    }
-}
-
 impl RecordingSink {
     /// Cancels `signal` right after the `events`-th event, as a caller aborting then would.
     pub fn abort_after(&mut self, events: usize, signal: tokio_util::sync::CancellationToken) {
@@ -89,7 +72,7 @@ impl ProviderSink for RecordingSink {
         use AssistantMessageEvent::*;
         let mut rec = Map::new();
         rec.insert("type".into(), json!(event.kind()));
-        let index = content_index(&event);
+        let index = event.content_index();
         if let Some(i) = index {
             rec.insert("contentIndex".into(), json!(i));
         }
