@@ -46,6 +46,24 @@ pub struct BeforeToolCallContext {
     pub context: AgentContext,
 }
 
+impl BeforeToolCallContext {
+    /// The context of a call (for hosts that call a hook outside the loop, such as a
+    /// durable backend's worker).
+    pub fn new(
+        assistant_message: Arc<AssistantMessage>,
+        tool_call: ToolCall,
+        args: Value,
+        context: AgentContext,
+    ) -> Self {
+        BeforeToolCallContext {
+            assistant_message,
+            tool_call,
+            args,
+            context,
+        }
+    }
+}
+
 /// Output of `before_tool_call`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BeforeToolCallResult {
@@ -91,6 +109,27 @@ pub struct AfterToolCallContext {
     pub context: AgentContext,
 }
 
+impl AfterToolCallContext {
+    /// The context of an executed call (for hosts that call a hook outside the loop).
+    pub fn new(
+        assistant_message: Arc<AssistantMessage>,
+        tool_call: ToolCall,
+        args: Value,
+        result: ToolResult,
+        is_error: bool,
+        context: AgentContext,
+    ) -> Self {
+        AfterToolCallContext {
+            assistant_message,
+            tool_call,
+            args,
+            result,
+            is_error,
+            context,
+        }
+    }
+}
+
 /// Output of `after_tool_call`: each field set replaces the result's field; no deep merge.
 /// Replacing `content` without `structured_content` drops the old structured content.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -123,6 +162,23 @@ pub struct TurnContext {
     pub new_messages: Vec<Message>,
 }
 
+impl TurnContext {
+    /// A completed turn (for hosts that call a hook outside the loop).
+    pub fn new(
+        message: Arc<AssistantMessage>,
+        tool_results: Vec<Arc<ToolResultMessage>>,
+        context: AgentContext,
+        new_messages: Vec<Message>,
+    ) -> Self {
+        TurnContext {
+            message,
+            tool_results,
+            context,
+            new_messages,
+        }
+    }
+}
+
 /// What `finish_turn` decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TurnDecision {
@@ -142,6 +198,17 @@ pub struct PrepareRequestContext {
     pub model: Model,
     /// The thinking level about to be requested.
     pub thinking_level: ThinkingLevel,
+}
+
+impl PrepareRequestContext {
+    /// The request about to be made (for hosts that call a hook outside the loop).
+    pub fn new(context: AgentContext, model: Model, thinking_level: ThinkingLevel) -> Self {
+        PrepareRequestContext {
+            context,
+            model,
+            thinking_level,
+        }
+    }
 }
 
 /// Output of `prepare_request` (changes last for the rest of the run).

@@ -1,7 +1,8 @@
 //! The activities a worker runs: `model` (one model request through the worker's stream
-//! function) and `tool` (one call of one of the worker's tools).
+//! function), `tool` (one call of one of the worker's tools) and `hook` (one call of one of
+//! the worker's hooks, run as a local activity).
 //!
-//! Both heartbeat every second while they run, so that when a worker dies another one
+//! `model` and `tool` heartbeat every second while they run, so that when a worker dies another one
 //! retries within the workflow's heartbeat timeout rather than its close timeout.
 
 // The SDK's macros add an undocumented constant per handler (its definition); the
@@ -13,10 +14,11 @@ use std::time::Duration;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use tern_agent::{AgentTool, ToolCallInput, ToolUpdater};
+use tern_agent::{AgentTool, Hooks, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::{HookReply, HookRequest};
 use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest};
 
@@ -72,6 +74,7 @@ fn call_info(ctx: &ActivityContext, event_offset: usize) -> CallInfo {
 pub struct AgentActivities {
     stream_fn: Arc<dyn StreamFn>,
     tools: Vec<AgentTool>,
+    hooks: Hooks,
     api_key: Option<String>,
     temperature: Option<f64>,
 }
@@ -82,6 +85,7 @@ impl AgentActivities {
         AgentActivities {
             stream_fn,
             tools,
+            hooks: Hooks::default(),
             api_key: None,
             temperature: None,
         }
@@ -91,6 +95,15 @@ impl AgentActivities {
     /// without one, providers read their environment variable.
     pub fn with_api_key(mut self, key: Option<String>) -> Self {
         self.api_key = key;
+        self
+    }
+
+    /// The hooks this worker runs for the sessions that name them
+    /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); each call is a local activity,
+    /// so a hook may do I/O and keep state. Its answer is recorded in the session's history:
+    /// a replay reads it back and does not call the hook again.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
         self
     }
 
@@ -172,6 +185,26 @@ impl AgentActivities {
         }
         let message = (*stream.result().await).clone();
         Ok(ModelOutcome::Streamed(Box::new(recorder.finish(message))))
+    }
+
+    /// One hook call (a local activity): runs the worker's hook on the call's context. A
+    /// hook's error is its answer ([`HookReply::Threw`]), not a failed activity.
+    #[activity]
+    pub async fn hook(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        request: HookRequest,
+    ) -> Result<HookReply, ActivityError> {
+        let signal = CancellationToken::new();
+        let call = call_info(&ctx, request.event_offset);
+        let answer = crate::hooks::answer(&self.hooks, &self.tools, request.call, signal.clone());
+        tokio::select! {
+            reply = CALL.scope(call, answer) => Ok(reply),
+            _ = ctx.cancelled() => {
+                signal.cancel();
+                Err(ActivityError::cancelled())
+            }
+        }
     }
 
     /// One tool call: runs the named tool with the arguments the workflow validated.

@@ -3,8 +3,6 @@
 //! otherwise the runner says which part is missing (exit status 4) instead of printing a
 //! trace that could only differ.
 
-use serde_json::Value;
-
 use super::spec::{Scenario, Step};
 
 /// The actions that have a session operation (`prompt`, `continue_run`, `queue_steer`,
@@ -24,7 +22,7 @@ pub const SESSION_ACTIONS: &[&str] = &[
 ];
 
 /// Why `scenario` cannot run through a session, or `None` when it can.
-pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
+pub fn unsupported(spec: &Scenario) -> Option<String> {
     let Some(agent) = &spec.agent else {
         return Some(
             "no agent: the low-level loop entry points (agentLoop, runAgentLoop, ...) are \
@@ -32,12 +30,23 @@ pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
                 .into(),
         );
     };
-    if let Some(hooks) = raw.get("hooks").and_then(Value::as_object) {
-        if !hooks.is_empty() {
-            let names: Vec<&str> = hooks.keys().map(String::as_str).collect();
+    let h = &spec.hooks;
+    let rules = [
+        ("beforeToolCall", &h.before_tool_call),
+        ("afterToolCall", &h.after_tool_call),
+        ("finishTurn", &h.finish_turn),
+        ("prepareRequest", &h.prepare_request),
+        ("prepareNextTurn", &h.prepare_next_turn),
+    ];
+    for (hook, rules) in rules {
+        let acting = rules.iter().flatten().find(|r| !r.actions.is_empty());
+        if let Some(rule) = acting {
+            let actions: Vec<&str> = rule.actions.iter().map(|a| a.do_.as_str()).collect();
             return Some(format!(
-                "hooks ({}): the session workflow runs no hooks yet",
-                names.join(", ")
+                "{hook} runs actions ({}): a hook runs on the worker as a local activity, \
+                 which holds the session's workflow task; the session cannot take input \
+                 from it until the hook returns",
+                actions.join(", ")
             ));
         }
     }

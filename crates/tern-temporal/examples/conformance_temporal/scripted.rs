@@ -10,25 +10,38 @@ use serde_json::{json, Value};
 use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
+use futures::future::BoxFuture;
+
+use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
-use super::norm::norm;
-use super::spec::{ResponseSpec, Scenario, Step, ToolDef};
+use super::norm::{norm, truthy};
+use super::spec::{ActionSpec, HooksSpec, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
-/// The scenario's scripted responses, one per model request, and the trace they record to.
-pub struct Responses {
-    responses: Vec<Arc<ResponseSpec>>,
+/// The worker's side of a scenario: its scripted responses, one per model request, its
+/// hooks' state, and the trace they record to.
+pub struct WorkerSide {
+    spec: Arc<Scenario>,
     taken: Mutex<u64>,
+    counts: HookCounts,
     trace: Arc<Trace>,
+    fatal: Mutex<Option<String>>,
 }
 
-impl Responses {
-    pub fn new(spec: &Scenario, trace: Arc<Trace>) -> Self {
-        Responses {
-            responses: spec.model.clone(),
+impl WorkerSide {
+    pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>) -> Self {
+        WorkerSide {
+            spec,
             taken: Mutex::new(0),
+            counts: HookCounts::default(),
             trace,
+            fatal: Mutex::new(None),
         }
+    }
+
+    /// The runner error a hook ran into, if any.
+    pub fn fatal(&self) -> Option<String> {
+        self.fatal.lock().clone()
     }
 }
 
@@ -41,16 +54,59 @@ fn place(trace: &Trace, entry: Value) {
     }
 }
 
-impl Script for Responses {
+impl Script for WorkerSide {
     fn next_request(&self) -> (u64, Option<Arc<ResponseSpec>>) {
         let mut n = self.taken.lock();
-        let spec = self.responses.get(*n as usize).cloned();
+        let spec = self.spec.model.get(*n as usize).cloned();
         *n += 1;
         (*n, spec)
     }
 
     fn push(&self, entry: Value) {
         place(&self.trace, entry);
+    }
+}
+
+impl HookHost for WorkerSide {
+    fn hook_rules(&self) -> &HooksSpec {
+        &self.spec.hooks
+    }
+
+    fn hook_counts(&self) -> &HookCounts {
+        &self.counts
+    }
+
+    fn push(&self, entry: Value) {
+        place(&self.trace, entry);
+    }
+
+    /// A rule's delay runs on the worker, inside the hook's call; its actions are not run
+    /// (the scope leaves those scenarios out).
+    fn side_effects(
+        self: Arc<Self>,
+        actions: Vec<Arc<ActionSpec>>,
+        delay_ms: Option<Value>,
+        hook: &'static str,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            if !actions.is_empty() {
+                self.set_fatal(format!("runner: {hook}'s actions do not run on a worker"));
+            }
+            if let Some(ms) = delay_ms.filter(truthy).and_then(|v| v.as_f64()) {
+                sleep_ms(ms).await;
+            }
+        })
+    }
+
+    fn tools_for(&self, ids: &[String]) -> Vec<AgentTool> {
+        tools(&self.spec, ids, &self.trace).unwrap_or_else(|e| {
+            self.set_fatal(e);
+            Vec::new()
+        })
+    }
+
+    fn set_fatal(&self, message: String) {
+        self.fatal.lock().get_or_insert(message);
     }
 }
 

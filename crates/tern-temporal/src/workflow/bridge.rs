@@ -10,11 +10,12 @@ use futures::channel::oneshot;
 use parking_lot::Mutex;
 use tern_agent::{AgentTool, ToolCallInput, ToolResult};
 use tern_ai::{
-    assistant_stream, AssistantMessageEventSender, Context, Model, StreamFn, StreamOptions,
-    StreamStart,
+    assistant_stream, AssistantMessageEventSender, BoxError, Context, Model, StreamFn,
+    StreamOptions, StreamStart,
 };
 
 use super::session::Shared;
+use crate::hooks::{HookCall, HookReply, HookRequest};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
@@ -27,6 +28,10 @@ pub(crate) enum Request {
         request: Box<ToolRequest>,
         spec: Box<ToolSpec>,
         reply: oneshot::Sender<ToolReply>,
+    },
+    Hook {
+        request: Box<HookRequest>,
+        reply: oneshot::Sender<HookReply>,
     },
 }
 
@@ -55,6 +60,29 @@ impl Bridge {
 
     fn push(&self, r: Request) {
         self.requests.lock().push_back(r);
+    }
+
+    /// Queues a hook call; its answer (a hook that threw is an `Err` with its text).
+    pub(crate) fn hook(
+        &self,
+        call: HookCall,
+    ) -> impl std::future::Future<Output = Result<HookReply, BoxError>> + Send + 'static {
+        let (reply, answer) = oneshot::channel();
+        self.push(Request::Hook {
+            request: Box::new(HookRequest {
+                call,
+                event_offset: self.published(),
+            }),
+            reply,
+        });
+        async move {
+            match answer.await {
+                Ok(HookReply::Threw { message }) => Err(message.into()),
+                Ok(reply) => Ok(reply),
+                // The driver dropped the call: the workflow is ending.
+                Err(_) => Err("Operation aborted".into()),
+            }
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 
 mod bridge;
 pub(crate) mod driver;
+mod hooked;
 mod in_flight;
 mod session;
 
@@ -90,6 +91,7 @@ impl AgentWorkflow {
             let mut config = AgentLoopConfig::new(settings.model.clone());
             config.reasoning = settings.reasoning;
             config.tool_execution = settings.tool_execution;
+            config.hooks = hooked::bridged_hooks(&settings.hooks, &bridge);
             config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
             config.get_follow_up_messages = Some(shared.follow_up_source());
             let context = AgentContext::new(transcript, tools);

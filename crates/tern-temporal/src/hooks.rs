@@ -1,0 +1,571 @@
+//! Hooks on a worker: the session workflow's loop calls each hook it was started with as a
+//! local activity (`AgentActivities::hook`) on the worker running its workflow task; the
+//! worker runs the embedder's [`Hooks`] there. What crosses (this module's types) is the
+//! hook's context and its answer; the answer lands in the workflow history (a local
+//! activity's marker), so a replay reads it back and never calls the hook again.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tern_agent::hooks::{
+    AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult,
+    PrepareRequestContext, RequestUpdate, TurnContext, TurnDecision, TurnUpdate,
+};
+use tern_agent::{AgentContext, AgentTool, Hooks, ToolCallInput, ToolResult};
+use tern_ai::{
+    AssistantMessage, ContentBlock, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage,
+    Usage,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::wire::ToolSpec;
+
+/// A hook a session's loop calls. The session names the ones it uses
+/// ([`SessionInput::hooks`](crate::SessionInput::hooks)); the workers on its task queue host
+/// them ([`AgentActivities::with_hooks`](crate::AgentActivities::with_hooks)). `get_api_key`
+/// is not one: keys stay on the worker (see [`AgentActivities::with_api_key`]
+/// (crate::AgentActivities::with_api_key)), never in a history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HookName {
+    /// `convert_to_llm`.
+    ConvertToLlm,
+    /// `transform_context`.
+    TransformContext,
+    /// `before_tool_call`.
+    BeforeToolCall,
+    /// `after_tool_call`.
+    AfterToolCall,
+    /// `finish_turn`.
+    FinishTurn,
+    /// `prepare_request`.
+    PrepareRequest,
+    /// `prepare_next_turn`.
+    PrepareNextTurn,
+}
+
+impl HookName {
+    /// Every hook a session can call.
+    pub const ALL: [HookName; 7] = [
+        HookName::ConvertToLlm,
+        HookName::TransformContext,
+        HookName::BeforeToolCall,
+        HookName::AfterToolCall,
+        HookName::FinishTurn,
+        HookName::PrepareRequest,
+        HookName::PrepareNextTurn,
+    ];
+
+    /// The hooks set in `hooks` that a session can call.
+    ///
+    /// ```
+    /// use tern_temporal::hooks::HookName;
+    /// let hooks = tern_agent::Hooks::default().finish_turn(|_, _| async { Ok(None) });
+    /// assert_eq!(HookName::set_in(&hooks), vec![HookName::FinishTurn]);
+    /// ```
+    pub fn set_in(hooks: &Hooks) -> Vec<HookName> {
+        HookName::ALL
+            .into_iter()
+            .filter(|name| name.is_set(hooks))
+            .collect()
+    }
+
+    fn is_set(self, hooks: &Hooks) -> bool {
+        match self {
+            HookName::ConvertToLlm => hooks.convert_to_llm.is_some(),
+            HookName::TransformContext => hooks.transform_context.is_some(),
+            HookName::BeforeToolCall => hooks.before_tool_call.is_some(),
+            HookName::AfterToolCall => hooks.after_tool_call.is_some(),
+            HookName::FinishTurn => hooks.finish_turn.is_some(),
+            HookName::PrepareRequest => hooks.prepare_request.is_some(),
+            HookName::PrepareNextTurn => hooks.prepare_next_turn.is_some(),
+        }
+    }
+}
+
+/// The loop's context as a hook call carries it: the messages and the tools' declarations
+/// (the worker hands the hook its own tools of those names).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireContext {
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// The tools.
+    pub tools: Vec<ToolSpec>,
+}
+
+impl WireContext {
+    /// The context as it crosses.
+    pub fn of(context: &AgentContext) -> Self {
+        WireContext {
+            messages: context.messages.to_vec(),
+            tools: context.tools.iter().map(ToolSpec::of).collect(),
+        }
+    }
+}
+
+/// A completed turn (`finish_turn`, `prepare_next_turn`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireTurn {
+    /// The turn's assistant message.
+    pub message: Message,
+    /// Its tool results (tool result messages).
+    pub tool_results: Vec<Message>,
+    /// The run's context.
+    pub context: WireContext,
+    /// The messages the run added so far.
+    pub new_messages: Vec<Message>,
+}
+
+/// One hook call, with its context.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "hook")]
+pub enum HookCall {
+    /// `convert_to_llm`.
+    ConvertToLlm {
+        /// The messages to convert.
+        messages: Vec<Message>,
+    },
+    /// `transform_context`.
+    TransformContext {
+        /// The messages to transform.
+        messages: Vec<Message>,
+    },
+    /// `before_tool_call`.
+    #[serde(rename_all = "camelCase")]
+    BeforeToolCall {
+        /// The assistant message holding the call.
+        assistant_message: Message,
+        /// The call as the model sent it.
+        tool_call: ToolCall,
+        /// The validated arguments.
+        args: Value,
+        /// The run's context.
+        context: WireContext,
+    },
+    /// `after_tool_call`.
+    #[serde(rename_all = "camelCase")]
+    AfterToolCall {
+        /// The assistant message holding the call.
+        assistant_message: Message,
+        /// The call as the model sent it.
+        tool_call: ToolCall,
+        /// The validated arguments.
+        args: Value,
+        /// The executed result.
+        result: Box<ToolResult>,
+        /// Its error flag.
+        is_error: bool,
+        /// The run's context.
+        context: WireContext,
+    },
+    /// `finish_turn`.
+    FinishTurn {
+        /// The turn.
+        turn: Box<WireTurn>,
+    },
+    /// `prepare_request`.
+    #[serde(rename_all = "camelCase")]
+    PrepareRequest {
+        /// The context the request will be built from.
+        context: WireContext,
+        /// The model about to be asked.
+        model: Model,
+        /// The thinking level about to be requested.
+        thinking_level: ThinkingLevel,
+    },
+    /// `prepare_next_turn`.
+    PrepareNextTurn {
+        /// The turn.
+        turn: Box<WireTurn>,
+    },
+}
+
+impl HookCall {
+    /// The hook this call is for.
+    pub fn name(&self) -> HookName {
+        match self {
+            HookCall::ConvertToLlm { .. } => HookName::ConvertToLlm,
+            HookCall::TransformContext { .. } => HookName::TransformContext,
+            HookCall::BeforeToolCall { .. } => HookName::BeforeToolCall,
+            HookCall::AfterToolCall { .. } => HookName::AfterToolCall,
+            HookCall::FinishTurn { .. } => HookName::FinishTurn,
+            HookCall::PrepareRequest { .. } => HookName::PrepareRequest,
+            HookCall::PrepareNextTurn { .. } => HookName::PrepareNextTurn,
+        }
+    }
+}
+
+/// The `hook` activity's input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRequest {
+    /// The call.
+    pub call: HookCall,
+    /// How many events the session had published when the loop called the hook.
+    #[serde(default)]
+    pub event_offset: usize,
+}
+
+/// `before_tool_call`'s answer (`BeforeToolCallResult`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireBefore {
+    /// Do not execute the call.
+    #[serde(default)]
+    pub block: bool,
+    /// The blocked result's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Mark the blocked result as terminating.
+    #[serde(default)]
+    pub terminate: bool,
+    /// Replacement arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+}
+
+/// `after_tool_call`'s answer (`AfterToolCallResult`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireAfter {
+    /// New content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<ContentBlock>>,
+    /// New details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// New structured content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// New error flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// New usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// New terminate flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<bool>,
+}
+
+/// `prepare_request`'s and `prepare_next_turn`'s answer (`RequestUpdate`, `TurnUpdate`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireUpdate {
+    /// Replacement context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<WireContext>,
+    /// Messages to emit before the next request (`prepare_next_turn` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Message>>,
+    /// Replacement model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
+    /// Replacement thinking level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// The `hook` activity's output: the hook's answer, or the error it failed with (a hook's
+/// error is its outcome, as in a local run: never retried).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum HookReply {
+    /// The hook failed ("threw") with this text.
+    Threw {
+        /// The error's text.
+        message: String,
+    },
+    /// `convert_to_llm` / `transform_context`: the messages, `None` when the hook gave back
+    /// its input unchanged (kept out of the history).
+    Messages {
+        /// The new messages.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        messages: Option<Vec<Message>>,
+    },
+    /// `before_tool_call`.
+    Before {
+        /// Its result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<WireBefore>,
+    },
+    /// `after_tool_call`.
+    After {
+        /// Its result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<WireAfter>,
+    },
+    /// `finish_turn`: `true` continue, `false` end, `None` the loop decides.
+    Finish {
+        /// Its decision.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        go_on: Option<bool>,
+    },
+    /// `prepare_request` / `prepare_next_turn`.
+    Update {
+        /// Its update.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        update: Option<WireUpdate>,
+    },
+}
+
+/// The worker's side of one hook call: runs the embedder's hook on the call's context (the
+/// worker's own tools under the declared names) and serializes its answer. `signal` is the
+/// hook's abort signal.
+pub(crate) async fn answer(
+    hooks: &Hooks,
+    tools: &[AgentTool],
+    call: HookCall,
+    signal: CancellationToken,
+) -> HookReply {
+    let name = call.name();
+    match run(hooks, tools, call, signal).await {
+        Ok(Some(reply)) => reply,
+        Ok(None) => HookReply::Threw {
+            message: format!("The hook {name:?} is not installed on this worker"),
+        },
+        Err(e) => HookReply::Threw {
+            message: e.to_string(),
+        },
+    }
+}
+
+/// `Ok(None)`: the hook is not set.
+async fn run(
+    hooks: &Hooks,
+    tools: &[AgentTool],
+    call: HookCall,
+    signal: CancellationToken,
+) -> Result<Option<HookReply>, tern_ai::BoxError> {
+    let context = |c: WireContext| local_context(c, tools);
+    Ok(Some(match call {
+        HookCall::ConvertToLlm { messages } => {
+            let Some(hook) = &hooks.convert_to_llm else {
+                return Ok(None);
+            };
+            messages_reply(messages, |m| hook(m)).await?
+        }
+        HookCall::TransformContext { messages } => {
+            let Some(hook) = &hooks.transform_context else {
+                return Ok(None);
+            };
+            messages_reply(messages, |m| hook(m, signal.clone())).await?
+        }
+        HookCall::BeforeToolCall {
+            assistant_message,
+            tool_call,
+            args,
+            context: c,
+        } => {
+            let Some(hook) = &hooks.before_tool_call else {
+                return Ok(None);
+            };
+            let ctx = BeforeToolCallContext::new(
+                assistant_of(assistant_message)?,
+                tool_call,
+                args,
+                context(c),
+            );
+            let result = hook(ctx, signal).await?.map(|r| WireBefore {
+                block: r.block,
+                reason: r.reason,
+                terminate: r.terminate,
+                args: r.args,
+            });
+            HookReply::Before { result }
+        }
+        HookCall::AfterToolCall {
+            assistant_message,
+            tool_call,
+            args,
+            result,
+            is_error,
+            context: c,
+        } => {
+            let Some(hook) = &hooks.after_tool_call else {
+                return Ok(None);
+            };
+            let ctx = AfterToolCallContext::new(
+                assistant_of(assistant_message)?,
+                tool_call,
+                args,
+                *result,
+                is_error,
+                context(c),
+            );
+            let result = hook(ctx, signal).await?.map(|r| WireAfter {
+                content: r.content,
+                details: r.details,
+                structured_content: r.structured_content,
+                is_error: r.is_error,
+                usage: r.usage,
+                terminate: r.terminate,
+            });
+            HookReply::After { result }
+        }
+        HookCall::FinishTurn { turn } => {
+            let Some(hook) = &hooks.finish_turn else {
+                return Ok(None);
+            };
+            let decision = hook(turn_of(*turn, tools)?, signal).await?;
+            HookReply::Finish {
+                go_on: decision.map(|d| d == TurnDecision::Continue),
+            }
+        }
+        HookCall::PrepareRequest {
+            context: c,
+            model,
+            thinking_level,
+        } => {
+            let Some(hook) = &hooks.prepare_request else {
+                return Ok(None);
+            };
+            let ctx = PrepareRequestContext::new(context(c), model, thinking_level);
+            let update = hook(ctx, signal).await?.map(|u| WireUpdate {
+                context: u.context.as_ref().map(WireContext::of),
+                messages: None,
+                model: u.model,
+                thinking_level: u.thinking_level,
+            });
+            HookReply::Update { update }
+        }
+        HookCall::PrepareNextTurn { turn } => {
+            let Some(hook) = &hooks.prepare_next_turn else {
+                return Ok(None);
+            };
+            let update = hook(turn_of(*turn, tools)?, signal)
+                .await?
+                .map(|u| WireUpdate {
+                    context: u.context.as_ref().map(WireContext::of),
+                    messages: u.messages,
+                    model: u.model,
+                    thinking_level: u.thinking_level,
+                });
+            HookReply::Update { update }
+        }
+    }))
+}
+
+/// Runs a messages hook; an answer equal to its input is sent back as "unchanged".
+async fn messages_reply<F, Fut>(
+    messages: Vec<Message>,
+    hook: F,
+) -> Result<HookReply, tern_ai::BoxError>
+where
+    F: FnOnce(Arc<Vec<Message>>) -> Fut,
+    Fut: std::future::Future<Output = Result<Arc<Vec<Message>>, tern_ai::BoxError>>,
+{
+    let input = Arc::new(messages);
+    let out = hook(input.clone()).await?;
+    let unchanged = Arc::ptr_eq(&input, &out) || *input == *out;
+    Ok(HookReply::Messages {
+        messages: (!unchanged).then(|| out.to_vec()),
+    })
+}
+
+fn assistant_of(m: Message) -> Result<Arc<AssistantMessage>, tern_ai::BoxError> {
+    match m {
+        Message::Assistant(a) => Ok(a),
+        other => Err(format!("a hook call's assistant message has role {}", other.role()).into()),
+    }
+}
+
+fn turn_of(turn: WireTurn, tools: &[AgentTool]) -> Result<TurnContext, tern_ai::BoxError> {
+    let results = turn
+        .tool_results
+        .into_iter()
+        .map(|m| match m {
+            Message::ToolResult(r) => Ok(r),
+            other => Err(format!("a turn's tool result has role {}", other.role())),
+        })
+        .collect::<Result<Vec<Arc<ToolResultMessage>>, String>>()?;
+    Ok(TurnContext::new(
+        assistant_of(turn.message)?,
+        results,
+        local_context(turn.context, tools),
+        turn.new_messages,
+    ))
+}
+
+/// The context a hook sees on the worker: the worker's tools of the declared names (a
+/// declared tool the worker lacks is its declaration, whose execution fails).
+fn local_context(c: WireContext, tools: &[AgentTool]) -> AgentContext {
+    let tools = c
+        .tools
+        .iter()
+        .map(|spec| match tools.iter().find(|t| t.name() == spec.name) {
+            Some(tool) => tool.clone(),
+            None => absent_tool(spec),
+        })
+        .collect();
+    AgentContext::new(c.messages, tools)
+}
+
+fn absent_tool(spec: &ToolSpec) -> AgentTool {
+    let name = spec.name.clone();
+    AgentTool::dynamic(
+        &spec.name,
+        &spec.description,
+        spec.parameters.clone(),
+        move |_input: ToolCallInput| {
+            let message = format!("Tool {name} is not available on this worker");
+            async move { Err(message.into()) }
+        },
+    )
+    .with_replay(spec.replay)
+}
+
+/// `before_tool_call`'s answer in the loop's type.
+pub(crate) fn before_result(r: WireBefore) -> BeforeToolCallResult {
+    BeforeToolCallResult {
+        block: r.block,
+        reason: r.reason,
+        terminate: r.terminate,
+        args: r.args,
+    }
+}
+
+/// `after_tool_call`'s answer in the loop's type.
+pub(crate) fn after_result(r: WireAfter) -> AfterToolCallResult {
+    AfterToolCallResult {
+        content: r.content,
+        details: r.details,
+        structured_content: r.structured_content,
+        is_error: r.is_error,
+        usage: r.usage,
+        terminate: r.terminate,
+    }
+}
+
+/// `prepare_request`'s answer in the loop's type; `tools` makes the loop's tools of a
+/// replacement context's declarations.
+pub(crate) fn request_update(
+    u: WireUpdate,
+    tools: &dyn Fn(&[ToolSpec]) -> Vec<AgentTool>,
+) -> RequestUpdate {
+    RequestUpdate {
+        context: u
+            .context
+            .map(|c| AgentContext::new(c.messages, tools(&c.tools))),
+        model: u.model,
+        thinking_level: u.thinking_level,
+    }
+}
+
+/// `prepare_next_turn`'s answer in the loop's type (see [`request_update`]).
+pub(crate) fn turn_update(
+    u: WireUpdate,
+    tools: &dyn Fn(&[ToolSpec]) -> Vec<AgentTool>,
+) -> TurnUpdate {
+    TurnUpdate {
+        context: u
+            .context
+            .map(|c| AgentContext::new(c.messages, tools(&c.tools))),
+        messages: u.messages,
+        model: u.model,
+        thinking_level: u.thinking_level,
+    }
+}
