@@ -19,6 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_ai::{
     AssistantMessage, BoxError, ContentBlock, Message, Model, ThinkingLevel, ToolCall,
@@ -64,8 +65,9 @@ impl BeforeToolCallContext {
     }
 }
 
-/// Output of `before_tool_call`.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Output of `before_tool_call` (serializable for hosts that carry it across processes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct BeforeToolCallResult {
     /// Do not execute the call.
     pub block: bool,
@@ -132,7 +134,8 @@ impl AfterToolCallContext {
 
 /// Output of `after_tool_call`: each field set replaces the result's field; no deep merge.
 /// Replacing `content` without `structured_content` drops the old structured content.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct AfterToolCallResult {
     /// New content.
     pub content: Option<Vec<ContentBlock>>,
@@ -180,7 +183,8 @@ impl TurnContext {
 }
 
 /// What `finish_turn` decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum TurnDecision {
     /// Make sure one more request happens.
     Continue,

@@ -39,6 +39,9 @@ pub struct CallInfo {
     /// How many events the session had published when the loop made the call: the call's
     /// own events (deltas, tool updates, its end) come after this offset.
     pub event_offset: usize,
+    /// When the workflow scheduled this attempt of the call (the calls of one batch share
+    /// it; a worker may start them later).
+    pub scheduled: Option<std::time::SystemTime>,
 }
 
 /// The call running on this worker, when read inside a tool's `execute` or a stream
@@ -67,6 +70,7 @@ fn call_info(ctx: &ActivityContext, event_offset: usize) -> CallInfo {
     CallInfo {
         session: ctx.info().workflow_id.clone().unwrap_or_default(),
         event_offset,
+        scheduled: ctx.info().current_attempt_scheduled_time,
     }
 }
 

@@ -13,10 +13,7 @@ use tern_agent::hooks::{
     PrepareRequestContext, RequestUpdate, TurnContext, TurnDecision, TurnUpdate,
 };
 use tern_agent::{AgentContext, AgentTool, Hooks, ToolCallInput, ToolResult};
-use tern_ai::{
-    AssistantMessage, ContentBlock, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage,
-    Usage,
-};
+use tern_ai::{AssistantMessage, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
 use crate::wire::ToolSpec;
@@ -209,48 +206,6 @@ pub struct HookRequest {
     pub event_offset: usize,
 }
 
-/// `before_tool_call`'s answer (`BeforeToolCallResult`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WireBefore {
-    /// Do not execute the call.
-    #[serde(default)]
-    pub block: bool,
-    /// The blocked result's text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Mark the blocked result as terminating.
-    #[serde(default)]
-    pub terminate: bool,
-    /// Replacement arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub args: Option<Value>,
-}
-
-/// `after_tool_call`'s answer (`AfterToolCallResult`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WireAfter {
-    /// New content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<Vec<ContentBlock>>,
-    /// New details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
-    /// New structured content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// New error flag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub is_error: Option<bool>,
-    /// New usage.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// New terminate flag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terminate: Option<bool>,
-}
-
 /// `prepare_request`'s and `prepare_next_turn`'s answer (`RequestUpdate`, `TurnUpdate`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -290,19 +245,19 @@ pub enum HookReply {
     Before {
         /// Its result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        result: Option<WireBefore>,
+        result: Option<BeforeToolCallResult>,
     },
     /// `after_tool_call`.
     After {
         /// Its result.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        result: Option<WireAfter>,
+        result: Option<AfterToolCallResult>,
     },
-    /// `finish_turn`: `true` continue, `false` end, `None` the loop decides.
+    /// `finish_turn`.
     Finish {
-        /// Its decision.
+        /// Its decision (`None`: the loop decides).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        go_on: Option<bool>,
+        decision: Option<TurnDecision>,
     },
     /// `prepare_request` / `prepare_next_turn`.
     Update {
@@ -369,13 +324,9 @@ async fn run(
                 args,
                 context(c),
             );
-            let result = hook(ctx, signal).await?.map(|r| WireBefore {
-                block: r.block,
-                reason: r.reason,
-                terminate: r.terminate,
-                args: r.args,
-            });
-            HookReply::Before { result }
+            HookReply::Before {
+                result: hook(ctx, signal).await?,
+            }
         }
         HookCall::AfterToolCall {
             assistant_message,
@@ -396,23 +347,16 @@ async fn run(
                 is_error,
                 context(c),
             );
-            let result = hook(ctx, signal).await?.map(|r| WireAfter {
-                content: r.content,
-                details: r.details,
-                structured_content: r.structured_content,
-                is_error: r.is_error,
-                usage: r.usage,
-                terminate: r.terminate,
-            });
-            HookReply::After { result }
+            HookReply::After {
+                result: hook(ctx, signal).await?,
+            }
         }
         HookCall::FinishTurn { turn } => {
             let Some(hook) = &hooks.finish_turn else {
                 return Ok(None);
             };
-            let decision = hook(turn_of(*turn, tools)?, signal).await?;
             HookReply::Finish {
-                go_on: decision.map(|d| d == TurnDecision::Continue),
+                decision: hook(turn_of(*turn, tools)?, signal).await?,
             }
         }
         HookCall::PrepareRequest {
@@ -516,28 +460,6 @@ fn absent_tool(spec: &ToolSpec) -> AgentTool {
         },
     )
     .with_replay(spec.replay)
-}
-
-/// `before_tool_call`'s answer in the loop's type.
-pub(crate) fn before_result(r: WireBefore) -> BeforeToolCallResult {
-    BeforeToolCallResult {
-        block: r.block,
-        reason: r.reason,
-        terminate: r.terminate,
-        args: r.args,
-    }
-}
-
-/// `after_tool_call`'s answer in the loop's type.
-pub(crate) fn after_result(r: WireAfter) -> AfterToolCallResult {
-    AfterToolCallResult {
-        content: r.content,
-        details: r.details,
-        structured_content: r.structured_content,
-        is_error: r.is_error,
-        usage: r.usage,
-        terminate: r.terminate,
-    }
 }
 
 /// `prepare_request`'s answer in the loop's type; `tools` makes the loop's tools of a

@@ -3,14 +3,14 @@
 //! run in.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-
-use futures::future::BoxFuture;
 
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
@@ -160,12 +160,14 @@ async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> 
             "args": norm(&input.args),
         }),
     );
+    let mut clock = CallClock::new();
     for step in &b.steps {
         match step {
             Step::Sleep(ms) => {
+                let until = clock.advance(*ms);
                 if b.ignore_abort {
-                    sleep_ms(*ms).await;
-                } else if abortable_sleep(*ms, &input.signal).await.is_err() {
+                    tokio::time::sleep_until(until).await;
+                } else if abortable_sleep(until, &input.signal).await.is_err() {
                     return Err(b.abort_error.clone().into());
                 }
             }
@@ -185,13 +187,43 @@ async fn sleep_ms(ms: f64) {
     }
 }
 
-async fn abortable_sleep(ms: f64, signal: &CancellationToken) -> Result<(), ()> {
+/// How much slower a scripted tool's time runs on a worker than in process. A scenario's
+/// delays only order a batch's calls (the trace has no durations); a worker starts each
+/// call's activity after a dispatch latency of its own (tens of ms on a loaded machine),
+/// which would reorder calls a few ms apart.
+const TOOL_TIME_SCALE: f64 = 4.0;
+
+/// A call's scripted time: its delays count from when the workflow scheduled the call (as
+/// in process, where a batch's calls start at once), so the calls of one batch keep their
+/// relative timing when a busy worker starts one of them later than the others.
+struct CallClock(Instant);
+
+impl CallClock {
+    fn new() -> Self {
+        let late = tern_temporal::activities::current_call()
+            .and_then(|c| c.scheduled)
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .unwrap_or_default();
+        let now = Instant::now();
+        CallClock(now.checked_sub(late).unwrap_or(now))
+    }
+
+    /// The end of the next `ms` of the call's script.
+    fn advance(&mut self, ms: f64) -> Instant {
+        if ms > 0.0 {
+            self.0 += Duration::from_secs_f64(ms * TOOL_TIME_SCALE / 1000.0);
+        }
+        self.0
+    }
+}
+
+async fn abortable_sleep(until: Instant, signal: &CancellationToken) -> Result<(), ()> {
     if signal.is_cancelled() {
         return Err(());
     }
     tokio::select! {
         biased;
-        _ = sleep_ms(ms) => Ok(()),
+        _ = tokio::time::sleep_until(until) => Ok(()),
         _ = signal.cancelled() => Err(()),
     }
 }

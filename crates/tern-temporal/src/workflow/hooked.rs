@@ -4,14 +4,13 @@
 
 use std::sync::Arc;
 
-use tern_agent::hooks::{TurnContext, TurnDecision};
+use tern_agent::hooks::TurnContext;
 use tern_agent::{AgentTool, Hooks};
 use tern_ai::{BoxError, Message};
 
 use super::bridge::{bridged_tool, Bridge};
 use crate::hooks::{
-    after_result, before_result, request_update, turn_update, HookCall, HookName, HookReply,
-    WireContext, WireTurn,
+    request_update, turn_update, HookCall, HookName, HookReply, WireContext, WireTurn,
 };
 use crate::wire::ToolSpec;
 
@@ -42,7 +41,7 @@ pub(crate) fn bridged_hooks(names: &[HookName], bridge: &Arc<Bridge>) -> Hooks {
                 });
                 async move {
                     match reply.await? {
-                        HookReply::Before { result } => Ok(result.map(before_result)),
+                        HookReply::Before { result } => Ok(result),
                         other => Err(mismatch(HookName::BeforeToolCall, &other)),
                     }
                 }
@@ -58,7 +57,7 @@ pub(crate) fn bridged_hooks(names: &[HookName], bridge: &Arc<Bridge>) -> Hooks {
                 });
                 async move {
                     match reply.await? {
-                        HookReply::After { result } => Ok(result.map(after_result)),
+                        HookReply::After { result } => Ok(result),
                         other => Err(mismatch(HookName::AfterToolCall, &other)),
                     }
                 }
@@ -69,13 +68,7 @@ pub(crate) fn bridged_hooks(names: &[HookName], bridge: &Arc<Bridge>) -> Hooks {
                 });
                 async move {
                     match reply.await? {
-                        HookReply::Finish { go_on } => Ok(go_on.map(|c| {
-                            if c {
-                                TurnDecision::Continue
-                            } else {
-                                TurnDecision::End
-                            }
-                        })),
+                        HookReply::Finish { decision } => Ok(decision),
                         other => Err(mismatch(HookName::FinishTurn, &other)),
                     }
                 }
