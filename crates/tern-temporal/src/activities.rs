@@ -18,7 +18,7 @@ use tern_agent::{AgentTool, Hooks, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::{HookReply, HookRequest};
+use crate::hooks::{HookAnswer, HookRequest};
 use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest};
 
@@ -192,13 +192,14 @@ impl AgentActivities {
     }
 
     /// One hook call (a local activity): runs the worker's hook on the call's context. A
-    /// hook's error is its answer ([`HookReply::Threw`]), not a failed activity.
+    /// hook's error is its answer ([`HookReply::Threw`](crate::hooks::HookReply::Threw)),
+    /// not a failed activity.
     #[activity]
     pub async fn hook(
         self: Arc<Self>,
         ctx: ActivityContext,
         request: HookRequest,
-    ) -> Result<HookReply, ActivityError> {
+    ) -> Result<HookAnswer, ActivityError> {
         let signal = CancellationToken::new();
         let call = call_info(&ctx, request.event_offset);
         let answer = crate::hooks::answer(&self.hooks, &self.tools, request.call, signal.clone());

@@ -224,8 +224,63 @@ pub struct WireUpdate {
     pub thinking_level: Option<ThinkingLevel>,
 }
 
-/// The `hook` activity's output: the hook's answer, or the error it failed with (a hook's
-/// error is its outcome, as in a local run: never retried).
+/// The `hook` activity's output: the hook's reply, and the messages it queued for its own
+/// session ([`steer`], [`follow_up`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookAnswer {
+    /// The hook's reply.
+    pub reply: HookReply,
+    /// Steering messages the hook queued, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steer: Vec<Message>,
+    /// Follow-up messages the hook queued, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_up: Vec<Message>,
+}
+
+impl HookAnswer {
+    /// A reply that queued nothing.
+    pub fn only(reply: HookReply) -> Self {
+        HookAnswer {
+            reply,
+            steer: Vec::new(),
+            follow_up: Vec::new(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queued {
+    steer: Vec<Message>,
+    follow_up: Vec<Message>,
+}
+
+tokio::task_local! {
+    /// The messages the running hook call queued for its session.
+    static QUEUED: parking_lot::Mutex<Queued>;
+}
+
+/// Queues steering messages for the session whose hook is running, as a local hook calls
+/// `Agent::steer`: they are in the session's steering queue when the hook's answer reaches
+/// the loop. Returns `false` (and queues nothing) outside a hook call on a worker.
+///
+/// ```
+/// assert!(!tern_temporal::hooks::steer(vec![tern_ai::Message::user_text("stop")]));
+/// ```
+pub fn steer(messages: Vec<Message>) -> bool {
+    QUEUED.try_with(|q| q.lock().steer.extend(messages)).is_ok()
+}
+
+/// Queues follow-up messages for the session whose hook is running (see [`steer`]).
+pub fn follow_up(messages: Vec<Message>) -> bool {
+    QUEUED
+        .try_with(|q| q.lock().follow_up.extend(messages))
+        .is_ok()
+}
+
+/// The hook's reply: its answer, or the error it failed with (a hook's error is its
+/// outcome, as in a local run: never retried).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum HookReply {
@@ -268,16 +323,22 @@ pub enum HookReply {
 }
 
 /// The worker's side of one hook call: runs the embedder's hook on the call's context (the
-/// worker's own tools under the declared names) and serializes its answer. `signal` is the
-/// hook's abort signal.
+/// worker's own tools under the declared names) and serializes its answer, with what it
+/// queued for its session. `signal` is the hook's abort signal.
 pub(crate) async fn answer(
     hooks: &Hooks,
     tools: &[AgentTool],
     call: HookCall,
     signal: CancellationToken,
-) -> HookReply {
+) -> HookAnswer {
     let name = call.name();
-    match run(hooks, tools, call, signal).await {
+    let (ran, queued) = QUEUED
+        .scope(parking_lot::Mutex::default(), async {
+            let ran = run(hooks, tools, call, signal).await;
+            (ran, QUEUED.with(|q| std::mem::take(&mut *q.lock())))
+        })
+        .await;
+    let reply = match ran {
         Ok(Some(reply)) => reply,
         Ok(None) => HookReply::Threw {
             message: format!("The hook {name:?} is not installed on this worker"),
@@ -285,6 +346,11 @@ pub(crate) async fn answer(
         Err(e) => HookReply::Threw {
             message: e.to_string(),
         },
+    };
+    HookAnswer {
+        reply,
+        steer: queued.steer,
+        follow_up: queued.follow_up,
     }
 }
 

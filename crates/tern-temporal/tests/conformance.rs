@@ -39,6 +39,7 @@ const PASSING: &[&str] = &[
     "25_finish_turn_continue_extra_request",
     "26_finish_turn_continue_with_tool_results",
     "27_seed_four_turn_budget",
+    "31_steering_after_prepare_next_turn",
     "32_continue_empty_transcript",
     "33_continue_only_system",
     "34_continue_assistant_tail_steering",

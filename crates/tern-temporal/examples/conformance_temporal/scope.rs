@@ -21,6 +21,9 @@ pub const SESSION_ACTIONS: &[&str] = &[
     "waitForIdle",
 ];
 
+/// The actions a hook's rule may run through a session: its hook queues them.
+const HOOK_ACTIONS: &[&str] = &["steer", "followUp"];
+
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(spec: &Scenario) -> Option<String> {
     let Some(agent) = &spec.agent else {
@@ -39,14 +42,18 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
         ("prepareNextTurn", &h.prepare_next_turn),
     ];
     for (hook, rules) in rules {
-        let acting = rules.iter().flatten().find(|r| !r.actions.is_empty());
-        if let Some(rule) = acting {
-            let actions: Vec<&str> = rule.actions.iter().map(|a| a.do_.as_str()).collect();
+        // A hook on a worker can queue messages for its own session (they travel with its
+        // answer); nothing else.
+        let acting = rules
+            .iter()
+            .flatten()
+            .flat_map(|r| &r.actions)
+            .find(|a| !HOOK_ACTIONS.contains(&a.do_.as_str()));
+        if let Some(a) = acting {
             return Some(format!(
-                "{hook} runs actions ({}): a hook runs on the worker as a local activity, \
-                 which holds the session's workflow task; the session cannot take input \
-                 from it until the hook returns",
-                actions.join(", ")
+                "{hook} runs the action {}: a hook on a worker can only queue steering and \
+                 follow-up messages for its own session",
+                a.do_
             ));
         }
     }

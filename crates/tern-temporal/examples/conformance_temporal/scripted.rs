@@ -80,8 +80,9 @@ impl HookHost for WorkerSide {
         place(&self.trace, entry);
     }
 
-    /// A rule's delay runs on the worker, inside the hook's call; its actions are not run
-    /// (the scope leaves those scenarios out).
+    /// A rule's steering and follow-up messages go to the hook's own session (with the
+    /// hook's answer), its delay runs on the worker, inside the hook's call; other actions
+    /// are not run (the scope leaves those scenarios out).
     fn side_effects(
         self: Arc<Self>,
         actions: Vec<Arc<ActionSpec>>,
@@ -89,8 +90,23 @@ impl HookHost for WorkerSide {
         hook: &'static str,
     ) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            if !actions.is_empty() {
-                self.set_fatal(format!("runner: {hook}'s actions do not run on a worker"));
+            for a in actions {
+                place(
+                    &self.trace,
+                    json!({"kind": "action", "do": a.do_, "in": hook}),
+                );
+                let message = vec![super::queued_message(&a)];
+                let queued = match a.do_.as_str() {
+                    "steer" => tern_temporal::hooks::steer(message),
+                    "followUp" => tern_temporal::hooks::follow_up(message),
+                    _ => false,
+                };
+                if !queued {
+                    self.set_fatal(format!(
+                        "runner: {hook}'s {} does not run on a worker",
+                        a.do_
+                    ));
+                }
             }
             if let Some(ms) = delay_ms.filter(truthy).and_then(|v| v.as_f64()) {
                 sleep_ms(ms).await;

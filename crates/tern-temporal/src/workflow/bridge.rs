@@ -14,8 +14,8 @@ use tern_ai::{
     StreamOptions, StreamStart,
 };
 
-use super::session::Shared;
-use crate::hooks::{HookCall, HookReply, HookRequest};
+use super::session::{Input, Shared};
+use crate::hooks::{HookAnswer, HookCall, HookReply, HookRequest};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
@@ -31,7 +31,7 @@ pub(crate) enum Request {
     },
     Hook {
         request: Box<HookRequest>,
-        reply: oneshot::Sender<HookReply>,
+        reply: oneshot::Sender<HookAnswer>,
     },
 }
 
@@ -62,7 +62,8 @@ impl Bridge {
         self.requests.lock().push_back(r);
     }
 
-    /// Queues a hook call; its answer (a hook that threw is an `Err` with its text).
+    /// Queues a hook call; its reply (a hook that threw is an `Err` with its text). What the
+    /// hook queued for its session is in the session's queues before the loop sees the reply.
     pub(crate) fn hook(
         &self,
         call: HookCall,
@@ -75,8 +76,18 @@ impl Bridge {
             }),
             reply,
         });
+        let session = self.session.clone();
         async move {
-            match answer.await {
+            let answer = answer.await.map(|a| {
+                let mut s = session.0.lock();
+                for (input, messages) in [(Input::Steer, a.steer), (Input::FollowUp, a.follow_up)] {
+                    if !messages.is_empty() {
+                        s.accept(input, messages);
+                    }
+                }
+                a.reply
+            });
+            match answer {
                 Ok(HookReply::Threw { message }) => Err(message.into()),
                 Ok(reply) => Ok(reply),
                 // The driver dropped the call: the workflow is ending.

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::bridge::{Bridge, Request};
 use super::in_flight::InFlight;
 use crate::activities::AgentActivities;
-use crate::hooks::HookReply;
+use crate::hooks::{HookAnswer, HookReply};
 use crate::stream_record::ModelOutcome;
 use crate::wire::ToolReply;
 
@@ -171,12 +171,12 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 .await;
             let answer = match outcome {
                 Ok(reply) => reply,
-                Err(ActivityExecutionError::Cancelled(_)) => HookReply::Threw {
+                Err(ActivityExecutionError::Cancelled(_)) => HookAnswer::only(HookReply::Threw {
                     message: "Operation aborted".into(),
-                },
-                Err(e) => HookReply::Threw {
+                }),
+                Err(e) => HookAnswer::only(HookReply::Threw {
                     message: format!("The {name:?} hook call failed: {e}"),
-                },
+                }),
             };
             let _ = reply.send(answer);
         }),
