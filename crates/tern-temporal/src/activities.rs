@@ -18,7 +18,7 @@ use tern_agent::{AgentTool, Hooks, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::{HookAnswer, HookRequest};
+use crate::hooks::{EventListener, HookAnswer, HookRequest};
 use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest};
 
@@ -79,6 +79,7 @@ pub struct AgentActivities {
     stream_fn: Arc<dyn StreamFn>,
     tools: Vec<AgentTool>,
     hooks: Hooks,
+    listener: Option<EventListener>,
     api_key: Option<String>,
     temperature: Option<f64>,
 }
@@ -90,6 +91,7 @@ impl AgentActivities {
             stream_fn,
             tools,
             hooks: Hooks::default(),
+            listener: None,
             api_key: None,
             temperature: None,
         }
@@ -108,6 +110,14 @@ impl AgentActivities {
     /// a replay reads it back and does not call the hook again.
     pub fn with_hooks(mut self, hooks: Hooks) -> Self {
         self.hooks = hooks;
+        self
+    }
+
+    /// The listener this worker calls with the events of the kinds a session listens to
+    /// ([`SessionInput::listen`](crate::SessionInput::listen)), with the session's state;
+    /// the loop awaits it (a local activity per event, as the hooks).
+    pub fn with_listener(mut self, listener: EventListener) -> Self {
+        self.listener = Some(listener);
         self
     }
 
@@ -202,7 +212,13 @@ impl AgentActivities {
     ) -> Result<HookAnswer, ActivityError> {
         let signal = CancellationToken::new();
         let call = call_info(&ctx, request.event_offset);
-        let answer = crate::hooks::answer(&self.hooks, &self.tools, request.call, signal.clone());
+        let answer = crate::hooks::answer(
+            &self.hooks,
+            self.listener.as_ref(),
+            &self.tools,
+            request.call,
+            signal.clone(),
+        );
         tokio::select! {
             reply = CALL.scope(call, answer) => Ok(reply),
             _ = ctx.cancelled() => {

@@ -178,22 +178,60 @@ pub enum HookCall {
         /// The turn.
         turn: Box<WireTurn>,
     },
+    /// An event for the worker's listener ([`AgentActivities::with_listener`]
+    /// (crate::AgentActivities::with_listener)).
+    Event {
+        /// The event, as a local run prints it.
+        event: Value,
+        /// The session's state once the event is applied.
+        state: ListenerState,
+    },
 }
 
 impl HookCall {
-    /// The hook this call is for.
-    pub fn name(&self) -> HookName {
+    /// The hook (or `listener`) this call is for, as the loop names it.
+    pub fn name(&self) -> &'static str {
         match self {
-            HookCall::ConvertToLlm { .. } => HookName::ConvertToLlm,
-            HookCall::TransformContext { .. } => HookName::TransformContext,
-            HookCall::BeforeToolCall { .. } => HookName::BeforeToolCall,
-            HookCall::AfterToolCall { .. } => HookName::AfterToolCall,
-            HookCall::FinishTurn { .. } => HookName::FinishTurn,
-            HookCall::PrepareRequest { .. } => HookName::PrepareRequest,
-            HookCall::PrepareNextTurn { .. } => HookName::PrepareNextTurn,
+            HookCall::ConvertToLlm { .. } => "convert_to_llm",
+            HookCall::TransformContext { .. } => "transform_context",
+            HookCall::BeforeToolCall { .. } => "before_tool_call",
+            HookCall::AfterToolCall { .. } => "after_tool_call",
+            HookCall::FinishTurn { .. } => "finish_turn",
+            HookCall::PrepareRequest { .. } => "prepare_request",
+            HookCall::PrepareNextTurn { .. } => "prepare_next_turn",
+            HookCall::Event { .. } => "listener",
         }
     }
 }
+
+/// A session's state as a listener sees it with an event (the Agent's state inside its
+/// event callback).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerState {
+    /// How many messages the transcript has.
+    pub message_count: usize,
+    /// The role of its last message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_role: Option<String>,
+    /// Whether a run is in progress.
+    pub is_streaming: bool,
+    /// The role of the message being streamed (between its start and its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming_role: Option<String>,
+    /// Ids of the tool calls running.
+    #[serde(default)]
+    pub pending_tool_calls: Vec<String>,
+    /// The error of the run's last failed turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// A worker's event listener: called, and awaited by the loop, for each event of the kinds
+/// a session listens to ([`SessionInput::listen`](crate::SessionInput::listen)), as the
+/// Agent awaits its subscribers.
+pub type EventListener =
+    Arc<dyn Fn(Value, ListenerState) -> futures::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// The `hook` activity's input.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -314,6 +352,8 @@ pub enum HookReply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decision: Option<TurnDecision>,
     },
+    /// The listener heard the event.
+    Heard,
     /// `prepare_request` / `prepare_next_turn`.
     Update {
         /// Its update.
@@ -327,6 +367,7 @@ pub enum HookReply {
 /// queued for its session. `signal` is the hook's abort signal.
 pub(crate) async fn answer(
     hooks: &Hooks,
+    listener: Option<&EventListener>,
     tools: &[AgentTool],
     call: HookCall,
     signal: CancellationToken,
@@ -334,14 +375,23 @@ pub(crate) async fn answer(
     let name = call.name();
     let (ran, queued) = QUEUED
         .scope(parking_lot::Mutex::default(), async {
-            let ran = run(hooks, tools, call, signal).await;
+            let ran = match call {
+                HookCall::Event { event, state } => match listener {
+                    Some(listen) => {
+                        listen(event, state).await;
+                        Ok(Some(HookReply::Heard))
+                    }
+                    None => Ok(None),
+                },
+                call => run(hooks, tools, call, signal).await,
+            };
             (ran, QUEUED.with(|q| std::mem::take(&mut *q.lock())))
         })
         .await;
     let reply = match ran {
         Ok(Some(reply)) => reply,
         Ok(None) => HookReply::Threw {
-            message: format!("The hook {name:?} is not installed on this worker"),
+            message: format!("The hook {name} is not installed on this worker"),
         },
         Err(e) => HookReply::Threw {
             message: e.to_string(),
@@ -456,6 +506,8 @@ async fn run(
                 });
             HookReply::Update { update }
         }
+        // Answered by `answer`.
+        HookCall::Event { .. } => return Ok(None),
     }))
 }
 

@@ -58,6 +58,10 @@ pub struct SessionInput {
     /// host them: `AgentActivities::with_hooks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookName>,
+    /// The event kinds (`message_end`, ...) the workers' listener is called for, each
+    /// awaited by the loop (`AgentActivities::with_listener`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<String>,
     /// How a batch of calls runs.
     #[serde(default)]
     pub tool_execution: ToolExecutionMode,

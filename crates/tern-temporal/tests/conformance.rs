@@ -17,6 +17,7 @@ use support::dev_server::DevServer;
 const PASSING: &[&str] = &[
     "01_single_text_reply",
     "02_read_tool_then_explain",
+    "03_parallel_completion_order",
     "04_per_tool_sequential_forces_batch",
     "05_config_sequential",
     "06_unknown_tool",
@@ -52,6 +53,7 @@ const PASSING: &[&str] = &[
     "46_transform_context_keep_last",
     "48_prepare_request_model_swap",
     "49_run_failure_stream_throws",
+    "50_listener_ordering",
     "52_prompt_messages_final_only_and_set",
     "53_transform_context_throws",
     "55_early_steering_and_reset_collapse",
@@ -69,10 +71,12 @@ const PASSING: &[&str] = &[
     "y17_prepare_next_turn_system_prompt_and_messages",
     "y18_before_tool_call_mutates_args",
     "y19_mutate_args_after_coercion_parallel",
+    "y20_stream_throws_mid_stream",
     "y21_stream_throws_before_first_event",
     "y22_stream_throws_after_tool_turn",
     "y23_stream_ends_without_terminal_event",
     "y24_final_only_without_terminal_event",
+    "y25_listener_unsubscribe_after",
 ];
 
 fn suites() -> Vec<(PathBuf, PathBuf)> {

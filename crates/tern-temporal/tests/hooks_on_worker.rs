@@ -17,7 +17,7 @@ use tern_agent::{
     run_agent_loop, AgentContext, AgentLoopConfig, AgentTool, Hooks, ToolCallInput, ToolResult,
 };
 use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::{ContentBlock, Message, Model};
+use tern_ai::{ContentBlock, Message};
 use tern_temporal::hooks::HookName;
 use tern_temporal::{
     connect_client, runtime, AgentActivities, AgentWorkflow, SessionInput, ToolSpec,
@@ -49,15 +49,6 @@ fn script() -> FauxModel {
         ]),
         FauxResponse::text("done"),
     ])
-}
-
-fn model() -> Model {
-    Model {
-        id: "faux-1".into(),
-        provider: "faux".into(),
-        api: "faux".into(),
-        ..Model::default()
-    }
 }
 
 /// Hooks that count their calls: `before_tool_call` blocks `rm`, `after_tool_call` shouts
@@ -101,22 +92,11 @@ fn hooks(calls: &Calls) -> Hooks {
         })
 }
 
-fn normalized(messages: &[Message]) -> Vec<Value> {
-    messages
-        .iter()
-        .map(|m| {
-            let mut v = serde_json::to_value(m).expect("messages serialize");
-            support::strip_times(&mut v);
-            v
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_run_on_the_worker_once_per_call_across_replays() {
     let prompt = Message::user_text("Echo hi, then rm.");
     let local_calls = Calls::default();
-    let mut config = AgentLoopConfig::new(model());
+    let mut config = AgentLoopConfig::new(support::faux_model());
     config.hooks = hooks(&local_calls);
     let sink = |_e| async {};
     let local_messages = run_agent_loop(
@@ -155,7 +135,7 @@ async fn hooks_run_on_the_worker_once_per_call_across_replays() {
         .run_until(async move {
             tokio::task::spawn_local(async move { worker.run().await });
             let input = SessionInput {
-                model: model(),
+                model: support::faux_model(),
                 tools: vec![ToolSpec::of(&echo())],
                 hooks: names,
                 ..SessionInput::default()
@@ -167,7 +147,10 @@ async fn hooks_run_on_the_worker_once_per_call_across_replays() {
                 .expect("the run ends within 60 s")
                 .expect("events");
             let output = session.close().await.expect("closed");
-            assert_eq!(normalized(&output.messages), normalized(&local_messages));
+            assert_eq!(
+                support::normalized(&output.messages),
+                support::normalized(&local_messages)
+            );
             let results: Vec<Value> = output
                 .messages
                 .iter()

@@ -131,9 +131,11 @@ impl Backend {
         let script: Weak<dyn Script> = Arc::downgrade(&side) as Weak<dyn Script>;
         // The scenario's hooks run on the worker; the session names them.
         let hooks = hooks::build_hooks(&Arc::downgrade(&side));
-        let input = session_input(agent, &tools, HookName::set_in(&hooks));
-        let activities =
-            AgentActivities::new(Arc::new(ScriptedModel { script }), hosted).with_hooks(hooks);
+        let mut input = session_input(agent, &tools, HookName::set_in(&hooks));
+        input.listen = scripted::listened(&spec);
+        let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), hosted)
+            .with_hooks(hooks)
+            .with_listener(scripted::listener(&side));
 
         // A task queue (and session id) of its own: another run's worker never takes it.
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
@@ -208,6 +210,7 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -
         messages,
         tools: tools.iter().map(ToolSpec::of).collect(),
         hooks,
+        listen: Vec::new(),
         tool_execution: agent.tool_execution.unwrap_or_default(),
         steering_mode: agent.steering_mode.unwrap_or_default(),
         follow_up_mode: agent.follow_up_mode.unwrap_or_default(),

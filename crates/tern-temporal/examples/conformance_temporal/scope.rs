@@ -57,10 +57,21 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
             ));
         }
     }
-    if !spec.listeners.is_empty() {
+    let sends_updates = spec.tools.values().any(|t| {
+        std::iter::once(&t.behavior)
+            .chain(t.calls.values())
+            .any(|b| b.steps.iter().any(|s| matches!(s, Step::Update(_))))
+    });
+    let slow_on_updates = spec.listeners.iter().any(|l| {
+        l.delay_ms.as_ref().is_some_and(super::norm::truthy)
+            && l.events
+                .as_ref()
+                .is_none_or(|e| e.iter().any(|k| k == "tool_execution_update"))
+    });
+    if sends_updates && slow_on_updates {
         return Some(
-            "listeners: their trace entries snapshot the Agent's state inside each event \
-             callback; a session's subscribers read its events after the fact"
+            "a slow listener on a tool's partial results while the tool runs: the partial \
+             results reach the session with the tool's result"
                 .into(),
         );
     }

@@ -12,6 +12,8 @@ use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use tern_temporal::hooks::{EventListener, ListenerState};
+
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
 use super::norm::{norm, truthy};
@@ -26,6 +28,8 @@ pub struct WorkerSide {
     counts: HookCounts,
     trace: Arc<Trace>,
     fatal: Mutex<Option<String>>,
+    /// Per listener: the events it recorded, `None` once it unsubscribed.
+    heard: Mutex<Vec<Option<u64>>>,
 }
 
 impl WorkerSide {
@@ -36,6 +40,7 @@ impl WorkerSide {
             counts: HookCounts::default(),
             trace,
             fatal: Mutex::new(None),
+            heard: Mutex::new(Vec::new()),
         }
     }
 
@@ -43,6 +48,89 @@ impl WorkerSide {
     pub fn fatal(&self) -> Option<String> {
         self.fatal.lock().clone()
     }
+}
+
+/// Every event kind, for a listener without a filter.
+const EVENT_KINDS: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+];
+
+/// The event kinds the scenario's listeners hear (the session sends only these).
+pub fn listened(spec: &Scenario) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for l in &spec.listeners {
+        let wanted: Vec<String> = match &l.events {
+            Some(events) => events.clone(),
+            None => EVENT_KINDS.iter().map(|k| k.to_string()).collect(),
+        };
+        for k in wanted {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    kinds
+}
+
+/// The scenario's listeners as the worker's one listener: each, in order, records the
+/// events it subscribed to with the session's state (taken before its delay), waits its
+/// delay, and unsubscribes after its count.
+pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
+    let side = Arc::downgrade(side);
+    Arc::new(move |event: Value, state: ListenerState| {
+        let side = side.upgrade();
+        Box::pin(async move {
+            let Some(side) = side else { return };
+            let kind = event["type"].as_str().unwrap_or_default().to_string();
+            for (i, l) in side.spec.listeners.iter().enumerate() {
+                if side.heard.lock().get(i).is_some_and(|n| n.is_none()) {
+                    continue;
+                }
+                if l.events.as_ref().is_some_and(|e| !e.contains(&kind)) {
+                    continue;
+                }
+                let snapshot = json!({
+                    "messageCount": state.message_count,
+                    "lastRole": state.last_role,
+                    "isStreaming": state.is_streaming,
+                    "streamingRole": state.streaming_role,
+                    "pendingToolCalls": state.pending_tool_calls,
+                    "errorMessage": state.error_message,
+                });
+                if let Some(ms) = l
+                    .delay_ms
+                    .as_ref()
+                    .filter(|v| truthy(v))
+                    .and_then(Value::as_f64)
+                {
+                    sleep_ms(ms).await;
+                }
+                place(
+                    &side.trace,
+                    json!({"kind": "listener", "name": l.name, "type": kind, "state": snapshot}),
+                );
+                let mut heard = side.heard.lock();
+                if heard.len() <= i {
+                    heard.resize(i + 1, Some(0));
+                }
+                if let Some(n) = heard[i].as_mut() {
+                    *n += 1;
+                    if l.unsubscribe_after == Some(*n as f64) {
+                        heard[i] = None;
+                    }
+                }
+            }
+        })
+    })
 }
 
 /// Where an entry made on the worker goes: at its call's offset (every entry is made inside

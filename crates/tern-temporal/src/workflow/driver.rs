@@ -175,7 +175,7 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                     message: "Operation aborted".into(),
                 }),
                 Err(e) => HookAnswer::only(HookReply::Threw {
-                    message: format!("The {name:?} hook call failed: {e}"),
+                    message: format!("The {name} hook call failed: {e}"),
                 }),
             };
             let _ = reply.send(answer);
