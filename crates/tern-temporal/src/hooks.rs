@@ -2,7 +2,9 @@
 //! local activity (`AgentActivities::hook`) on the worker running its workflow task; the
 //! worker runs the embedder's [`Hooks`] there. What crosses (this module's types) is the
 //! hook's context and its answer; the answer lands in the workflow history (a local
-//! activity's marker), so a replay reads it back and never calls the hook again.
+//! activity's marker), so a replay reads it back and never calls the hook again. The
+//! worker's event listener ([`EventListener`]) is called the same way, for each event of
+//! the kinds a session listens to.
 
 use std::sync::Arc;
 

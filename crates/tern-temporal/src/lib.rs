@@ -6,8 +6,8 @@
 //! and what is guaranteed.
 //!
 //! - [`Sessions`] / [`SessionHandle`]: start, prompt, steer, follow and close sessions.
-//! - [`build_worker`]: a worker with a provider (a `StreamFn`), tools and hooks.
-//! - [`hooks`]: how the loop's hooks run on the worker.
+//! - [`build_worker`]: a worker with a provider (a `StreamFn`), tools, hooks and a listener.
+//! - [`hooks`]: how the loop's hooks and event listeners run on the worker.
 //! - [`wire`]: the payloads that cross Temporal.
 
 #![warn(missing_docs)]
