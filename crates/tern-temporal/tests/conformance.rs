@@ -77,6 +77,7 @@ const PASSING: &[&str] = &[
     "y23_stream_ends_without_terminal_event",
     "y24_final_only_without_terminal_event",
     "y25_listener_unsubscribe_after",
+    "y27_unsubscribe_from_hook_and_idle",
 ];
 
 fn suites() -> Vec<(PathBuf, PathBuf)> {

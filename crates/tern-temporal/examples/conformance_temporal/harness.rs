@@ -163,8 +163,11 @@ impl Backend {
                 let running = tokio::task::spawn_local(async move { worker.run().await });
                 let out = async {
                     let session = sessions.start(&queue, input).await.map_err(backend)?;
-                    let driven =
-                        tokio::time::timeout(WATCHDOG, drive(&spec, agent, &session, &trace)).await;
+                    let driven = tokio::time::timeout(
+                        WATCHDOG,
+                        drive(&spec, agent, &session, &trace, &side),
+                    )
+                    .await;
                     // The workflow ends with the scenario; its result adds nothing.
                     let _ = tokio::time::timeout(Duration::from_secs(5), session.close()).await;
                     match driven {
@@ -224,6 +227,7 @@ async fn drive(
     agent: &AgentSpec,
     session: &SessionHandle,
     trace: &Trace,
+    side: &scripted::WorkerSide,
 ) -> Result<Value, RunError> {
     let backend = |e: tern_temporal::Error| RunError::Backend(e.to_string());
     let mut offset = 0;
@@ -257,6 +261,11 @@ async fn drive(
                     follow_up: a.do_ != "clearSteeringQueue",
                 };
                 session.clear_queues(which).await
+            }
+            // The listeners live on the worker.
+            "unsubscribe" => {
+                side.unsubscribe(&a.name).map_err(RunError::Invalid)?;
+                Ok(())
             }
             "snapshot" => {
                 let state = state_now(spec, &now, session, trace).await?;

@@ -19,10 +19,12 @@ pub const SESSION_ACTIONS: &[&str] = &[
     "clearAllQueues",
     "snapshot",
     "waitForIdle",
+    // Not a session operation: the scenario's listeners run on its worker.
+    "unsubscribe",
 ];
 
 /// The actions a hook's rule may run through a session: its hook queues them.
-const HOOK_ACTIONS: &[&str] = &["steer", "followUp"];
+const HOOK_ACTIONS: &[&str] = &["steer", "followUp", "unsubscribe"];
 
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(spec: &Scenario) -> Option<String> {
@@ -43,7 +45,7 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
     ];
     for (hook, rules) in rules {
         // A hook on a worker can queue messages for its own session (they travel with its
-        // answer); nothing else.
+        // answer) and reach the worker's listeners; nothing else.
         let acting = rules
             .iter()
             .flatten()

@@ -16,7 +16,7 @@ use tern_temporal::hooks::{EventListener, ListenerState};
 
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
-use super::norm::{norm, truthy};
+use super::norm::{js_template, norm, strict_equal, truthy};
 use super::spec::{ActionSpec, HooksSpec, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
@@ -34,14 +34,30 @@ pub struct WorkerSide {
 
 impl WorkerSide {
     pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>) -> Self {
+        let spec_listeners = spec.listeners.len();
         WorkerSide {
             spec,
             taken: Mutex::new(0),
             counts: HookCounts::default(),
             trace,
             fatal: Mutex::new(None),
-            heard: Mutex::new(Vec::new()),
+            heard: Mutex::new(vec![Some(0); spec_listeners]),
         }
+    }
+
+    /// Unsubscribes the last listener named `name` (the reference keeps one per name); a
+    /// second time does nothing.
+    pub fn unsubscribe(&self, name: &Value) -> Result<(), String> {
+        let index = self
+            .spec
+            .listeners
+            .iter()
+            .rposition(|l| strict_equal(&l.name, name))
+            .ok_or_else(|| format!("runner: unknown listener {}", js_template(name)))?;
+        if let Some(slot) = self.heard.lock().get_mut(index) {
+            *slot = None;
+        }
+        Ok(())
     }
 
     /// The runner error a hook ran into, if any.
@@ -119,10 +135,7 @@ pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
                     json!({"kind": "listener", "name": l.name, "type": kind, "state": snapshot}),
                 );
                 let mut heard = side.heard.lock();
-                if heard.len() <= i {
-                    heard.resize(i + 1, Some(0));
-                }
-                if let Some(n) = heard[i].as_mut() {
+                if let Some(Some(n)) = heard.get_mut(i) {
                     *n += 1;
                     if l.unsubscribe_after == Some(*n as f64) {
                         heard[i] = None;
@@ -169,8 +182,9 @@ impl HookHost for WorkerSide {
     }
 
     /// A rule's steering and follow-up messages go to the hook's own session (with the
-    /// hook's answer), its delay runs on the worker, inside the hook's call; other actions
-    /// are not run (the scope leaves those scenarios out).
+    /// hook's answer), an unsubscribe to the worker's listeners, its delay runs on the
+    /// worker, inside the hook's call; other actions are not run (the scope leaves those
+    /// scenarios out).
     fn side_effects(
         self: Arc<Self>,
         actions: Vec<Arc<ActionSpec>>,
@@ -184,16 +198,19 @@ impl HookHost for WorkerSide {
                     json!({"kind": "action", "do": a.do_, "in": hook}),
                 );
                 let message = vec![super::queued_message(&a)];
-                let queued = match a.do_.as_str() {
-                    "steer" => tern_temporal::hooks::steer(message),
-                    "followUp" => tern_temporal::hooks::follow_up(message),
-                    _ => false,
+                let done = match a.do_.as_str() {
+                    "steer" => Ok(tern_temporal::hooks::steer(message)),
+                    "followUp" => Ok(tern_temporal::hooks::follow_up(message)),
+                    "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
+                    _ => Ok(false),
                 };
-                if !queued {
-                    self.set_fatal(format!(
+                match done {
+                    Ok(true) => {}
+                    Ok(false) => self.set_fatal(format!(
                         "runner: {hook}'s {} does not run on a worker",
                         a.do_
-                    ));
+                    )),
+                    Err(e) => self.set_fatal(e),
                 }
             }
             if let Some(ms) = delay_ms.filter(truthy).and_then(|v| v.as_f64()) {
