@@ -19,6 +19,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_ai::{
     AssistantMessage, BoxError, ContentBlock, Message, Model, ThinkingLevel, ToolCall,
@@ -46,8 +47,27 @@ pub struct BeforeToolCallContext {
     pub context: AgentContext,
 }
 
-/// Output of `before_tool_call`.
-#[derive(Clone, Debug, Default, PartialEq)]
+impl BeforeToolCallContext {
+    /// The context of a call (for hosts that call a hook outside the loop, such as a
+    /// durable backend's worker).
+    pub fn new(
+        assistant_message: Arc<AssistantMessage>,
+        tool_call: ToolCall,
+        args: Value,
+        context: AgentContext,
+    ) -> Self {
+        BeforeToolCallContext {
+            assistant_message,
+            tool_call,
+            args,
+            context,
+        }
+    }
+}
+
+/// Output of `before_tool_call` (serializable for hosts that carry it across processes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct BeforeToolCallResult {
     /// Do not execute the call.
     pub block: bool,
@@ -91,9 +111,31 @@ pub struct AfterToolCallContext {
     pub context: AgentContext,
 }
 
+impl AfterToolCallContext {
+    /// The context of an executed call (for hosts that call a hook outside the loop).
+    pub fn new(
+        assistant_message: Arc<AssistantMessage>,
+        tool_call: ToolCall,
+        args: Value,
+        result: ToolResult,
+        is_error: bool,
+        context: AgentContext,
+    ) -> Self {
+        AfterToolCallContext {
+            assistant_message,
+            tool_call,
+            args,
+            result,
+            is_error,
+            context,
+        }
+    }
+}
+
 /// Output of `after_tool_call`: each field set replaces the result's field; no deep merge.
 /// Replacing `content` without `structured_content` drops the old structured content.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct AfterToolCallResult {
     /// New content.
     pub content: Option<Vec<ContentBlock>>,
@@ -123,8 +165,26 @@ pub struct TurnContext {
     pub new_messages: Vec<Message>,
 }
 
+impl TurnContext {
+    /// A completed turn (for hosts that call a hook outside the loop).
+    pub fn new(
+        message: Arc<AssistantMessage>,
+        tool_results: Vec<Arc<ToolResultMessage>>,
+        context: AgentContext,
+        new_messages: Vec<Message>,
+    ) -> Self {
+        TurnContext {
+            message,
+            tool_results,
+            context,
+            new_messages,
+        }
+    }
+}
+
 /// What `finish_turn` decides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum TurnDecision {
     /// Make sure one more request happens.
     Continue,
@@ -142,6 +202,17 @@ pub struct PrepareRequestContext {
     pub model: Model,
     /// The thinking level about to be requested.
     pub thinking_level: ThinkingLevel,
+}
+
+impl PrepareRequestContext {
+    /// The request about to be made (for hosts that call a hook outside the loop).
+    pub fn new(context: AgentContext, model: Model, thinking_level: ThinkingLevel) -> Self {
+        PrepareRequestContext {
+            context,
+            model,
+            thinking_level,
+        }
+    }
 }
 
 /// Output of `prepare_request` (changes last for the rest of the run).

@@ -1,7 +1,8 @@
 //! The activities a worker runs: `model` (one model request through the worker's stream
-//! function) and `tool` (one call of one of the worker's tools).
+//! function), `tool` (one call of one of the worker's tools) and `hook` (one call of one of
+//! the worker's hooks, run as a local activity).
 //!
-//! Both heartbeat every second while they run, so that when a worker dies another one
+//! `model` and `tool` heartbeat every second while they run, so that when a worker dies another one
 //! retries within the workflow's heartbeat timeout rather than its close timeout.
 
 // The SDK's macros add an undocumented constant per handler (its definition); the
@@ -13,10 +14,11 @@ use std::time::Duration;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use tern_agent::{AgentTool, ToolCallInput, ToolUpdater};
+use tern_agent::{AgentTool, Hooks, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::{EventListener, HookAnswer, HookRequest};
 use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest};
 
@@ -37,6 +39,9 @@ pub struct CallInfo {
     /// How many events the session had published when the loop made the call: the call's
     /// own events (deltas, tool updates, its end) come after this offset.
     pub event_offset: usize,
+    /// When the workflow scheduled this attempt of the call (the calls of one batch share
+    /// it; a worker may start them later).
+    pub scheduled: Option<std::time::SystemTime>,
 }
 
 /// The call running on this worker, when read inside a tool's `execute` or a stream
@@ -65,6 +70,7 @@ fn call_info(ctx: &ActivityContext, event_offset: usize) -> CallInfo {
     CallInfo {
         session: ctx.info().workflow_id.clone().unwrap_or_default(),
         event_offset,
+        scheduled: ctx.info().current_attempt_scheduled_time,
     }
 }
 
@@ -72,6 +78,8 @@ fn call_info(ctx: &ActivityContext, event_offset: usize) -> CallInfo {
 pub struct AgentActivities {
     stream_fn: Arc<dyn StreamFn>,
     tools: Vec<AgentTool>,
+    hooks: Hooks,
+    listener: Option<EventListener>,
     api_key: Option<String>,
     temperature: Option<f64>,
 }
@@ -82,6 +90,8 @@ impl AgentActivities {
         AgentActivities {
             stream_fn,
             tools,
+            hooks: Hooks::default(),
+            listener: None,
             api_key: None,
             temperature: None,
         }
@@ -91,6 +101,23 @@ impl AgentActivities {
     /// without one, providers read their environment variable.
     pub fn with_api_key(mut self, key: Option<String>) -> Self {
         self.api_key = key;
+        self
+    }
+
+    /// The hooks this worker runs for the sessions that name them
+    /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); each call is a local activity,
+    /// so a hook may do I/O and keep state. Its answer is recorded in the session's history:
+    /// a replay reads it back and does not call the hook again.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The listener this worker calls with the events of the kinds a session listens to
+    /// ([`SessionInput::listen`](crate::SessionInput::listen)), with the session's state;
+    /// the loop awaits it (a local activity per event, as the hooks).
+    pub fn with_listener(mut self, listener: EventListener) -> Self {
+        self.listener = Some(listener);
         self
     }
 
@@ -172,6 +199,33 @@ impl AgentActivities {
         }
         let message = (*stream.result().await).clone();
         Ok(ModelOutcome::Streamed(Box::new(recorder.finish(message))))
+    }
+
+    /// One hook call (a local activity): runs the worker's hook on the call's context. A
+    /// hook's error is its answer ([`HookReply::Threw`](crate::hooks::HookReply::Threw)),
+    /// not a failed activity.
+    #[activity]
+    pub async fn hook(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        request: HookRequest,
+    ) -> Result<HookAnswer, ActivityError> {
+        let signal = CancellationToken::new();
+        let call = call_info(&ctx, request.event_offset);
+        let answer = crate::hooks::answer(
+            &self.hooks,
+            self.listener.as_ref(),
+            &self.tools,
+            request.call,
+            signal.clone(),
+        );
+        tokio::select! {
+            reply = CALL.scope(call, answer) => Ok(reply),
+            _ = ctx.cancelled() => {
+                signal.cancel();
+                Err(ActivityError::cancelled())
+            }
+        }
     }
 
     /// One tool call: runs the named tool with the arguments the workflow validated.

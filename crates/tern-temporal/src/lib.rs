@@ -6,7 +6,8 @@
 //! and what is guaranteed.
 //!
 //! - [`Sessions`] / [`SessionHandle`]: start, prompt, steer, follow and close sessions.
-//! - [`build_worker`]: a worker with a provider (a `StreamFn`) and tools.
+//! - [`build_worker`]: a worker with a provider (a `StreamFn`), tools, hooks and a listener.
+//! - [`hooks`]: how the loop's hooks and event listeners run on the worker.
 //! - [`wire`]: the payloads that cross Temporal.
 
 #![warn(missing_docs)]
@@ -14,6 +15,7 @@
 pub mod activities;
 mod client;
 mod error;
+pub mod hooks;
 pub mod stream_record;
 pub mod wire;
 mod worker;

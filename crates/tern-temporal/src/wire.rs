@@ -6,6 +6,8 @@ use serde_json::Value;
 use tern_agent::{QueueMode, Replay, ToolExecutionMode, ToolResult};
 use tern_ai::{Message, Model, ThinkingLevel};
 
+use crate::hooks::HookName;
+
 /// A tool as the workflow sees it: its declaration and policies. The worker holds the code.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -52,6 +54,14 @@ pub struct SessionInput {
     /// The tools the model may call.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
+    /// The hooks the loop calls (each on the worker, as a local activity; the workers must
+    /// host them: `AgentActivities::with_hooks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookName>,
+    /// The event kinds (`message_end`, ...) the workers' listener is called for, each
+    /// awaited by the loop (`AgentActivities::with_listener`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listen: Vec<String>,
     /// How a batch of calls runs.
     #[serde(default)]
     pub tool_execution: ToolExecutionMode,

@@ -15,7 +15,7 @@ use tern_agent::{
     run_agent_loop, AgentContext, AgentEvent, AgentLoopConfig, AgentTool, ToolResult,
 };
 use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::{Message, Model};
+use tern_ai::Message;
 use tern_temporal::{SessionInput, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
@@ -51,15 +51,6 @@ fn script() -> FauxModel {
     ])
 }
 
-fn model() -> Model {
-    Model {
-        id: "faux-1".into(),
-        provider: "faux".into(),
-        api: "faux".into(),
-        ..Model::default()
-    }
-}
-
 async fn in_process(prompt: Message) -> (Vec<Value>, Vec<Message>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
@@ -71,7 +62,7 @@ async fn in_process(prompt: Message) -> (Vec<Value>, Vec<Message>) {
     let new = run_agent_loop(
         vec![prompt.clone()],
         AgentContext::new(Vec::new(), tools()),
-        AgentLoopConfig::new(model()),
+        AgentLoopConfig::new(support::faux_model()),
         &sink,
         CancellationToken::new(),
         Arc::new(script()),
@@ -80,17 +71,6 @@ async fn in_process(prompt: Message) -> (Vec<Value>, Vec<Message>) {
     .expect("the local run");
     let events = events.lock().clone();
     (events, new)
-}
-
-fn normalized(messages: &[Message]) -> Vec<Value> {
-    messages
-        .iter()
-        .map(|m| {
-            let mut v = serde_json::to_value(m).expect("messages serialize");
-            support::strip_times(&mut v);
-            v
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,7 +88,7 @@ async fn a_run_in_a_workflow_matches_the_same_run_in_process() {
         .run_until(async move {
             tokio::task::spawn_local(async move { worker.run().await });
             let input = SessionInput {
-                model: model(),
+                model: support::faux_model(),
                 tools: tools().iter().map(ToolSpec::of).collect(),
                 ..SessionInput::default()
             };
@@ -145,8 +125,14 @@ async fn a_run_in_a_workflow_matches_the_same_run_in_process() {
             // A new session: the transcript is what the run added (the tool declaration,
             // the prompt, the turns).
             let expected_messages = local_messages;
-            assert_eq!(normalized(&output.messages), normalized(&expected_messages));
-            assert_eq!(normalized(&state.messages), normalized(&expected_messages));
+            assert_eq!(
+                support::normalized(&output.messages),
+                support::normalized(&expected_messages)
+            );
+            assert_eq!(
+                support::normalized(&state.messages),
+                support::normalized(&expected_messages)
+            );
         })
         .await;
 }
@@ -168,7 +154,7 @@ async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() 
         .run_until(async move {
             tokio::task::spawn_local(async move { worker.run().await });
             let input = SessionInput {
-                model: model(),
+                model: support::faux_model(),
                 tools: tools().iter().map(ToolSpec::of).collect(),
                 ..SessionInput::default()
             };

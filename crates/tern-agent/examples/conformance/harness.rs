@@ -35,12 +35,13 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Hooks, Subscription};
-use tern_ai::{Message, StreamFn};
+use tern_ai::StreamFn;
 use tokio_util::sync::CancellationToken;
 
 use actions::{Failure, LowLevel, Place, TriggerState};
+use hooks::{HookCounts, HookHost};
 use model::{make_model, Script, ScriptedModel};
-use norm::{norm_of, truthy};
+use norm::{entry, norm_of, truthy};
 use spec::{ResponseSpec, Scenario};
 
 pub const FORMAT: &str = "pi-conformance-trace/1";
@@ -106,8 +107,7 @@ pub struct Harness {
     trace: Mutex<Vec<Value>>,
     built_tools: Mutex<HashMap<String, AgentTool>>,
     hooks: OnceLock<Hooks>,
-    counts: Mutex<HashMap<&'static str, u64>>,
-    repeats: Mutex<HashMap<String, u64>>,
+    counts: HookCounts,
     requests: Mutex<Requests>,
     triggers: Mutex<Vec<TriggerState>>,
     agent: OnceLock<Agent>,
@@ -115,6 +115,42 @@ pub struct Harness {
     fatal: Mutex<Option<String>>,
     /// Listener subscriptions in scenario order (`None` once unsubscribed).
     subscriptions: Mutex<Vec<(Value, Option<Subscription>)>>,
+}
+
+impl HookHost for Harness {
+    fn hook_rules(&self) -> &spec::HooksSpec {
+        &self.spec.hooks
+    }
+
+    fn hook_counts(&self) -> &HookCounts {
+        &self.counts
+    }
+
+    fn push(&self, entry: Value) {
+        Harness::push(self, entry)
+    }
+
+    fn side_effects(
+        self: Arc<Self>,
+        actions: Vec<Arc<spec::ActionSpec>>,
+        delay_ms: Option<Value>,
+        hook: &'static str,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            for a in actions {
+                self.do_action(a, Place::In(hook.to_string())).await;
+            }
+            sleep_if(delay_ms.as_ref()).await;
+        })
+    }
+
+    fn tools_for(&self, ids: &[String]) -> Vec<AgentTool> {
+        Harness::tools_for(self, ids)
+    }
+
+    fn set_fatal(&self, message: String) {
+        Harness::set_fatal(self, message)
+    }
 }
 
 impl Script for Harness {
@@ -125,18 +161,6 @@ impl Script for Harness {
     fn push(&self, entry: Value) {
         Harness::push(self, entry)
     }
-}
-
-fn roles(messages: &[Message]) -> Value {
-    Value::Array(messages.iter().map(|m| json!(m.role())).collect())
-}
-
-fn entry(pairs: Vec<(&str, Value)>) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-}
-
-fn or_null(v: Option<Value>) -> Value {
-    v.unwrap_or(Value::Null)
 }
 
 async fn sleep_ms(ms: f64) {
@@ -176,8 +200,7 @@ impl Harness {
             trace: Mutex::new(Vec::new()),
             built_tools: Mutex::new(HashMap::new()),
             hooks: OnceLock::new(),
-            counts: Mutex::new(HashMap::new()),
-            repeats: Mutex::new(HashMap::new()),
+            counts: HookCounts::default(),
             requests: Mutex::new(Requests::default()),
             triggers: Mutex::new(Vec::new()),
             agent: OnceLock::new(),
@@ -185,7 +208,7 @@ impl Harness {
             fatal: Mutex::new(None),
             subscriptions: Mutex::new(Vec::new()),
         });
-        let _ = h.hooks.set(h.build_hooks());
+        let _ = h.hooks.set(hooks::build_hooks(&h.me));
         h
     }
 
@@ -202,13 +225,6 @@ impl Harness {
 
     fn hooks(&self) -> Hooks {
         self.hooks.get().cloned().unwrap_or_default()
-    }
-
-    fn next_count(&self, hook: &'static str) -> u64 {
-        let mut c = self.counts.lock();
-        let n = c.entry(hook).or_insert(0);
-        *n += 1;
-        *n
     }
 
     /// Counts a provider request and takes the next scripted response.

@@ -5,7 +5,7 @@
 //! trace never prints `0.0` where the reference prints `0`.
 
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{json, Map, Number, Value};
 
 /// Serializes a library value and normalizes it. Serialization of the library's types
 /// cannot fail (no maps with non-string keys), so a failure yields `null`.
@@ -194,4 +194,19 @@ pub fn strict_equal(a: &Value, b: &Value) -> bool {
         (Value::String(x), Value::String(y)) => x == y,
         _ => false,
     }
+}
+
+/// The roles of `messages`, in order.
+pub fn roles(messages: &[tern_ai::Message]) -> Value {
+    Value::Array(messages.iter().map(|m| json!(m.role())).collect())
+}
+
+/// A trace entry from its fields, in order.
+pub fn entry(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+/// `v`, or `null`.
+pub fn or_null(v: Option<Value>) -> Value {
+    v.unwrap_or(Value::Null)
 }

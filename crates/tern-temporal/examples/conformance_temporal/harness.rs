@@ -12,6 +12,8 @@
 
 #[path = "../../../tern-agent/examples/conformance/compare.rs"]
 pub mod compare;
+#[path = "../../../tern-agent/examples/conformance/hooks.rs"]
+mod hooks;
 #[path = "../../../tern-agent/examples/conformance/model.rs"]
 mod model;
 #[path = "../../../tern-agent/examples/conformance/norm.rs"]
@@ -36,6 +38,7 @@ use temporalio_sdk::Runtime;
 use tern_agent::AgentTool;
 use tern_ai::transcript::{create_initial_system_message, get_current_system_prompt};
 use tern_ai::{Content, ContentBlock, Message, ThinkingLevel, UserMessage};
+use tern_temporal::hooks::HookName;
 use tern_temporal::{
     build_worker, connect_client, AgentActivities, ClearQueues, SessionHandle, SessionInput,
     SessionSettings, Sessions, ToolSpec,
@@ -112,8 +115,8 @@ impl Backend {
 
     /// Runs a scenario and returns its trace (`{"format","trace","final"}`).
     pub async fn run(&self, scenario: &Value) -> Result<Value, RunError> {
-        let spec = spec::parse(scenario).map_err(RunError::Invalid)?;
-        if let Some(why) = scope::unsupported(scenario, &spec) {
+        let spec = Arc::new(spec::parse(scenario).map_err(RunError::Invalid)?);
+        if let Some(why) = scope::unsupported(&spec) {
             return Err(RunError::Unsupported(why));
         }
         let Some(agent) = spec.agent.as_ref() else {
@@ -121,13 +124,18 @@ impl Backend {
         };
         let trace = Arc::new(Trace::default());
         let tools = scripted::tools(&spec, &agent.tools, &trace).map_err(RunError::Invalid)?;
-        let input = session_input(agent, &tools);
         // The worker hosts every tool of the scenario: a `set` may name any of them.
         let ids: Vec<String> = spec.tools.keys().cloned().collect();
         let hosted = scripted::tools(&spec, &ids, &trace).map_err(RunError::Invalid)?;
-        let responses: Arc<dyn Script> = Arc::new(scripted::Responses::new(&spec, trace.clone()));
-        let script: Weak<dyn Script> = Arc::downgrade(&responses);
-        let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), hosted);
+        let side = Arc::new(scripted::WorkerSide::new(spec.clone(), trace.clone()));
+        let script: Weak<dyn Script> = Arc::downgrade(&side) as Weak<dyn Script>;
+        // The scenario's hooks run on the worker; the session names them.
+        let hooks = hooks::build_hooks(&Arc::downgrade(&side));
+        let mut input = session_input(agent, &tools, HookName::set_in(&hooks));
+        input.listen = scripted::listened(&spec);
+        let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), hosted)
+            .with_hooks(hooks)
+            .with_listener(scripted::listener(&side));
 
         // A task queue (and session id) of its own: another run's worker never takes it.
         let run = self.runs.fetch_add(1, Ordering::Relaxed);
@@ -155,8 +163,11 @@ impl Backend {
                 let running = tokio::task::spawn_local(async move { worker.run().await });
                 let out = async {
                     let session = sessions.start(&queue, input).await.map_err(backend)?;
-                    let driven =
-                        tokio::time::timeout(WATCHDOG, drive(&spec, agent, &session, &trace)).await;
+                    let driven = tokio::time::timeout(
+                        WATCHDOG,
+                        drive(&spec, agent, &session, &trace, &side),
+                    )
+                    .await;
                     // The workflow ends with the scenario; its result adds nothing.
                     let _ = tokio::time::timeout(Duration::from_secs(5), session.close()).await;
                     match driven {
@@ -176,14 +187,16 @@ impl Backend {
                 out
             })
             .await;
-        drop(responses);
+        if let Some(fatal) = side.fatal() {
+            return Err(RunError::Invalid(fatal));
+        }
         out
     }
 }
 
 /// The session's start: the Agent's initial state (its leading system message made from
 /// the system prompt and the tools, as `Agent::new` makes it).
-fn session_input(agent: &AgentSpec, tools: &[AgentTool]) -> SessionInput {
+fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -> SessionInput {
     let mut messages = agent.messages.clone();
     if !matches!(messages.first(), Some(Message::System(_))) {
         let declarations: Vec<_> = tools.iter().map(|t| t.declaration().clone()).collect();
@@ -199,6 +212,8 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool]) -> SessionInput {
         reasoning: (agent.thinking_level != ThinkingLevel::Off).then_some(agent.thinking_level),
         messages,
         tools: tools.iter().map(ToolSpec::of).collect(),
+        hooks,
+        listen: Vec::new(),
         tool_execution: agent.tool_execution.unwrap_or_default(),
         steering_mode: agent.steering_mode.unwrap_or_default(),
         follow_up_mode: agent.follow_up_mode.unwrap_or_default(),
@@ -212,6 +227,7 @@ async fn drive(
     agent: &AgentSpec,
     session: &SessionHandle,
     trace: &Trace,
+    side: &scripted::WorkerSide,
 ) -> Result<Value, RunError> {
     let backend = |e: tern_temporal::Error| RunError::Backend(e.to_string());
     let mut offset = 0;
@@ -245,6 +261,11 @@ async fn drive(
                     follow_up: a.do_ != "clearSteeringQueue",
                 };
                 session.clear_queues(which).await
+            }
+            // The listeners live on the worker.
+            "unsubscribe" => {
+                side.unsubscribe(&a.name).map_err(RunError::Invalid)?;
+                Ok(())
             }
             "snapshot" => {
                 let state = state_now(spec, &now, session, trace).await?;

@@ -3,8 +3,6 @@
 //! otherwise the runner says which part is missing (exit status 4) instead of printing a
 //! trace that could only differ.
 
-use serde_json::Value;
-
 use super::spec::{Scenario, Step};
 
 /// The actions that have a session operation (`prompt`, `continue_run`, `queue_steer`,
@@ -21,10 +19,15 @@ pub const SESSION_ACTIONS: &[&str] = &[
     "clearAllQueues",
     "snapshot",
     "waitForIdle",
+    // Not a session operation: the scenario's listeners run on its worker.
+    "unsubscribe",
 ];
 
+/// The actions a hook's rule may run through a session: its hook queues them.
+const HOOK_ACTIONS: &[&str] = &["steer", "followUp", "unsubscribe"];
+
 /// Why `scenario` cannot run through a session, or `None` when it can.
-pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
+pub fn unsupported(spec: &Scenario) -> Option<String> {
     let Some(agent) = &spec.agent else {
         return Some(
             "no agent: the low-level loop entry points (agentLoop, runAgentLoop, ...) are \
@@ -32,19 +35,45 @@ pub fn unsupported(raw: &Value, spec: &Scenario) -> Option<String> {
                 .into(),
         );
     };
-    if let Some(hooks) = raw.get("hooks").and_then(Value::as_object) {
-        if !hooks.is_empty() {
-            let names: Vec<&str> = hooks.keys().map(String::as_str).collect();
+    let h = &spec.hooks;
+    let rules = [
+        ("beforeToolCall", &h.before_tool_call),
+        ("afterToolCall", &h.after_tool_call),
+        ("finishTurn", &h.finish_turn),
+        ("prepareRequest", &h.prepare_request),
+        ("prepareNextTurn", &h.prepare_next_turn),
+    ];
+    for (hook, rules) in rules {
+        // A hook on a worker can queue messages for its own session (they travel with its
+        // answer) and reach the worker's listeners; nothing else.
+        let acting = rules
+            .iter()
+            .flatten()
+            .flat_map(|r| &r.actions)
+            .find(|a| !HOOK_ACTIONS.contains(&a.do_.as_str()));
+        if let Some(a) = acting {
             return Some(format!(
-                "hooks ({}): the session workflow runs no hooks yet",
-                names.join(", ")
+                "{hook} runs the action {}: a hook on a worker can only queue steering and \
+                 follow-up messages for its own session",
+                a.do_
             ));
         }
     }
-    if !spec.listeners.is_empty() {
+    let sends_updates = spec.tools.values().any(|t| {
+        std::iter::once(&t.behavior)
+            .chain(t.calls.values())
+            .any(|b| b.steps.iter().any(|s| matches!(s, Step::Update(_))))
+    });
+    let slow_on_updates = spec.listeners.iter().any(|l| {
+        l.delay_ms.as_ref().is_some_and(super::norm::truthy)
+            && l.events
+                .as_ref()
+                .is_none_or(|e| e.iter().any(|k| k == "tool_execution_update"))
+    });
+    if sends_updates && slow_on_updates {
         return Some(
-            "listeners: their trace entries snapshot the Agent's state inside each event \
-             callback; a session's subscribers read its events after the fact"
+            "a slow listener on a tool's partial results while the tool runs: the partial \
+             results reach the session with the tool's result"
                 .into(),
         );
     }

@@ -3,33 +3,147 @@
 //! run in.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use tern_temporal::hooks::{EventListener, ListenerState};
+
+use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
-use super::norm::norm;
-use super::spec::{ResponseSpec, Scenario, Step, ToolDef};
+use super::norm::{js_template, norm, strict_equal, truthy};
+use super::spec::{ActionSpec, HooksSpec, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
-/// The scenario's scripted responses, one per model request, and the trace they record to.
-pub struct Responses {
-    responses: Vec<Arc<ResponseSpec>>,
+/// The worker's side of a scenario: its scripted responses, one per model request, its
+/// hooks' state, and the trace they record to.
+pub struct WorkerSide {
+    spec: Arc<Scenario>,
     taken: Mutex<u64>,
+    counts: HookCounts,
     trace: Arc<Trace>,
+    fatal: Mutex<Option<String>>,
+    /// Per listener: the events it recorded, `None` once it unsubscribed.
+    heard: Mutex<Vec<Option<u64>>>,
 }
 
-impl Responses {
-    pub fn new(spec: &Scenario, trace: Arc<Trace>) -> Self {
-        Responses {
-            responses: spec.model.clone(),
+impl WorkerSide {
+    pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>) -> Self {
+        let spec_listeners = spec.listeners.len();
+        WorkerSide {
+            spec,
             taken: Mutex::new(0),
+            counts: HookCounts::default(),
             trace,
+            fatal: Mutex::new(None),
+            heard: Mutex::new(vec![Some(0); spec_listeners]),
         }
     }
+
+    /// Unsubscribes the last listener named `name` (the reference keeps one per name); a
+    /// second time does nothing.
+    pub fn unsubscribe(&self, name: &Value) -> Result<(), String> {
+        let index = self
+            .spec
+            .listeners
+            .iter()
+            .rposition(|l| strict_equal(&l.name, name))
+            .ok_or_else(|| format!("runner: unknown listener {}", js_template(name)))?;
+        if let Some(slot) = self.heard.lock().get_mut(index) {
+            *slot = None;
+        }
+        Ok(())
+    }
+
+    /// The runner error a hook ran into, if any.
+    pub fn fatal(&self) -> Option<String> {
+        self.fatal.lock().clone()
+    }
+}
+
+/// Every event kind, for a listener without a filter.
+const EVENT_KINDS: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+];
+
+/// The event kinds the scenario's listeners hear (the session sends only these).
+pub fn listened(spec: &Scenario) -> Vec<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for l in &spec.listeners {
+        let wanted: Vec<String> = match &l.events {
+            Some(events) => events.clone(),
+            None => EVENT_KINDS.iter().map(|k| k.to_string()).collect(),
+        };
+        for k in wanted {
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+    }
+    kinds
+}
+
+/// The scenario's listeners as the worker's one listener: each, in order, records the
+/// events it subscribed to with the session's state (taken before its delay), waits its
+/// delay, and unsubscribes after its count.
+pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
+    let side = Arc::downgrade(side);
+    Arc::new(move |event: Value, state: ListenerState| {
+        let side = side.upgrade();
+        Box::pin(async move {
+            let Some(side) = side else { return };
+            let kind = event["type"].as_str().unwrap_or_default().to_string();
+            for (i, l) in side.spec.listeners.iter().enumerate() {
+                if side.heard.lock().get(i).is_some_and(|n| n.is_none()) {
+                    continue;
+                }
+                if l.events.as_ref().is_some_and(|e| !e.contains(&kind)) {
+                    continue;
+                }
+                let snapshot = json!({
+                    "messageCount": state.message_count,
+                    "lastRole": state.last_role,
+                    "isStreaming": state.is_streaming,
+                    "streamingRole": state.streaming_role,
+                    "pendingToolCalls": state.pending_tool_calls,
+                    "errorMessage": state.error_message,
+                });
+                if let Some(ms) = l
+                    .delay_ms
+                    .as_ref()
+                    .filter(|v| truthy(v))
+                    .and_then(Value::as_f64)
+                {
+                    sleep_ms(ms).await;
+                }
+                place(
+                    &side.trace,
+                    json!({"kind": "listener", "name": l.name, "type": kind, "state": snapshot}),
+                );
+                let mut heard = side.heard.lock();
+                if let Some(Some(n)) = heard.get_mut(i) {
+                    *n += 1;
+                    if l.unsubscribe_after == Some(*n as f64) {
+                        heard[i] = None;
+                    }
+                }
+            }
+        })
+    })
 }
 
 /// Where an entry made on the worker goes: at its call's offset (every entry is made inside
@@ -41,16 +155,79 @@ fn place(trace: &Trace, entry: Value) {
     }
 }
 
-impl Script for Responses {
+impl Script for WorkerSide {
     fn next_request(&self) -> (u64, Option<Arc<ResponseSpec>>) {
         let mut n = self.taken.lock();
-        let spec = self.responses.get(*n as usize).cloned();
+        let spec = self.spec.model.get(*n as usize).cloned();
         *n += 1;
         (*n, spec)
     }
 
     fn push(&self, entry: Value) {
         place(&self.trace, entry);
+    }
+}
+
+impl HookHost for WorkerSide {
+    fn hook_rules(&self) -> &HooksSpec {
+        &self.spec.hooks
+    }
+
+    fn hook_counts(&self) -> &HookCounts {
+        &self.counts
+    }
+
+    fn push(&self, entry: Value) {
+        place(&self.trace, entry);
+    }
+
+    /// A rule's steering and follow-up messages go to the hook's own session (with the
+    /// hook's answer), an unsubscribe to the worker's listeners, its delay runs on the
+    /// worker, inside the hook's call; other actions are not run (the scope leaves those
+    /// scenarios out).
+    fn side_effects(
+        self: Arc<Self>,
+        actions: Vec<Arc<ActionSpec>>,
+        delay_ms: Option<Value>,
+        hook: &'static str,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            for a in actions {
+                place(
+                    &self.trace,
+                    json!({"kind": "action", "do": a.do_, "in": hook}),
+                );
+                let message = vec![super::queued_message(&a)];
+                let done = match a.do_.as_str() {
+                    "steer" => Ok(tern_temporal::hooks::steer(message)),
+                    "followUp" => Ok(tern_temporal::hooks::follow_up(message)),
+                    "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
+                    _ => Ok(false),
+                };
+                match done {
+                    Ok(true) => {}
+                    Ok(false) => self.set_fatal(format!(
+                        "runner: {hook}'s {} does not run on a worker",
+                        a.do_
+                    )),
+                    Err(e) => self.set_fatal(e),
+                }
+            }
+            if let Some(ms) = delay_ms.filter(truthy).and_then(|v| v.as_f64()) {
+                sleep_ms(ms).await;
+            }
+        })
+    }
+
+    fn tools_for(&self, ids: &[String]) -> Vec<AgentTool> {
+        tools(&self.spec, ids, &self.trace).unwrap_or_else(|e| {
+            self.set_fatal(e);
+            Vec::new()
+        })
+    }
+
+    fn set_fatal(&self, message: String) {
+        self.fatal.lock().get_or_insert(message);
     }
 }
 
@@ -104,12 +281,14 @@ async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> 
             "args": norm(&input.args),
         }),
     );
+    let mut clock = CallClock::new();
     for step in &b.steps {
         match step {
             Step::Sleep(ms) => {
+                let until = clock.advance(*ms);
                 if b.ignore_abort {
-                    sleep_ms(*ms).await;
-                } else if abortable_sleep(*ms, &input.signal).await.is_err() {
+                    tokio::time::sleep_until(until).await;
+                } else if abortable_sleep(until, &input.signal).await.is_err() {
                     return Err(b.abort_error.clone().into());
                 }
             }
@@ -129,13 +308,43 @@ async fn sleep_ms(ms: f64) {
     }
 }
 
-async fn abortable_sleep(ms: f64, signal: &CancellationToken) -> Result<(), ()> {
+/// How much slower a scripted tool's time runs on a worker than in process. A scenario's
+/// delays only order a batch's calls (the trace has no durations); a worker starts each
+/// call's activity after a dispatch latency of its own (tens of ms on a loaded machine),
+/// which would reorder calls a few ms apart.
+const TOOL_TIME_SCALE: f64 = 4.0;
+
+/// A call's scripted time: its delays count from when the workflow scheduled the call (as
+/// in process, where a batch's calls start at once), so the calls of one batch keep their
+/// relative timing when a busy worker starts one of them later than the others.
+struct CallClock(Instant);
+
+impl CallClock {
+    fn new() -> Self {
+        let late = tern_temporal::activities::current_call()
+            .and_then(|c| c.scheduled)
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .unwrap_or_default();
+        let now = Instant::now();
+        CallClock(now.checked_sub(late).unwrap_or(now))
+    }
+
+    /// The end of the next `ms` of the call's script.
+    fn advance(&mut self, ms: f64) -> Instant {
+        if ms > 0.0 {
+            self.0 += Duration::from_secs_f64(ms * TOOL_TIME_SCALE / 1000.0);
+        }
+        self.0
+    }
+}
+
+async fn abortable_sleep(until: Instant, signal: &CancellationToken) -> Result<(), ()> {
     if signal.is_cancelled() {
         return Err(());
     }
     tokio::select! {
         biased;
-        _ = sleep_ms(ms) => Ok(()),
+        _ = tokio::time::sleep_until(until) => Ok(()),
         _ = signal.cancelled() => Err(()),
     }
 }

@@ -1,10 +1,11 @@
 //! The trace as the caller of a session sees it: the events it reads from the session, and
-//! the entries made elsewhere (the runner's actions; the worker's model requests and tool
-//! executions), each placed at the event offset it was made at.
+//! the entries made elsewhere (the runner's actions; the worker's model requests, tool
+//! executions and hook calls), each placed at the event offset it was made at.
 //!
 //! The worker learns that offset from the call it runs (`activities::current_call`): the
 //! workflow records how many events it had published when the loop made the request. Entries
-//! at the same offset keep the order they were made in, except tool executions, which follow
+//! at the same offset keep the order they were made in (the loop awaits each hook, so a hook
+//! call is made after what the loop did before it), except tool executions, which follow
 //! the order of their calls' `tool_execution_start` events (a batch's calls start on the
 //! worker concurrently; the loop starts them in source order).
 
@@ -97,18 +98,28 @@ impl Trace {
         self.0.lock().error_message.clone()
     }
 
-    /// The entries in trace order.
+    /// The entries in trace order: by offset, then as made, except that the tool
+    /// executions of one offset take their slots among its entries in the order of their
+    /// calls' `tool_execution_start` events.
     pub fn entries(&self) -> Vec<Value> {
         let t = self.0.lock();
         let start_of = |p: &Placed| {
-            (p.entry["kind"] == "execute")
-                .then(|| p.entry["toolCallId"].as_str())
-                .flatten()
+            p.entry["toolCallId"]
+                .as_str()
                 .and_then(|id| t.starts.get(id).copied())
                 .unwrap_or(0)
         };
+        let is_execute = |p: &Placed| p.entry["kind"] == "execute";
         let mut placed: Vec<&Placed> = t.placed.iter().collect();
-        placed.sort_by_key(|p| (p.offset, start_of(p), p.made));
+        placed.sort_by_key(|p| (p.offset, p.made));
+        for group in placed.chunk_by_mut(|a, b| a.offset == b.offset) {
+            let slots: Vec<usize> = (0..group.len()).filter(|&i| is_execute(group[i])).collect();
+            let mut executes: Vec<&Placed> = slots.iter().map(|&i| group[i]).collect();
+            executes.sort_by_key(|p| (start_of(p), p.made));
+            for (slot, p) in slots.into_iter().zip(executes) {
+                group[slot] = p;
+            }
+        }
         let mut out = Vec::with_capacity(t.events.len() + placed.len());
         let mut next = placed.into_iter().peekable();
         for (i, event) in t.events.iter().enumerate() {

@@ -10,11 +10,12 @@ use futures::channel::oneshot;
 use parking_lot::Mutex;
 use tern_agent::{AgentTool, ToolCallInput, ToolResult};
 use tern_ai::{
-    assistant_stream, AssistantMessageEventSender, Context, Model, StreamFn, StreamOptions,
-    StreamStart,
+    assistant_stream, AssistantMessageEventSender, BoxError, Context, Model, StreamFn,
+    StreamOptions, StreamStart,
 };
 
-use super::session::Shared;
+use super::session::{Input, Shared};
+use crate::hooks::{HookAnswer, HookCall, HookReply, HookRequest};
 use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
@@ -27,6 +28,10 @@ pub(crate) enum Request {
         request: Box<ToolRequest>,
         spec: Box<ToolSpec>,
         reply: oneshot::Sender<ToolReply>,
+    },
+    Hook {
+        request: Box<HookRequest>,
+        reply: oneshot::Sender<HookAnswer>,
     },
 }
 
@@ -55,6 +60,40 @@ impl Bridge {
 
     fn push(&self, r: Request) {
         self.requests.lock().push_back(r);
+    }
+
+    /// Queues a hook call; its reply (a hook that threw is an `Err` with its text). What the
+    /// hook queued for its session is in the session's queues before the loop sees the reply.
+    pub(crate) fn hook(
+        &self,
+        call: HookCall,
+    ) -> impl std::future::Future<Output = Result<HookReply, BoxError>> + Send + 'static {
+        let (reply, answer) = oneshot::channel();
+        self.push(Request::Hook {
+            request: Box::new(HookRequest {
+                call,
+                event_offset: self.published(),
+            }),
+            reply,
+        });
+        let session = self.session.clone();
+        async move {
+            let answer = answer.await.map(|a| {
+                let mut s = session.0.lock();
+                for (input, messages) in [(Input::Steer, a.steer), (Input::FollowUp, a.follow_up)] {
+                    if !messages.is_empty() {
+                        s.accept(input, messages);
+                    }
+                }
+                a.reply
+            });
+            match answer {
+                Ok(HookReply::Threw { message }) => Err(message.into()),
+                Ok(reply) => Ok(reply),
+                // The driver dropped the call: the workflow is ending.
+                Err(_) => Err("Operation aborted".into()),
+            }
+        }
     }
 }
 

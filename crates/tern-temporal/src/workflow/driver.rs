@@ -14,13 +14,16 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use futures::future::LocalBoxFuture;
 use temporalio_common::RetryPolicy;
-use temporalio_sdk::{ActivityExecutionError, ActivityOptions, WorkflowContext};
+use temporalio_sdk::{
+    ActivityExecutionError, ActivityOptions, LocalActivityOptions, WorkflowContext,
+};
 use tern_agent::Replay;
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{Bridge, Request};
 use super::in_flight::InFlight;
 use crate::activities::AgentActivities;
+use crate::hooks::{HookAnswer, HookReply};
 use crate::stream_record::ModelOutcome;
 use crate::wire::ToolReply;
 
@@ -29,6 +32,8 @@ use crate::wire::ToolReply;
 pub(crate) const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest one model request or tool call may take.
 const START_TO_CLOSE: Duration = Duration::from_secs(60 * 60);
+/// The longest one hook call may take (a local activity holds its workflow task open).
+const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 struct Flag(AtomicBool);
@@ -86,7 +91,8 @@ pub(crate) async fn drive<W: 'static, T>(
         }
         for request in bridge.take() {
             moved = true;
-            in_flight.push(start(ctx, request));
+            let hook = matches!(request, Request::Hook { .. });
+            in_flight.push(start(ctx, request), hook);
         }
         if in_flight.poll_ready(cx) {
             moved = true;
@@ -150,6 +156,28 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 Err(_) => ToolReply::failed(crate::activities::interrupted_text(&spec.name)),
             };
             // The loop may have stopped waiting (the workflow is ending): nothing to do.
+            let _ = reply.send(answer);
+        }),
+        Request::Hook { request, reply } => Box::pin(async move {
+            let name = request.call.name();
+            // One attempt: a hook's error is its answer (a `Threw` reply); a failed attempt
+            // (the hook outlived its timeout) ends the call as the hook's error.
+            let options = LocalActivityOptions::builder()
+                .start_to_close_timeout(HOOK_TIMEOUT)
+                .retry_policy(RetryPolicy::builder().maximum_attempts(1).build())
+                .build();
+            let outcome = ctx
+                .execute_local_activity(AgentActivities::hook, *request, options)
+                .await;
+            let answer = match outcome {
+                Ok(reply) => reply,
+                Err(ActivityExecutionError::Cancelled(_)) => HookAnswer::only(HookReply::Threw {
+                    message: "Operation aborted".into(),
+                }),
+                Err(e) => HookAnswer::only(HookReply::Threw {
+                    message: format!("The {name} hook call failed: {e}"),
+                }),
+            };
             let _ = reply.send(answer);
         }),
     }

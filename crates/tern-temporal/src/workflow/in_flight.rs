@@ -1,6 +1,12 @@
 //! The activities a run is waiting on, polled in the order the SDK resolved them (so a
 //! batch's end events follow completion order). A small stand-in for `FuturesUnordered`,
 //! which wakes its own task to yield: a wake-up the SDK's nondeterminism detector rejects.
+//!
+//! One answer is handed over at a time (the driver lets the loop act on it before the
+//! next), and while a hook call is out, other answers wait: the loop handles each
+//! completion, with the hooks it calls, before the next one, as with hooks that return at
+//! once in a local run. Several activities that complete within one workflow task are
+//! thus still handled in their completion order.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -42,39 +48,56 @@ impl Wake for Notify {
 /// Futures started by the driver, each polled when its waker fired.
 #[derive(Default)]
 pub(crate) struct InFlight {
-    futures: HashMap<u64, (LocalBoxFuture<'static, ()>, Waker)>,
+    /// Each future, its waker, and whether it is a hook call.
+    futures: HashMap<u64, (LocalBoxFuture<'static, ()>, Waker, bool)>,
     next_id: u64,
     ready: Arc<Ready>,
 }
 
 impl InFlight {
-    pub(crate) fn push(&mut self, future: LocalBoxFuture<'static, ()>) {
+    /// Adds a future; `hook`: a hook call, which other answers wait for.
+    pub(crate) fn push(&mut self, future: LocalBoxFuture<'static, ()>, hook: bool) {
         let id = self.next_id;
         self.next_id += 1;
         let waker = Waker::from(Arc::new(Notify {
             id,
             ready: self.ready.clone(),
         }));
-        self.futures.insert(id, (future, waker));
+        self.futures.insert(id, (future, waker, hook));
         self.ready.ids.lock().push_back(id);
     }
 
-    /// Polls the futures that were woken, in wake order; true when any made progress.
+    /// Polls the futures that were woken, in wake order, until one completes; true when any
+    /// made progress. A woken future that is not a hook call waits while one is out.
     pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> bool {
         *self.ready.parent.lock() = Some(cx.waker().clone());
         let mut polled = false;
+        let mut held = Vec::new();
         loop {
             let Some(id) = self.ready.ids.lock().pop_front() else {
-                return polled;
+                break;
             };
-            let Some((future, waker)) = self.futures.get_mut(&id) else {
+            let hook_out = self.futures.values().any(|(_, _, hook)| *hook);
+            let Some((future, waker, hook)) = self.futures.get_mut(&id) else {
                 continue;
             };
+            if hook_out && !*hook {
+                held.push(id);
+                continue;
+            }
             polled = true;
             let mut own = Context::from_waker(waker);
             if let Poll::Ready(()) = future.poll_unpin(&mut own) {
                 self.futures.remove(&id);
+                break;
             }
         }
+        // The held ones go first next time, in the order they were woken.
+        let mut ids = self.ready.ids.lock();
+        ids.retain(|id| !held.contains(id));
+        for id in held.into_iter().rev() {
+            ids.push_front(id);
+        }
+        polled
     }
 }

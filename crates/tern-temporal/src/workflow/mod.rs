@@ -13,6 +13,7 @@
 
 mod bridge;
 pub(crate) mod driver;
+mod hooked;
 mod in_flight;
 mod session;
 
@@ -25,7 +26,7 @@ use temporalio_sdk::{
     ContinueAsNewOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
 };
 use tern_agent::{
-    run_agent_loop, run_agent_loop_continue, AgentContext, AgentError, AgentLoopConfig,
+    run_agent_loop, run_agent_loop_continue, AgentContext, AgentError, AgentLoopConfig, EventSink,
 };
 use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
@@ -72,6 +73,7 @@ impl AgentWorkflow {
                     break;
                 };
                 s.is_streaming = true;
+                s.error_message = None;
                 (start, s.messages.clone(), s.settings.clone())
             };
             let tools: Vec<_> = settings
@@ -90,23 +92,29 @@ impl AgentWorkflow {
             let mut config = AgentLoopConfig::new(settings.model.clone());
             config.reasoning = settings.reasoning;
             config.tool_execution = settings.tool_execution;
+            config.hooks = hooked::bridged_hooks(&settings.hooks, &bridge);
             config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
             config.get_follow_up_messages = Some(shared.follow_up_source());
             let context = AgentContext::new(transcript, tools);
+            let sink = session::Listening {
+                shared: shared.clone(),
+                bridge: bridge.clone(),
+                kinds: Arc::new(settings.listen.clone()),
+            };
             let signal = CancellationToken::new();
             let run: BoxFuture<'_, Result<Vec<Message>, AgentError>> = match start {
                 Start::Prompt { messages, .. } => Box::pin(run_agent_loop(
                     messages,
                     context,
                     config,
-                    &shared,
+                    &sink,
                     signal.clone(),
                     stream_fn.clone(),
                 )),
                 Start::Continue => Box::pin(run_agent_loop_continue(
                     context,
                     config,
-                    &shared,
+                    &sink,
                     signal.clone(),
                     stream_fn.clone(),
                 )),
@@ -116,12 +124,15 @@ impl AgentWorkflow {
             let ran = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
             if let Err(e) = ran {
                 let at = driver::workflow_ms(ctx);
-                shared.0.lock().record_run_failure(
-                    &settings.model,
-                    e.to_string(),
-                    signal.is_cancelled(),
-                    at,
-                );
+                let events =
+                    session::run_failure(&settings.model, e.to_string(), signal.is_cancelled(), at);
+                // Published as the loop's events are (the listener hears them too).
+                let publish = async {
+                    for event in events {
+                        sink.emit(event).await;
+                    }
+                };
+                driver::drive(ctx, &bridge, publish, &signal, || ctx.state_mut(|_| ())).await;
             }
             shared.0.lock().is_streaming = false;
             ctx.state_mut(|_| ());

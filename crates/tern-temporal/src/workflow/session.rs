@@ -12,6 +12,8 @@ use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue};
 use tern_ai::transcript::get_current_system_message;
 use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, ThinkingLevel};
 
+use super::bridge::Bridge;
+use crate::hooks::{HookCall, ListenerState};
 use crate::wire::{ClearQueues, SessionInput, SessionSettings, SessionState};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
@@ -50,6 +52,10 @@ pub(crate) struct Session {
     pub(crate) events: Vec<Value>,
     pub(crate) event_offset: usize,
     pub(crate) is_streaming: bool,
+    /// The role of the message between its start and its end.
+    streaming_role: Option<String>,
+    /// The Agent's `errorMessage`: cleared when a run starts, set by a failed turn.
+    pub(crate) error_message: Option<String>,
     pending_tool_calls: Vec<String>,
     /// Runs asked for and not started: a prompt's messages, or `None` for a continue.
     runs: VecDeque<(Seq, Option<Vec<Message>>)>,
@@ -297,51 +303,34 @@ impl Session {
             .unwrap_or_default()
     }
 
-    /// Ends a failed run as the Agent does: a failure message (empty text, the error, `error`
-    /// or, when aborted, `aborted`) published as the run's last message, turn and end.
-    pub(crate) fn record_run_failure(
-        &mut self,
-        model: &Model,
-        error: String,
-        aborted: bool,
-        timestamp: u64,
-    ) {
-        let failure = Message::from(AssistantMessage {
-            content: vec![ContentBlock::text("")],
-            api: model.api.as_str().into(),
-            provider: model.provider.as_str().into(),
-            model: model.id.as_str().into(),
-            stop_reason: if aborted {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            },
-            error_message: Some(error),
-            timestamp,
-            ..AssistantMessage::default()
-        });
-        for event in [
-            AgentEvent::MessageStart {
-                message: failure.clone(),
-            },
-            AgentEvent::MessageEnd {
-                message: failure.clone(),
-            },
-            AgentEvent::TurnEnd {
-                message: failure.clone(),
-                tool_results: Vec::new(),
-            },
-            AgentEvent::AgentEnd {
-                messages: vec![failure],
-            },
-        ] {
-            self.record(&event);
+    /// The state a listener sees with the last event.
+    pub(crate) fn listener_state(&self) -> ListenerState {
+        ListenerState {
+            message_count: self.messages.len(),
+            last_role: self.messages.last().map(|m| m.role().to_string()),
+            is_streaming: self.is_streaming,
+            streaming_role: self.streaming_role.clone(),
+            pending_tool_calls: self.pending_tool_calls.clone(),
+            error_message: self.error_message.clone(),
         }
     }
 
     fn record(&mut self, event: &AgentEvent) {
         match event {
+            AgentEvent::MessageStart { message } => {
+                self.streaming_role = Some(message.role().to_string());
+            }
+            AgentEvent::TurnEnd {
+                message: Message::Assistant(a),
+                ..
+            } => {
+                if let Some(e) = a.error_message.as_ref().filter(|e| !e.is_empty()) {
+                    self.error_message = Some(e.clone());
+                }
+            }
+            AgentEvent::AgentEnd { .. } => self.streaming_role = None,
             AgentEvent::MessageEnd { message } => {
+                self.streaming_role = None;
                 self.messages.push(message.clone());
                 if self
                     .delivered
@@ -381,6 +370,46 @@ impl Session {
     }
 }
 
+/// The events that end a failed run as the Agent ends one: a failure message (empty text,
+/// the error, `error` or, when aborted, `aborted`) published as the run's last message,
+/// turn and end.
+pub(crate) fn run_failure(
+    model: &Model,
+    error: String,
+    aborted: bool,
+    timestamp: u64,
+) -> Vec<AgentEvent> {
+    let failure = Message::from(AssistantMessage {
+        content: vec![ContentBlock::text("")],
+        api: model.api.as_str().into(),
+        provider: model.provider.as_str().into(),
+        model: model.id.as_str().into(),
+        stop_reason: if aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        },
+        error_message: Some(error),
+        timestamp,
+        ..AssistantMessage::default()
+    });
+    vec![
+        AgentEvent::MessageStart {
+            message: failure.clone(),
+        },
+        AgentEvent::MessageEnd {
+            message: failure.clone(),
+        },
+        AgentEvent::TurnEnd {
+            message: failure.clone(),
+            tool_results: Vec::new(),
+        },
+        AgentEvent::AgentEnd {
+            messages: vec![failure],
+        },
+    ]
+}
+
 /// Whether `ended` is the delivered input `m` as the loop committed it: the same message,
 /// or a system message the loop gave the tool changes to announce (same content).
 fn is_delivered(m: &Message, ended: &Message) -> bool {
@@ -394,9 +423,27 @@ fn is_delivered(m: &Message, ended: &Message) -> bool {
 #[derive(Clone, Default)]
 pub(crate) struct Shared(pub(crate) Arc<Mutex<Session>>);
 
-impl EventSink for Shared {
+/// The loop's event sink: records each event, then, for the kinds the session listens to,
+/// calls the worker's listener with the state after it and waits for it.
+#[derive(Clone)]
+pub(crate) struct Listening {
+    pub(crate) shared: Shared,
+    pub(crate) bridge: Arc<Bridge>,
+    pub(crate) kinds: Arc<Vec<String>>,
+}
+
+impl EventSink for Listening {
     async fn emit(&self, event: AgentEvent) {
-        self.0.lock().record(&event);
+        let state = {
+            let mut s = self.shared.0.lock();
+            s.record(&event);
+            s.listener_state()
+        };
+        if self.kinds.iter().any(|k| k == event.kind()) {
+            let event = serde_json::to_value(&event).unwrap_or(Value::Null);
+            // A listener's failure is its own, as a subscriber's is in a local run.
+            let _ = self.bridge.hook(HookCall::Event { event, state }).await;
+        }
     }
 }
 

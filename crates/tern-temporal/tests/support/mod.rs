@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use temporalio_sdk::{Runtime, Worker};
 use tern_agent::AgentTool;
-use tern_ai::StreamFn;
+use tern_ai::{Message, Model, StreamFn};
 use tern_temporal::{build_worker, connect_client, runtime, AgentActivities, Sessions};
 
 /// Connects (retrying while the fresh server starts its namespace).
@@ -38,6 +38,28 @@ pub async fn worker(
     let activities = AgentActivities::new(stream_fn, tools);
     let worker = build_worker(&rt, client, task_queue, activities).expect("a worker");
     (rt, worker)
+}
+
+/// The model the tests' faux scripts answer as.
+pub fn faux_model() -> Model {
+    Model {
+        id: "faux-1".into(),
+        provider: "faux".into(),
+        api: "faux".into(),
+        ..Model::default()
+    }
+}
+
+/// Messages as JSON without their times, to compare across runs.
+pub fn normalized(messages: &[Message]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| {
+            let mut v = serde_json::to_value(m).expect("messages serialize");
+            strip_times(&mut v);
+            v
+        })
+        .collect()
 }
 
 /// Removes what differs between two runs of the same script: wall-clock times and
