@@ -7,6 +7,7 @@
 //! the AWS SDK and pi-ai do.
 
 mod body;
+mod credentials;
 mod errors;
 pub(crate) mod event_stream;
 mod region;
