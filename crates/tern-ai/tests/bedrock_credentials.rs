@@ -531,3 +531,80 @@ fn without_credentials_the_error_lists_every_source_tried() {
         assert!(sent.is_empty());
     });
 }
+
+#[test]
+fn an_sso_session_s_cached_token_becomes_role_credentials() {
+    let _g = lock();
+    rt().block_on(async {
+        let expiration_ms = (SystemTime::now() + Duration::from_secs(3600))
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let portal = start_server(vec![
+            json_answer(json!({"roleCredentials": {"accessKeyId": "ASIASSO", "secretAccessKey": "sso-secret",
+                                                   "sessionToken": "sso-token", "expiration": expiration_ms}})),
+            json!({"status": 401, "headers": {"content-type": "application/json"},
+                   "chunks": [json!({"message": "Session token not found or invalid"}).to_string()]}),
+        ])
+        .await
+        .unwrap();
+        let home = Home::new(
+            "sso",
+            &[("AWS_PROFILE", "work"), ("AWS_ENDPOINT_URL_SSO", &portal.origin)],
+        );
+        home.write(
+            ".aws/config",
+            "[profile work]\nsso_session = corp\nsso_account_id = 111122223333\n\
+             sso_role_name = Read Only\nregion = eu-north-1\n\
+             [sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n\
+             [profile legacy]\nsso_start_url = https://legacy.awsapps.com/start\nsso_region = us-east-2\n\
+             sso_account_id = 1\nsso_role_name = r\n",
+        );
+        std::fs::create_dir_all(home.dir.join(".aws/sso/cache")).unwrap();
+        // The file names are the SHA-1 of "corp" and of the legacy start URL (sha1sum).
+        let sha1 = |s: &str| {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s '{s}' | sha1sum")])
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()[..40].to_string()
+        };
+        home.write(
+            &format!(".aws/sso/cache/{}.json", sha1("corp")),
+            &json!({"accessToken": "sso-access", "expiresAt": in_secs(3600)}).to_string(),
+        );
+        let (m, sent) = bedrock_run().await;
+        assert_eq!(m.error_message, None);
+        let (key, region, _) = check_signature(&sent[0], "sso-secret");
+        assert_eq!((key.as_str(), region.as_str()), ("ASIASSO", "eu-north-1"));
+        let asked = portal.requests.lock().clone();
+        assert_eq!(
+            asked[0].path,
+            "/federation/credentials?account_id=111122223333&role_name=Read%20Only"
+        );
+        assert_eq!(header(&asked[0], "x-amz-sso_bearer_token"), Some("sso-access"));
+
+        // The legacy profile's token is expired: nothing is asked, the message says to log in.
+        home.write(
+            &format!(".aws/sso/cache/{}.json", sha1("https://legacy.awsapps.com/start")),
+            &json!({"accessToken": "old", "expiresAt": iso(SystemTime::now() - Duration::from_secs(60))}).to_string(),
+        );
+        std::env::set_var("AWS_PROFILE", "legacy");
+        let (m, _) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(e.contains("token is expired") && e.contains("aws sso login"), "{e}");
+        assert_eq!(portal.requests.lock().len(), 1);
+        // A token the portal refuses.
+        home.write(
+            &format!(".aws/sso/cache/{}.json", sha1("https://legacy.awsapps.com/start")),
+            &json!({"accessToken": "revoked", "expiresAt": in_secs(600)}).to_string(),
+        );
+        let (m, _) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(e.contains("HTTP 401 Session token not found or invalid"), "{e}");
+        // A cache file that is not JSON.
+        home.write(&format!(".aws/sso/cache/{}.json", sha1("https://legacy.awsapps.com/start")), "{\"accessToken\":");
+        let (m, _) = bedrock_run().await;
+        assert!(m.error_message.unwrap().contains("is not JSON"));
+    });
+}

@@ -17,11 +17,33 @@ pub(crate) enum FileKind {
     Credentials,
 }
 
+/// The sections of one file.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    /// Profiles by name.
+    pub profiles: HashMap<String, Settings>,
+    /// The config file's `[sso-session name]` sections by name.
+    pub sso_sessions: HashMap<String, Settings>,
+}
+
+/// Whether a section holds a profile or an SSO session.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Profile,
+    SsoSession,
+}
+
 /// The profiles of one file, by name (sections that are not profiles are left out).
+#[cfg(test)]
 pub(crate) fn parse(text: &str, kind: FileKind) -> HashMap<String, Settings> {
-    let mut profiles: HashMap<String, Settings> = HashMap::new();
+    parse_file(text, kind).profiles
+}
+
+/// The profiles and SSO sessions of one file (other sections are left out).
+pub(crate) fn parse_file(text: &str, kind: FileKind) -> Parsed {
+    let mut parsed = Parsed::default();
     // The profile lines belong to; `None` inside a section that is no profile.
-    let mut current: Option<String> = None;
+    let mut current: Option<(Section, String)> = None;
     let mut parent: Option<String> = None;
     for raw in text.lines() {
         let indented = raw.starts_with([' ', '\t']);
@@ -30,14 +52,16 @@ pub(crate) fn parse(text: &str, kind: FileKind) -> HashMap<String, Settings> {
             continue;
         }
         if let Some(header) = section_header(line) {
-            current = profile_name(header, kind);
+            current = section(header, kind);
             parent = None;
-            if let Some(name) = &current {
-                profiles.entry(name.clone()).or_default();
+            if let Some((section, name)) = &current {
+                parsed.map(*section).entry(name.clone()).or_default();
             }
             continue;
         }
-        let Some(name) = &current else { continue };
+        let Some((section, name)) = &current else {
+            continue;
+        };
         let Some((key, value)) = line.split_once('=') else {
             continue;
         };
@@ -45,7 +69,7 @@ pub(crate) fn parse(text: &str, kind: FileKind) -> HashMap<String, Settings> {
         if key.is_empty() {
             continue;
         }
-        let settings = profiles.entry(name.clone()).or_default();
+        let settings = parsed.map(*section).entry(name.clone()).or_default();
         match (&parent, indented) {
             (Some(p), true) => {
                 settings.insert(format!("{p}.{key}"), value.to_string());
@@ -57,7 +81,28 @@ pub(crate) fn parse(text: &str, kind: FileKind) -> HashMap<String, Settings> {
             }
         }
     }
-    profiles
+    parsed
+}
+
+impl Parsed {
+    fn map(&mut self, section: Section) -> &mut HashMap<String, Settings> {
+        match section {
+            Section::Profile => &mut self.profiles,
+            Section::SsoSession => &mut self.sso_sessions,
+        }
+    }
+}
+
+/// What a section header names in a file of `kind`, if anything the chain reads.
+fn section(header: &str, kind: FileKind) -> Option<(Section, String)> {
+    if kind == FileKind::Config {
+        if let Some(rest) = header.strip_prefix("sso-session") {
+            let name = rest.trim();
+            return (rest.starts_with([' ', '\t']) && !name.is_empty())
+                .then(|| (Section::SsoSession, name.to_string()));
+        }
+    }
+    profile_name(header, kind).map(|n| (Section::Profile, n))
 }
 
 /// The name inside `[ ... ]`, a trailing comment allowed after the bracket.
@@ -103,6 +148,8 @@ mod tests {
         assert_eq!(p["default"]["region"], "eu-west-1");
         assert_eq!(p["dev"]["region"], "us-west-2");
         assert_eq!(p.len(), 2, "{p:?}");
+        let sessions = parse_file(text, FileKind::Config).sso_sessions;
+        assert_eq!(sessions["s"]["sso_region"], "y");
         let c = parse("[plain]\naws_access_key_id = AK\n", FileKind::Credentials);
         assert_eq!(c["plain"]["aws_access_key_id"], "AK");
     }

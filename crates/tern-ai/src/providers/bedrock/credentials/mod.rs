@@ -1,7 +1,7 @@
 //! The AWS SDK's default credential chain (`@aws-sdk/credential-provider-node`), for SigV4
 //! when neither a bearer token nor environment keys are set: the profile (`AWS_PROFILE`,
 //! else `default`) of the shared files ([`profile`]: static keys, an assumed role, a web
-//! identity token file, a `credential_process`), then the environment's web identity
+//! identity token file, a `credential_process`, IAM Identity Center's cached login), then the environment's web identity
 //! (`AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`), then the container endpoint or, when
 //! none is configured, the instance metadata service ([`remote`]).
 //!
@@ -13,6 +13,7 @@ mod ini;
 mod process;
 mod profile;
 mod remote;
+mod sso;
 mod sts;
 mod wire;
 

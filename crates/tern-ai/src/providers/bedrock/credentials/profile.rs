@@ -1,13 +1,14 @@
 //! A profile of the shared files, resolved as the SDK's `fromIni` does: a role profile
 //! (`role_arn` with `source_profile` or `credential_source`) assumes its role with the
 //! source's credentials (a source profile's static keys win over its own role); otherwise
-//! static keys, a web identity token file, a `credential_process`, in that order.
+//! static keys, a web identity token file, a `credential_process`, an SSO login ([`sso`]),
+//! in that order.
 
 use std::collections::{HashMap, HashSet};
 
-use super::ini::{parse, FileKind, Settings};
+use super::ini::{parse_file, FileKind, Settings};
 use super::sts::{assume_role, assume_role_with_web_identity, Role};
-use super::{process, remote, Env, Fresh};
+use super::{process, remote, sso, Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
 /// How many `source_profile` hops a chain may take.
@@ -17,6 +18,8 @@ const MAX_HOPS: usize = 16;
 pub(crate) struct Files {
     /// Profiles by name.
     pub profiles: HashMap<String, Settings>,
+    /// The config file's `[sso-session]` sections by name.
+    pub sso_sessions: HashMap<String, Settings>,
     /// The credentials file's path, for messages.
     pub credentials_path: String,
     /// The config file's path, for messages.
@@ -47,12 +50,15 @@ async fn read(path: &str) -> Result<String, String> {
 pub(crate) async fn load(env: &Env) -> Result<Files, String> {
     let credentials_path = path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials");
     let config_path = path(env, "AWS_CONFIG_FILE", "config");
-    let mut profiles = parse(&read(&config_path).await?, FileKind::Config);
-    for (name, settings) in parse(&read(&credentials_path).await?, FileKind::Credentials) {
+    let config = parse_file(&read(&config_path).await?, FileKind::Config);
+    let mut profiles = config.profiles;
+    let credentials = parse_file(&read(&credentials_path).await?, FileKind::Credentials);
+    for (name, settings) in credentials.profiles {
         profiles.entry(name).or_default().extend(settings);
     }
     Ok(Files {
         profiles,
+        sso_sessions: config.sso_sessions,
         credentials_path,
         config_path,
     })
@@ -89,7 +95,7 @@ enum Base<'a> {
     CredentialSource(&'a str),
     WebIdentity(&'a Settings),
     Process(&'a str, &'a str),
-    Sso,
+    Sso(&'a Settings),
 }
 
 /// The credentials of profile `name`; `Ok(None)` when the profile is missing or has no
@@ -149,7 +155,7 @@ pub(crate) async fn resolve(
             break Base::Process(current, command);
         }
         if settings.keys().any(|k| k.starts_with("sso_")) {
-            break Base::Sso;
+            break Base::Sso(settings);
         }
         if first {
             return Ok(None);
@@ -199,12 +205,23 @@ pub(crate) async fn resolve(
             assume_role_with_web_identity(env, token.trim(), &role, options).await?
         }
         Base::Process(profile, command) => process::run(profile, command, options).await?,
-        Base::Sso => {
-            return Err(format!(
-                "profile {current} uses IAM Identity Center (sso_ settings), which tern does \
-                 not read yet: export its credentials (`aws configure export-credentials \
-                 --profile {current} --format env`) or use another profile"
-            ))
+        Base::Sso(s) => {
+            let session = match get(s, "sso_session") {
+                Some(name) => Some(files.sso_sessions.get_key_value(name).ok_or_else(|| {
+                    format!(
+                        "profile {current}'s sso_session {name} has no [sso-session {name}] \
+                         section in {}",
+                        files.config_path
+                    )
+                })?),
+                None => None,
+            };
+            let request = sso::Sso {
+                profile: current,
+                settings: s,
+                session: session.map(|(k, v)| (k.as_str(), v)),
+            };
+            sso::resolve(env, &request, options).await?
         }
     };
     for (_, s) in roles.iter().rev() {

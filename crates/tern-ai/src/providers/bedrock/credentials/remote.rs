@@ -161,7 +161,7 @@ pub(crate) async fn instance(env: &Env, options: &StreamOptions) -> Result<Fresh
             token.trim().to_string(),
         )),
         // IMDSv1 only (the SDK falls back the same way).
-        403 | 404 | 405 => {}
+        403..=405 => {}
         other => return Err(context(format!("token request answered HTTP {other}"))),
     }
     let roles_url = format!("{base}/latest/meta-data/iam/security-credentials/");
