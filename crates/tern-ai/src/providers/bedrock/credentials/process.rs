@@ -6,8 +6,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::super::sigv4::AwsCredentials;
-use super::wire::parse_time;
+use super::wire::{json_keys, parse_time};
 use super::Fresh;
 use crate::stream_fn::StreamOptions;
 
@@ -51,17 +50,8 @@ pub(crate) fn parse(stdout: &[u8], now: SystemTime) -> Result<Fresh, String> {
     if doc.get("Version").and_then(Value::as_u64) != Some(1) {
         return Err("its output has no \"Version\": 1".into());
     }
-    let text = |k: &str| {
-        doc.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let (Some(access_key_id), Some(secret_access_key)) =
-        (text("AccessKeyId"), text("SecretAccessKey"))
-    else {
-        return Err("its output lacks AccessKeyId or SecretAccessKey".into());
-    };
+    let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "SessionToken"])
+        .ok_or("its output lacks AccessKeyId or SecretAccessKey")?;
     let expires = match doc.get("Expiration") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
@@ -73,11 +63,7 @@ pub(crate) fn parse(stdout: &[u8], now: SystemTime) -> Result<Fresh, String> {
         return Err("it returned expired credentials".into());
     }
     Ok(Fresh {
-        credentials: AwsCredentials {
-            access_key_id,
-            secret_access_key,
-            session_token: text("SessionToken"),
-        },
+        credentials,
         expires,
     })
 }

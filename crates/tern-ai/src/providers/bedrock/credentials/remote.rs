@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::sigv4::AwsCredentials;
-use super::wire::{exchange, parse_time, Exchange};
+use super::wire::{exchange, json_keys, parse_time, Exchange};
 use super::{Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
@@ -190,29 +189,16 @@ pub(crate) fn parse_json(body: &str) -> Result<Fresh, String> {
             return Err(format!("the answer's Code is {code:?}"));
         }
     }
-    let text = |k: &str| {
-        doc.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let (Some(access_key_id), Some(secret_access_key)) =
-        (text("AccessKeyId"), text("SecretAccessKey"))
-    else {
-        return Err("the answer lacks AccessKeyId or SecretAccessKey".into());
-    };
-    let expires = match text("Expiration") {
+    let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "Token"])
+        .ok_or("the answer lacks AccessKeyId or SecretAccessKey")?;
+    let expires = match doc.get("Expiration").and_then(Value::as_str) {
         Some(e) => {
-            Some(parse_time(&e).ok_or_else(|| format!("its Expiration {e:?} is not a time"))?)
+            Some(parse_time(e).ok_or_else(|| format!("its Expiration {e:?} is not a time"))?)
         }
         None => None,
     };
     Ok(Fresh {
-        credentials: AwsCredentials {
-            access_key_id,
-            secret_access_key,
-            session_token: text("Token"),
-        },
+        credentials,
         expires,
     })
 }

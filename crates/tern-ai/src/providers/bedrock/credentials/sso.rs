@@ -10,8 +10,8 @@ use ring::digest;
 use serde_json::Value;
 
 use super::ini::Settings;
-use super::wire::{exchange, parse_time, Exchange};
-use super::{AwsCredentials, Env, Fresh};
+use super::wire::{exchange, json_keys, parse_time, Exchange};
+use super::{Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -114,22 +114,12 @@ pub(crate) async fn resolve(
 pub(crate) fn parse_role_credentials(body: &str) -> Option<Fresh> {
     let doc: Value = serde_json::from_str(body).ok()?;
     let c = doc.get("roleCredentials")?;
-    let text = |k: &str| {
-        c.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
     let expires = match c.get("expiration") {
         Some(v) => Some(UNIX_EPOCH.checked_add(Duration::from_millis(v.as_u64()?))?),
         None => None,
     };
     Some(Fresh {
-        credentials: AwsCredentials {
-            access_key_id: text("accessKeyId")?,
-            secret_access_key: text("secretAccessKey")?,
-            session_token: text("sessionToken"),
-        },
+        credentials: json_keys(c, ["accessKeyId", "secretAccessKey", "sessionToken"])?,
         expires,
     })
 }

@@ -5,6 +5,9 @@
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde_json::Value;
+
+use super::AwsCredentials;
 use crate::stream_fn::StreamOptions;
 
 /// Answers larger than this are cut (a credentials document is a few KiB).
@@ -78,6 +81,22 @@ fn describe(e: reqwest::Error) -> String {
     } else {
         e.without_url().to_string()
     }
+}
+
+/// The keys of a JSON credentials document whose fields are named `[id, secret, token]`
+/// (each source names them its own way); `None` without a non-empty id and secret.
+pub(crate) fn json_keys(doc: &Value, [id, secret, token]: [&str; 3]) -> Option<AwsCredentials> {
+    let text = |k: &str| {
+        doc.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    Some(AwsCredentials {
+        access_key_id: text(id)?,
+        secret_access_key: text(secret)?,
+        session_token: text(token),
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` as a time; `None` for anything else.
