@@ -143,6 +143,13 @@ pub(crate) async fn prepare(
     credentials: bool,
     options: &StreamOptions,
 ) -> Result<(), String> {
+    // Concurrent requests wait for one resolution instead of each asking STS or IMDS.
+    static RESOLVING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = tokio::select! {
+        biased;
+        _ = options.signal.cancelled() => return Err("aborted".into()),
+        guard = RESOLVING.lock() => guard,
+    };
     let (need_keys, need_region) = {
         let cache = cache().lock();
         let entry = cache.get(env);

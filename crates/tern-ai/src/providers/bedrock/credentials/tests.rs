@@ -83,3 +83,43 @@ fn prepare_keeps_the_profile_region_and_static_profile_keys_per_environment() {
     assert_eq!(profile_region(&other), None);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+mod hostile_input {
+    use proptest::prelude::*;
+
+    use super::super::ini::{parse_file, FileKind};
+    use super::super::wire::{parse_time, xml_text};
+    use super::super::{process, remote, sso, sts};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn no_reader_panics_on_arbitrary_text(s in "(\\PC|[\\[\\]=#;<>&/\n\t ]){0,200}") {
+            let _ = parse_file(&s, FileKind::Config);
+            let _ = parse_file(&s, FileKind::Credentials);
+            let _ = parse_time(&s);
+            let _ = xml_text(&s, "Credentials");
+            let _ = sts::parse_credentials(&s);
+            let _ = remote::parse_json(&s);
+            let _ = sso::parse_role_credentials(&s);
+            let _ = process::parse(s.as_bytes(), std::time::SystemTime::now());
+        }
+
+        #[test]
+        fn no_reader_panics_on_arbitrary_bytes(b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = process::parse(&b, std::time::SystemTime::now());
+            let s = String::from_utf8_lossy(&b);
+            let _ = parse_file(&s, FileKind::Config);
+            let _ = sts::parse_credentials(&s);
+        }
+
+        #[test]
+        fn a_written_profile_reads_back(name in "[a-z0-9_-]{1,12}", key in "[A-Z0-9]{4,20}", secret in "[!-~]{1,40}") {
+            let text = format!("[profile {name}]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n");
+            let parsed = parse_file(&text, FileKind::Config);
+            prop_assert_eq!(&parsed.profiles[&name]["aws_access_key_id"], &key);
+            prop_assert_eq!(&parsed.profiles[&name]["aws_secret_access_key"], &secret);
+        }
+    }
+}
