@@ -1,6 +1,7 @@
 //! The request half of `bedrock-converse-stream`: endpoint and region, authentication (a
-//! bearer token, or SigV4 with the environment's keys or the AWS credential chain's), the caller's headers
-//! (never over the signed ones), the body, and how the SDK words HTTP failures.
+//! bearer token, or SigV4 with the environment's keys or the AWS credential chain's), the
+//! caller's headers (never over the signed ones), the body, and how the SDK words HTTP
+//! failures.
 
 use std::time::SystemTime;
 
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use super::credentials::{self, Env};
 use super::errors::http_failure;
 use super::region::{env, target};
-use super::sigv4::{sign, uri_encode, AwsCredentials, Scope, Signable};
+use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
 use crate::model::Model;
@@ -117,40 +118,29 @@ impl WireApi for super::Bedrock {
             Auth::Chain => credentials::credentials(&chain),
         };
         if let Some(keys) = signing {
-            {
-                // The bytes signed are the bytes sent (the sender serializes the same way).
-                let payload = serde_json::to_vec(&body).unwrap_or_default();
-                let parsed = reqwest::Url::parse(&url).ok();
-                let host = parsed
-                    .as_ref()
-                    .and_then(|u| {
-                        let host = u.host_str()?;
-                        Some(match u.port() {
-                            Some(p) => format!("{host}:{p}"),
-                            None => host.to_string(),
-                        })
-                    })
-                    .unwrap_or_default();
-                let request_path = parsed.as_ref().map_or(path.as_str(), |u| u.path());
-                let signature = sign(
-                    &Signable {
-                        method: "POST",
-                        host: &host,
-                        path: request_path,
-                        query: "",
-                        headers: &headers,
-                        payload: &payload,
-                    },
-                    &keys,
-                    &Scope {
-                        region: &target.region,
-                        service: SIGNING_SERVICE,
-                        at: SystemTime::now(),
-                    },
-                    true,
-                );
-                headers.extend(signature.headers);
-            }
+            // The bytes signed are the bytes sent (the sender serializes the same way).
+            let payload = serde_json::to_vec(&body).unwrap_or_default();
+            let parsed = reqwest::Url::parse(&url).ok();
+            let host = parsed.as_ref().and_then(host_header).unwrap_or_default();
+            let request_path = parsed.as_ref().map_or(path.as_str(), |u| u.path());
+            let signature = sign(
+                &Signable {
+                    method: "POST",
+                    host: &host,
+                    path: request_path,
+                    query: "",
+                    headers: &headers,
+                    payload: &payload,
+                },
+                &keys,
+                &Scope {
+                    region: &target.region,
+                    service: SIGNING_SERVICE,
+                    at: SystemTime::now(),
+                },
+                true,
+            );
+            headers.extend(signature.headers);
         }
         HttpRequest {
             url,

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::super::sigv4::{sign, uri_encode, AwsCredentials, Scope, Signable};
+use super::super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::wire::{exchange, parse_time, xml_text, Exchange};
 use super::{Env, Fresh};
 use crate::stream_fn::StreamOptions;
@@ -78,11 +78,7 @@ pub(crate) async fn assume_role(
     let body = form(&fields);
     let url = endpoint(env, role.region);
     let parsed = reqwest::Url::parse(&url).map_err(|e| format!("bad STS endpoint {url}: {e}"))?;
-    let host = match (parsed.host_str(), parsed.port()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_string(),
-        (None, _) => return Err(format!("bad STS endpoint {url}: no host")),
-    };
+    let host = host_header(&parsed).ok_or_else(|| format!("bad STS endpoint {url}: no host"))?;
     let mut headers = vec![(
         "content-type".to_string(),
         "application/x-www-form-urlencoded".to_string(),
