@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::wire::{json_keys, parse_time};
+use super::wire::{json_expiration, json_keys};
 use super::Fresh;
 use crate::stream_fn::StreamOptions;
 
@@ -52,13 +52,7 @@ pub(crate) fn parse(stdout: &[u8], now: SystemTime) -> Result<Fresh, String> {
     }
     let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "SessionToken"])
         .ok_or("its output lacks AccessKeyId or SecretAccessKey")?;
-    let expires = match doc.get("Expiration") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => {
-            Some(parse_time(s).ok_or_else(|| format!("its Expiration {s:?} is not a time"))?)
-        }
-        Some(_) => return Err("its Expiration is not a string".into()),
-    };
+    let expires = json_expiration(&doc)?;
     if expires.is_some_and(|e| e <= now) {
         return Err("it returned expired credentials".into());
     }
@@ -70,6 +64,7 @@ pub(crate) fn parse(stdout: &[u8], now: SystemTime) -> Result<Fresh, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wire::parse_time;
     use super::*;
 
     #[test]

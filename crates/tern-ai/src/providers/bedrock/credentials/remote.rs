@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::wire::{exchange, json_keys, parse_time, Exchange};
+use super::wire::{exchange, json_expiration, json_keys, Exchange};
 use super::{Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
@@ -191,12 +191,7 @@ pub(crate) fn parse_json(body: &str) -> Result<Fresh, String> {
     }
     let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "Token"])
         .ok_or("the answer lacks AccessKeyId or SecretAccessKey")?;
-    let expires = match doc.get("Expiration").and_then(Value::as_str) {
-        Some(e) => {
-            Some(parse_time(e).ok_or_else(|| format!("its Expiration {e:?} is not a time"))?)
-        }
-        None => None,
-    };
+    let expires = json_expiration(&doc)?;
     Ok(Fresh {
         credentials,
         expires,

@@ -99,6 +99,18 @@ pub(crate) fn json_keys(doc: &Value, [id, secret, token]: [&str; 3]) -> Option<A
     })
 }
 
+/// A JSON document's `Expiration`: absent or null for long-lived keys, else an ISO 8601
+/// string.
+pub(crate) fn json_expiration(doc: &Value) -> Result<Option<SystemTime>, String> {
+    match doc.get("Expiration") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => parse_time(s)
+            .map(Some)
+            .ok_or_else(|| format!("its Expiration {s:?} is not a time")),
+        Some(_) => Err("its Expiration is not a string".into()),
+    }
+}
+
 /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` as a time; `None` for anything else.
 pub(crate) fn parse_time(s: &str) -> Option<SystemTime> {
     let s = s.trim();
