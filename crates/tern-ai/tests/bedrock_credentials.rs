@@ -608,3 +608,51 @@ fn an_sso_session_s_cached_token_becomes_role_credentials() {
         assert!(m.error_message.unwrap().contains("is not JSON"));
     });
 }
+
+#[test]
+fn a_role_sourced_from_the_container_and_a_silent_instance_metadata_service() {
+    let _g = lock();
+    rt().block_on(async {
+        let ecs = start_server(vec![json_answer(json!({"AccessKeyId": "AKICONT", "SecretAccessKey": "cont-secret",
+                                                        "Token": "cont-token", "Expiration": in_secs(3600)}))])
+            .await
+            .unwrap();
+        let sts = start_server(vec![sts_answer("ASIAFROMECS", "from-ecs", "t", &in_secs(3600))])
+            .await
+            .unwrap();
+        let home = Home::new(
+            "credential-source",
+            &[
+                ("AWS_PROFILE", "task"),
+                ("AWS_ENDPOINT_URL_STS", &sts.origin),
+                ("AWS_CONTAINER_CREDENTIALS_FULL_URI", &format!("{}/creds", ecs.origin)),
+            ],
+        );
+        home.write(
+            ".aws/config",
+            "[profile task]\nrole_arn = arn:aws:iam::1:role/task\ncredential_source = EcsContainer\n",
+        );
+        let (m, sent) = bedrock_run().await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(check_signature(&sent[0], "from-ecs").0, "ASIAFROMECS");
+        let asked = sts.requests.lock().clone();
+        assert_eq!(check_signature(&asked[0], "cont-secret").0, "AKICONT");
+        assert_eq!(header(&asked[0], "x-amz-security-token"), Some("cont-token"));
+
+        // IMDS that has no role: the chain's error says what it answered.
+        let imds = start_server(vec![
+            json!({"status": 200, "chunks": ["tok"]}),
+            json!({"status": 404, "chunks": ["not found"]}),
+        ])
+        .await
+        .unwrap();
+        let _home = Home::new("imds-none", &[]);
+        std::env::remove_var("AWS_EC2_METADATA_DISABLED");
+        std::env::set_var("AWS_EC2_METADATA_SERVICE_ENDPOINT", &imds.origin);
+        let (m, sent) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(e.contains("Could not load credentials from any providers"), "{e}");
+        assert!(e.contains(&format!("instance metadata at {}: no instance role (HTTP 404", imds.origin)), "{e}");
+        assert!(sent.is_empty());
+    });
+}
