@@ -1,6 +1,7 @@
 //! Where a Bedrock request goes and for which region it is signed, resolved as the
 //! reference resolves it: the region of an inference-profile ARN, then `AWS_REGION` /
-//! `AWS_DEFAULT_REGION`, then the region of a standard endpoint, then `us-east-1`.
+//! `AWS_DEFAULT_REGION`, then the region of a standard endpoint, then (with `AWS_PROFILE`)
+//! the profile's `region`, then `us-east-1`.
 
 use crate::model::Model;
 
@@ -58,20 +59,29 @@ pub(super) struct Target {
     pub region: String,
 }
 
-/// Resolves the target of `model` (the environment is read once, here).
-pub(super) fn target(model: &Model) -> Target {
-    resolve(model, configured_region(), env("AWS_PROFILE").is_some())
+/// Resolves the target of `model` (the environment is read once, here); `profile_region`
+/// is the `region` of `AWS_PROFILE`'s profile, which the SDK uses when nothing else names
+/// one.
+pub(super) fn target(model: &Model, profile_region: Option<String>) -> Target {
+    let profile = env("AWS_PROFILE").is_some();
+    resolve(
+        model,
+        configured_region(),
+        profile.then_some(profile_region),
+    )
 }
 
-fn resolve(model: &Model, configured: Option<String>, profile: bool) -> Target {
+/// `profile`: `None` without `AWS_PROFILE`, else its profile's region if it has one.
+fn resolve(model: &Model, configured: Option<String>, profile: Option<Option<String>>) -> Target {
     let from_endpoint = endpoint_region(&model.base_url);
     // A custom endpoint (VPC, proxy) is always kept; a standard one only when nothing
     // configures the region.
-    let explicit = from_endpoint.is_none() || (configured.is_none() && !profile);
+    let explicit = from_endpoint.is_none() || (configured.is_none() && profile.is_none());
     let region = arn_region(&model.id)
         .map(str::to_string)
         .or(configured)
         .or(from_endpoint.filter(|_| explicit))
+        .or(profile.flatten())
         .unwrap_or_else(|| "us-east-1".to_string());
     let endpoint = if explicit {
         model.base_url.trim_end_matches('/').to_string()
@@ -101,17 +111,17 @@ mod tests {
             "arn:aws:bedrock:eu-west-3:123456789012:inference-profile/x",
             STANDARD,
         );
-        let t = resolve(&m, Some("ap-south-1".into()), false);
+        let t = resolve(&m, Some("ap-south-1".into()), None);
         assert_eq!(t.region, "eu-west-3");
         let m = model("arn:aws-us-gov:bedrock:us-gov-west-1:1:x", STANDARD);
-        assert_eq!(resolve(&m, None, false).region, "us-gov-west-1");
+        assert_eq!(resolve(&m, None, None).region, "us-gov-west-1");
     }
 
     #[test]
     fn a_configured_region_moves_a_standard_endpoint_but_not_a_custom_one() {
         let m = model("anthropic.claude", STANDARD);
         assert_eq!(
-            resolve(&m, Some("eu-central-1".into()), false),
+            resolve(&m, Some("eu-central-1".into()), None),
             Target {
                 endpoint: "https://bedrock-runtime.eu-central-1.amazonaws.com".into(),
                 region: "eu-central-1".into()
@@ -119,7 +129,7 @@ mod tests {
         );
         let m = model("anthropic.claude", "http://127.0.0.1:9000/");
         assert_eq!(
-            resolve(&m, Some("eu-central-1".into()), false),
+            resolve(&m, Some("eu-central-1".into()), None),
             Target {
                 endpoint: "http://127.0.0.1:9000".into(),
                 region: "eu-central-1".into()
@@ -130,8 +140,34 @@ mod tests {
     #[test]
     fn without_configuration_the_endpoint_names_the_region() {
         let m = model("x", "https://bedrock-runtime-fips.us-west-2.amazonaws.com");
-        assert_eq!(resolve(&m, None, false).region, "us-west-2");
+        assert_eq!(resolve(&m, None, None).region, "us-west-2");
         let m = model("x", "http://localhost:1");
-        assert_eq!(resolve(&m, None, false).region, "us-east-1");
+        assert_eq!(resolve(&m, None, None).region, "us-east-1");
+    }
+
+    #[test]
+    fn an_aws_profile_names_the_region_when_nothing_else_does() {
+        let m = model("x", STANDARD);
+        let t = resolve(&m, None, Some(Some("ap-northeast-1".into())));
+        assert_eq!(
+            t,
+            Target {
+                endpoint: "https://bedrock-runtime.ap-northeast-1.amazonaws.com".into(),
+                region: "ap-northeast-1".into()
+            }
+        );
+        // A configured region still wins; a profile without one falls back to us-east-1.
+        let t = resolve(
+            &m,
+            Some("eu-west-1".into()),
+            Some(Some("ap-northeast-1".into())),
+        );
+        assert_eq!(t.region, "eu-west-1");
+        assert_eq!(resolve(&m, None, Some(None)).region, "us-east-1");
+        let custom = model("x", "http://127.0.0.1:9");
+        assert_eq!(
+            resolve(&custom, None, Some(Some("sa-east-1".into()))).region,
+            "sa-east-1"
+        );
     }
 }

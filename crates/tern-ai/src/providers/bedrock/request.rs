@@ -1,14 +1,16 @@
 //! The request half of `bedrock-converse-stream`: endpoint and region, authentication (a
-//! bearer token, or SigV4 with the environment's AWS credentials), the caller's headers
-//! (never over the signed ones), the body, and how the SDK words HTTP failures.
+//! bearer token, or SigV4 with the environment's keys or the AWS credential chain's), the
+//! caller's headers (never over the signed ones), the body, and how the SDK words HTTP
+//! failures.
 
 use std::time::SystemTime;
 
 use serde_json::{json, Value};
 
+use super::credentials::{self, Env};
 use super::errors::http_failure;
 use super::region::{env, target};
-use super::sigv4::{sign, uri_encode, AwsCredentials, Scope, Signable};
+use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
 use crate::model::Model;
@@ -27,20 +29,25 @@ enum Auth {
     Bearer(String),
     /// SigV4 with these credentials.
     SigV4(AwsCredentials),
+    /// SigV4 with what the credential chain resolves (see [`credentials`]).
+    Chain,
 }
 
 fn skip_auth() -> bool {
     env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1")
 }
 
-fn auth(options: &StreamOptions) -> Option<Auth> {
+/// The environment's choice, as pi-ai makes it: no auth (dummy keys), a bearer token, the
+/// environment's keys (which win over `AWS_PROFILE`: pi-ai hands them to the client), else
+/// the SDK's default chain.
+fn auth(options: &StreamOptions, chain: &Env) -> Auth {
     if skip_auth() {
         // Proxies that need no authentication still get a signed request.
-        return Some(Auth::SigV4(AwsCredentials {
+        return Auth::SigV4(AwsCredentials {
             access_key_id: "dummy-access-key".into(),
             secret_access_key: "dummy-secret-key".into(),
             session_token: None,
-        }));
+        });
     }
     let bearer = options
         .api_key
@@ -48,13 +55,12 @@ fn auth(options: &StreamOptions) -> Option<Auth> {
         .filter(|k| !k.is_empty())
         .or_else(|| env("AWS_BEARER_TOKEN_BEDROCK"));
     if let Some(token) = bearer {
-        return Some(Auth::Bearer(token));
+        return Auth::Bearer(token);
     }
-    Some(Auth::SigV4(AwsCredentials {
-        access_key_id: env("AWS_ACCESS_KEY_ID")?,
-        secret_access_key: env("AWS_SECRET_ACCESS_KEY")?,
-        session_token: env("AWS_SESSION_TOKEN"),
-    }))
+    match credentials::env_keys(chain) {
+        Some(fresh) => Auth::SigV4(fresh.credentials),
+        None => Auth::Chain,
+    }
 }
 
 /// Header names signing and authentication own.
@@ -77,22 +83,21 @@ impl WireApi for super::Bedrock {
 
     type Stream = super::stream::State;
 
-    fn check(_model: &Model, options: &StreamOptions) -> Result<(), String> {
-        match auth(options) {
-            Some(_) => Ok(()),
-            // The SDK would read the profile; tern reads environment credentials only.
-            None if env("AWS_PROFILE").is_some() => Err(
-                "Could not load credentials from any providers (AWS_PROFILE is set, but tern \
-                 reads no AWS profiles: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or \
-                 AWS_BEARER_TOKEN_BEDROCK)"
-                    .into(),
-            ),
-            None => Err("Could not load credentials from any providers".into()),
-        }
+    async fn authorize(
+        _model: &Model,
+        options: &StreamOptions,
+    ) -> Result<Vec<(String, String)>, String> {
+        // Files and endpoints are read here, off the synchronous build; `build_request`
+        // takes what this kept.
+        let chain = Env::from_process();
+        let needs_chain = auth(options, &chain) == Auth::Chain;
+        credentials::prepare(&chain, needs_chain, options).await?;
+        Ok(Vec::new())
     }
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
-        let target = target(model);
+        let chain = Env::from_process();
+        let target = target(model, credentials::profile_region(&chain));
         let path = format!("/model/{}/converse-stream", uri_encode(&model.id));
         let url = format!("{}{path}", target.endpoint);
         let body = super::body::converse_body(model, context, options);
@@ -103,45 +108,39 @@ impl WireApi for super::Bedrock {
                 headers.push((k.clone(), header_text(v)));
             }
         }
-        match auth(options) {
-            Some(Auth::Bearer(token)) => {
+        let signing = match auth(options, &chain) {
+            Auth::Bearer(token) => {
                 headers.push(("authorization".into(), format!("Bearer {token}")));
+                None
             }
-            Some(Auth::SigV4(credentials)) => {
-                // The bytes signed are the bytes sent (the sender serializes the same way).
-                let payload = serde_json::to_vec(&body).unwrap_or_default();
-                let parsed = reqwest::Url::parse(&url).ok();
-                let host = parsed
-                    .as_ref()
-                    .and_then(|u| {
-                        let host = u.host_str()?;
-                        Some(match u.port() {
-                            Some(p) => format!("{host}:{p}"),
-                            None => host.to_string(),
-                        })
-                    })
-                    .unwrap_or_default();
-                let request_path = parsed.as_ref().map_or(path.as_str(), |u| u.path());
-                let signature = sign(
-                    &Signable {
-                        method: "POST",
-                        host: &host,
-                        path: request_path,
-                        query: "",
-                        headers: &headers,
-                        payload: &payload,
-                    },
-                    &credentials,
-                    &Scope {
-                        region: &target.region,
-                        service: SIGNING_SERVICE,
-                        at: SystemTime::now(),
-                    },
-                    true,
-                );
-                headers.extend(signature.headers);
-            }
-            None => {}
+            Auth::SigV4(keys) => Some(keys),
+            // `authorize` resolved them (or failed the run).
+            Auth::Chain => credentials::credentials(&chain),
+        };
+        if let Some(keys) = signing {
+            // The bytes signed are the bytes sent (the sender serializes the same way).
+            let payload = serde_json::to_vec(&body).unwrap_or_default();
+            let parsed = reqwest::Url::parse(&url).ok();
+            let host = parsed.as_ref().and_then(host_header).unwrap_or_default();
+            let request_path = parsed.as_ref().map_or(path.as_str(), |u| u.path());
+            let signature = sign(
+                &Signable {
+                    method: "POST",
+                    host: &host,
+                    path: request_path,
+                    query: "",
+                    headers: &headers,
+                    payload: &payload,
+                },
+                &keys,
+                &Scope {
+                    region: &target.region,
+                    service: SIGNING_SERVICE,
+                    at: SystemTime::now(),
+                },
+                true,
+            );
+            headers.extend(signature.headers);
         }
         HttpRequest {
             url,

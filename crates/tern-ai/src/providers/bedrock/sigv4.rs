@@ -228,6 +228,15 @@ fn canonical_query(query: &str) -> String {
         .join("&")
 }
 
+/// The `host` header of `url`: its host, with the port when it is not the scheme's default.
+pub(super) fn host_header(url: &reqwest::Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
 /// RFC 3986 encoding: everything but unreserved characters, upper-case hex (also the
 /// SDK's encoding of a path label: `encodeURIComponent` plus `!'()*`).
 pub(super) fn uri_encode(s: &str) -> String {
