@@ -691,7 +691,9 @@ async fn run(
         let setup = temporal_setup(stream_fn, model, api_key, tools, policy, system_prompt);
         let json = args.mode == Mode::Json;
         let session = args.temporal_session.clone();
-        return Ok(temporal::run_client(&target, setup, session, prompt, json).await);
+        // Every prompt, in order, as a local run sends them.
+        let messages = prompts.into_messages(expand);
+        return Ok(temporal::run_client(&target, setup, session, messages, json).await);
     }
     let (asker, questions) = if interactive {
         let (ask, rx) = interactive::asker();

@@ -111,6 +111,41 @@ fn a_worker_serves_prompts_sent_with_temporal() {
     assert!(second.contains("TANGO-42") && second.contains("Where was it?"));
 }
 
+#[test]
+fn every_prompt_argument_is_sent_in_order_with_the_files_in_the_first() {
+    let temporal = dev_server::DevServer::start();
+    let model = Server::answering(&["First answer.", "Second answer."]);
+    let (home, worker_dir, client_dir) = folders();
+    std::fs::write(client_dir.path().join("brief.md"), "marker NOTE-7\n").expect("brief");
+    let flags = |c: &mut Command| connect(c, &temporal, "prompts", &model);
+
+    let mut w = command(home.path(), worker_dir.path());
+    w.arg("worker");
+    flags(&mut w);
+    let _worker = Worker(spawn(w));
+
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["-p", "@brief.md", "first question", "second question"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    // As a local run: the last prompt's answer is printed.
+    assert_eq!(stdout(&o).trim(), "Second answer.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one request per prompt");
+    let (first, second) = (requests[0].to_string(), requests[1].to_string());
+    assert!(
+        first.contains("NOTE-7") && first.contains("first question"),
+        "{first}"
+    );
+    assert!(!first.contains("second question"), "{first}");
+    // The second prompt went after the first settled, in the same session.
+    assert!(
+        second.contains("First answer.") && second.contains("second question"),
+        "{second}"
+    );
+}
+
 /// The parent of process `pid` (from /proc).
 fn parent_of(pid: &str) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).ok()?;
