@@ -170,22 +170,14 @@ impl Runtime {
                 && self.agent.has_queued_messages()
             {
                 let Ok(so_far) = result else { break };
-                result = self
-                    .agent
-                    .continue_run()
-                    .await
-                    .map(|next| so_far.then(next));
+                result = self.continue_after(so_far).await;
             }
             // A transient failure: the failed answer is omitted and the run continued.
             if run.ended_by().is_some() || !self.retry_after(&result).await {
                 break;
             }
             let Ok(so_far) = result else { break };
-            result = self
-                .agent
-                .continue_run()
-                .await
-                .map(|next| so_far.then(next));
+            result = self.continue_after(so_far).await;
         }
         answers.unsubscribe();
         // A context overflow compacts and retries once, inside this run.
@@ -202,6 +194,14 @@ impl Runtime {
         }
         inputs.unsubscribe();
         result
+    }
+
+    /// Continues the agent's run; the outcome covers what came `so_far` and the rest.
+    async fn continue_after(&self, so_far: RunOutcome) -> Result<RunOutcome, AgentError> {
+        self.agent
+            .continue_run()
+            .await
+            .map(|next| so_far.then(next))
     }
 
     /// Reads the session's journal: `Ok(None)` when its last run ended (or there was none),

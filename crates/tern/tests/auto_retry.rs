@@ -25,6 +25,17 @@ fn retry_config(home: &Path, retry: &str) -> [String; 2] {
     ["--config".into(), path.display().to_string()]
 }
 
+/// `tern --mode json hi` against `server`, with `retry` as the config's `[retry]` table.
+fn json_run(home: &Path, cwd: &Path, server: &Server, retry: &str) -> std::process::Command {
+    let config = retry_config(home, retry);
+    let mut c = command(home, cwd);
+    c.args(["--mode", "json", "--base-url", &server.url])
+        .args(REQUEST_RETRIES)
+        .args(&config)
+        .arg("hi");
+    c
+}
+
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
@@ -39,13 +50,8 @@ fn position(events: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
 #[test]
 fn an_overloaded_answer_is_retried_after_the_delay_with_pis_events_and_session_entries() {
     let (home, cwd) = dirs();
-    let config = retry_config(home.path(), "base_delay = 0.4");
     let server = Server::start(vec![overloaded(), overloaded(), Reply::text("made it")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "json", "--base-url", &server.url])
-        .args(REQUEST_RETRIES)
-        .args(&config)
-        .arg("hi");
+    let c = json_run(home.path(), cwd.path(), &server, "base_delay = 0.4");
     let started = Instant::now();
     let o = run(c);
     let took = started.elapsed();
@@ -139,13 +145,13 @@ fn an_overloaded_answer_is_retried_after_the_delay_with_pis_events_and_session_e
 #[test]
 fn with_retry_disabled_the_first_failed_answer_ends_the_run() {
     let (home, cwd) = dirs();
-    let config = retry_config(home.path(), "enabled = false\nbase_delay = 0.05");
     let server = Server::start(vec![overloaded(), overloaded(), Reply::text("x")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--mode", "json", "--base-url", &server.url])
-        .args(REQUEST_RETRIES)
-        .args(&config)
-        .arg("hi");
+    let c = json_run(
+        home.path(),
+        cwd.path(),
+        &server,
+        "enabled = false\nbase_delay = 0.05",
+    );
     let o = run(c);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let events = parse_lines(&stdout(&o));
