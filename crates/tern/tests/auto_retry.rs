@@ -36,6 +36,18 @@ fn json_run(home: &Path, cwd: &Path, server: &Server, retry: &str) -> std::proce
     c
 }
 
+/// `tern --mode rpc` against `server`, with `retry` as the config's `[retry]` table.
+fn rpc_with(home: &Path, cwd: &Path, server: &Server, retry: &str) -> Rpc {
+    let config = retry_config(home, retry);
+    let flags = [
+        REQUEST_RETRIES[0],
+        REQUEST_RETRIES[1],
+        &config[0],
+        &config[1],
+    ];
+    Rpc::start(home, cwd, server, &flags)
+}
+
 fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
@@ -163,16 +175,9 @@ fn with_retry_disabled_the_first_failed_answer_ends_the_run() {
     assert_eq!(server.requests().len(), 2);
 
     // So does RPC `set_auto_retry false`, with retries on in the config.
-    let config = retry_config(home.path(), "base_delay = 0.05");
     let script = vec![overloaded(), overloaded(), overloaded(), overloaded()];
     let server = Server::start([script, vec![Reply::text("x")]].concat());
-    let flags = [
-        REQUEST_RETRIES[0],
-        REQUEST_RETRIES[1],
-        &config[0],
-        &config[1],
-    ];
-    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &flags);
+    let mut rpc = rpc_with(home.path(), cwd.path(), &server, "base_delay = 0.05");
     let r = rpc.call("off", json!({"type": "set_auto_retry", "enabled": false}));
     assert_eq!(r["success"], true);
     rpc.call("p", json!({"type": "prompt", "message": "hi"}));
@@ -198,15 +203,8 @@ fn with_retry_disabled_the_first_failed_answer_ends_the_run() {
 #[test]
 fn abort_retry_during_the_wait_ends_the_run_with_the_error() {
     let (home, cwd) = dirs();
-    let config = retry_config(home.path(), "base_delay = 30");
     let server = Server::start(vec![overloaded(), overloaded(), Reply::text("never")]);
-    let flags = [
-        REQUEST_RETRIES[0],
-        REQUEST_RETRIES[1],
-        &config[0],
-        &config[1],
-    ];
-    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &flags);
+    let mut rpc = rpc_with(home.path(), cwd.path(), &server, "base_delay = 30");
     rpc.call("p", json!({"type": "prompt", "message": "hi"}));
     let start = rpc.wait_for("auto_retry_start", |v| v["type"] == "auto_retry_start");
     assert_eq!(start["delayMs"], 30_000);
