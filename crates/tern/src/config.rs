@@ -28,6 +28,14 @@
 //! network = false
 //! pass_env = ["NPM_TOKEN"]
 //! add_dirs = ["../shared-docs"]   # folders outside the working directory the tools may use
+//!
+//! # An answer that failed with a transient error (overloaded, rate limit, 5xx, ...) is
+//! # retried after a wait that doubles each time (pi's `retry.*` settings).
+//! [retry]
+//! enabled = true
+//! max_retries = 3
+//! base_delay = 2          # seconds
+//! max_delay = 60          # seconds
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -101,6 +109,24 @@ pub struct Config {
     /// Folders outside the working directory the tools may use (relative to it).
     #[serde(default)]
     pub add_dirs: Vec<PathBuf>,
+    /// Automatic retry of answers that failed with a transient error.
+    #[serde(default)]
+    pub retry: RetryConfig,
+}
+
+/// The `[retry]` table: pi's `retry.enabled`, `retry.maxRetries`, `retry.baseDelayMs` and
+/// `retry.maxAgentDelayMs`, times in seconds as elsewhere in the file.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Whether failed answers are retried (default true).
+    pub enabled: Option<bool>,
+    /// Retries after the first attempt (default 3).
+    pub max_retries: Option<u32>,
+    /// The first wait, in seconds (default 2); each next one doubles.
+    pub base_delay: Option<f64>,
+    /// The longest wait, in seconds (default 60).
+    pub max_delay: Option<f64>,
 }
 
 /// tern's folder in the user config folder (`~/.config/tern`): the config file, and the

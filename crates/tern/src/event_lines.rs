@@ -8,8 +8,11 @@ use tern_agent::AgentEvent;
 use tern_ai::ContentBlock;
 use tern_durable::Limit;
 
-/// The wire form of an agent event.
-pub fn event_json(event: &AgentEvent) -> Value {
+use crate::auto_retry::AutoRetry;
+
+/// The wire form of an agent event; `retry` says whether an `agent_end`'s answer will be
+/// retried (`willRetry`).
+pub fn event_json(event: &AgentEvent, retry: &AutoRetry) -> Value {
     match event {
         AgentEvent::MessageUpdate {
             message,
@@ -39,7 +42,7 @@ pub fn event_json(event: &AgentEvent) -> Value {
         AgentEvent::AgentEnd { .. } => {
             let mut v = serde_json::to_value(event).unwrap_or_else(|_| json!({}));
             if let Some(o) = v.as_object_mut() {
-                o.insert("willRetry".into(), json!(false));
+                o.insert("willRetry".into(), json!(retry.will_retry(event)));
             }
             v
         }

@@ -34,6 +34,7 @@
 //!
 //! Session files themselves (format, reader, writer, recorder) are the `tern-session` crate.
 
+mod auto_retry;
 mod cli;
 mod compaction;
 mod config;
@@ -199,6 +200,21 @@ fn seconds_ms(flag: &str, secs: Option<f64>) -> Result<Option<u64>, UsageError> 
             "{flag} must be a number of seconds, 0 or more, not {s}"
         ))),
     }
+}
+
+/// The config's `[retry]` table over pi's defaults; `--max-retries 0` turns every retry
+/// off, this one too.
+fn retry_settings(
+    c: &config::RetryConfig,
+    request_retries: Option<u32>,
+) -> Result<auto_retry::Settings, UsageError> {
+    let d = auto_retry::Settings::default();
+    Ok(auto_retry::Settings {
+        enabled: c.enabled.unwrap_or(d.enabled) && request_retries != Some(0),
+        max_retries: c.max_retries.unwrap_or(d.max_retries),
+        base_delay_ms: seconds_ms("retry.base_delay", c.base_delay)?.unwrap_or(d.base_delay_ms),
+        max_delay_ms: seconds_ms("retry.max_delay", c.max_delay)?.unwrap_or(d.max_delay_ms),
+    })
 }
 
 /// A limit's seconds: positive and finite, or a usage error in the flag's name.
@@ -675,7 +691,9 @@ async fn run(
         let setup = temporal_setup(stream_fn, model, api_key, tools, policy, system_prompt);
         let json = args.mode == Mode::Json;
         let session = args.temporal_session.clone();
-        return Ok(temporal::run_client(&target, setup, session, prompt, json).await);
+        // Every prompt, in order, as a local run sends them.
+        let messages = prompts.into_messages(expand);
+        return Ok(temporal::run_client(&target, setup, session, messages, json).await);
     }
     let (asker, questions) = if interactive {
         let (ask, rx) = interactive::asker();
@@ -705,6 +723,7 @@ async fn run(
         templates,
         skills,
         compaction: compaction::Settings::from_args(&args),
+        retry: retry_settings(&config.retry, requests.max_retries)?,
     })?;
     if let Some(r) = replayed {
         return Ok(replay::run(&rt, r).await);

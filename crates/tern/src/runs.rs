@@ -159,17 +159,27 @@ impl Runtime {
             self.queue(Queue::FollowUp, m).await;
         }
         let timer = self.limits.start_timer(&self.agent, &run.budget());
+        // A successful answer ends a retry sequence, right after its `message_end` is out.
+        let retry = self.retry.clone();
+        let answers = self.agent.subscribe_sync(move |e| retry.on_message_end(e));
         let mut result = self.agent.prompt_messages(prompt).await;
         // The outcome covers every run made here: all messages and usage, the last ending.
-        while !self.limits.aborted() && run.ended_by().is_none() && self.agent.has_queued_messages()
-        {
+        loop {
+            while !self.limits.aborted()
+                && run.ended_by().is_none()
+                && self.agent.has_queued_messages()
+            {
+                let Ok(so_far) = result else { break };
+                result = self.continue_after(so_far).await;
+            }
+            // A transient failure: the failed answer is omitted and the run continued.
+            if run.ended_by().is_some() || !self.retry_after(&result).await {
+                break;
+            }
             let Ok(so_far) = result else { break };
-            result = self
-                .agent
-                .continue_run()
-                .await
-                .map(|next| so_far.then(next));
+            result = self.continue_after(so_far).await;
         }
+        answers.unsubscribe();
         // A context overflow compacts and retries once, inside this run.
         let result = self.recover_overflow(result).await;
         if let Some(t) = timer {
@@ -184,6 +194,14 @@ impl Runtime {
         }
         inputs.unsubscribe();
         result
+    }
+
+    /// Continues the agent's run; the outcome covers what came `so_far` and the rest.
+    async fn continue_after(&self, so_far: RunOutcome) -> Result<RunOutcome, AgentError> {
+        self.agent
+            .continue_run()
+            .await
+            .map(|next| so_far.then(next))
     }
 
     /// Reads the session's journal: `Ok(None)` when its last run ended (or there was none),

@@ -52,6 +52,8 @@ pub struct Runtime {
     memory_journal: Mutex<Arc<tern_durable::MemoryJournal>>,
     /// Compaction: settings, the summarizer, the summary the transcript builds on.
     pub compaction: crate::compaction::run::State,
+    /// Automatic retry of answers that failed with a transient error.
+    pub retry: Arc<crate::auto_retry::AutoRetry>,
 }
 
 /// Hears each stage an accepted input reaches.
@@ -102,6 +104,8 @@ pub struct BuildOptions {
     pub skills: Vec<Skill>,
     /// When to compact and how much to keep.
     pub compaction: crate::compaction::Settings,
+    /// When to retry an answer that failed with a transient error.
+    pub retry: crate::auto_retry::Settings,
 }
 
 /// How model requests are retried and when a silent one is given up.
@@ -290,6 +294,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         inputs: Mutex::new(None),
         memory_journal: Mutex::new(Default::default()),
         compaction: crate::compaction::run::State::new(o.compaction, summarizer, previous),
+        retry: Arc::new(crate::auto_retry::AutoRetry::new(o.retry)),
     })
 }
 
@@ -369,5 +374,7 @@ impl Runtime {
     pub fn abort_by_user(&self) {
         self.limits.user_aborted.store(true, Ordering::SeqCst);
         self.agent.abort();
+        // Between attempts no request is going: the wait is what to stop.
+        self.retry.abort();
     }
 }

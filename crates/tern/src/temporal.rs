@@ -3,7 +3,8 @@
 //! - `tern worker --temporal HOST:PORT [flags]` hosts session workflows and runs their model
 //!   requests and tool calls with this command line's model, tools and permission flags.
 //! - `tern --temporal HOST:PORT -p "..."` (or `--mode json`) starts a session's workflow, or
-//!   attaches to one with `--resume ID`, sends the prompt and prints its events as a local
+//!   attaches to one with `--resume ID`, sends each prompt (every message argument, `@file`
+//!   inputs with the first) once the one before it settled, and prints the events as a local
 //!   run would, until the session is idle.
 //!
 //! The permission policy is applied on the worker, in the tool activity: nobody can be asked
@@ -126,15 +127,16 @@ fn print_line(v: &Value) {
     println!("{}", redact(&v.to_string()));
 }
 
-/// `tern --temporal ... -p "..."`: one prompt through the session's workflow.
+/// `tern --temporal ... -p "..."`: the prompts through the session's workflow, in order,
+/// each once the one before it has settled.
 pub async fn run_client(
     target: &Target,
     setup: Setup,
     resume: Option<String>,
-    prompt: String,
+    prompts: Vec<Message>,
     json: bool,
 ) -> i32 {
-    match client(target, setup, resume, prompt, json).await {
+    match client(target, setup, resume, prompts, json).await {
         Ok(code) => code,
         Err(e) => {
             eprintln_redacted!("tern: {e}");
@@ -147,7 +149,7 @@ async fn client(
     target: &Target,
     setup: Setup,
     resume: Option<String>,
-    prompt: String,
+    prompts: Vec<Message>,
     json: bool,
 ) -> Result<i32, tern_temporal::Error> {
     let sessions =
@@ -165,19 +167,29 @@ async fn client(
             s
         }
     };
-    let offset = session.state().await?.event_count;
-    session.prompt(vec![Message::user_text(prompt)]).await?;
     let mut last_assistant = None;
-    session
-        .follow(offset, |event| {
-            if json {
-                print_line(event);
-            }
-            if event["type"] == "message_end" && event["message"]["role"] == "assistant" {
-                last_assistant = Some(event["message"].clone());
-            }
-        })
-        .await?;
+    for prompt in prompts {
+        let offset = session.state().await?.event_count;
+        session.prompt(vec![prompt]).await?;
+        session
+            .follow(offset, |event| {
+                if json {
+                    print_line(event);
+                }
+                if event["type"] == "message_end" && event["message"]["role"] == "assistant" {
+                    last_assistant = Some(event["message"].clone());
+                }
+            })
+            .await?;
+        // As a local run: the first prompt that fails or is aborted ends the command.
+        let stopped = last_assistant
+            .as_ref()
+            .and_then(|m| m["stopReason"].as_str())
+            .is_some_and(|r| r == "error" || r == "aborted");
+        if stopped {
+            break;
+        }
+    }
     let Some(message) = last_assistant else {
         return Ok(exit::OK);
     };

@@ -36,6 +36,14 @@ fn folders() -> (tempfile::TempDir, tempfile::TempDir, tempfile::TempDir) {
     )
 }
 
+/// Starts `tern worker` in `dir` with `flags`.
+fn worker(home: &std::path::Path, dir: &std::path::Path, flags: impl Fn(&mut Command)) -> Worker {
+    let mut w = command(home, dir);
+    w.arg("worker");
+    flags(&mut w);
+    Worker(spawn(w))
+}
+
 /// Points a worker or a client at the task queue `queue` of `temporal`, and at `model`.
 fn connect(c: &mut Command, temporal: &dev_server::DevServer, queue: &str, model: &Server) {
     c.args(["--temporal", &temporal.address, "--task-queue", queue])
@@ -53,10 +61,7 @@ fn a_worker_serves_prompts_sent_with_temporal() {
     std::fs::write(worker_dir.path().join("notes.txt"), "code: TANGO-42\n").expect("notes");
     let flags = |c: &mut Command| connect(c, &temporal, "cli-test", &model);
 
-    let mut w = command(home.path(), worker_dir.path());
-    w.arg("worker");
-    flags(&mut w);
-    let _worker = Worker(spawn(w));
+    let _worker = worker(home.path(), worker_dir.path(), flags);
 
     let mut c = command(home.path(), client_dir.path());
     flags(&mut c);
@@ -111,6 +116,38 @@ fn a_worker_serves_prompts_sent_with_temporal() {
     assert!(second.contains("TANGO-42") && second.contains("Where was it?"));
 }
 
+#[test]
+fn every_prompt_argument_is_sent_in_order_with_the_files_in_the_first() {
+    let temporal = dev_server::DevServer::start();
+    let model = Server::answering(&["First answer.", "Second answer."]);
+    let (home, worker_dir, client_dir) = folders();
+    std::fs::write(client_dir.path().join("brief.md"), "marker NOTE-7\n").expect("brief");
+    let flags = |c: &mut Command| connect(c, &temporal, "prompts", &model);
+
+    let _worker = worker(home.path(), worker_dir.path(), flags);
+
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["-p", "@brief.md", "first question", "second question"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    // As a local run: the last prompt's answer is printed.
+    assert_eq!(stdout(&o).trim(), "Second answer.");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one request per prompt");
+    let (first, second) = (requests[0].to_string(), requests[1].to_string());
+    assert!(
+        first.contains("NOTE-7") && first.contains("first question"),
+        "{first}"
+    );
+    assert!(!first.contains("second question"), "{first}");
+    // The second prompt went after the first settled, in the same session.
+    assert!(
+        second.contains("First answer.") && second.contains("second question"),
+        "{second}"
+    );
+}
+
 /// The parent of process `pid` (from /proc).
 fn parent_of(pid: &str) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).ok()?;
@@ -143,11 +180,10 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     ]);
     let flags = |c: &mut Command| connect(c, &temporal, "failover", &model);
     let spawn_worker = || {
-        let mut w = command(home.path(), worker_dir.path());
-        w.arg("worker");
-        flags(&mut w);
-        w.args(BASH);
-        Worker(spawn(w))
+        worker(home.path(), worker_dir.path(), |w: &mut Command| {
+            flags(w);
+            w.args(BASH);
+        })
     };
     let mut workers = vec![spawn_worker(), spawn_worker()];
 

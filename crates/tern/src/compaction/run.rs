@@ -75,14 +75,14 @@ pub fn note(event: &Value) -> Option<String> {
     ))
 }
 
-/// How print and JSON modes report compaction: JSON mode writes pi's events with `line`;
+/// How print and JSON modes report compaction and retries: JSON mode writes pi's events with `line`;
 /// the others say on stderr what was compacted, or why it failed.
 pub fn print_observer(json: bool, line: fn(&str)) -> Observer {
     Arc::new(move |event: &Value| {
         if json {
             return line(&event.to_string());
         }
-        if let Some(n) = note(event) {
+        if let Some(n) = note(event).or_else(|| crate::auto_retry::note(event)) {
             crate::secrets::eprintln_redacted!("tern: {n}");
         }
     })
@@ -115,7 +115,9 @@ fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
 }
 
 /// The last assistant message a run appended.
-fn last_answer(result: &Result<RunOutcome, AgentError>) -> Option<Arc<tern_ai::AssistantMessage>> {
+pub(crate) fn last_answer(
+    result: &Result<RunOutcome, AgentError>,
+) -> Option<Arc<tern_ai::AssistantMessage>> {
     let o = result.as_ref().ok()?;
     o.messages.iter().rev().find_map(|m| match m {
         Message::Assistant(a) => Some(a.clone()),
@@ -385,7 +387,7 @@ impl Runtime {
 
     /// Takes a failed answer out of the transcript, and out of the session's context with
     /// pi's `context_edit` omission.
-    fn omit_failed_answer(&self, answer: &Arc<tern_ai::AssistantMessage>) {
+    pub(crate) fn omit_failed_answer(&self, answer: &Arc<tern_ai::AssistantMessage>) {
         let (removed, body_len) = self.agent.with_messages(|m| {
             let at = m
                 .iter()

@@ -86,17 +86,20 @@ pub async fn run(rt: &Runtime, start: Start, output: Output) -> i32 {
     if output == Output::Json {
         out_line(&rt.session_header().to_string());
     }
-    let sub = match output {
-        Output::Json => {
-            Some(agent.subscribe_sync(|e| out_line(&event_lines::event_json(e).to_string())))
-        }
-        Output::Stream => Some(agent.subscribe_sync(stream_event)),
-        Output::Print => None,
-    };
-    *rt.compaction.observer.lock() = Some(crate::compaction::run::print_observer(
-        output == Output::Json,
-        out_line,
-    ));
+    let sub =
+        match output {
+            Output::Json => {
+                let retry = rt.retry.clone();
+                Some(agent.subscribe_sync(move |e| {
+                    out_line(&event_lines::event_json(e, &retry).to_string())
+                }))
+            }
+            Output::Stream => Some(agent.subscribe_sync(stream_event)),
+            Output::Print => None,
+        };
+    let observer = crate::compaction::run::print_observer(output == Output::Json, out_line);
+    *rt.compaction.observer.lock() = Some(observer.clone());
+    *rt.retry.observer.lock() = Some(observer);
     let ctrl_c = {
         let agent = agent.clone();
         let flag = rt.limits.user_aborted.clone();

@@ -166,11 +166,14 @@ pub async fn run(
         }
     });
     let notes = ui_tx.clone();
-    *rt.compaction.observer.lock() = Some(Arc::new(move |v: &serde_json::Value| {
-        if let Some(note) = crate::compaction::run::note(v) {
+    let observer: crate::compaction::run::Observer = Arc::new(move |v: &serde_json::Value| {
+        let note = crate::compaction::run::note(v).or_else(|| crate::auto_retry::note(v));
+        if let Some(note) = note {
             let _ = notes.send(UiEvent::Note(note));
         }
-    }));
+    });
+    *rt.compaction.observer.lock() = Some(observer.clone());
+    *rt.retry.observer.lock() = Some(observer);
     let width = terminal::size().map(|(w, _)| w as usize).unwrap_or(80);
     let mut ui = Ui::new(rt.clone(), width);
     let session = rt

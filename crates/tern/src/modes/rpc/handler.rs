@@ -26,8 +26,6 @@ pub struct Rpc {
     pub idle: watch::Sender<bool>,
     /// `set_auto_compaction`'s setting.
     pub auto_compaction: AtomicBool,
-    /// `set_auto_retry`'s setting.
-    pub auto_retry: AtomicBool,
     /// The name `set_session_name` gave a session kept in memory.
     pub session_name: Mutex<Option<String>>,
     /// Stops the running `bash` commands (`abort_bash`); replaced after each abort.
@@ -62,9 +60,8 @@ impl Rpc {
             rt: Arc::new(rt),
             tx,
             idle,
-            // pi's defaults: both on.
+            // pi's default: on.
             auto_compaction: AtomicBool::new(true),
-            auto_retry: AtomicBool::new(true),
             session_name: Mutex::new(None),
             bash_cancel: Mutex::new(CancellationToken::new()),
         }
@@ -265,12 +262,13 @@ impl Rpc {
                 Ok(None)
             }
             Command::SetAutoRetry { enabled } => {
-                self.auto_retry.store(enabled, Ordering::SeqCst);
+                self.rt.retry.set_enabled(enabled);
                 Ok(None)
             }
-            // tern's retries run inside a provider request, which `abort` cancels; there is
-            // no separate wait to cut short.
-            Command::AbortRetry => Ok(None),
+            Command::AbortRetry => {
+                self.rt.retry.abort();
+                Ok(None)
+            }
             Command::Bash {
                 command,
                 exclude_from_context,

@@ -58,13 +58,17 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
         }
     });
     let events_tx = tx.clone();
+    let retry = rt.retry.clone();
     let sub = rt.agent.subscribe_sync(move |e| {
-        let _ = events_tx.send(event_lines::event_json(e).to_string());
+        let _ = events_tx.send(event_lines::event_json(e, &retry).to_string());
     });
-    let compaction_tx = tx.clone();
-    *rt.compaction.observer.lock() = Some(Arc::new(move |v: &serde_json::Value| {
-        let _ = compaction_tx.send(v.to_string());
-    }));
+    // Compaction and retry events go out in line with the agent's.
+    let session_tx = tx.clone();
+    let observer: crate::compaction::run::Observer = Arc::new(move |v: &serde_json::Value| {
+        let _ = session_tx.send(v.to_string());
+    });
+    *rt.compaction.observer.lock() = Some(observer.clone());
+    *rt.retry.observer.lock() = Some(observer);
     // Accepted input, step by step: `{"type":"input_update","inputId":…,"stage":…}`.
     let inputs_tx = tx.clone();
     *rt.inputs.lock() = Some(Arc::new(move |p: &tern_durable::InputProgress| {
