@@ -13,26 +13,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ring::{digest, hmac};
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, CapturedRequest, ReplayServer};
-use tern_ai::providers::{run, ProviderSink};
+use tern_ai::providers::run;
 use tern_ai::stream_fn::{Context, StreamOptions};
-use tern_ai::{AssistantMessage, AssistantMessageEvent, Model};
+use tern_ai::{AssistantMessage, Model};
 
 static ENV: Mutex<()> = Mutex::new(());
 
-#[derive(Default)]
-struct Final(Option<AssistantMessage>);
+#[path = "support/runtime.rs"]
+mod runtime;
+use runtime::runtime as rt;
 
-impl ProviderSink for Final {
-    fn emit(&mut self, event: AssistantMessageEvent) {
-        match event {
-            AssistantMessageEvent::Done { message, .. }
-            | AssistantMessageEvent::Error { error: message, .. } => {
-                self.0 = Some((*message).clone())
-            }
-            _ => {}
-        }
-    }
-}
+#[path = "support/final_message.rs"]
+mod final_message;
+use final_message::Final;
 
 /// A temporary HOME with `~/.aws`, and the environment reset around it.
 struct Home {
@@ -68,14 +61,6 @@ impl Drop for Home {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn bedrock_case() -> Value {

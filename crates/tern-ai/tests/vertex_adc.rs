@@ -9,28 +9,17 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, ReplayServer};
-use tern_ai::providers::{run, ProviderSink};
+use tern_ai::providers::run;
 use tern_ai::stream_fn::{Context, StreamOptions};
-use tern_ai::{AssistantMessage, AssistantMessageEvent, Model};
+use tern_ai::{AssistantMessage, Model};
 
 #[path = "support/runtime.rs"]
 mod runtime;
 use runtime::runtime;
 
-#[derive(Default)]
-struct Final(Option<AssistantMessage>);
-
-impl ProviderSink for Final {
-    fn emit(&mut self, event: AssistantMessageEvent) {
-        match event {
-            AssistantMessageEvent::Done { message, .. }
-            | AssistantMessageEvent::Error { error: message, .. } => {
-                self.0 = Some((*message).clone())
-            }
-            _ => {}
-        }
-    }
-}
+#[path = "support/final_message.rs"]
+mod final_message;
+use final_message::Final;
 
 fn plain_text_case() -> Value {
     let path = concat!(

@@ -78,21 +78,12 @@ pub fn models() -> &'static [Model] {
 
 /// The model `id` of `provider`.
 pub fn get_model(provider: &str, id: &str) -> Option<Model> {
-    models()
-        .iter()
-        .find(|m| m.provider == provider && m.id == id)
-        .cloned()
+    catalog::find_model(models(), provider, id)
 }
 
 /// The providers that have models, in first-seen order.
 pub fn providers() -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for m in models() {
-        if !out.contains(&m.provider) {
-            out.push(m.provider.clone());
-        }
-    }
-    out
+    catalog::providers_of(models())
 }
 
 /// The `apiKey` a `models.json` file gives `provider`, resolved.

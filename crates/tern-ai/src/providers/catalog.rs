@@ -56,16 +56,34 @@ pub fn apis() -> &'static [String] {
 
 /// The model `id` of `provider`, if the catalog has it.
 pub fn get_model(provider: &str, id: &str) -> Option<Model> {
-    models()
+    find_model(models(), provider, id)
+}
+
+/// The providers in the catalog, in first-seen order.
+pub fn providers() -> Vec<String> {
+    providers_of(models())
+}
+
+/// The model `id` of `provider` in `models` (the catalog's or a list extended from it).
+///
+/// ```
+/// use tern_ai::providers::catalog;
+/// let all = catalog::models();
+/// let first = &all[0];
+/// let found = catalog::find_model(all, &first.provider, &first.id);
+/// assert_eq!(found.map(|m| m.id), Some(first.id.clone()));
+/// ```
+pub fn find_model(models: &[Model], provider: &str, id: &str) -> Option<Model> {
+    models
         .iter()
         .find(|m| m.provider == provider && m.id == id)
         .cloned()
 }
 
-/// The providers in the catalog, in first-seen order.
-pub fn providers() -> Vec<String> {
+/// The providers of `models`, in first-seen order.
+pub fn providers_of(models: &[Model]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for m in models() {
+    for m in models {
         if !out.contains(&m.provider) {
             out.push(m.provider.clone());
         }
