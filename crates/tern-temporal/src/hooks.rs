@@ -23,8 +23,9 @@ use crate::wire::ToolSpec;
 /// A hook a session's loop calls. The session names the ones it uses
 /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); the workers on its task queue host
 /// them ([`AgentActivities::with_hooks`](crate::AgentActivities::with_hooks)). `get_api_key`
-/// is not one: keys stay on the worker (see [`AgentActivities::with_api_key`]
-/// (crate::AgentActivities::with_api_key)), never in a history.
+/// is not one: keys stay on the worker (see
+/// [`AgentActivities::with_api_key`](crate::AgentActivities::with_api_key)), never in a
+/// history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HookName {
@@ -180,8 +181,8 @@ pub enum HookCall {
         /// The turn.
         turn: Box<WireTurn>,
     },
-    /// An event for the worker's listener ([`AgentActivities::with_listener`]
-    /// (crate::AgentActivities::with_listener)).
+    /// An event for the worker's listener
+    /// ([`AgentActivities::with_listener`](crate::AgentActivities::with_listener)).
     Event {
         /// The event, as a local run prints it.
         event: Value,
