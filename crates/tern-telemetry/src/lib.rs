@@ -26,5 +26,7 @@ pub mod export;
 mod listener;
 #[cfg(feature = "otel")]
 mod metrics;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use listener::{attach, TraceOptions};

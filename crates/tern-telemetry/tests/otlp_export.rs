@@ -1,9 +1,6 @@
 //! End to end: a scripted run's spans exported over OTLP/HTTP to a receiver on 127.0.0.1
 //! that decodes the protobuf export.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -13,54 +10,13 @@ use tern_agent::{Agent, AgentTool, ToolResult};
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Model;
 use tern_telemetry::export::{layer, tracer_provider, ExportConfig};
+use tern_telemetry::testing::OtlpReceiver;
 use tern_telemetry::{attach, TraceOptions};
 use tracing_subscriber::layer::SubscriberExt;
 
-/// Accepts OTLP/HTTP exports; sends (path, decoded request) for each.
-fn receiver() -> (u16, mpsc::Receiver<(String, ExportTraceServiceRequest)>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            reader.read_line(&mut request_line).unwrap();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let decoded = ExportTraceServiceRequest::decode(body.as_slice())
-                .expect("an OTLP protobuf export");
-            let path = request_line
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or("")
-                .to_string();
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n")
-                .unwrap();
-            let _ = tx.send((path, decoded));
-        }
-    });
-    (port, rx)
-}
-
 #[test]
 fn spans_reach_a_local_otlp_receiver() {
-    let (port, exports) = receiver();
+    let OtlpReceiver { port, exports } = OtlpReceiver::start().unwrap();
     let config = ExportConfig {
         traces_endpoint: format!("http://127.0.0.1:{port}/v1/traces"),
         metrics_endpoint: None,
@@ -93,8 +49,10 @@ fn spans_reach_a_local_otlp_receiver() {
 
     let mut names = Vec::new();
     let mut service = None;
-    while let Ok((path, export)) = exports.recv_timeout(Duration::from_secs(10)) {
-        assert_eq!(path, "/v1/traces");
+    while let Ok(received) = exports.recv_timeout(Duration::from_secs(10)) {
+        assert_eq!(received.path, "/v1/traces");
+        let export = ExportTraceServiceRequest::decode(received.body.as_slice())
+            .expect("an OTLP protobuf export");
         for resource in export.resource_spans {
             for kv in resource.resource.iter().flat_map(|r| &r.attributes) {
                 if kv.key == "service.name" {

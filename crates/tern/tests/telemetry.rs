@@ -3,48 +3,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{command, dirs, run, stderr, Reply, Server};
-
-/// Accepts OTLP/HTTP posts; sends (path, body) for each.
-fn receiver() -> (u16, mpsc::Receiver<(String, Vec<u8>)>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut first = String::new();
-            reader.read_line(&mut first).unwrap();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        length = v.trim().parse().unwrap();
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                .unwrap();
-            let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
-            let _ = tx.send((path, body));
-        }
-    });
-    (port, rx)
-}
+use tern_telemetry::testing::OtlpReceiver;
 
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
@@ -55,7 +17,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 #[test]
 fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
     let (home, cwd) = dirs();
-    let (port, exports) = receiver();
+    let OtlpReceiver { port, exports } = OtlpReceiver::start().unwrap();
     let server = Server::start(vec![Reply::text("hello")]);
     let mut c = command(home.path(), cwd.path());
     c.env(
@@ -81,12 +43,12 @@ fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
     }
     let body = posts
         .iter()
-        .find(|(path, _)| path == "/v1/traces")
-        .map(|(_, body)| body.clone())
+        .find(|p| p.path == "/v1/traces")
+        .map(|p| p.body.clone())
         .unwrap_or_else(|| {
             panic!(
                 "no trace export in {:?}",
-                posts.iter().map(|p| &p.0).collect::<Vec<_>>()
+                posts.iter().map(|p| &p.path).collect::<Vec<_>>()
             )
         });
     assert!(
@@ -102,9 +64,9 @@ fn a_run_exports_its_spans_when_the_endpoint_is_set_and_nothing_otherwise() {
     );
     let metrics = posts
         .iter()
-        .find(|(path, _)| path == "/v1/metrics")
+        .find(|p| p.path == "/v1/metrics")
         .expect("a metrics export");
-    assert!(contains(&metrics.1, "gen_ai.client.operation.duration"));
+    assert!(contains(&metrics.body, "gen_ai.client.operation.duration"));
 
     let server = Server::start(vec![Reply::text("hello")]);
     let mut c = command(home.path(), cwd.path());
