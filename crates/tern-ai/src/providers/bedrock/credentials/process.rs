@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::wire::{json_expiration, json_keys};
+use super::wire::json_fresh;
 use super::Fresh;
 use crate::stream_fn::StreamOptions;
 
@@ -50,16 +50,15 @@ pub(crate) fn parse(stdout: &[u8], now: SystemTime) -> Result<Fresh, String> {
     if doc.get("Version").and_then(Value::as_u64) != Some(1) {
         return Err("its output has no \"Version\": 1".into());
     }
-    let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "SessionToken"])
-        .ok_or("its output lacks AccessKeyId or SecretAccessKey")?;
-    let expires = json_expiration(&doc)?;
-    if expires.is_some_and(|e| e <= now) {
+    let fresh = json_fresh(
+        &doc,
+        ["AccessKeyId", "SecretAccessKey", "SessionToken"],
+        "its output lacks AccessKeyId or SecretAccessKey",
+    )?;
+    if fresh.expires.is_some_and(|e| e <= now) {
         return Err("it returned expired credentials".into());
     }
-    Ok(Fresh {
-        credentials,
-        expires,
-    })
+    Ok(fresh)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::wire::{exchange, json_expiration, json_keys, Exchange};
+use super::wire::{exchange, json_fresh, Exchange};
 use super::{Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
@@ -189,13 +189,11 @@ pub(crate) fn parse_json(body: &str) -> Result<Fresh, String> {
             return Err(format!("the answer's Code is {code:?}"));
         }
     }
-    let credentials = json_keys(&doc, ["AccessKeyId", "SecretAccessKey", "Token"])
-        .ok_or("the answer lacks AccessKeyId or SecretAccessKey")?;
-    let expires = json_expiration(&doc)?;
-    Ok(Fresh {
-        credentials,
-        expires,
-    })
+    json_fresh(
+        &doc,
+        ["AccessKeyId", "SecretAccessKey", "Token"],
+        "the answer lacks AccessKeyId or SecretAccessKey",
+    )
 }
 
 #[cfg(test)]

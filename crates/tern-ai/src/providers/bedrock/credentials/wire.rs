@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::AwsCredentials;
+use super::{AwsCredentials, Fresh};
 use crate::stream_fn::StreamOptions;
 
 /// Answers larger than this are cut (a credentials document is a few KiB).
@@ -109,6 +109,17 @@ pub(crate) fn json_expiration(doc: &Value) -> Result<Option<SystemTime>, String>
             .ok_or_else(|| format!("its Expiration {s:?} is not a time")),
         Some(_) => Err("its Expiration is not a string".into()),
     }
+}
+
+/// The keys and `Expiration` of a JSON credentials document (fields named as in
+/// [`json_keys`]); `lacks` is the error without an id and secret.
+pub(crate) fn json_fresh(doc: &Value, names: [&str; 3], lacks: &str) -> Result<Fresh, String> {
+    let credentials = json_keys(doc, names).ok_or(lacks)?;
+    let expires = json_expiration(doc)?;
+    Ok(Fresh {
+        credentials,
+        expires,
+    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` as a time; `None` for anything else.
