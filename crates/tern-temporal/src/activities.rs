@@ -19,8 +19,9 @@ use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::{EventListener, HookAnswer, HookRequest};
+use crate::stream_record::PreparedCall;
 use crate::stream_record::{ModelOutcome, Recorder};
-use crate::wire::{ModelRequest, ToolReply, ToolRequest};
+use crate::wire::{find_tool, is_redefined, ModelRequest, ToolReply, ToolRequest};
 
 pub use tern_durable::run::interrupted_text;
 
@@ -128,6 +129,33 @@ impl AgentActivities {
     }
 }
 
+impl AgentActivities {
+    /// The arguments this worker's tools prepare for `message`'s calls (their
+    /// `prepareArguments`, run here because the tool's code is here; the loop, in the
+    /// workflow, validates them). When several tools share a call's name, each prepares,
+    /// and the loop takes the answer of the one it declared.
+    fn prepare(&self, message: &tern_ai::AssistantMessage) -> Vec<PreparedCall> {
+        let calls = message.content.iter().filter_map(|block| match block {
+            tern_ai::ContentBlock::ToolCall(call) => Some(call),
+            _ => None,
+        });
+        let mut prepared = Vec::new();
+        for call in calls {
+            let redefined = is_redefined(&self.tools, &call.name);
+            for tool in self.tools.iter().filter(|t| t.name() == call.name) {
+                if let Some(arguments) = tool.prepare_arguments(&call.arguments) {
+                    prepared.push(PreparedCall {
+                        tool_call_id: call.id.clone(),
+                        fingerprint: redefined.then(|| crate::wire::fingerprint_of(tool)),
+                        arguments,
+                    });
+                }
+            }
+        }
+        prepared
+    }
+}
+
 /// Runs `work`, heartbeating every second until it ends; stops early (returning `None`) when
 /// the activity is cancelled.
 async fn heartbeating<T>(
@@ -165,9 +193,9 @@ impl AgentActivities {
         let options = StreamOptions {
             reasoning: request.reasoning,
             api_key: self.api_key.clone(),
-            temperature: self.temperature,
+            temperature: request.options.temperature.or(self.temperature),
             signal: signal.clone(),
-            ..StreamOptions::default()
+            ..request.options.stream_options()
         };
         let call = call_info(&ctx, request.event_offset);
         let started = CALL.sync_scope(call, || {
@@ -198,7 +226,9 @@ impl AgentActivities {
             return Ok(recorder.broke(failure.to_string()));
         }
         let message = (*stream.result().await).clone();
-        Ok(ModelOutcome::Streamed(Box::new(recorder.finish(message))))
+        let mut reply = recorder.finish(message);
+        reply.prepared = self.prepare(&reply.message);
+        Ok(ModelOutcome::Streamed(Box::new(reply)))
     }
 
     /// One hook call (a local activity): runs the worker's hook on the call's context. A
@@ -235,7 +265,8 @@ impl AgentActivities {
         ctx: ActivityContext,
         request: ToolRequest,
     ) -> Result<ToolReply, ActivityError> {
-        let Some(tool) = self.tools.iter().find(|t| t.name() == request.name) else {
+        let Some(tool) = find_tool(&self.tools, &request.name, request.fingerprint.as_deref())
+        else {
             return Ok(ToolReply::failed(format!(
                 "Tool {} is not available on this worker",
                 request.name

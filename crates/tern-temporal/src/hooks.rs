@@ -18,7 +18,7 @@ use tern_agent::{AgentContext, AgentTool, Hooks, ToolCallInput, ToolResult};
 use tern_ai::{AssistantMessage, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::wire::ToolSpec;
+use crate::wire::{find_tool, ToolSpec};
 
 /// A hook a session's loop calls. The session names the ones it uses
 /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); the workers on its task queue host
@@ -561,10 +561,12 @@ fn local_context(c: WireContext, tools: &[AgentTool]) -> AgentContext {
     let tools = c
         .tools
         .iter()
-        .map(|spec| match tools.iter().find(|t| t.name() == spec.name) {
-            Some(tool) => tool.clone(),
-            None => absent_tool(spec),
-        })
+        .map(
+            |spec| match find_tool(tools, &spec.name, Some(&spec.fingerprint())) {
+                Some(tool) => tool.clone(),
+                None => absent_tool(spec),
+            },
+        )
         .collect();
     AgentContext::new(c.messages, tools)
 }

@@ -50,6 +50,26 @@ pub struct ModelReply {
     pub steps: Vec<StreamStep>,
     /// The final message (`done` or `error`).
     pub message: AssistantMessage,
+    /// The arguments the worker's tools prepared (`prepareArguments`) for the message's
+    /// calls, for the calls whose tool changed them: the loop validates these instead of
+    /// the raw ones, as a local loop does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prepared: Vec<PreparedCall>,
+}
+
+/// A call's arguments as its tool's `prepareArguments` rewrote them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedCall {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The [`ToolSpec::fingerprint`](crate::ToolSpec::fingerprint) of the tool that prepared
+    /// them, when the worker hosts several of that name (each prepares); `None`: its only
+    /// tool of that name did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// The prepared arguments.
+    pub arguments: serde_json::Value,
 }
 
 /// What the `model` activity returns: a response, or the stream function's refusal.
@@ -149,6 +169,7 @@ impl Recorder {
             start: self.start,
             steps: self.steps,
             message,
+            prepared: Vec::new(),
         }
     }
 }
@@ -310,5 +331,6 @@ pub(crate) fn aborted(model: &tern_ai::Model) -> ModelReply {
             timestamp: tern_ai::clock::now_ms(),
             ..AssistantMessage::default()
         },
+        prepared: Vec::new(),
     }
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_agent::{QueueMode, Replay, ToolExecutionMode, ToolResult};
-use tern_ai::{Message, Model, ThinkingLevel};
+use tern_ai::{Message, Model, StreamOptions, ThinkingBudgets, ThinkingLevel};
 
 use crate::hooks::HookName;
 
@@ -27,6 +27,21 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// A short, stable digest of the declaration (name, description, parameters): how a
+    /// workflow names the version of a tool it calls, so that a worker hosting two tools of
+    /// one name (a tool redefined between runs) runs the one the session declared.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let t = tern_agent::AgentTool::dynamic("read", "Read.", json!({"type": "object"}),
+    ///     |_c| async { Ok(tern_agent::ToolResult::text("ok")) });
+    /// let spec = tern_temporal::ToolSpec::of(&t);
+    /// assert_eq!(spec.fingerprint(), tern_temporal::wire::fingerprint_of(&t));
+    /// ```
+    pub fn fingerprint(&self) -> String {
+        fingerprint(&self.name, &self.description, &self.parameters)
+    }
+
     /// The declaration and policies of a tool the caller also runs locally.
     pub fn of(tool: &tern_agent::AgentTool) -> Self {
         ToolSpec {
@@ -37,6 +52,45 @@ impl ToolSpec {
             replay: tool.replay(),
         }
     }
+}
+
+/// [`ToolSpec::fingerprint`] of a tool's declaration.
+pub fn fingerprint_of(tool: &tern_agent::AgentTool) -> String {
+    fingerprint(tool.name(), tool.description(), tool.parameters())
+}
+
+/// [`ToolSpec::fingerprint`] of a declaration's parts.
+pub(crate) fn fingerprint(name: &str, description: &str, parameters: &Value) -> String {
+    // FNV-1a over the compact JSON: the same on every worker and build (std's hashers
+    // promise no stability across releases).
+    let text = serde_json::to_string(&(name, description, parameters)).unwrap_or_default();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
+/// The tool of `tools` a call of `name` runs: the only one of that name (whatever its
+/// declaration: a worker whose tool's description changed still serves older sessions),
+/// or, when several share it, the one whose declaration has `fingerprint`.
+pub(crate) fn find_tool<'a>(
+    tools: &'a [tern_agent::AgentTool],
+    name: &str,
+    fingerprint: Option<&str>,
+) -> Option<&'a tern_agent::AgentTool> {
+    if !is_redefined(tools, name) {
+        return tools.iter().find(|t| t.name() == name);
+    }
+    let fingerprint = fingerprint?;
+    tools
+        .iter()
+        .filter(|t| t.name() == name)
+        .find(|t| fingerprint_of(t) == fingerprint)
+}
+
+/// Whether `tools` has several tools named `name`.
+pub(crate) fn is_redefined(tools: &[tern_agent::AgentTool], name: &str) -> bool {
+    tools.iter().filter(|t| t.name() == name).nth(1).is_some()
 }
 
 /// How a session's workflow starts (and, carrying its transcript, how it continues as new).
@@ -62,6 +116,10 @@ pub struct SessionInput {
     /// awaited by the loop (`AgentActivities::with_listener`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listen: Vec<String>,
+    /// The options of every model request (the Agent's `streamOptions`, without key and
+    /// headers).
+    #[serde(default, skip_serializing_if = "RequestOptions::is_empty")]
+    pub stream_options: RequestOptions,
     /// How a batch of calls runs.
     #[serde(default)]
     pub tool_execution: ToolExecutionMode,
@@ -134,10 +192,133 @@ pub struct ModelRequest {
     /// The reasoning level.
     #[serde(default)]
     pub reasoning: Option<ThinkingLevel>,
+    /// The request options the session's loop passed (session id, token limit, ...).
+    #[serde(default, skip_serializing_if = "RequestOptions::is_empty")]
+    pub options: RequestOptions,
     /// How many events the session had published when the loop made this request: where
     /// in the session's event log the request's own events begin.
     #[serde(default)]
     pub event_offset: usize,
+}
+
+/// The options of a session's model requests that cross to the worker (the Agent's
+/// `streamOptions`): everything but the API key and the headers, which may carry
+/// credentials and would land in the history (workers hold their keys:
+/// [`AgentActivities::with_api_key`](crate::AgentActivities::with_api_key)).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestOptions {
+    /// Session id for cache-aware backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Output token limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature (the worker's, when unset here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Cap on server-requested retry delays, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retry_delay_ms: Option<u64>,
+    /// Per-level thinking budgets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budgets: Option<WireBudgets>,
+    /// Request timeout in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Longest silence allowed from the server, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Maximum client-side retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// Tool choice sent to the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    /// Prompt-cache retention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_retention: Option<String>,
+    /// Request metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Map<String, Value>>,
+}
+
+/// [`ThinkingBudgets`] as they cross.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireBudgets {
+    /// Budget for `minimal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimal: Option<u64>,
+    /// Budget for `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<u64>,
+    /// Budget for `medium`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub medium: Option<u64>,
+    /// Budget for `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<u64>,
+}
+
+impl RequestOptions {
+    /// The options of `o` that cross (not its key, headers, reasoning or signal).
+    ///
+    /// ```
+    /// use tern_temporal::wire::RequestOptions;
+    /// let o = tern_ai::StreamOptions { session_id: Some("s-1".into()), ..Default::default() };
+    /// let crossed = RequestOptions::of(&o);
+    /// assert_eq!(crossed.session_id.as_deref(), Some("s-1"));
+    /// assert_eq!(crossed.stream_options().session_id.as_deref(), Some("s-1"));
+    /// ```
+    pub fn of(o: &StreamOptions) -> Self {
+        RequestOptions {
+            session_id: o.session_id.clone(),
+            max_tokens: o.max_tokens,
+            temperature: o.temperature,
+            max_retry_delay_ms: o.max_retry_delay_ms,
+            thinking_budgets: o.thinking_budgets.as_ref().map(|b| WireBudgets {
+                minimal: b.minimal,
+                low: b.low,
+                medium: b.medium,
+                high: b.high,
+            }),
+            timeout_ms: o.timeout_ms,
+            idle_timeout_ms: o.idle_timeout_ms,
+            max_retries: o.max_retries,
+            tool_choice: o.tool_choice.clone(),
+            cache_retention: o.cache_retention.clone(),
+            metadata: o.metadata.clone(),
+        }
+    }
+
+    /// These options as stream options (no key, headers, reasoning or signal).
+    pub fn stream_options(&self) -> StreamOptions {
+        StreamOptions {
+            session_id: self.session_id.clone(),
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            max_retry_delay_ms: self.max_retry_delay_ms,
+            thinking_budgets: self.thinking_budgets.as_ref().map(|b| ThinkingBudgets {
+                minimal: b.minimal,
+                low: b.low,
+                medium: b.medium,
+                high: b.high,
+            }),
+            timeout_ms: self.timeout_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_retries: self.max_retries,
+            tool_choice: self.tool_choice.clone(),
+            cache_retention: self.cache_retention.clone(),
+            metadata: self.metadata.clone(),
+            ..StreamOptions::default()
+        }
+    }
+
+    /// Whether no option is set.
+    pub fn is_empty(&self) -> bool {
+        *self == RequestOptions::default()
+    }
 }
 
 /// The `tool` activity's input: one call.
@@ -150,6 +331,9 @@ pub struct ToolRequest {
     pub name: String,
     /// The validated arguments.
     pub args: Value,
+    /// The called tool's [`ToolSpec::fingerprint`] (which of several tools of one name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
     /// How many events the session had published when the loop started this call.
     #[serde(default)]
     pub event_offset: usize,

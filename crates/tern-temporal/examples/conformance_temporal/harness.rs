@@ -40,8 +40,8 @@ use tern_ai::transcript::{create_initial_system_message, get_current_system_prom
 use tern_ai::{Content, ContentBlock, Message, ThinkingLevel, UserMessage};
 use tern_temporal::hooks::HookName;
 use tern_temporal::{
-    build_worker, connect_client, AgentActivities, ClearQueues, SessionHandle, SessionInput,
-    SessionSettings, Sessions, ToolSpec,
+    build_worker, connect_client, AgentActivities, ClearQueues, RequestOptions, SessionHandle,
+    SessionInput, SessionSettings, Sessions, ToolSpec,
 };
 
 use model::{make_model, Script, ScriptedModel};
@@ -194,6 +194,15 @@ impl Backend {
     }
 }
 
+/// The model of an Agent built without one (its placeholder).
+fn placeholder_model() -> tern_ai::Model {
+    tern_agent::Agent::new(Default::default()).state().model
+}
+
+fn placeholder_model_id() -> String {
+    placeholder_model().id
+}
+
 /// The session's start: the Agent's initial state (its leading system message made from
 /// the system prompt and the tools, as `Agent::new` makes it).
 fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -> SessionInput {
@@ -206,9 +215,14 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -
             messages.insert(0, Message::from(first));
         }
     }
-    let model = make_model(agent.model.as_deref().unwrap_or(spec::DEFAULT_MODEL_ID));
+    // Without a model, the Agent's placeholder.
+    let model = match agent.model.as_deref() {
+        Some(id) => make_model(id),
+        None => placeholder_model(),
+    };
     SessionInput {
         model,
+        stream_options: RequestOptions::of(&agent.options.stream_options()),
         reasoning: (agent.thinking_level != ThinkingLevel::Off).then_some(agent.thinking_level),
         messages,
         tools: tools.iter().map(ToolSpec::of).collect(),
@@ -233,10 +247,7 @@ async fn drive(
     let mut offset = 0;
     let mut now = Current {
         tools: agent.tools.clone(),
-        model: agent
-            .model
-            .clone()
-            .unwrap_or_else(|| spec::DEFAULT_MODEL_ID.into()),
+        model: agent.model.clone().unwrap_or_else(placeholder_model_id),
         thinking_level: agent.thinking_level,
     };
     for a in &spec.actions {

@@ -28,13 +28,13 @@ const HOOK_ACTIONS: &[&str] = &["steer", "followUp", "unsubscribe"];
 
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(spec: &Scenario) -> Option<String> {
-    let Some(agent) = &spec.agent else {
+    if spec.agent.is_none() {
         return Some(
             "no agent: the low-level loop entry points (agentLoop, runAgentLoop, ...) are \
              functions called in process, not session operations"
                 .into(),
         );
-    };
+    }
     let h = &spec.hooks;
     let rules = [
         ("beforeToolCall", &h.before_tool_call),
@@ -77,18 +77,6 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
                 .into(),
         );
     }
-    if agent.model.is_none() {
-        return Some("an agent without a model: a session always has one".into());
-    }
-    let o = &agent.options;
-    if o.session_id.is_some()
-        || o.max_tokens.is_some()
-        || o.temperature.is_some()
-        || o.max_retry_delay_ms.is_some()
-        || o.thinking_budgets.is_some()
-    {
-        return Some("stream options: a session passes none to its model requests".into());
-    }
     for a in &spec.actions {
         if let Some(at) = &a.at {
             return Some(format!(
@@ -109,21 +97,7 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
             );
         }
     }
-    let mut names: Vec<&str> = spec.tools.values().map(|t| t.name.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return Some(
-            "a tool redefinition (two tools of one name): a worker hosts one tool per name".into(),
-        );
-    }
     for tool in spec.tools.values() {
-        if tool.prepare.is_some() {
-            return Some(format!(
-                "the tool {}'s prepareArguments: a session's tool declarations carry no \
-                 argument preparation",
-                tool.name
-            ));
-        }
         let behaviours = std::iter::once(&tool.behavior).chain(tool.calls.values());
         for b in behaviours {
             for step in &b.steps {

@@ -17,7 +17,7 @@ use tern_temporal::hooks::{EventListener, ListenerState};
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
 use super::norm::{js_template, norm, strict_equal, truthy};
-use super::spec::{ActionSpec, HooksSpec, ResponseSpec, Scenario, Step, ToolDef};
+use super::spec::{ActionSpec, HooksSpec, PrepOp, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
 /// The worker's side of a scenario: its scripted responses, one per model request, its
@@ -257,10 +257,52 @@ fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
         move |input: ToolCallInput| execute(d.clone(), trace.clone(), input),
     )
     .with_label(&def.label);
-    match def.execution_mode {
+    let tool = match def.execution_mode {
         Some(mode) => tool.with_execution_mode(mode),
         None => tool,
+    };
+    if def.prepare.is_none() {
+        return tool;
     }
+    tool.with_prepare_arguments(move |args| {
+        apply_prepare_ops(def.prepare.as_deref().unwrap_or_default(), args)
+    })
+}
+
+/// FORMAT.md 1.2's `prepareArguments` ops, applied to a shallow copy; `None` when none
+/// changed anything. (The in-process runner's copy lives in its tools module, which is
+/// bound to its harness.)
+fn apply_prepare_ops(ops: &[PrepOp], args: &Value) -> Option<Value> {
+    let Value::Object(original) = args else {
+        return None;
+    };
+    let mut out: Option<serde_json::Map<String, Value>> = None;
+    for op in ops {
+        let cur = out.as_ref().unwrap_or(original);
+        match op {
+            PrepOp::Rename { from, to } => {
+                if cur.contains_key(from) && !cur.contains_key(to) {
+                    let m = out.get_or_insert_with(|| original.clone());
+                    let v = m.get(from).cloned().unwrap_or(Value::Null);
+                    m.insert(to.clone(), v);
+                    m.shift_remove(from);
+                }
+            }
+            PrepOp::Default { key, value } => {
+                if !cur.contains_key(key) {
+                    out.get_or_insert_with(|| original.clone())
+                        .insert(key.clone(), value.clone());
+                }
+            }
+            PrepOp::Drop { key } => {
+                if cur.contains_key(key) {
+                    out.get_or_insert_with(|| original.clone())
+                        .shift_remove(key);
+                }
+            }
+        }
+    }
+    out.map(Value::Object)
 }
 
 /// FORMAT.md 1.2's behaviour, for the steps a worker can take (the scope leaves out

@@ -8,21 +8,25 @@ use std::sync::Arc;
 
 use futures::channel::oneshot;
 use parking_lot::Mutex;
+use serde_json::Value;
 use tern_agent::{AgentTool, ToolCallInput, ToolResult};
 use tern_ai::{
-    assistant_stream, AssistantMessageEventSender, BoxError, Context, Model, StreamFn,
-    StreamOptions, StreamStart,
+    assistant_stream, AssistantMessageEventSender, BoxError, ContentBlock, Context, Model,
+    StreamFn, StreamOptions, StreamStart, ToolCall,
 };
 
 use super::session::{Input, Shared};
 use crate::hooks::{HookAnswer, HookCall, HookReply, HookRequest};
-use crate::wire::{ModelRequest, ToolReply, ToolRequest, ToolSpec};
+use crate::stream_record::ModelReply;
+use crate::wire::{ModelRequest, RequestOptions, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
 pub(crate) enum Request {
     Model {
         request: Box<ModelRequest>,
         reply: AssistantMessageEventSender,
+        /// Where the response's prepared arguments go (before its events reach the loop).
+        prepared: Prepared,
     },
     Tool {
         request: Box<ToolRequest>,
@@ -35,9 +39,64 @@ pub(crate) enum Request {
     },
 }
 
+/// The arguments the worker's tools prepared for the calls of the last response: the loop's
+/// tools hand them to the loop (their `prepare_arguments`), which validates them.
+#[derive(Clone, Default)]
+pub(crate) struct Prepared(Arc<Mutex<Vec<PreparedArgs>>>);
+
+struct PreparedArgs {
+    name: String,
+    raw: Value,
+    fingerprint: Option<String>,
+    arguments: Value,
+}
+
+impl Prepared {
+    /// Keeps `reply`'s prepared arguments (replacing the last response's).
+    pub(crate) fn set(&self, reply: &ModelReply) {
+        let calls: Vec<&ToolCall> = reply
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(&**c),
+                _ => None,
+            })
+            .collect();
+        *self.0.lock() = reply
+            .prepared
+            .iter()
+            .filter_map(|p| {
+                let call = calls.iter().find(|c| c.id == p.tool_call_id)?;
+                Some(PreparedArgs {
+                    name: call.name.clone(),
+                    raw: call.arguments.clone(),
+                    fingerprint: p.fingerprint.clone(),
+                    arguments: p.arguments.clone(),
+                })
+            })
+            .collect();
+    }
+
+    /// The prepared arguments of a call of `spec`'s tool with `raw` arguments, `None` when
+    /// its tool left them unchanged.
+    fn of(&self, spec: &ToolSpec, fingerprint: &str, raw: &Value) -> Option<Value> {
+        self.0
+            .lock()
+            .iter()
+            .find(|p| {
+                p.name == spec.name
+                    && p.raw == *raw
+                    && p.fingerprint.as_deref().is_none_or(|f| f == fingerprint)
+            })
+            .map(|p| p.arguments.clone())
+    }
+}
+
 /// The queue of requests the driver has not started yet.
 pub(crate) struct Bridge {
     requests: Mutex<VecDeque<Request>>,
+    prepared: Prepared,
     /// The session, whose event count each request records.
     session: Shared,
 }
@@ -46,6 +105,7 @@ impl Bridge {
     pub(crate) fn new(session: Shared) -> Self {
         Bridge {
             requests: Mutex::default(),
+            prepared: Prepared::default(),
             session,
         }
     }
@@ -113,9 +173,11 @@ impl StreamFn for BridgedModel {
                 model: model.clone(),
                 messages: context.messages.to_vec(),
                 reasoning: options.reasoning,
+                options: RequestOptions::of(&options),
                 event_offset: self.0.published(),
             }),
             reply,
+            prepared: self.0.prepared.clone(),
         });
         Ok(stream)
     }
@@ -125,6 +187,9 @@ impl StreamFn for BridgedModel {
 /// like any other tool's.
 pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
     let owned = spec.clone();
+    let fingerprint = spec.fingerprint();
+    let prepared = bridge.prepared.clone();
+    let (prepare_spec, prepare_fingerprint) = (spec.clone(), fingerprint.clone());
     let tool = AgentTool::dynamic(
         &spec.name,
         &spec.description,
@@ -136,6 +201,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
                     tool_call_id: input.tool_call_id.clone(),
                     name: owned.name.clone(),
                     args: input.args,
+                    fingerprint: Some(fingerprint.clone()),
                     event_offset: bridge.published(),
                 }),
                 spec: Box::new(owned.clone()),
@@ -159,7 +225,10 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
             }
         },
     )
-    .with_replay(spec.replay);
+    .with_replay(spec.replay)
+    // The worker ran the tool's `prepareArguments` when the response came (the code is
+    // there); the loop asks here, before it validates.
+    .with_prepare_arguments(move |raw| prepared.of(&prepare_spec, &prepare_fingerprint, raw));
     match spec.execution_mode {
         Some(mode) => tool.with_execution_mode(mode),
         None => tool,

@@ -107,7 +107,11 @@ pub(crate) async fn drive<W: 'static, T>(
 fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFuture<'static, ()> {
     let ctx = ctx.clone();
     match request {
-        Request::Model { request, reply } => Box::pin(async move {
+        Request::Model {
+            request,
+            reply,
+            prepared,
+        } => Box::pin(async move {
             let model = request.model.clone();
             let options = ActivityOptions::with_start_to_close_timeout(START_TO_CLOSE)
                 .heartbeat_timeout(HEARTBEAT_TIMEOUT)
@@ -117,6 +121,7 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 .await
             {
                 Ok(ModelOutcome::Streamed(recorded)) => {
+                    prepared.set(&recorded);
                     crate::stream_record::replay(&reply, *recorded)
                 }
                 // The run fails with the stream function's own error, as a local run does.

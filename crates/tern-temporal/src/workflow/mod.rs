@@ -92,6 +92,7 @@ impl AgentWorkflow {
             let mut config = AgentLoopConfig::new(settings.model.clone());
             config.reasoning = settings.reasoning;
             config.tool_execution = settings.tool_execution;
+            config.stream_options = settings.stream_options.stream_options();
             config.hooks = hooked::bridged_hooks(&settings.hooks, &bridge);
             config.get_steering_messages = Some(shared.steering_source(skip_initial_steering));
             config.get_follow_up_messages = Some(shared.follow_up_source());
