@@ -22,6 +22,7 @@ const PASSING: &[&str] = &[
     "05_config_sequential",
     "06_unknown_tool",
     "07_schema_validation",
+    "08_prepare_arguments",
     "09_before_block_reasons",
     "10_block_terminate_whole_batch",
     "11_block_terminate_mixed_batch",
@@ -56,6 +57,7 @@ const PASSING: &[&str] = &[
     "50_listener_ordering",
     "52_prompt_messages_final_only_and_set",
     "53_transform_context_throws",
+    "54_tool_redefinition",
     "55_early_steering_and_reset_collapse",
     "p03_tool_result_without_content",
     "x02_thinking_usage",
@@ -64,6 +66,7 @@ const PASSING: &[&str] = &[
     "x08_continue_after_error",
     "y04_clear_queues_while_idle",
     "y06_wait_for_idle_when_idle",
+    "y10_session_id_in_requests",
     "y12_prepare_request_context_replace",
     "y13_prepare_request_system_prompt",
     "y14_prepare_request_system_prompt_without_system",
@@ -78,6 +81,8 @@ const PASSING: &[&str] = &[
     "y24_final_only_without_terminal_event",
     "y25_listener_unsubscribe_after",
     "y27_unsubscribe_from_hook_and_idle",
+    "y28_agent_without_model",
+    "y29_agent_without_model_failure",
 ];
 
 fn suites() -> Vec<(PathBuf, PathBuf)> {
