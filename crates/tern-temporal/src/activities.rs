@@ -18,7 +18,7 @@ use tern_agent::{AgentTool, Hooks, ToolCallInput, ToolUpdater};
 use tern_ai::{Context, StreamFn, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
-use crate::hooks::{EventListener, HookAnswer, HookRequest};
+use crate::hooks::{EventListener, HookAnswer, HookName, HookRequest};
 use crate::stream_record::PreparedCall;
 use crate::stream_record::{ModelOutcome, Recorder};
 use crate::wire::{find_tool, is_redefined, ModelRequest, ToolReply, ToolRequest};
@@ -30,6 +30,63 @@ const HEARTBEAT_EVERY: Duration = Duration::from_secs(1);
 tokio::task_local! {
     /// The call this task runs.
     static CALL: CallInfo;
+    /// The session's tools and tool-call hooks, inside a tool call.
+    static SESSION: SessionTools;
+}
+
+/// What a tool running on a worker sees of its session, for the calls it makes itself.
+struct SessionTools {
+    activities: Arc<AgentActivities>,
+    tools: Vec<String>,
+    hooks: Vec<HookName>,
+}
+
+/// The session's tools as this worker hosts them (the tools of the declarations the session
+/// had when the running call started, in its order; a declaration the worker does not host
+/// is left out), when read inside a tool's `execute` on a worker; `None` elsewhere. With
+/// [`session_hooks`], what a tool that calls other tools through
+/// [`tern_agent::run_tool_call`] passes, as a local tool passes the Agent's tools and hooks.
+///
+/// ```
+/// assert!(tern_temporal::activities::session_tools().is_none());
+/// ```
+pub fn session_tools() -> Option<Vec<AgentTool>> {
+    SESSION
+        .try_with(|s| {
+            let hosted: Vec<(String, &AgentTool)> = s
+                .activities
+                .tools
+                .iter()
+                .map(|t| (crate::wire::fingerprint_of(t), t))
+                .collect();
+            s.tools
+                .iter()
+                .filter_map(|f| hosted.iter().find(|(h, _)| h == f))
+                .map(|(_, t)| (*t).clone())
+                .collect()
+        })
+        .ok()
+}
+
+/// The worker's `before_tool_call` and `after_tool_call` hooks that the running call's
+/// session uses (see [`session_tools`]); `None` outside a tool call on a worker.
+///
+/// ```
+/// assert!(tern_temporal::activities::session_hooks().is_none());
+/// ```
+pub fn session_hooks() -> Option<Hooks> {
+    SESSION
+        .try_with(|s| {
+            let mut hooks = Hooks::default();
+            if s.hooks.contains(&HookName::BeforeToolCall) {
+                hooks.before_tool_call = s.activities.hooks.before_tool_call.clone();
+            }
+            if s.hooks.contains(&HookName::AfterToolCall) {
+                hooks.after_tool_call = s.activities.hooks.after_tool_call.clone();
+            }
+            hooks
+        })
+        .ok()
 }
 
 /// Which call of which session an activity runs.
@@ -285,7 +342,13 @@ impl AgentActivities {
             updater: updater.clone(),
         };
         let call = call_info(&ctx, request.event_offset);
-        let outcome = heartbeating(&ctx, CALL.scope(call, tool.execute(input))).await;
+        let session = SessionTools {
+            activities: self.clone(),
+            tools: request.session_tools,
+            hooks: request.session_hooks,
+        };
+        let execute = SESSION.scope(session, CALL.scope(call, tool.execute(input)));
+        let (outcome, queued) = crate::hooks::collecting(heartbeating(&ctx, execute)).await;
         updater.close();
         let updates = std::mem::take(&mut *updates.lock());
         match outcome {
@@ -296,10 +359,12 @@ impl AgentActivities {
             Some(Ok(result)) => Ok(ToolReply::Returned {
                 result: Box::new(result),
                 updates,
+                queued,
             }),
             Some(Err(e)) => Ok(ToolReply::Failed {
                 message: e.to_string(),
                 updates,
+                queued,
             }),
         }
     }

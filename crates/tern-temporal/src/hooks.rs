@@ -18,7 +18,7 @@ use tern_agent::{AgentContext, AgentTool, Hooks, ToolCallInput, ToolResult};
 use tern_ai::{AssistantMessage, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::wire::{find_tool, ToolSpec};
+use crate::wire::{find_tool, QueuedInput, ToolSpec};
 
 /// A hook a session's loop calls. The session names the ones it uses
 /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); the workers on its task queue host
@@ -291,20 +291,25 @@ impl HookAnswer {
     }
 }
 
-#[derive(Default)]
-struct Queued {
-    steer: Vec<Message>,
-    follow_up: Vec<Message>,
-}
-
 tokio::task_local! {
-    /// The messages the running hook call queued for its session.
-    static QUEUED: parking_lot::Mutex<Queued>;
+    /// The messages the running hook or tool call queued for its session.
+    static QUEUED: parking_lot::Mutex<QueuedInput>;
 }
 
-/// Queues steering messages for the session whose hook is running, as a local hook calls
-/// `Agent::steer`: they are in the session's steering queue when the hook's answer reaches
-/// the loop. Returns `false` (and queues nothing) outside a hook call on a worker.
+/// Runs `work` (a hook or tool call), collecting what it queued for its session.
+pub(crate) async fn collecting<F: std::future::Future>(work: F) -> (F::Output, QueuedInput) {
+    QUEUED
+        .scope(parking_lot::Mutex::default(), async {
+            let out = work.await;
+            (out, QUEUED.with(|q| std::mem::take(&mut *q.lock())))
+        })
+        .await
+}
+
+/// Queues steering messages for the session whose hook or tool is running, as a local
+/// hook or tool calls `Agent::steer`: they are in the session's steering queue when the
+/// call's answer reaches the loop. Returns `false` (and queues nothing) outside a hook or
+/// tool call on a worker.
 ///
 /// ```
 /// assert!(!tern_temporal::hooks::steer(vec![tern_ai::Message::user_text("stop")]));
@@ -313,7 +318,7 @@ pub fn steer(messages: Vec<Message>) -> bool {
     QUEUED.try_with(|q| q.lock().steer.extend(messages)).is_ok()
 }
 
-/// Queues follow-up messages for the session whose hook is running (see [`steer`]).
+/// Queues follow-up messages for the session whose hook or tool is running (see [`steer`]).
 pub fn follow_up(messages: Vec<Message>) -> bool {
     QUEUED
         .try_with(|q| q.lock().follow_up.extend(messages))
@@ -376,21 +381,19 @@ pub(crate) async fn answer(
     signal: CancellationToken,
 ) -> HookAnswer {
     let name = call.name();
-    let (ran, queued) = QUEUED
-        .scope(parking_lot::Mutex::default(), async {
-            let ran = match call {
-                HookCall::Event { event, state } => match listener {
-                    Some(listen) => {
-                        listen(event, state).await;
-                        Ok(Some(HookReply::Heard))
-                    }
-                    None => Ok(None),
-                },
-                call => run(hooks, tools, call, signal).await,
-            };
-            (ran, QUEUED.with(|q| std::mem::take(&mut *q.lock())))
-        })
-        .await;
+    let (ran, queued) = collecting(async {
+        match call {
+            HookCall::Event { event, state } => match listener {
+                Some(listen) => {
+                    listen(event, state).await;
+                    Ok(Some(HookReply::Heard))
+                }
+                None => Ok(None),
+            },
+            call => run(hooks, tools, call, signal).await,
+        }
+    })
+    .await;
     let reply = match ran {
         Ok(Some(reply)) => reply,
         Ok(None) => HookReply::Threw {

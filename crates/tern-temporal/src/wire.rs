@@ -334,6 +334,16 @@ pub struct ToolRequest {
     /// The called tool's [`ToolSpec::fingerprint`] (which of several tools of one name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// The session's tools when the call started, as [`ToolSpec::fingerprint`]s: the tools
+    /// a call the tool makes itself sees
+    /// ([`activities::session_tools`](crate::activities::session_tools)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_tools: Vec<String>,
+    /// The session's tool-call hooks (`before_tool_call`, `after_tool_call`), which apply to
+    /// a call the tool makes itself
+    /// ([`activities::session_hooks`](crate::activities::session_hooks)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_hooks: Vec<HookName>,
     /// How many events the session had published when the loop started this call.
     #[serde(default)]
     pub event_offset: usize,
@@ -352,6 +362,10 @@ pub enum ToolReply {
         /// them to the loop, which publishes them as `tool_execution_update` events).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         updates: Vec<ToolResult>,
+        /// The input it queued for its session ([`hooks::steer`](crate::hooks::steer),
+        /// [`hooks::follow_up`](crate::hooks::follow_up)).
+        #[serde(default, skip_serializing_if = "QueuedInput::is_empty")]
+        queued: QueuedInput,
     },
     /// The tool failed; the loop turns the message into an error result.
     Failed {
@@ -360,7 +374,30 @@ pub enum ToolReply {
         /// The partial results it reported before failing.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         updates: Vec<ToolResult>,
+        /// The input it queued for its session.
+        #[serde(default, skip_serializing_if = "QueuedInput::is_empty")]
+        queued: QueuedInput,
     },
+}
+
+/// Steering and follow-up messages a hook or tool on a worker queued for its own session
+/// (they travel with its answer and are in the session's queues before the loop sees it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedInput {
+    /// Steering messages, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steer: Vec<Message>,
+    /// Follow-up messages, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_up: Vec<Message>,
+}
+
+impl QueuedInput {
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.steer.is_empty() && self.follow_up.is_empty()
+    }
 }
 
 impl ToolReply {
@@ -369,6 +406,7 @@ impl ToolReply {
         ToolReply::Failed {
             message: message.into(),
             updates: Vec::new(),
+            queued: QueuedInput::default(),
         }
     }
 }

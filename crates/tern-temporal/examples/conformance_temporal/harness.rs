@@ -240,8 +240,8 @@ async fn drive(
     spec: &Scenario,
     agent: &AgentSpec,
     session: &SessionHandle,
-    trace: &Trace,
-    side: &scripted::WorkerSide,
+    trace: &Arc<Trace>,
+    side: &Arc<scripted::WorkerSide>,
 ) -> Result<Value, RunError> {
     let backend = |e: tern_temporal::Error| RunError::Backend(e.to_string());
     let mut offset = 0;
@@ -276,6 +276,23 @@ async fn drive(
             // The listeners live on the worker.
             "unsubscribe" => {
                 side.unsubscribe(&a.name).map_err(RunError::Invalid)?;
+                Ok(())
+            }
+            // A library function, not a session operation: called here, with the
+            // scenario's tools and the worker's hooks, as an embedder calls it.
+            "runToolCall" => {
+                let Some(c) = &a.tool_call else {
+                    return Err(RunError::Invalid("runToolCall needs toolCall".into()));
+                };
+                let tools = scripted::tools(spec, a.tools.as_deref().unwrap_or(&[]), trace)
+                    .map_err(RunError::Invalid)?;
+                let signal = tokio_util::sync::CancellationToken::new();
+                if a.aborted {
+                    signal.cancel();
+                }
+                let hooks = hooks::build_hooks(&Arc::downgrade(side));
+                let outcome = scripted::run_tool_call(c, tools, hooks, signal, trace).await;
+                trace.here(scripted::outcome_entry(Value::Null, &outcome));
                 Ok(())
             }
             "snapshot" => {

@@ -8,7 +8,11 @@ use std::time::{Duration, SystemTime};
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tern_agent::{AgentTool, ToolCallInput, ToolOutput};
+use tern_agent::{
+    AgentContext, AgentTool, RunToolCallOptions, ToolCallInput, ToolCallOutcome, ToolOutput,
+    ToolResult,
+};
+use tern_ai::{AssistantMessage, ContentBlock, StopReason, ToolCall, Usage};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -16,8 +20,8 @@ use tern_temporal::hooks::{EventListener, ListenerState};
 
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
-use super::norm::{js_template, norm, strict_equal, truthy};
-use super::spec::{ActionSpec, HooksSpec, PrepOp, ResponseSpec, Scenario, Step, ToolDef};
+use super::norm::{js_template, norm, norm_of, strict_equal, truthy};
+use super::spec::{ActionSpec, CallSpec, HooksSpec, PrepOp, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
 /// The worker's side of a scenario: its scripted responses, one per model request, its
@@ -146,12 +150,33 @@ pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
     })
 }
 
+tokio::task_local! {
+    /// The tool call this task runs for the session (not a nested one), and how many
+    /// partial results it sent so far.
+    static TOOL_RUN: ToolRun;
+}
+
+struct ToolRun {
+    call_id: String,
+    updates: std::sync::atomic::AtomicUsize,
+}
+
 /// Where an entry made on the worker goes: at its call's offset (every entry is made inside
-/// one), else after what has been read.
-fn place(trace: &Trace, entry: Value) {
-    match tern_temporal::activities::current_call() {
-        Some(call) => trace.place(call.event_offset, entry),
-        None => trace.here(entry),
+/// one), after the partial results the session's tool call it is made in sent before it;
+/// else after what has been read.
+pub fn place(trace: &Trace, entry: Value) {
+    let Some(call) = tern_temporal::activities::current_call() else {
+        return trace.here(entry);
+    };
+    let sent = TOOL_RUN
+        .try_with(|r| {
+            let n = r.updates.load(std::sync::atomic::Ordering::SeqCst);
+            (r.call_id.clone(), n)
+        })
+        .ok();
+    match sent {
+        Some((id, n)) => trace.place_after_update(call.event_offset, &id, n, entry),
+        None => trace.place(call.event_offset, entry),
     }
 }
 
@@ -254,7 +279,20 @@ fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
         &def.name,
         &def.description,
         def.parameters.clone(),
-        move |input: ToolCallInput| execute(d.clone(), trace.clone(), input),
+        move |input: ToolCallInput| {
+            let (def, trace) = (d.clone(), trace.clone());
+            async move {
+                if TOOL_RUN.try_with(|_| ()).is_ok() {
+                    // A nested call: its entries follow the session's call it runs in.
+                    return execute(def, trace, input).await;
+                }
+                let run = ToolRun {
+                    call_id: input.tool_call_id.clone(),
+                    updates: Default::default(),
+                };
+                TOOL_RUN.scope(run, execute(def, trace, input)).await
+            }
+        },
     )
     .with_label(&def.label);
     let tool = match def.execution_mode {
@@ -305,9 +343,8 @@ fn apply_prepare_ops(ops: &[PrepOp], args: &Value) -> Option<Value> {
     out.map(Value::Object)
 }
 
-/// FORMAT.md 1.2's behaviour, for the steps a worker can take (the scope leaves out
-/// scenarios with others). Late updates are not sent: the activity's updater is closed once
-/// `execute` settles, so they would be dropped, as the loop drops them.
+/// FORMAT.md 1.2's behaviour on a worker. Late updates are not sent: the activity's updater
+/// is closed once `execute` settles, so they would be dropped, as the loop drops them.
 async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> ToolOutput {
     let b = def
         .calls
@@ -323,7 +360,10 @@ async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> 
             "args": norm(&input.args),
         }),
     );
-    let mut clock = CallClock::new();
+    let nested = TOOL_RUN
+        .try_with(|run| run.call_id != input.tool_call_id)
+        .unwrap_or(true);
+    let mut clock = CallClock::new(nested);
     for step in &b.steps {
         match step {
             Step::Sleep(ms) => {
@@ -334,14 +374,104 @@ async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> 
                     return Err(b.abort_error.clone().into());
                 }
             }
-            Step::Update(r) => input.updater.update(r.clone()),
-            Step::RunToolCall(_) | Step::Do(_) | Step::Ignored => {}
+            Step::Update(r) => {
+                input.updater.update(r.clone());
+                // The session's call's partial results become events; a nested call's
+                // are its caller's `runToolCallUpdate`s.
+                let _ = TOOL_RUN.try_with(|run| {
+                    if run.call_id == input.tool_call_id {
+                        run.updates
+                            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+            Step::RunToolCall(c) => {
+                let tools = tern_temporal::activities::session_tools().unwrap_or_default();
+                let hooks = tern_temporal::activities::session_hooks().unwrap_or_default();
+                let outcome = run_tool_call(c, tools, hooks, input.signal.clone(), &trace).await;
+                place(&trace, outcome_entry(json!(input.tool_call_id), &outcome));
+            }
+            Step::Do(a) => {
+                place(
+                    &trace,
+                    json!({"kind": "action", "do": a.do_, "in": format!("tool:{}", input.tool_call_id)}),
+                );
+                // A tool on a worker queues input for its own session (the scope admits
+                // no other action here).
+                let message = vec![super::queued_message(a)];
+                match a.do_.as_str() {
+                    "steer" => tern_temporal::hooks::steer(message),
+                    "followUp" => tern_temporal::hooks::follow_up(message),
+                    _ => false,
+                };
+            }
+            Step::Ignored => {}
         }
     }
     if let Some(message) = &b.throw {
         return Err(message.clone().into());
     }
     Ok(b.result.clone())
+}
+
+/// A `runToolCall` (FORMAT.md 1.9) with `tools` and `hooks`: the nested step's (the
+/// session's tools and hooks on the worker) or the action's (in the runner's process).
+pub async fn run_tool_call(
+    c: &CallSpec,
+    tools: Vec<AgentTool>,
+    hooks: tern_agent::Hooks,
+    signal: CancellationToken,
+    trace: &Arc<Trace>,
+) -> ToolCallOutcome {
+    let call = ToolCall {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        arguments: c.arguments.clone(),
+        ..ToolCall::default()
+    };
+    let (id, t) = (call.id.clone(), trace.clone());
+    let on_update: Arc<dyn Fn(ToolResult) + Send + Sync> = Arc::new(move |r: ToolResult| {
+        place(
+            &t,
+            json!({"kind": "runToolCallUpdate", "toolCallId": id, "partialResult": norm_of(&r)}),
+        );
+    });
+    let assistant_message = AssistantMessage {
+        content: vec![ContentBlock::tool_call(call.clone())],
+        api: "scripted".into(),
+        provider: "scripted".into(),
+        model: super::spec::DEFAULT_MODEL_ID.into(),
+        usage: Usage::default().into(),
+        stop_reason: StopReason::ToolUse,
+        timestamp: 0,
+        ..AssistantMessage::default()
+    };
+    tern_agent::run_tool_call(
+        call,
+        RunToolCallOptions {
+            tools: tools.clone(),
+            assistant_message,
+            context: AgentContext::new(Vec::new(), tools),
+            signal,
+            hooks,
+            on_update: Some(on_update),
+        },
+    )
+    .await
+}
+
+/// A `runToolCall` entry.
+pub fn outcome_entry(parent: Value, o: &ToolCallOutcome) -> Value {
+    let mut e = serde_json::Map::new();
+    e.insert("kind".into(), json!("runToolCall"));
+    e.insert("parent".into(), parent);
+    e.insert("toolCallId".into(), json!(o.tool_call.id));
+    e.insert("result".into(), norm_of(&o.result));
+    e.insert("isError".into(), json!(o.is_error));
+    if o.duration_ms.is_some() {
+        e.insert("durationMs".into(), json!(true));
+    }
+    Value::Object(e)
 }
 
 async fn sleep_ms(ms: f64) {
@@ -362,7 +492,11 @@ const TOOL_TIME_SCALE: f64 = 4.0;
 struct CallClock(Instant);
 
 impl CallClock {
-    fn new() -> Self {
+    /// `nested`: the call is not the session's (a nested one starts when it is made).
+    fn new(nested: bool) -> Self {
+        if nested {
+            return CallClock(Instant::now());
+        }
         let late = tern_temporal::activities::current_call()
             .and_then(|c| c.scheduled)
             .and_then(|t| SystemTime::now().duration_since(t).ok())

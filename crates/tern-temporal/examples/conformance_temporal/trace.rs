@@ -8,6 +8,10 @@
 //! call is made after what the loop did before it), except tool executions, which follow
 //! the order of their calls' `tool_execution_start` events (a batch's calls start on the
 //! worker concurrently; the loop starts them in source order).
+//!
+//! A tool call's partial results are published with its result, so an entry made inside a
+//! call (a nested call's hooks, an action the tool runs) after it sent n of them is placed
+//! after the n-th of its `tool_execution_update` events, as in process.
 
 use std::collections::HashMap;
 
@@ -20,6 +24,9 @@ struct Placed {
     offset: usize,
     made: usize,
     entry: Value,
+    /// Made inside a tool call after it sent this many partial results (call id, count):
+    /// the entry goes after the call's `tool_execution_update` of that number.
+    after_update: Option<(String, usize)>,
 }
 
 #[derive(Default)]
@@ -73,12 +80,25 @@ impl Trace {
 
     /// Places an entry made when the session had published `offset` events.
     pub fn place(&self, offset: usize, entry: Value) {
+        self.place_in_call(offset, None, entry);
+    }
+
+    /// Places an entry made inside the tool call `call_id` (which started at `offset`)
+    /// after it had sent `updates` partial results: a call's partial results are published
+    /// with its result, so the entry goes after the one it followed.
+    pub fn place_after_update(&self, offset: usize, call_id: &str, updates: usize, entry: Value) {
+        let after = (updates > 0).then(|| (call_id.to_string(), updates));
+        self.place_in_call(offset, after, entry);
+    }
+
+    fn place_in_call(&self, offset: usize, after_update: Option<(String, usize)>, entry: Value) {
         let mut t = self.0.lock();
         let made = t.placed.len();
         t.placed.push(Placed {
             offset,
             made,
             entry,
+            after_update,
         });
     }
 
@@ -107,15 +127,21 @@ impl Trace {
             p.entry["toolCallId"]
                 .as_str()
                 .and_then(|id| t.starts.get(id).copied())
-                .unwrap_or(0)
         };
-        let is_execute = |p: &Placed| p.entry["kind"] == "execute";
-        let mut placed: Vec<&Placed> = t.placed.iter().collect();
-        placed.sort_by_key(|p| (p.offset, p.made));
-        for group in placed.chunk_by_mut(|a, b| a.offset == b.offset) {
-            let slots: Vec<usize> = (0..group.len()).filter(|&i| is_execute(group[i])).collect();
-            let mut executes: Vec<&Placed> = slots.iter().map(|&i| group[i]).collect();
-            executes.sort_by_key(|p| (start_of(p), p.made));
+        // A nested call's execution (no start event of its own) keeps its place.
+        let is_execute = |p: &Placed| p.entry["kind"] == "execute" && start_of(p).is_some();
+        let mut placed: Vec<(usize, &Placed)> = t
+            .placed
+            .iter()
+            .map(|p| (offset_of(&t.events, p), p))
+            .collect();
+        placed.sort_by_key(|(offset, p)| (*offset, p.made));
+        for group in placed.chunk_by_mut(|a, b| a.0 == b.0) {
+            let slots: Vec<usize> = (0..group.len())
+                .filter(|&i| is_execute(group[i].1))
+                .collect();
+            let mut executes: Vec<(usize, &Placed)> = slots.iter().map(|&i| group[i]).collect();
+            executes.sort_by_key(|(_, p)| (start_of(p), p.made));
             for (slot, p) in slots.into_iter().zip(executes) {
                 group[slot] = p;
             }
@@ -123,12 +149,26 @@ impl Trace {
         let mut out = Vec::with_capacity(t.events.len() + placed.len());
         let mut next = placed.into_iter().peekable();
         for (i, event) in t.events.iter().enumerate() {
-            while let Some(p) = next.next_if(|p| p.offset <= i) {
+            while let Some((_, p)) = next.next_if(|(offset, _)| *offset <= i) {
                 out.push(p.entry.clone());
             }
             out.push(event.clone());
         }
-        out.extend(next.map(|p| p.entry.clone()));
+        out.extend(next.map(|(_, p)| p.entry.clone()));
         out
     }
+}
+
+/// Where an entry goes: its offset, or, made after a call's n-th partial result, after that
+/// update's event.
+fn offset_of(events: &[Value], p: &Placed) -> usize {
+    let Some((id, n)) = &p.after_update else {
+        return p.offset;
+    };
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "tool_execution_update" && e["toolCallId"] == id.as_str())
+        .nth(n - 1)
+        .map_or(p.offset, |(index, _)| p.offset.max(index + 1))
 }

@@ -15,10 +15,10 @@ use tern_ai::{
     StreamFn, StreamOptions, StreamStart, ToolCall,
 };
 
-use super::session::{Input, Shared};
-use crate::hooks::{HookAnswer, HookCall, HookReply, HookRequest};
+use super::session::Shared;
+use crate::hooks::{HookAnswer, HookCall, HookName, HookReply, HookRequest};
 use crate::stream_record::ModelReply;
-use crate::wire::{ModelRequest, RequestOptions, ToolReply, ToolRequest, ToolSpec};
+use crate::wire::{ModelRequest, QueuedInput, RequestOptions, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
 pub(crate) enum Request {
@@ -139,12 +139,10 @@ impl Bridge {
         let session = self.session.clone();
         async move {
             let answer = answer.await.map(|a| {
-                let mut s = session.0.lock();
-                for (input, messages) in [(Input::Steer, a.steer), (Input::FollowUp, a.follow_up)] {
-                    if !messages.is_empty() {
-                        s.accept(input, messages);
-                    }
-                }
+                session.queue(QueuedInput {
+                    steer: a.steer,
+                    follow_up: a.follow_up,
+                });
                 a.reply
             });
             match answer {
@@ -196,24 +194,43 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
         spec.parameters.clone(),
         move |input: ToolCallInput| {
             let (reply, answer) = oneshot::channel();
+            let (session_tools, session_hooks) = {
+                let s = bridge.session.0.lock();
+                let tools = s.settings.tools.iter().map(ToolSpec::fingerprint).collect();
+                let hooks =
+                    s.settings.hooks.iter().copied().filter(|h| {
+                        matches!(h, HookName::BeforeToolCall | HookName::AfterToolCall)
+                    });
+                (tools, hooks.collect())
+            };
             bridge.push(Request::Tool {
                 request: Box::new(ToolRequest {
                     tool_call_id: input.tool_call_id.clone(),
                     name: owned.name.clone(),
                     args: input.args,
                     fingerprint: Some(fingerprint.clone()),
+                    session_tools,
+                    session_hooks,
                     event_offset: bridge.published(),
                 }),
                 spec: Box::new(owned.clone()),
                 reply,
             });
             let updater = input.updater;
+            let session = bridge.session.clone();
             async move {
-                let answer = answer.await;
-                if let Ok(ToolReply::Returned { updates, .. } | ToolReply::Failed { updates, .. }) =
-                    &answer
+                let mut answer = answer.await;
+                if let Ok(
+                    ToolReply::Returned {
+                        updates, queued, ..
+                    }
+                    | ToolReply::Failed {
+                        updates, queued, ..
+                    },
+                ) = &mut answer
                 {
-                    // Reported before `execute` settles, as the tool reported them.
+                    // Queued and reported before `execute` settles, as the tool did them.
+                    session.queue(std::mem::take(queued));
                     updates.iter().for_each(|u| updater.update(u.clone()));
                 }
                 match answer {

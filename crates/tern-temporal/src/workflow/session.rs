@@ -14,7 +14,7 @@ use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, Thinki
 
 use super::bridge::Bridge;
 use crate::hooks::{HookCall, ListenerState};
-use crate::wire::{ClearQueues, SessionInput, SessionSettings, SessionState};
+use crate::wire::{ClearQueues, QueuedInput, SessionInput, SessionSettings, SessionState};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
 pub(crate) type Seq = u64;
@@ -448,6 +448,19 @@ impl EventSink for Listening {
 }
 
 impl Shared {
+    /// Queues what a hook or tool on a worker queued for this session.
+    pub(crate) fn queue(&self, queued: QueuedInput) {
+        let mut s = self.0.lock();
+        for (input, messages) in [
+            (Input::Steer, queued.steer),
+            (Input::FollowUp, queued.follow_up),
+        ] {
+            if !messages.is_empty() {
+                s.accept(input, messages);
+            }
+        }
+    }
+
     /// The loop's steering source; with `skip_first`, its first poll takes nothing (the run
     /// started with the steering messages queued before it).
     pub(crate) fn steering_source(&self, skip_first: bool) -> tern_agent::config::MessageSource {
