@@ -286,8 +286,9 @@ impl SessionHandle {
             })
     }
 
-    /// Streams events from `offset` to `each` until the session is idle (no run, nothing
-    /// queued); returns the offset after the last event. A query that fails (the worker
+    /// Streams events from `offset` to `each` until the session is idle (no run in
+    /// progress, as the Agent's `wait_for_idle`: messages queued after the run's last poll
+    /// stay queued for its next run); returns the offset after the last event. A query that fails (the worker
     /// holding the session died, and another has not picked it up yet) is retried for up to
     /// [`QUERY_PATIENCE`] before the error is returned.
     pub async fn follow(
@@ -315,10 +316,7 @@ impl SessionHandle {
             };
             offset += events.len();
             events.iter().for_each(&mut each);
-            let idle = !state.is_streaming
-                && state.steering_queue.is_empty()
-                && state.follow_up_queue.is_empty();
-            if idle && offset >= state.event_count {
+            if !state.is_streaming && offset >= state.event_count {
                 return Ok(offset);
             }
             tokio::time::sleep(POLL_EVERY).await;

@@ -250,7 +250,8 @@ async fn drive(
         model: agent.model.clone().unwrap_or_else(placeholder_model_id),
         thinking_level: agent.thinking_level,
     };
-    for a in &spec.actions {
+    // Triggered actions run in the worker's listener.
+    for a in spec.actions.iter().filter(|a| a.at.is_none()) {
         trace.here(json!({"kind": "action", "do": a.do_}));
         let done = match a.do_.as_str() {
             "prompt" => session.prompt(prompt_messages(a)).await,

@@ -26,6 +26,9 @@ pub const SESSION_ACTIONS: &[&str] = &[
 /// The actions a hook's rule may run through a session: its hook queues them.
 const HOOK_ACTIONS: &[&str] = &["steer", "followUp", "unsubscribe"];
 
+/// The triggered actions a session runs: in the worker's listener, as a hook's.
+const TRIGGER_ACTIONS: &[&str] = HOOK_ACTIONS;
+
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(spec: &Scenario) -> Option<String> {
     if spec.agent.is_none() {
@@ -79,11 +82,18 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
     }
     for a in &spec.actions {
         if let Some(at) = &a.at {
-            return Some(format!(
-                "a triggered action ({} at {}): the client sees events after the workflow \
-                 published them, not while the loop waits in its event callback",
-                a.do_, at.event
-            ));
+            // A trigger runs in the worker's listener, inside the event's callback: there
+            // it can queue input for its session and unsubscribe listeners, nothing else.
+            if !TRIGGER_ACTIONS.contains(&a.do_.as_str()) {
+                return Some(format!(
+                    "a triggered {} (at {}): a trigger runs in the worker's listener, which \
+                     can only queue steering and follow-up messages for its session and \
+                     unsubscribe listeners; the client sees events after the workflow \
+                     published them, not while the loop waits in its event callback",
+                    a.do_, at.event
+                ));
+            }
+            continue;
         }
         // Not a session operation: a library function the runner calls itself.
         if a.do_ == "runToolCall" {

@@ -34,12 +34,16 @@ pub struct WorkerSide {
     fatal: Mutex<Option<String>>,
     /// Per listener: the events it recorded, `None` once it unsubscribed.
     heard: Mutex<Vec<Option<u64>>>,
+    /// Per action: how many events matched its trigger, and whether it fired.
+    triggers: Mutex<Vec<(u64, bool)>>,
 }
 
 impl WorkerSide {
     pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>) -> Self {
         let spec_listeners = spec.listeners.len();
+        let actions = spec.actions.len();
         WorkerSide {
+            triggers: Mutex::new(vec![(0, false); actions]),
             spec,
             taken: Mutex::new(0),
             counts: HookCounts::default(),
@@ -64,6 +68,67 @@ impl WorkerSide {
         Ok(())
     }
 
+    /// Runs the actions whose trigger `event` completes, in the scenario's order.
+    fn fire_triggers(&self, kind: &str, event: &Value) {
+        let message_role = || event["message"]["role"].as_str();
+        let (tool_name, role, update) = match kind {
+            "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
+                (event["toolName"].as_str(), None, None)
+            }
+            "message_start" | "message_end" | "turn_end" => (None, message_role(), None),
+            "message_update" => (
+                None,
+                Some("assistant"),
+                event["assistantMessageEvent"]["type"].as_str(),
+            ),
+            _ => (None, None, None),
+        };
+        let holds = |want: &Option<Value>, have: Option<&str>| match want {
+            None => true,
+            Some(want) => have.is_some_and(|h| strict_equal(&json!(h), want)),
+        };
+        for (i, a) in self.spec.actions.iter().enumerate() {
+            let Some(at) = &a.at else { continue };
+            let fire = {
+                let mut triggers = self.triggers.lock();
+                let Some((count, fired)) = triggers.get_mut(i) else {
+                    continue;
+                };
+                let matches = !*fired
+                    && at.event == kind
+                    && holds(&at.tool_name, tool_name)
+                    && holds(&at.role, role)
+                    && holds(&at.update, update);
+                if matches {
+                    *count += 1;
+                    *fired = *count as f64 == at.nth;
+                }
+                matches && *fired
+            };
+            if fire {
+                place(
+                    &self.trace,
+                    json!({"kind": "action", "do": a.do_, "at": at.label}),
+                );
+                let message = || vec![super::queued_message(a)];
+                let done = match a.do_.as_str() {
+                    "steer" => Ok(tern_temporal::hooks::steer(message())),
+                    "followUp" => Ok(tern_temporal::hooks::follow_up(message())),
+                    "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
+                    _ => Ok(false),
+                };
+                match done {
+                    Ok(true) => {}
+                    Ok(false) => self.set_fatal(format!(
+                        "runner: the triggered {} does not run on a worker",
+                        a.do_
+                    )),
+                    Err(e) => self.set_fatal(e),
+                }
+            }
+        }
+    }
+
     /// The runner error a hook ran into, if any.
     pub fn fatal(&self) -> Option<String> {
         self.fatal.lock().clone()
@@ -84,9 +149,15 @@ const EVENT_KINDS: &[&str] = &[
     "tool_execution_end",
 ];
 
-/// The event kinds the scenario's listeners hear (the session sends only these).
+/// The event kinds the scenario's listeners and triggers hear (the session sends only
+/// these).
 pub fn listened(spec: &Scenario) -> Vec<String> {
     let mut kinds: Vec<String> = Vec::new();
+    for at in spec.actions.iter().filter_map(|a| a.at.as_ref()) {
+        if !kinds.contains(&at.event) {
+            kinds.push(at.event.clone());
+        }
+    }
     for l in &spec.listeners {
         let wanted: Vec<String> = match &l.events {
             Some(events) => events.clone(),
@@ -101,9 +172,12 @@ pub fn listened(spec: &Scenario) -> Vec<String> {
     kinds
 }
 
-/// The scenario's listeners as the worker's one listener: each, in order, records the
-/// events it subscribed to with the session's state (taken before its delay), waits its
-/// delay, and unsubscribes after its count.
+/// The scenario's triggers and listeners as the worker's one listener. The triggers come
+/// first (the reference runs them in its recorder, the first subscriber): each counts the
+/// events that match it and runs its action at its count, inside the event's callback (the
+/// scope admits those a worker runs: queuing input for the session, unsubscribing). Then
+/// each listener, in order, records the events it subscribed to with the session's state
+/// (taken before its delay), waits its delay, and unsubscribes after its count.
 pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
     let side = Arc::downgrade(side);
     Arc::new(move |event: Value, state: ListenerState| {
@@ -111,6 +185,7 @@ pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
         Box::pin(async move {
             let Some(side) = side else { return };
             let kind = event["type"].as_str().unwrap_or_default().to_string();
+            side.fire_triggers(&kind, &event);
             for (i, l) in side.spec.listeners.iter().enumerate() {
                 if side.heard.lock().get(i).is_some_and(|n| n.is_none()) {
                     continue;
