@@ -247,6 +247,9 @@ impl AgentActivities {
         request: ModelRequest,
     ) -> Result<ModelOutcome, ActivityError> {
         let signal = CancellationToken::new();
+        if request.aborted {
+            signal.cancel();
+        }
         let options = StreamOptions {
             reasoning: request.reasoning,
             api_key: self.api_key.clone(),

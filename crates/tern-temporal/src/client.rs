@@ -330,7 +330,24 @@ impl SessionHandle {
         Ok(all)
     }
 
-    /// Aborts the running agent (Temporal cancellation of the session's workflow): the
+    /// Aborts the current run and keeps the session (`Agent::abort`): the run's signal is
+    /// cancelled, and so are its model request and tool calls in flight; the run ends as
+    /// aborted, and the session takes the next prompt. Does nothing while no run is
+    /// active. Returns once the workflow has cancelled the signal.
+    pub async fn abort_run(&self) -> Result<(), Error> {
+        self.handle
+            .execute_update(
+                AgentWorkflow::abort_run,
+                (),
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map(drop)
+            .map_err(self.update_error("abort_run"))
+    }
+
+    /// Aborts the running agent and ends the session (Temporal cancellation of the
+    /// session's workflow; [`SessionHandle::abort_run`] keeps the session): the
     /// model request or tool calls in flight are cancelled, the run ends as aborted, and the
     /// session ends with it; [`SessionHandle::result`] then has its transcript.
     pub async fn abort(&self) -> Result<(), Error> {

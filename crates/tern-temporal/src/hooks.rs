@@ -18,7 +18,7 @@ use tern_agent::{AgentContext, AgentTool, Hooks, ToolCallInput, ToolResult};
 use tern_ai::{AssistantMessage, Message, Model, ThinkingLevel, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
-use crate::wire::{find_tool, QueuedInput, ToolSpec};
+use crate::wire::{find_tool, ClearQueues, QueuedInput, ToolSpec};
 
 /// A hook a session's loop calls. The session names the ones it uses
 /// ([`SessionInput::hooks`](crate::SessionInput::hooks)); the workers on its task queue host
@@ -265,19 +265,16 @@ pub struct WireUpdate {
     pub thinking_level: Option<ThinkingLevel>,
 }
 
-/// The `hook` activity's output: the hook's reply, and the messages it queued for its own
-/// session ([`steer`], [`follow_up`]).
+/// The `hook` activity's output: the hook's reply, and what it did to its own session's
+/// queues ([`steer`], [`follow_up`], [`clear_queues`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HookAnswer {
     /// The hook's reply.
     pub reply: HookReply,
-    /// Steering messages the hook queued, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steer: Vec<Message>,
-    /// Follow-up messages the hook queued, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub follow_up: Vec<Message>,
+    /// What it queued for its session (and which queues it cleared first).
+    #[serde(flatten)]
+    pub queued: QueuedInput,
 }
 
 impl HookAnswer {
@@ -285,8 +282,7 @@ impl HookAnswer {
     pub fn only(reply: HookReply) -> Self {
         HookAnswer {
             reply,
-            steer: Vec::new(),
-            follow_up: Vec::new(),
+            queued: QueuedInput::default(),
         }
     }
 }
@@ -322,6 +318,41 @@ pub fn steer(messages: Vec<Message>) -> bool {
 pub fn follow_up(messages: Vec<Message>) -> bool {
     QUEUED
         .try_with(|q| q.lock().follow_up.extend(messages))
+        .is_ok()
+}
+
+/// Aborts the run of the session whose hook or tool is running, as a local one calls
+/// `Agent::abort`: the run's signal is cancelled when the call's answer reaches the loop,
+/// before the loop goes on. Returns `false` outside a hook or tool call on a worker.
+///
+/// ```
+/// assert!(!tern_temporal::hooks::abort());
+/// ```
+pub fn abort() -> bool {
+    QUEUED.try_with(|q| q.lock().abort = true).is_ok()
+}
+
+/// Empties the steering and/or follow-up queue of the session whose hook or tool is
+/// running, as a local one calls `Agent::clear_*_queue` (what the call queued before is
+/// dropped with it). Returns `false` outside a hook or tool call on a worker.
+///
+/// ```
+/// let all = tern_temporal::ClearQueues { steering: true, follow_up: true };
+/// assert!(!tern_temporal::hooks::clear_queues(all));
+/// ```
+pub fn clear_queues(which: ClearQueues) -> bool {
+    QUEUED
+        .try_with(|q| {
+            let mut q = q.lock();
+            if which.steering {
+                q.steer.clear();
+                q.clear.steering = true;
+            }
+            if which.follow_up {
+                q.follow_up.clear();
+                q.clear.follow_up = true;
+            }
+        })
         .is_ok()
 }
 
@@ -403,11 +434,7 @@ pub(crate) async fn answer(
             message: e.to_string(),
         },
     };
-    HookAnswer {
-        reply,
-        steer: queued.steer,
-        follow_up: queued.follow_up,
-    }
+    HookAnswer { reply, queued }
 }
 
 /// `Ok(None)`: the hook is not set.

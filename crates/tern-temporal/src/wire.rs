@@ -173,6 +173,13 @@ pub struct ClearQueues {
     pub follow_up: bool,
 }
 
+impl ClearQueues {
+    /// Whether it clears nothing.
+    pub fn is_none(&self) -> bool {
+        !self.steering && !self.follow_up
+    }
+}
+
 /// What a session's workflow returns when it is closed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -192,6 +199,11 @@ pub struct ModelRequest {
     /// The reasoning level.
     #[serde(default)]
     pub reasoning: Option<ThinkingLevel>,
+    /// The run was aborted before the loop made the request: the worker's stream function
+    /// gets a cancelled signal (a provider answers such a request as aborted), as a local
+    /// loop's does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aborted: bool,
     /// The request options the session's loop passed (session id, token limit, ...).
     #[serde(default, skip_serializing_if = "RequestOptions::is_empty")]
     pub options: RequestOptions,
@@ -380,23 +392,30 @@ pub enum ToolReply {
     },
 }
 
-/// Steering and follow-up messages a hook or tool on a worker queued for its own session
-/// (they travel with its answer and are in the session's queues before the loop sees it).
+/// Steering and follow-up messages a hook or tool on a worker queued for its own session,
+/// and the queues it cleared before (they travel with its answer and are applied before
+/// the loop sees it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueuedInput {
+    /// The session's queues it emptied (before queuing the messages below).
+    #[serde(default, skip_serializing_if = "ClearQueues::is_none")]
+    pub clear: ClearQueues,
     /// Steering messages, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steer: Vec<Message>,
     /// Follow-up messages, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub follow_up: Vec<Message>,
+    /// Whether it aborted the session's run (`Agent::abort`), before the loop goes on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abort: bool,
 }
 
 impl QueuedInput {
-    /// Whether nothing is queued.
+    /// Whether it did nothing to the session.
     pub fn is_empty(&self) -> bool {
-        self.steer.is_empty() && self.follow_up.is_empty()
+        !self.abort && self.clear.is_none() && self.steer.is_empty() && self.follow_up.is_empty()
     }
 }
 

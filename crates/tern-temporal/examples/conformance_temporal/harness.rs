@@ -259,6 +259,7 @@ async fn drive(
             "steer" => session.queue_steer(vec![queued_message(a)]).await,
             "followUp" => session.queue_follow_up(vec![queued_message(a)]).await,
             "reset" => session.reset().await.inspect(|()| trace.reset()),
+            "abort" => session.abort_run().await,
             "set" => {
                 let settings = settings_of(spec, a)?;
                 let done = session.set(settings).await;

@@ -6,7 +6,7 @@
 use super::spec::{Scenario, Step};
 
 /// The actions that have a session operation (`prompt`, `continue_run`, `queue_steer`,
-/// `queue_follow_up`, `reset`, `state`, `follow`).
+/// `queue_follow_up`, `reset`, `set`, `clear_queues`, `abort_run`, `state`, `follow`).
 pub const SESSION_ACTIONS: &[&str] = &[
     "prompt",
     "continue",
@@ -17,17 +17,40 @@ pub const SESSION_ACTIONS: &[&str] = &[
     "clearSteeringQueue",
     "clearFollowUpQueue",
     "clearAllQueues",
+    "abort",
     "snapshot",
     "waitForIdle",
     // Not a session operation: the scenario's listeners run on its worker.
     "unsubscribe",
 ];
 
-/// The actions a hook's rule may run through a session: its hook queues them.
-const HOOK_ACTIONS: &[&str] = &["steer", "followUp", "unsubscribe"];
+/// The actions a hook's rule may run through a session: its hook queues input for its
+/// session or clears its queues (these travel with its answer), or unsubscribes a listener
+/// (on the worker).
+const HOOK_ACTIONS: &[&str] = &[
+    "steer",
+    "followUp",
+    "clearSteeringQueue",
+    "clearFollowUpQueue",
+    "clearAllQueues",
+    "unsubscribe",
+];
 
-/// The triggered actions a session runs: in the worker's listener, as a hook's.
-const TRIGGER_ACTIONS: &[&str] = HOOK_ACTIONS;
+/// The triggered actions a session runs: in the worker's listener, as a hook's, and an
+/// abort of the run (which travels with the listener's answer).
+const TRIGGER_ACTIONS: &[&str] = &[
+    "steer",
+    "followUp",
+    "clearSteeringQueue",
+    "clearFollowUpQueue",
+    "clearAllQueues",
+    "unsubscribe",
+    "abort",
+];
+
+/// The events a run's abort cannot be placed at: they are published once the model
+/// request or tool call they belong to has completed, so an abort there cannot cut it.
+const PUBLISHED_AFTER_THE_CALL: &[&str] = &["message_update", "tool_execution_update"];
 
 /// Why `scenario` cannot run through a session, or `None` when it can.
 pub fn unsupported(spec: &Scenario) -> Option<String> {
@@ -56,8 +79,8 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
             .find(|a| !HOOK_ACTIONS.contains(&a.do_.as_str()));
         if let Some(a) = acting {
             return Some(format!(
-                "{hook} runs the action {}: a hook on a worker can only queue steering and \
-                 follow-up messages for its own session",
+                "{hook} runs the action {}: a hook on a worker can only queue or clear \
+                 steering and follow-up messages for its own session and unsubscribe listeners",
                 a.do_
             ));
         }
@@ -83,14 +106,22 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
     for a in &spec.actions {
         if let Some(at) = &a.at {
             // A trigger runs in the worker's listener, inside the event's callback: there
-            // it can queue input for its session and unsubscribe listeners, nothing else.
+            // it can act on its session's queues and unsubscribe listeners, nothing else.
             if !TRIGGER_ACTIONS.contains(&a.do_.as_str()) {
                 return Some(format!(
                     "a triggered {} (at {}): a trigger runs in the worker's listener, which \
-                     can only queue steering and follow-up messages for its session and \
-                     unsubscribe listeners; the client sees events after the workflow \
+                     can only queue or clear its session's steering and follow-up messages \
+                     and unsubscribe listeners; the client sees events after the workflow \
                      published them, not while the loop waits in its event callback",
                     a.do_, at.event
+                ));
+            }
+            if a.do_ == "abort" && PUBLISHED_AFTER_THE_CALL.contains(&at.event.as_str()) {
+                return Some(format!(
+                    "an abort at {}: a model response's deltas and a tool's partial results \
+                     are published when the request or call has completed (no live \
+                     delivery), so an abort there cannot cut it as in process",
+                    at.event
                 ));
             }
             continue;

@@ -110,22 +110,39 @@ impl WorkerSide {
                     &self.trace,
                     json!({"kind": "action", "do": a.do_, "at": at.label}),
                 );
-                let message = || vec![super::queued_message(a)];
-                let done = match a.do_.as_str() {
-                    "steer" => Ok(tern_temporal::hooks::steer(message())),
-                    "followUp" => Ok(tern_temporal::hooks::follow_up(message())),
-                    "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
-                    _ => Ok(false),
-                };
-                match done {
-                    Ok(true) => {}
-                    Ok(false) => self.set_fatal(format!(
-                        "runner: the triggered {} does not run on a worker",
-                        a.do_
-                    )),
-                    Err(e) => self.set_fatal(e),
-                }
+                self.run_here(a, &at.label);
             }
+        }
+    }
+
+    /// Runs an action a hook, trigger or tool on the worker runs for its own session: queue
+    /// input, clear queues, abort its run, unsubscribe a listener. Sets the runner's error
+    /// for any other.
+    fn run_here(&self, a: &ActionSpec, place: &str) {
+        let message = || vec![super::queued_message(a)];
+        let clear = |steering, follow_up| {
+            tern_temporal::hooks::clear_queues(tern_temporal::ClearQueues {
+                steering,
+                follow_up,
+            })
+        };
+        let done = match a.do_.as_str() {
+            "steer" => Ok(tern_temporal::hooks::steer(message())),
+            "followUp" => Ok(tern_temporal::hooks::follow_up(message())),
+            "clearSteeringQueue" => Ok(clear(true, false)),
+            "clearFollowUpQueue" => Ok(clear(false, true)),
+            "clearAllQueues" => Ok(clear(true, true)),
+            "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
+            "abort" => Ok(tern_temporal::hooks::abort()),
+            _ => Ok(false),
+        };
+        match done {
+            Ok(true) => {}
+            Ok(false) => self.set_fatal(format!(
+                "runner: {place}'s {} does not run on a worker",
+                a.do_
+            )),
+            Err(e) => self.set_fatal(e),
         }
     }
 
@@ -297,21 +314,7 @@ impl HookHost for WorkerSide {
                     &self.trace,
                     json!({"kind": "action", "do": a.do_, "in": hook}),
                 );
-                let message = vec![super::queued_message(&a)];
-                let done = match a.do_.as_str() {
-                    "steer" => Ok(tern_temporal::hooks::steer(message)),
-                    "followUp" => Ok(tern_temporal::hooks::follow_up(message)),
-                    "unsubscribe" => self.unsubscribe(&a.name).map(|()| true),
-                    _ => Ok(false),
-                };
-                match done {
-                    Ok(true) => {}
-                    Ok(false) => self.set_fatal(format!(
-                        "runner: {hook}'s {} does not run on a worker",
-                        a.do_
-                    )),
-                    Err(e) => self.set_fatal(e),
-                }
+                self.run_here(&a, hook);
             }
             if let Some(ms) = delay_ms.filter(truthy).and_then(|v| v.as_f64()) {
                 sleep_ms(ms).await;

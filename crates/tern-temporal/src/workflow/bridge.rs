@@ -18,7 +18,7 @@ use tern_ai::{
 use super::session::Shared;
 use crate::hooks::{HookAnswer, HookCall, HookName, HookReply, HookRequest};
 use crate::stream_record::ModelReply;
-use crate::wire::{ModelRequest, QueuedInput, RequestOptions, ToolReply, ToolRequest, ToolSpec};
+use crate::wire::{ModelRequest, RequestOptions, ToolReply, ToolRequest, ToolSpec};
 
 /// One request of the loop, with where its answer goes.
 pub(crate) enum Request {
@@ -97,6 +97,8 @@ impl Prepared {
 pub(crate) struct Bridge {
     requests: Mutex<VecDeque<Request>>,
     prepared: Prepared,
+    /// The workflow was cancelled: the session ends, no new activity starts.
+    ending: std::sync::atomic::AtomicBool,
     /// The session, whose event count each request records.
     session: Shared,
 }
@@ -106,8 +108,19 @@ impl Bridge {
         Bridge {
             requests: Mutex::default(),
             prepared: Prepared::default(),
+            ending: Default::default(),
             session,
         }
+    }
+
+    /// Notes that the workflow was cancelled (the session ends with its run).
+    pub(crate) fn set_ending(&self) {
+        self.ending.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the workflow was cancelled.
+    pub(crate) fn is_ending(&self) -> bool {
+        self.ending.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn published(&self) -> usize {
@@ -139,10 +152,7 @@ impl Bridge {
         let session = self.session.clone();
         async move {
             let answer = answer.await.map(|a| {
-                session.queue(QueuedInput {
-                    steer: a.steer,
-                    follow_up: a.follow_up,
-                });
+                session.queue(a.queued);
                 a.reply
             });
             match answer {
@@ -161,8 +171,8 @@ pub(crate) struct BridgedModel(pub(crate) Arc<Bridge>);
 impl StreamFn for BridgedModel {
     fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
         let (reply, stream) = assistant_stream();
-        if options.signal.is_cancelled() {
-            // Aborted before it started, as a provider answers: no activity.
+        if options.signal.is_cancelled() && self.0.is_ending() {
+            // The session ends: no activity; aborted, as a provider answers.
             crate::stream_record::replay(&reply, crate::stream_record::aborted(model));
             return Ok(stream);
         }
@@ -171,6 +181,8 @@ impl StreamFn for BridgedModel {
                 model: model.clone(),
                 messages: context.messages.to_vec(),
                 reasoning: options.reasoning,
+                // An aborted run still asks (the provider answers it), as a local one does.
+                aborted: options.signal.is_cancelled(),
                 options: RequestOptions::of(&options),
                 event_offset: self.0.published(),
             }),

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, UNIX_EPOCH};
 
+use futures::future::FusedFuture;
 use futures::future::LocalBoxFuture;
 use temporalio_common::RetryPolicy;
 use temporalio_sdk::{
-    ActivityExecutionError, ActivityOptions, LocalActivityOptions, WorkflowContext,
+    ActivityExecutionError, ActivityOptions, CancellableFuture, LocalActivityOptions,
+    WorkflowContext,
 };
 use tern_agent::Replay;
 use tokio_util::sync::CancellationToken;
@@ -58,26 +60,39 @@ pub(crate) fn workflow_ms<W>(ctx: &WorkflowContext<W>) -> u64 {
 /// Drives `run` to completion, turning the requests it queues in `bridge` into activities.
 /// `on_progress` runs after every poll in which the loop moved (the workflow publishes its
 /// state there).
-/// Cancelling the workflow aborts the run: `signal` (the loop's) is cancelled, and so are the
-/// activities in flight.
+/// Cancelling the workflow aborts the run and ends the session; an abort of the run alone
+/// (`signal` cancelled by a handler, which makes `aborted` ready, or by a hook's answer) keeps
+/// it. Either way the activities in flight are cancelled.
 pub(crate) async fn drive<W: 'static, T>(
     ctx: &WorkflowContext<W>,
     bridge: &Bridge,
     run: impl Future<Output = T>,
     signal: &CancellationToken,
+    aborted: impl Future,
     mut on_progress: impl FnMut(),
 ) -> T {
     let mut run = pin!(run);
     let mut cancelled = pin!(ctx.cancelled());
+    let mut aborted = pin!(futures::FutureExt::fuse(aborted));
     let flag = Arc::new(Flag(AtomicBool::new(true)));
     let loop_waker = Waker::from(flag.clone());
     let mut in_flight = InFlight::default();
+    let mut cancelling = false;
     poll_fn(|cx: &mut Context<'_>| loop {
         let mut moved = false;
-        if !signal.is_cancelled() && cancelled.as_mut().poll(cx).is_ready() {
+        if !bridge.is_ending() && cancelled.as_mut().poll(cx).is_ready() {
+            bridge.set_ending();
             // Wakes the loop's waiters on the token: its flag, not the SDK's waker.
             signal.cancel();
             moved = true;
+        }
+        if !aborted.is_terminated() && aborted.as_mut().poll(cx).is_ready() {
+            moved = true;
+        }
+        if signal.is_cancelled() && !cancelling {
+            // The activities in flight see the abort when polled, and cancel themselves.
+            cancelling = true;
+            in_flight.wake_all();
         }
         if flag.0.swap(false, Ordering::AcqRel) {
             moved = true;
@@ -92,7 +107,7 @@ pub(crate) async fn drive<W: 'static, T>(
         for request in bridge.take() {
             moved = true;
             let hook = matches!(request, Request::Hook { .. });
-            in_flight.push(start(ctx, request), hook);
+            in_flight.push(start(ctx, request, signal.clone()), hook);
         }
         if in_flight.poll_ready(cx) {
             moved = true;
@@ -104,7 +119,26 @@ pub(crate) async fn drive<W: 'static, T>(
     .await
 }
 
-fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFuture<'static, ()> {
+/// Runs `activity`, cancelling it once the run's `signal` is cancelled (seen when polled: the
+/// driver polls every activity in flight when the run is aborted).
+async fn abortable<F: CancellableFuture>(activity: F, signal: CancellationToken) -> F::Output {
+    let mut activity = pin!(activity);
+    let mut sent = false;
+    poll_fn(|cx| {
+        if !sent && signal.is_cancelled() {
+            sent = true;
+            activity.cancel();
+        }
+        activity.as_mut().poll(cx)
+    })
+    .await
+}
+
+fn start<W: 'static>(
+    ctx: &WorkflowContext<W>,
+    request: Request,
+    signal: CancellationToken,
+) -> LocalBoxFuture<'static, ()> {
     let ctx = ctx.clone();
     match request {
         Request::Model {
@@ -116,10 +150,15 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
             let options = ActivityOptions::with_start_to_close_timeout(START_TO_CLOSE)
                 .heartbeat_timeout(HEARTBEAT_TIMEOUT)
                 .build();
-            match ctx
-                .execute_activity(AgentActivities::model, *request, options)
-                .await
-            {
+            // A request made after the abort is answered, not cancelled.
+            let aborted = request.aborted;
+            let activity = ctx.execute_activity(AgentActivities::model, *request, options);
+            let outcome = if aborted {
+                activity.await
+            } else {
+                abortable(activity, signal).await
+            };
+            match outcome {
                 Ok(ModelOutcome::Streamed(recorded)) => {
                     prepared.set(&recorded);
                     crate::stream_record::replay(&reply, *recorded)
@@ -152,9 +191,8 @@ fn start<W: 'static>(ctx: &WorkflowContext<W>, request: Request) -> LocalBoxFutu
                 // After an unknown outcome (the worker died, the call timed out), never again.
                 options.retry_policy = Some(RetryPolicy::builder().maximum_attempts(1).build());
             }
-            let outcome = ctx
-                .execute_activity(AgentActivities::tool, *request, options)
-                .await;
+            let activity = ctx.execute_activity(AgentActivities::tool, *request, options);
+            let outcome = abortable(activity, signal).await;
             let answer = match outcome {
                 Ok(reply) => reply,
                 Err(ActivityExecutionError::Cancelled(_)) => ToolReply::failed("Operation aborted"),

@@ -67,6 +67,16 @@ impl InFlight {
         self.ready.ids.lock().push_back(id);
     }
 
+    /// Marks every future woken (they see the run's abort when next polled).
+    pub(crate) fn wake_all(&mut self) {
+        let mut ids = self.ready.ids.lock();
+        for id in self.futures.keys() {
+            if !ids.contains(id) {
+                ids.push_back(*id);
+            }
+        }
+    }
+
     /// Polls the futures that were woken, in wake order, until one completes; true when any
     /// made progress. A woken future that is not a hook call waits while one is out.
     pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>) -> bool {

@@ -103,6 +103,7 @@ impl AgentWorkflow {
                 kinds: Arc::new(settings.listen.clone()),
             };
             let signal = CancellationToken::new();
+            shared.0.lock().run_signal = Some(signal.clone());
             let run: BoxFuture<'_, Result<Vec<Message>, AgentError>> = match start {
                 Start::Prompt { messages, .. } => Box::pin(run_agent_loop(
                     messages,
@@ -122,7 +123,14 @@ impl AgentWorkflow {
             };
             // A failed run (a hook or the stream function failed) ends, as the Agent's does,
             // with a failure message carrying the error; the session stays usable.
-            let ran = driver::drive(ctx, &bridge, run, &signal, || ctx.state_mut(|_| ())).await;
+            // An abort (the `abort_run` update) cancels the signal from a handler: this wait
+            // wakes the driver for it.
+            let watched = signal.clone();
+            let aborted = ctx.wait_condition(move |_| watched.is_cancelled());
+            let ran = driver::drive(ctx, &bridge, run, &signal, aborted, || {
+                ctx.state_mut(|_| ())
+            })
+            .await;
             if let Err(e) = ran {
                 let at = driver::workflow_ms(ctx);
                 let events =
@@ -133,11 +141,19 @@ impl AgentWorkflow {
                         sink.emit(event).await;
                     }
                 };
-                driver::drive(ctx, &bridge, publish, &signal, || ctx.state_mut(|_| ())).await;
+                let never = std::future::pending::<()>();
+                driver::drive(ctx, &bridge, publish, &signal, never, || {
+                    ctx.state_mut(|_| ())
+                })
+                .await;
             }
-            shared.0.lock().is_streaming = false;
+            {
+                let mut s = shared.0.lock();
+                s.is_streaming = false;
+                s.run_signal = None;
+            }
             ctx.state_mut(|_| ());
-            if signal.is_cancelled() {
+            if bridge.is_ending() {
                 // Cancelling the workflow aborted the run: the session ends with it.
                 break;
             }
@@ -202,6 +218,22 @@ impl AgentWorkflow {
             .wait_condition(|w| w.shared.0.lock().is_started(seq))
             .await;
         seq
+    }
+
+    #[update_validator(abort_run)]
+    fn validate_abort_run(
+        &self,
+        _ctx: &WorkflowContextView,
+        _input: &(),
+    ) -> Result<(), HandlerError> {
+        open(self)
+    }
+
+    /// Aborts the current run (`Agent::abort`; nothing while idle): its signal is
+    /// cancelled, its activities in flight with it; the session stays.
+    #[update]
+    pub async fn abort_run(ctx: &mut WorkflowContext<Self>, _input: ()) {
+        ctx.state_mut(|w| w.shared.0.lock().abort_run());
     }
 
     #[update_validator(reset)]

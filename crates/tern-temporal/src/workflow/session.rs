@@ -11,6 +11,7 @@ use serde_json::Value;
 use tern_agent::{AgentError, AgentEvent, EventSink, PendingMessageQueue};
 use tern_ai::transcript::get_current_system_message;
 use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, ThinkingLevel};
+use tokio_util::sync::CancellationToken;
 
 use super::bridge::Bridge;
 use crate::hooks::{HookCall, ListenerState};
@@ -70,6 +71,8 @@ pub(crate) struct Session {
     /// or a reset. A set, not a high-water mark: a run delivers a prompt before steering
     /// accepted earlier, so inputs commit out of order.
     settled: std::collections::BTreeSet<Seq>,
+    /// The running loop's signal (`None` between runs).
+    pub(crate) run_signal: Option<CancellationToken>,
     /// What the next run uses (the input's, as changed by `set`).
     pub(crate) settings: SessionInput,
     pub(crate) closed: bool,
@@ -136,6 +139,13 @@ impl Session {
 
     pub(crate) fn is_committed(&self, seq: Seq) -> bool {
         self.settled.contains(&seq)
+    }
+
+    /// Aborts the running loop (`Agent::abort`); nothing between runs.
+    pub(crate) fn abort_run(&mut self) {
+        if let Some(signal) = &self.run_signal {
+            signal.cancel();
+        }
     }
 
     /// Empties the queues asked for (`Agent::clear_*_queue`); their inputs' updates complete.
@@ -448,9 +458,13 @@ impl EventSink for Listening {
 }
 
 impl Shared {
-    /// Queues what a hook or tool on a worker queued for this session.
+    /// Applies what a hook or tool on a worker did to this session's queues.
     pub(crate) fn queue(&self, queued: QueuedInput) {
         let mut s = self.0.lock();
+        if queued.abort {
+            s.abort_run();
+        }
+        s.clear_queues(queued.clear);
         for (input, messages) in [
             (Input::Steer, queued.steer),
             (Input::FollowUp, queued.follow_up),
