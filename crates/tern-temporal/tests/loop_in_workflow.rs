@@ -203,3 +203,91 @@ async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() 
         })
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
+    let server = DevServer::start();
+    let queue = "abort-run";
+    let sessions = support::sessions(&server.address, queue).await;
+    let script = FauxModel::new(vec![
+        FauxResponse::tool_call("call_1", "add", json!({"a": 1, "b": 2, "delay_ms": 60_000})),
+        // Asked after the abort: the model answers it as aborted.
+        FauxResponse::text("never streamed"),
+        FauxResponse::text("Back again."),
+    ]);
+    let (_rt, mut worker) =
+        support::worker(&server.address, queue, Arc::new(script), tools()).await;
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            tokio::task::spawn_local(async move { worker.run().await });
+            let input = SessionInput {
+                model: support::faux_model(),
+                tools: tools().iter().map(ToolSpec::of).collect(),
+                ..SessionInput::default()
+            };
+            let session = sessions
+                .start("session-abort-run", input)
+                .await
+                .expect("started");
+            // While idle an abort does nothing.
+            session.abort_run().await.expect("abort while idle");
+            session
+                .prompt(vec![Message::user_text("Add slowly.")])
+                .await
+                .expect("prompt accepted");
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while session
+                .state()
+                .await
+                .expect("state")
+                .pending_tool_calls
+                .is_empty()
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the tool never started"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            session.abort_run().await.expect("aborted");
+            let events = tokio::time::timeout(Duration::from_secs(30), session.wait_idle(0))
+                .await
+                .expect("the run ends within 30 s")
+                .expect("events");
+            let end = events
+                .iter()
+                .find(|e| e["type"] == "tool_execution_end")
+                .expect("the call ended");
+            assert_eq!(end["isError"], true);
+            assert_eq!(end["result"]["content"][0]["text"], "Operation aborted");
+            let last = events.last().expect("events");
+            assert_eq!(last["type"], "agent_end");
+            let answer = last["messages"].as_array().and_then(|m| m.last());
+            assert_eq!(answer.map(|m| &m["stopReason"]), Some(&json!("aborted")));
+
+            // The session stays: the next prompt runs.
+            let offset = session.state().await.expect("state").event_count;
+            session
+                .prompt(vec![Message::user_text("Again?")])
+                .await
+                .expect("the session takes the next prompt");
+            let events = session.wait_idle(offset).await.expect("events");
+            let last = events.last().expect("events");
+            let answer = last["messages"].as_array().and_then(|m| m.last());
+            assert_eq!(
+                answer.map(|m| &m["content"][0]["text"]),
+                Some(&json!("Back again."))
+            );
+            let output = session.close().await.expect("closed");
+            assert_eq!(
+                output
+                    .messages
+                    .iter()
+                    .filter(|m| matches!(m, Message::User(_)))
+                    .count(),
+                2
+            );
+        })
+        .await;
+}
