@@ -228,6 +228,29 @@ pub struct ListenerState {
     /// The error of the run's last failed turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// The rest of the state, for sessions that ask for it
+    /// ([`SessionInput::listen_full_state`](crate::SessionInput::listen_full_state)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full: Option<Box<FullState>>,
+}
+
+/// The Agent's state beyond [`ListenerState`]'s summary: its transcript, the message being
+/// streamed and the queues.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FullState {
+    /// The transcript.
+    pub messages: Vec<Message>,
+    /// The message being streamed, as far as it is (at its `message_start` and
+    /// `message_update`s; the Agent's `streamingMessage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming_message: Option<Message>,
+    /// Steering messages not yet delivered.
+    #[serde(default)]
+    pub steering_queue: Vec<Message>,
+    /// Follow-up messages not yet delivered.
+    #[serde(default)]
+    pub follow_up_queue: Vec<Message>,
 }
 
 /// A worker's event listener: called, and awaited by the loop, for each event of the kinds

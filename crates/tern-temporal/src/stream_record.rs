@@ -126,19 +126,7 @@ impl Recorder {
             }
             Done { .. } | Error { .. } => return,
         };
-        let block = match event {
-            TextStart { .. } => Some(ContentBlock::text("")),
-            ThinkingStart { partial, .. } | ToolcallStart { partial, .. } => partial
-                .with(|m| m.content.get(index).cloned())
-                .map(|b| match b {
-                    ContentBlock::Thinking(mut t) => {
-                        t.thinking.clear();
-                        ContentBlock::Thinking(t)
-                    }
-                    other => other,
-                }),
-            _ => None,
-        };
+        let block = start_block(event, index);
         self.steps.push(StreamStep {
             kind: event.kind().to_string(),
             content_index: index,
@@ -171,6 +159,59 @@ impl Recorder {
             message,
             prepared: Vec::new(),
         }
+    }
+}
+
+/// The block a `*_start` event starts, as it starts (a thinking block without its text).
+fn start_block(event: &AssistantMessageEvent, index: usize) -> Option<ContentBlock> {
+    use AssistantMessageEvent::*;
+    match event {
+        TextStart { .. } => Some(ContentBlock::text("")),
+        ThinkingStart { partial, .. } | ToolcallStart { partial, .. } => partial
+            .with(|m| m.content.get(index).cloned())
+            .map(|b| match b {
+                ContentBlock::Thinking(mut t) => {
+                    t.thinking.clear();
+                    ContentBlock::Thinking(t)
+                }
+                other => other,
+            }),
+        _ => None,
+    }
+}
+
+/// Applies one streamed event to `m`, the message as far as the stream got before it: the
+/// message as it stands at that event, which a replayed event's live partial (already at
+/// the end: the whole record is played at once) does not say.
+pub(crate) fn advance(m: &mut AssistantMessage, event: &AssistantMessageEvent) {
+    use AssistantMessageEvent::*;
+    match event {
+        TextStart { content_index, .. }
+        | ThinkingStart { content_index, .. }
+        | ToolcallStart { content_index, .. } => {
+            if let Some(block) = start_block(event, *content_index) {
+                set_block(m, *content_index, block);
+            }
+        }
+        TextDelta { content_index, .. } | ThinkingDelta { content_index, .. } => {
+            append(m, *content_index, event.delta().unwrap_or_default())
+        }
+        TextEnd {
+            content_index,
+            content,
+            ..
+        }
+        | ThinkingEnd {
+            content_index,
+            content,
+            ..
+        } => set_text(m, *content_index, content),
+        ToolcallEnd {
+            content_index,
+            tool_call,
+            ..
+        } => set_block(m, *content_index, ContentBlock::ToolCall(tool_call.clone())),
+        _ => {}
     }
 }
 

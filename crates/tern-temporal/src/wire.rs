@@ -116,6 +116,12 @@ pub struct SessionInput {
     /// awaited by the loop (`AgentActivities::with_listener`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listen: Vec<String>,
+    /// Whether the listener's state carries the transcript, the streamed message and the
+    /// queues too ([`ListenerState::full`](crate::hooks::ListenerState::full)): each call
+    /// then carries the whole transcript (not into the history: a local activity's input is
+    /// not recorded), so ask for it only when the listener reads them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub listen_full_state: bool,
     /// The options of every model request (the Agent's `streamOptions`, without key and
     /// headers).
     #[serde(default, skip_serializing_if = "RequestOptions::is_empty")]

@@ -41,7 +41,7 @@ use tern_ai::{Content, ContentBlock, Message, ThinkingLevel, UserMessage};
 use tern_temporal::hooks::HookName;
 use tern_temporal::{
     build_worker, connect_client, AgentActivities, ClearQueues, RequestOptions, SessionHandle,
-    SessionInput, SessionSettings, Sessions, ToolSpec,
+    SessionInput, SessionSettings, SessionState, Sessions, ToolSpec,
 };
 
 use model::{make_model, Script, ScriptedModel};
@@ -127,12 +127,27 @@ impl Backend {
         // The worker hosts every tool of the scenario: a `set` may name any of them.
         let ids: Vec<String> = spec.tools.keys().cloned().collect();
         let hosted = scripted::tools(&spec, &ids, &trace).map_err(RunError::Invalid)?;
-        let side = Arc::new(scripted::WorkerSide::new(spec.clone(), trace.clone()));
+        // What a `set` changed: the runner's actions and the worker's snapshots read it.
+        let now = Arc::new(parking_lot::Mutex::new(Current {
+            tools: agent.tools.clone(),
+            model: agent.model.clone().unwrap_or_else(placeholder_model_id),
+            thinking_level: agent.thinking_level,
+        }));
+        let side = Arc::new(scripted::WorkerSide::new(
+            spec.clone(),
+            trace.clone(),
+            now.clone(),
+        ));
         let script: Weak<dyn Script> = Arc::downgrade(&side) as Weak<dyn Script>;
         // The scenario's hooks run on the worker; the session names them.
         let hooks = hooks::build_hooks(&Arc::downgrade(&side));
         let mut input = session_input(agent, &tools, HookName::set_in(&hooks));
         input.listen = scripted::listened(&spec);
+        // A triggered snapshot reads the whole state in the worker's listener.
+        input.listen_full_state = spec
+            .actions
+            .iter()
+            .any(|a| a.at.is_some() && a.do_ == "snapshot");
         let activities = AgentActivities::new(Arc::new(ScriptedModel { script }), hosted)
             .with_hooks(hooks)
             .with_listener(scripted::listener(&side));
@@ -163,11 +178,9 @@ impl Backend {
                 let running = tokio::task::spawn_local(async move { worker.run().await });
                 let out = async {
                     let session = sessions.start(&queue, input).await.map_err(backend)?;
-                    let driven = tokio::time::timeout(
-                        WATCHDOG,
-                        drive(&spec, agent, &session, &trace, &side),
-                    )
-                    .await;
+                    let driven =
+                        tokio::time::timeout(WATCHDOG, drive(&spec, &now, &session, &trace, &side))
+                            .await;
                     // The workflow ends with the scenario; its result adds nothing.
                     let _ = tokio::time::timeout(Duration::from_secs(5), session.close()).await;
                     match driven {
@@ -228,6 +241,7 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -
         tools: tools.iter().map(ToolSpec::of).collect(),
         hooks,
         listen: Vec::new(),
+        listen_full_state: false,
         tool_execution: agent.tool_execution.unwrap_or_default(),
         steering_mode: agent.steering_mode.unwrap_or_default(),
         follow_up_mode: agent.follow_up_mode.unwrap_or_default(),
@@ -238,18 +252,13 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -
 /// The actions, in order (the scope admits sequential prompts only), then the final state.
 async fn drive(
     spec: &Scenario,
-    agent: &AgentSpec,
+    now: &parking_lot::Mutex<Current>,
     session: &SessionHandle,
     trace: &Arc<Trace>,
     side: &Arc<scripted::WorkerSide>,
 ) -> Result<Value, RunError> {
     let backend = |e: tern_temporal::Error| RunError::Backend(e.to_string());
     let mut offset = 0;
-    let mut now = Current {
-        tools: agent.tools.clone(),
-        model: agent.model.clone().unwrap_or_else(placeholder_model_id),
-        thinking_level: agent.thinking_level,
-    };
     // Triggered actions run in the worker's listener.
     for a in spec.actions.iter().filter(|a| a.at.is_none()) {
         trace.here(json!({"kind": "action", "do": a.do_}));
@@ -264,7 +273,7 @@ async fn drive(
                 let settings = settings_of(spec, a)?;
                 let done = session.set(settings).await;
                 if done.is_ok() {
-                    now.apply(a);
+                    now.lock().apply(a);
                 }
                 done
             }
@@ -298,7 +307,7 @@ async fn drive(
                 Ok(())
             }
             "snapshot" => {
-                let state = state_now(spec, &now, session, trace).await?;
+                let state = state_now(spec, now, session, trace).await?;
                 trace.here(json!({"kind": "snapshot", "state": state}));
                 Ok(())
             }
@@ -331,7 +340,7 @@ async fn drive(
     if spec.settle_ms > 0.0 {
         tokio::time::sleep(Duration::from_secs_f64(spec.settle_ms / 1000.0)).await;
     }
-    let fin = state_now(spec, &now, session, trace).await?;
+    let fin = state_now(spec, now, session, trace).await?;
     let mut out = Map::new();
     out.insert("format".into(), json!(FORMAT));
     out.insert("trace".into(), Value::Array(trace.entries()));
@@ -341,7 +350,7 @@ async fn drive(
 
 /// What the Agent's state would say of the settings a `set` changes (the session keeps
 /// them for its runs; the runner tracks them to print the state).
-struct Current {
+pub struct Current {
     tools: Vec<String>,
     model: String,
     thinking_level: ThinkingLevel,
@@ -401,7 +410,7 @@ fn tool_spec(def: &spec::ToolDef) -> ToolSpec {
 /// The Agent's state as the runner prints it (`final`, `snapshot`), from the session's.
 async fn state_now(
     spec: &Scenario,
-    now: &Current,
+    now: &parking_lot::Mutex<Current>,
     session: &SessionHandle,
     trace: &Trace,
 ) -> Result<Value, RunError> {
@@ -409,6 +418,20 @@ async fn state_now(
         .state()
         .await
         .map_err(|e| RunError::Backend(e.to_string()))?;
+    // Between runs nothing streams; the session keeps no partial message.
+    let now = now.lock();
+    Ok(state_json(spec, &now, &state, None, trace.error_message()))
+}
+
+/// The Agent's state (FORMAT.md 2.4) from a session's state, the message it streams, its
+/// error and what a `set` changed.
+pub fn state_json(
+    spec: &Scenario,
+    now: &Current,
+    state: &SessionState,
+    streaming: Option<&Message>,
+    error_message: Option<String>,
+) -> Value {
     let mut fin = Map::new();
     fin.insert("messages".into(), norm_of(&state.messages));
     fin.insert(
@@ -424,10 +447,12 @@ async fn state_now(
         .collect();
     fin.insert("tools".into(), json!(tools));
     fin.insert("isStreaming".into(), json!(state.is_streaming));
-    // Between runs nothing streams; the session keeps no partial message.
-    fin.insert("streamingMessage".into(), Value::Null);
+    fin.insert(
+        "streamingMessage".into(),
+        streaming.map_or(Value::Null, norm_of),
+    );
     fin.insert("pendingToolCalls".into(), json!(state.pending_tool_calls));
-    fin.insert("errorMessage".into(), json!(trace.error_message()));
+    fin.insert("errorMessage".into(), json!(error_message));
     fin.insert(
         "queued".into(),
         json!({
@@ -435,7 +460,7 @@ async fn state_now(
             "followUp": norm_of(&state.follow_up_queue),
         }),
     );
-    Ok(Value::Object(fin))
+    Value::Object(fin)
 }
 
 /// A prompt's messages: its `messages`, or its `text` as `Agent.prompt(string)` builds it.

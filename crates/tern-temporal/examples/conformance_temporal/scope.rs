@@ -36,8 +36,8 @@ const HOOK_ACTIONS: &[&str] = &[
     "unsubscribe",
 ];
 
-/// The triggered actions a session runs: in the worker's listener, as a hook's, and an
-/// abort of the run (which travels with the listener's answer).
+/// The triggered actions a session runs: in the worker's listener, as a hook's, an abort
+/// of the run (which travels with the listener's answer), a wait and a snapshot.
 const TRIGGER_ACTIONS: &[&str] = &[
     "steer",
     "followUp",
@@ -46,6 +46,9 @@ const TRIGGER_ACTIONS: &[&str] = &[
     "clearAllQueues",
     "unsubscribe",
     "abort",
+    // In the listener: a wait inside the event's callback, the state the listener reads.
+    "sleep",
+    "snapshot",
 ];
 
 /// The events a run's abort cannot be placed at: they are published once the model
@@ -110,8 +113,9 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
             if !TRIGGER_ACTIONS.contains(&a.do_.as_str()) {
                 return Some(format!(
                     "a triggered {} (at {}): a trigger runs in the worker's listener, which \
-                     can only queue or clear its session's steering and follow-up messages \
-                     and unsubscribe listeners; the client sees events after the workflow \
+                     can act on its session's queues and run, unsubscribe listeners, wait \
+                     and read the state, but not send its session an update (its call holds \
+                     the workflow task); the client sees events after the workflow \
                      published them, not while the loop waits in its event callback",
                     a.do_, at.event
                 ));

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use tern_temporal::hooks::{EventListener, ListenerState};
+use tern_temporal::SessionState;
 
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
@@ -36,14 +37,17 @@ pub struct WorkerSide {
     heard: Mutex<Vec<Option<u64>>>,
     /// Per action: how many events matched its trigger, and whether it fired.
     triggers: Mutex<Vec<(u64, bool)>>,
+    /// What a `set` changed (a snapshot prints it).
+    now: Arc<Mutex<super::Current>>,
 }
 
 impl WorkerSide {
-    pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>) -> Self {
+    pub fn new(spec: Arc<Scenario>, trace: Arc<Trace>, now: Arc<Mutex<super::Current>>) -> Self {
         let spec_listeners = spec.listeners.len();
         let actions = spec.actions.len();
         WorkerSide {
             triggers: Mutex::new(vec![(0, false); actions]),
+            now,
             spec,
             taken: Mutex::new(0),
             counts: HookCounts::default(),
@@ -68,8 +72,9 @@ impl WorkerSide {
         Ok(())
     }
 
-    /// Runs the actions whose trigger `event` completes, in the scenario's order.
-    fn fire_triggers(&self, kind: &str, event: &Value) {
+    /// Runs the actions whose trigger `event` completes, in the scenario's order (`state`:
+    /// the session's with the event).
+    async fn fire_triggers(&self, kind: &str, event: &Value, state: &ListenerState) {
         let message_role = || event["message"]["role"].as_str();
         let (tool_name, role, update) = match kind {
             "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
@@ -105,12 +110,36 @@ impl WorkerSide {
                 }
                 matches && *fired
             };
-            if fire {
-                place(
-                    &self.trace,
-                    json!({"kind": "action", "do": a.do_, "at": at.label}),
-                );
-                self.run_here(a, &at.label);
+            if !fire {
+                continue;
+            }
+            place(
+                &self.trace,
+                json!({"kind": "action", "do": a.do_, "at": at.label}),
+            );
+            match a.do_.as_str() {
+                // Inside the event's callback, as in process: the loop waits.
+                "sleep" => sleep_ms(a.ms).await,
+                "snapshot" => {
+                    let full = state.full.as_deref().cloned().unwrap_or_default();
+                    let session = SessionState {
+                        messages: full.messages,
+                        is_streaming: state.is_streaming,
+                        pending_tool_calls: state.pending_tool_calls.clone(),
+                        steering_queue: full.steering_queue,
+                        follow_up_queue: full.follow_up_queue,
+                        event_count: 0,
+                    };
+                    let snapshot = super::state_json(
+                        &self.spec,
+                        &self.now.lock(),
+                        &session,
+                        full.streaming_message.as_ref(),
+                        state.error_message.clone(),
+                    );
+                    place(&self.trace, json!({"kind": "snapshot", "state": snapshot}));
+                }
+                _ => self.run_here(a, &at.label),
             }
         }
     }
@@ -202,7 +231,7 @@ pub fn listener(side: &Arc<WorkerSide>) -> EventListener {
         Box::pin(async move {
             let Some(side) = side else { return };
             let kind = event["type"].as_str().unwrap_or_default().to_string();
-            side.fire_triggers(&kind, &event);
+            side.fire_triggers(&kind, &event, &state).await;
             for (i, l) in side.spec.listeners.iter().enumerate() {
                 if side.heard.lock().get(i).is_some_and(|n| n.is_none()) {
                     continue;

@@ -101,6 +101,7 @@ impl AgentWorkflow {
                 shared: shared.clone(),
                 bridge: bridge.clone(),
                 kinds: Arc::new(settings.listen.clone()),
+                full_state: settings.listen_full_state,
             };
             let signal = CancellationToken::new();
             shared.0.lock().run_signal = Some(signal.clone());

@@ -14,7 +14,7 @@ use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, Thinki
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::Bridge;
-use crate::hooks::{HookCall, ListenerState};
+use crate::hooks::{FullState, HookCall, ListenerState};
 use crate::wire::{ClearQueues, QueuedInput, SessionInput, SessionSettings, SessionState};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
@@ -55,6 +55,9 @@ pub(crate) struct Session {
     pub(crate) is_streaming: bool,
     /// The role of the message between its start and its end.
     streaming_role: Option<String>,
+    /// The assistant message being streamed, as far as its events got (kept when the
+    /// listener gets the full state).
+    streaming: Option<AssistantMessage>,
     /// The Agent's `errorMessage`: cleared when a run starts, set by a failed turn.
     pub(crate) error_message: Option<String>,
     pending_tool_calls: Vec<String>,
@@ -322,10 +325,46 @@ impl Session {
             streaming_role: self.streaming_role.clone(),
             pending_tool_calls: self.pending_tool_calls.clone(),
             error_message: self.error_message.clone(),
+            full: None,
+        }
+    }
+
+    /// The rest of the state with `event` (just recorded).
+    fn full_state(&self, event: &AgentEvent) -> FullState {
+        FullState {
+            messages: self.messages.clone(),
+            // The Agent's `streamingMessage`: set by a message's start and updates, cleared
+            // by its end, so no other event sees one.
+            streaming_message: match event {
+                AgentEvent::MessageStart { message } => Some(message.clone()),
+                AgentEvent::MessageUpdate { .. } => self.streaming.clone().map(Message::from),
+                _ => None,
+            },
+            steering_queue: self.steering.messages.all().to_vec(),
+            follow_up_queue: self.follow_up.messages.all().to_vec(),
         }
     }
 
     fn record(&mut self, event: &AgentEvent) {
+        if self.settings.listen_full_state {
+            match event {
+                AgentEvent::MessageStart {
+                    message: Message::Assistant(a),
+                } => self.streaming = Some((**a).clone()),
+                AgentEvent::MessageUpdate {
+                    assistant_message_event,
+                    ..
+                } => {
+                    if let Some(m) = &mut self.streaming {
+                        crate::stream_record::advance(m, assistant_message_event);
+                    }
+                }
+                AgentEvent::MessageEnd { .. } | AgentEvent::AgentEnd { .. } => {
+                    self.streaming = None
+                }
+                _ => {}
+            }
+        }
         match event {
             AgentEvent::MessageStart { message } => {
                 self.streaming_role = Some(message.role().to_string());
@@ -440,16 +479,23 @@ pub(crate) struct Listening {
     pub(crate) shared: Shared,
     pub(crate) bridge: Arc<Bridge>,
     pub(crate) kinds: Arc<Vec<String>>,
+    /// Whether the listener gets the full state.
+    pub(crate) full_state: bool,
 }
 
 impl EventSink for Listening {
     async fn emit(&self, event: AgentEvent) {
+        let heard = self.kinds.iter().any(|k| k == event.kind());
         let state = {
             let mut s = self.shared.0.lock();
             s.record(&event);
-            s.listener_state()
+            let mut state = s.listener_state();
+            if heard && self.full_state {
+                state.full = Some(Box::new(s.full_state(&event)));
+            }
+            state
         };
-        if self.kinds.iter().any(|k| k == event.kind()) {
+        if heard {
             let event = serde_json::to_value(&event).unwrap_or(Value::Null);
             // A listener's failure is its own, as a subscriber's is in a local run.
             let _ = self.bridge.hook(HookCall::Event { event, state }).await;
