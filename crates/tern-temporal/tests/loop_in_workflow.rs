@@ -215,8 +215,10 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
         FauxResponse::text("never streamed"),
         FauxResponse::text("Back again."),
     ]);
+    // Every workflow task replays the history: the abort's commands must be the same each
+    // time (a nondeterministic one fails the task, and the run never ends).
     let (_rt, mut worker) =
-        support::worker(&server.address, queue, Arc::new(script), tools()).await;
+        support::replaying_worker(&server.address, queue, Arc::new(script), tools()).await;
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async move {

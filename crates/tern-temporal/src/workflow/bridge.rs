@@ -78,14 +78,14 @@ impl Prepared {
             .collect();
     }
 
-    /// The prepared arguments of a call of `spec`'s tool with `raw` arguments, `None` when
-    /// its tool left them unchanged.
-    fn of(&self, spec: &ToolSpec, fingerprint: &str, raw: &Value) -> Option<Value> {
+    /// The prepared arguments of a call of the tool `name` (of that fingerprint) with `raw`
+    /// arguments, `None` when its tool left them unchanged.
+    fn of(&self, name: &str, fingerprint: &str, raw: &Value) -> Option<Value> {
         self.0
             .lock()
             .iter()
             .find(|p| {
-                p.name == spec.name
+                p.name == name
                     && p.raw == *raw
                     && p.fingerprint.as_deref().is_none_or(|f| f == fingerprint)
             })
@@ -199,7 +199,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
     let owned = spec.clone();
     let fingerprint = spec.fingerprint();
     let prepared = bridge.prepared.clone();
-    let (prepare_spec, prepare_fingerprint) = (spec.clone(), fingerprint.clone());
+    let (prepare_name, prepare_fingerprint) = (spec.name.clone(), fingerprint.clone());
     let tool = AgentTool::dynamic(
         &spec.name,
         &spec.description,
@@ -208,7 +208,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
             let (reply, answer) = oneshot::channel();
             let (session_tools, session_hooks) = {
                 let s = bridge.session.0.lock();
-                let tools = s.settings.tools.iter().map(ToolSpec::fingerprint).collect();
+                let tools = s.tool_fingerprints.clone();
                 let hooks =
                     s.settings.hooks.iter().copied().filter(|h| {
                         matches!(h, HookName::BeforeToolCall | HookName::AfterToolCall)
@@ -257,7 +257,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
     .with_replay(spec.replay)
     // The worker ran the tool's `prepareArguments` when the response came (the code is
     // there); the loop asks here, before it validates.
-    .with_prepare_arguments(move |raw| prepared.of(&prepare_spec, &prepare_fingerprint, raw));
+    .with_prepare_arguments(move |raw| prepared.of(&prepare_name, &prepare_fingerprint, raw));
     match spec.execution_mode {
         Some(mode) => tool.with_execution_mode(mode),
         None => tool,

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::bridge::Bridge;
 use crate::hooks::{FullState, HookCall, ListenerState};
-use crate::wire::{ClearQueues, QueuedInput, SessionInput, SessionSettings, SessionState};
+use crate::wire::{
+    ClearQueues, QueuedInput, SessionInput, SessionSettings, SessionState, ToolSpec,
+};
 
 /// Numbers every accepted input, so an update can wait until its messages are committed.
 pub(crate) type Seq = u64;
@@ -78,6 +80,8 @@ pub(crate) struct Session {
     pub(crate) run_signal: Option<CancellationToken>,
     /// What the next run uses (the input's, as changed by `set`).
     pub(crate) settings: SessionInput,
+    /// The fingerprints of `settings.tools` (every tool call carries them).
+    pub(crate) tool_fingerprints: Vec<String>,
     pub(crate) closed: bool,
 }
 
@@ -116,6 +120,7 @@ impl Session {
         };
         s.steering.messages.mode = input.steering_mode;
         s.follow_up.messages.mode = input.follow_up_mode;
+        s.tool_fingerprints = fingerprints(&input.tools);
         s
     }
 
@@ -166,6 +171,7 @@ impl Session {
     /// Applies a `set` to the next runs (the queues' modes at once, as the Agent's).
     pub(crate) fn apply(&mut self, set: SessionSettings) {
         if let Some(tools) = set.tools {
+            self.tool_fingerprints = fingerprints(&tools);
             self.settings.tools = tools;
         }
         if let Some(messages) = set.messages {
@@ -417,6 +423,10 @@ impl Session {
         }
         self.events.push(json);
     }
+}
+
+fn fingerprints(tools: &[ToolSpec]) -> Vec<String> {
+    tools.iter().map(ToolSpec::fingerprint).collect()
 }
 
 /// The events that end a failed run as the Agent ends one: a failure message (empty text,

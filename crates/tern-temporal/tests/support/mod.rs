@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use temporalio_sdk::{Runtime, Worker};
+use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 use tern_agent::AgentTool;
 use tern_ai::{Message, Model, StreamFn};
-use tern_temporal::{build_worker, connect_client, runtime, AgentActivities, Sessions};
+use tern_temporal::{
+    build_worker, connect_client, runtime, AgentActivities, AgentWorkflow, Sessions,
+};
 
 /// Connects (retrying while the fresh server starts its namespace).
 pub async fn sessions(address: &str, task_queue: &str) -> Sessions {
@@ -37,6 +39,26 @@ pub async fn worker(
     let rt = runtime().expect("a Temporal runtime");
     let activities = AgentActivities::new(stream_fn, tools);
     let worker = build_worker(&rt, client, task_queue, activities).expect("a worker");
+    (rt, worker)
+}
+
+/// A worker that caches no workflow: every workflow task replays the session's history
+/// from its start, so a workflow whose commands differ on replay fails its tasks.
+pub async fn replaying_worker(
+    address: &str,
+    task_queue: &str,
+    stream_fn: Arc<dyn StreamFn>,
+    tools: Vec<AgentTool>,
+) -> (Runtime, Worker) {
+    let client = connect_client(address, "default").await.expect("a client");
+    let rt = runtime().expect("a Temporal runtime");
+    let options = WorkerOptions::new(task_queue)
+        .register_workflow::<AgentWorkflow>()
+        .expect("the workflow registers")
+        .register_activities(AgentActivities::new(stream_fn, tools))
+        .max_cached_workflows(0)
+        .build();
+    let worker = Worker::new(&rt, client, options).expect("a worker");
     (rt, worker)
 }
 
