@@ -483,3 +483,108 @@ fn rpc_compact_summarizes_with_the_focus_and_answers_with_the_result() {
     );
     assert_eq!(rpc.finish(), Some(0));
 }
+
+/// Sends `prompt` over RPC and waits until the agent settled.
+fn rpc_prompt(rpc: &mut Rpc, id: &str, prompt: &str) {
+    let r = rpc.call(id, json!({"type": "prompt", "message": prompt}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+}
+
+/// `get_state`'s `autoCompactionEnabled`.
+fn auto_compaction(rpc: &mut Rpc, id: &str) -> Value {
+    rpc.call(id, json!({"type": "get_state"}))["data"]["autoCompactionEnabled"].clone()
+}
+
+#[test]
+fn rpc_set_auto_compaction_turns_the_automatic_kind_off_and_on() {
+    let home = tempfile::tempdir().expect("home");
+    let server = Server::answering(&[
+        "first answer",
+        "second answer",
+        "## Goal\nOn again.",
+        "third answer",
+        "## Goal\nThird.",
+        "fourth answer",
+    ]);
+    let mut flags = vec!["--no-tools", "--no-auto-compaction"];
+    flags.extend(PAST_THRESHOLD);
+    let mut rpc = Rpc::start(home.path(), home.path(), &server, &flags);
+    // `--no-auto-compaction` is what get_state reports, as pi's settings do.
+    assert_eq!(auto_compaction(&mut rpc, "s0"), json!(false));
+    // Off: every answer crosses the threshold, and nothing is summarized.
+    rpc_prompt(&mut rpc, "p1", "first question");
+    rpc_prompt(&mut rpc, "p2", "second question");
+    assert_eq!(
+        conversation(&server.wait_requests(2)[1]),
+        pairs(&[
+            ("user", "first question"),
+            ("assistant", "first answer"),
+            ("user", "second question"),
+        ])
+    );
+    assert!(!rpc.seen.iter().any(|v| v["type"] == "compaction_start"));
+
+    // On: the check before the next prompt compacts (pi's `_prepareRun`), and the one
+    // after its run compacts again.
+    let r = rpc.call(
+        "a1",
+        json!({"type": "set_auto_compaction", "enabled": true}),
+    );
+    assert_eq!(
+        r,
+        json!({"type": "response", "command": "set_auto_compaction", "success": true, "id": "a1"})
+    );
+    assert_eq!(auto_compaction(&mut rpc, "s1"), json!(true));
+    let mark = rpc.seen.len();
+    rpc_prompt(&mut rpc, "p3", "third question");
+    let requests = server.wait_requests(5);
+    assert!(
+        conversation(&requests[2])[0]
+            .1
+            .starts_with("<conversation>\n[User]: first question"),
+        "the summary request: {:?}",
+        conversation(&requests[2])
+    );
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nOn again.")),
+            ("user", "second question"),
+            ("assistant", "second answer"),
+            ("user", "third question"),
+        ])
+    );
+    assert!(
+        conversation(&requests[4])[0]
+            .1
+            .contains("[User]: second question"),
+        "the second summary request: {:?}",
+        conversation(&requests[4])
+    );
+    let ends = rpc.seen[mark..]
+        .iter()
+        .filter(|v| v["type"] == "compaction_end" && v["reason"] == "threshold")
+        .count();
+    assert_eq!(ends, 2);
+
+    // Off again: the next run sends its prompt and nothing else.
+    rpc.call(
+        "a2",
+        json!({"type": "set_auto_compaction", "enabled": false}),
+    );
+    assert_eq!(auto_compaction(&mut rpc, "s2"), json!(false));
+    rpc_prompt(&mut rpc, "p4", "fourth question");
+    let requests = server.wait_requests(6);
+    assert_eq!(requests.len(), 6);
+    assert_eq!(
+        conversation(&requests[5]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nThird.")),
+            ("user", "third question"),
+            ("assistant", "third answer"),
+            ("user", "fourth question"),
+        ])
+    );
+    assert_eq!(rpc.finish(), Some(0));
+}

@@ -26,8 +26,12 @@ pub type Observer = Arc<dyn Fn(&Value) + Send + Sync>;
 
 /// A runtime's compaction state.
 pub struct State {
-    /// The settings.
-    pub settings: Settings,
+    /// The settings (`enabled` as given at start: [`State::settings`] has the current one).
+    settings: Settings,
+    /// Automatic compaction, as RPC `set_auto_compaction` last set it.
+    auto: AtomicBool,
+    /// Whether a compaction is running (RPC `get_state`'s `isCompacting`).
+    compacting: AtomicBool,
     /// Who writes summaries.
     pub summarizer: Summarizer,
     /// The compaction the transcript builds on.
@@ -42,12 +46,33 @@ impl State {
     /// The state of a session that resumes after `previous` (if it was compacted).
     pub fn new(settings: Settings, summarizer: Summarizer, previous: Option<Previous>) -> Self {
         State {
+            auto: AtomicBool::new(settings.enabled),
+            compacting: AtomicBool::new(false),
             settings,
             summarizer,
             previous: Mutex::new(previous),
             observer: Mutex::new(None),
             overflow_retried: AtomicBool::new(false),
         }
+    }
+
+    /// The settings in force: automatic compaction as last turned on or off.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            enabled: self.auto.load(Ordering::SeqCst),
+            ..self.settings
+        }
+    }
+
+    /// Turns automatic compaction on or off for the following checks (pi's
+    /// `setAutoCompactionEnabled`, RPC `set_auto_compaction`); `/compact` works either way.
+    pub fn set_auto(&self, enabled: bool) {
+        self.auto.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Whether a compaction is running now.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::SeqCst)
     }
 
     fn emit(&self, event: Value) {
@@ -138,6 +163,24 @@ impl Runtime {
         instructions: Option<&str>,
         will_retry: bool,
     ) -> Result<Outcome, CompactError> {
+        // Cleared on drop too, so a compaction whose future is dropped does not stay "running".
+        struct Running<'a>(&'a AtomicBool);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, Ordering::SeqCst);
+            }
+        }
+        self.compaction.compacting.store(true, Ordering::SeqCst);
+        let _running = Running(&self.compaction.compacting);
+        self.compact_now(reason, instructions, will_retry).await
+    }
+
+    async fn compact_now(
+        &self,
+        reason: Reason,
+        instructions: Option<&str>,
+        will_retry: bool,
+    ) -> Result<Outcome, CompactError> {
         let state = &self.compaction;
         let fail = |e: CompactError, started: bool| {
             if started {
@@ -170,7 +213,7 @@ impl Runtime {
             &body,
             ids,
             previous.as_ref(),
-            state.settings.keep_recent_tokens,
+            state.settings().keep_recent_tokens,
         ) {
             Ok(p) => p,
             Err(n) => return fail(CompactError::Nothing(n), manual),
@@ -297,7 +340,7 @@ impl Runtime {
 
     /// Compacts after `answer` when it overflowed or the context crossed the threshold.
     async fn check(&self, answer: Arc<tern_ai::AssistantMessage>) {
-        let settings = self.compaction.settings;
+        let settings = self.compaction.settings();
         if !settings.enabled {
             return;
         }
@@ -349,7 +392,7 @@ impl Runtime {
         mut result: Result<RunOutcome, AgentError>,
     ) -> Result<RunOutcome, AgentError> {
         let state = &self.compaction;
-        if !state.settings.enabled || self.limits.aborted() {
+        if !state.settings().enabled || self.limits.aborted() {
             return result;
         }
         let window = self.agent.state().model.context_window;
