@@ -339,10 +339,18 @@ fn overflow() -> Reply {
 fn overflow_after_one_exchange(
     retry: Reply,
 ) -> (tempfile::TempDir, PathBuf, Server, std::process::Output) {
+    failure_after_one_exchange(overflow(), retry)
+}
+
+/// One exchange, then a second prompt answered with `failed`, a summary, and `retry`.
+fn failure_after_one_exchange(
+    failed: Reply,
+    retry: Reply,
+) -> (tempfile::TempDir, PathBuf, Server, std::process::Output) {
     let (home, session) = home_with("s.jsonl");
     let server = Server::start(vec![
         Reply::text("first answer"),
-        overflow(),
+        failed,
         Reply::text("## Goal\nShort."),
         retry,
     ]);
@@ -397,6 +405,78 @@ fn a_second_overflow_fails_with_pis_message() {
     );
     // One compaction, one retry, nothing more.
     assert_eq!(server.requests().len(), 4);
+}
+
+/// A reply cut at `length` below the model's output limit: the scripted usage reports 20
+/// output tokens, under pi's default 16,384 for a custom model.
+fn cut_short() -> Reply {
+    Reply::Truncated("The answer be".into())
+}
+
+#[test]
+fn an_answer_cut_below_the_output_limit_compacts_and_retries_once() {
+    // pi's `isRecoverableLength`: omitted (context_edit), compacted, continued.
+    let (_home, session, server, o) =
+        failure_after_one_exchange(cut_short(), Reply::text("the whole answer"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "the whole answer");
+    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
+    let requests = server.wait_requests(4);
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nShort.")),
+            ("user", "second question"),
+        ])
+    );
+    let lines = json_lines(&session);
+    let cut = lines
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "length")
+        .expect("the cut answer stays in the file");
+    assert!(lines.iter().any(|e| e["type"] == "context_edit"
+        && e["targetId"] == cut["id"]
+        && e["replacement"].is_null()));
+}
+
+#[test]
+fn an_answer_cut_short_twice_fails_with_pis_message() {
+    let (_home, _session, server, o) = failure_after_one_exchange(cut_short(), cut_short());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "The answer be");
+    let err = stderr(&o);
+    assert_contains(
+        &err,
+        "Truncated response recovery failed after one compact-and-retry attempt.",
+    );
+    assert_contains(
+        &err,
+        "Response was truncated: the model reached its output token limit.",
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[test]
+fn an_answer_cut_at_the_output_limit_is_not_retried() {
+    // 20 output tokens of a 20-token limit: the model said all it could (no recovery).
+    let (home, session) = home_with("s.jsonl");
+    let server = Server::start(vec![Reply::text("first answer"), cut_short()]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let flags = [
+        "--compaction-keep-recent-tokens",
+        "1",
+        "--max-output-tokens",
+        "20",
+    ];
+    let o = print(home.path(), &server, &session, &flags, "second question");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("compacted"), "{}", stderr(&o));
+    assert_eq!(server.requests().len(), 2);
+    assert!(!json_lines(&session)
+        .iter()
+        .any(|e| e["type"] == "context_edit"));
 }
 
 #[test]

@@ -12,6 +12,7 @@ use tern_ai::{Message, StopReason};
 use tern_session::writer::Compaction;
 
 use super::estimate::{context_tokens, estimate_context_tokens, estimate_tokens};
+use super::prepare::Preparation;
 use super::summary::{history_prompt, turn_prefix_prompt, Summarizer};
 use super::{end_event, start_event, CompactError, Outcome, Previous, Reason, Settings};
 use crate::durable::system_prefix_len;
@@ -20,6 +21,31 @@ use crate::runtime::Runtime;
 /// pi's message when a retried run overflowed again.
 pub const OVERFLOW_RETRY_FAILED: &str = "Context overflow recovery failed after one \
      compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
+
+/// pi's message when a retried answer was cut short again.
+pub const LENGTH_RETRY_FAILED: &str =
+    "Truncated response recovery failed after one compact-and-retry attempt.";
+
+/// Why a run's last answer is compacted and retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recoverable {
+    /// The context overflowed.
+    Overflow,
+    /// The answer stopped at a length below the model's output limit.
+    Length,
+}
+
+/// Whether a `length` stop came before the output limit the model asked for (pi-ai's
+/// `isRecoverableLength`; `max_tokens` is the model's own limit, before any clamping).
+pub fn is_recoverable_length(answer: &tern_ai::AssistantMessage, max_tokens: u64) -> bool {
+    answer.stop_reason == StopReason::Length && max_tokens > 0 && answer.usage.output < max_tokens
+}
+
+/// An answer that resets the recovery attempt (pi: any but `error` and `length`).
+fn ended_well(m: &Message) -> bool {
+    m.as_assistant()
+        .is_some_and(|a| !matches!(a.stop_reason, StopReason::Error | StopReason::Length))
+}
 
 /// Who hears compaction events (pi's `compaction_start` / `compaction_end` JSON).
 pub type Observer = Arc<dyn Fn(&Value) + Send + Sync>;
@@ -175,6 +201,30 @@ impl Runtime {
         self.compact_now(reason, instructions, will_retry).await
     }
 
+    /// What a compaction now would summarize and keep: the transcript's system prefix, the
+    /// rest, and the plan (pi's `prepareCompaction`); no side effects.
+    fn preparation(&self) -> Result<(Vec<Message>, Vec<Message>, Preparation), CompactError> {
+        let (system, body) = self.agent.with_messages(|m| {
+            let n = system_prefix_len(m);
+            (m[..n].to_vec(), m[n..].to_vec())
+        });
+        let ids: Vec<String> = self.recorder.lock().session().context_ids().to_vec();
+        if ids.len() < body.len() {
+            return Err(CompactError::Untracked);
+        }
+        let ids = &ids[ids.len() - body.len()..];
+        let previous = self.compaction.previous.lock().clone();
+        let prep = super::prepare::prepare(
+            &system,
+            &body,
+            ids,
+            previous.as_ref(),
+            self.compaction.settings().keep_recent_tokens,
+        )
+        .map_err(CompactError::Nothing)?;
+        Ok((system, body, prep))
+    }
+
     async fn compact_now(
         &self,
         reason: Reason,
@@ -198,25 +248,9 @@ impl Runtime {
             state.emit(start_event(reason));
         }
         let manual = reason == Reason::Manual;
-        let (system, body) = self.agent.with_messages(|m| {
-            let n = system_prefix_len(m);
-            (m[..n].to_vec(), m[n..].to_vec())
-        });
-        let ids: Vec<String> = self.recorder.lock().session().context_ids().to_vec();
-        if ids.len() < body.len() {
-            return fail(CompactError::Untracked, manual);
-        }
-        let ids = &ids[ids.len() - body.len()..];
-        let previous = state.previous.lock().clone();
-        let prep = match super::prepare::prepare(
-            &system,
-            &body,
-            ids,
-            previous.as_ref(),
-            state.settings().keep_recent_tokens,
-        ) {
+        let (system, body, prep) = match self.preparation() {
             Ok(p) => p,
-            Err(n) => return fail(CompactError::Nothing(n), manual),
+            Err(e) => return fail(e, manual),
         };
         if !manual {
             state.emit(start_event(reason));
@@ -344,6 +378,10 @@ impl Runtime {
         if !settings.enabled {
             return;
         }
+        // A cut-short answer had its compact-and-retry in the run (pi returns there).
+        if self.recoverable(&answer) == Some(Recoverable::Length) {
+            return;
+        }
         let window = self.agent.state().model.context_window;
         if answer.stop_reason == StopReason::Stop
             && tern_ai::providers::is_context_overflow(&answer, window)
@@ -384,9 +422,11 @@ impl Runtime {
             .store(false, Ordering::SeqCst);
     }
 
-    /// A run whose last answer is a context overflow: the failed answer is omitted, the
-    /// transcript compacted and the run continued, once; a second overflow stays failed,
-    /// with pi's message as a compaction event.
+    /// A run whose last answer overflowed the context, or stopped at a length below the
+    /// model's output limit (pi's `isRecoverableLength`: the provider cut it short, often
+    /// for want of room): the answer is omitted, the transcript compacted and the run
+    /// continued, once; a second such answer stays, with pi's message as a compaction event.
+    /// The attempt is counted again after an answer that ends well (pi resets it then).
     pub(crate) async fn recover_overflow(
         &self,
         mut result: Result<RunOutcome, AgentError>,
@@ -395,21 +435,23 @@ impl Runtime {
         if !state.settings().enabled || self.limits.aborted() {
             return result;
         }
-        let window = self.agent.state().model.context_window;
         let Some(answer) = last_answer(&result) else {
             return result;
         };
-        if answer.stop_reason != StopReason::Error
-            || !tern_ai::providers::is_context_overflow(&answer, window)
-        {
+        let Some(kind) = self.recoverable(&answer) else {
+            return result;
+        };
+        if state.overflow_retried.swap(true, Ordering::SeqCst) {
+            let message = match kind {
+                Recoverable::Overflow => OVERFLOW_RETRY_FAILED,
+                Recoverable::Length => LENGTH_RETRY_FAILED,
+            };
+            state.emit(end_event(Reason::Overflow, Err(message), false));
             return result;
         }
-        if state.overflow_retried.swap(true, Ordering::SeqCst) {
-            state.emit(end_event(
-                Reason::Overflow,
-                Err(OVERFLOW_RETRY_FAILED),
-                false,
-            ));
+        // pi omits a cut answer before it knows whether anything can be compacted, and then
+        // shows nothing; tern keeps it (and pi's truncation message) when there is nothing.
+        if kind == Recoverable::Length && self.preparation().is_err() {
             return result;
         }
         self.omit_failed_answer(&answer);
@@ -421,11 +463,33 @@ impl Runtime {
             return result;
         }
         let retried = self.agent.continue_run().await;
+        if retried
+            .as_ref()
+            .is_ok_and(|r| r.messages.iter().any(ended_well))
+        {
+            state.overflow_retried.store(false, Ordering::SeqCst);
+        }
         result = match (result, retried) {
             (Ok(first), Ok(next)) => Ok(first.then(next)),
             (_, r) => r,
         };
         Box::pin(self.recover_overflow(result)).await
+    }
+
+    /// Whether `answer` is one pi compacts and retries after (`_checkCompaction`'s cases
+    /// with a retry): an answer of the current model that overflowed, or was cut short.
+    fn recoverable(&self, answer: &tern_ai::AssistantMessage) -> Option<Recoverable> {
+        let model = self.agent.state().model;
+        // An answer of another model says nothing of this one's window (pi's `sameModel`).
+        if answer.provider.as_str() != model.provider || answer.model.as_str() != model.id {
+            return None;
+        }
+        if answer.stop_reason != StopReason::Stop
+            && tern_ai::providers::is_context_overflow(answer, model.context_window)
+        {
+            return Some(Recoverable::Overflow);
+        }
+        is_recoverable_length(answer, model.max_tokens).then_some(Recoverable::Length)
     }
 
     /// Takes a failed answer out of the transcript, and out of the session's context with
