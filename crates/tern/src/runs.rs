@@ -149,6 +149,8 @@ impl Runtime {
             run.on_input(move |p| observer(p));
         }
         self.current.set(Some(run.clone()));
+        // pi's check between two turns applies to this run's turns.
+        *self.between_turns.lock() = Some(self.compactor());
         let inputs = run.attach(&self.agent);
         // Messages queued while no run was going become input of this one, journaled.
         let (steering, follow_ups) = queued;
@@ -188,6 +190,7 @@ impl Runtime {
         self.agent.wait_for_idle().await;
         // Input accepted from here on waits in the agent's queues for the next run.
         self.current.set(None);
+        *self.between_turns.lock() = None;
         *self.limits.ended_by.lock() = run.ended_by();
         if let Err(e) = run.finish(run_end(&run, &result)).await {
             eprintln_redacted!("tern: warning: the end of the run was not journaled: {e}");

@@ -158,6 +158,7 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "third answer");
     let requests = server.wait_requests(4);
+
     assert_eq!(
         conversation(&requests[3]),
         pairs(&[
@@ -667,4 +668,106 @@ fn rpc_set_auto_compaction_turns_the_automatic_kind_off_and_on() {
         ])
     );
     assert_eq!(rpc.finish(), Some(0));
+}
+
+#[test]
+fn a_run_past_the_threshold_compacts_between_two_turns_and_goes_on() {
+    // pi checks before each further request of a run (its `prepareNextTurn` hook), not
+    // only around the run. The threshold (window 16554 less pi's 16384 reserve: 170) is
+    // above an answer's 120 tokens of usage, so neither the check before the prompt nor
+    // the one after the run compacts; the file read (about 100 tokens) pushes the context
+    // past it between the two turns. The keep budget keeps the prompt's whole turn.
+    let (home, session) = home_with("s.jsonl");
+    let notes = "code 42 ".repeat(50);
+    std::fs::write(home.path().join("notes.txt"), &notes).expect("write notes");
+    let question = format!("second question {}", "please ".repeat(25));
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
+        Reply::text("## Goal\nMid-run."),
+        Reply::text("final answer"),
+    ]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let flags = [
+        "--tools",
+        "read",
+        "--context-window",
+        "16554",
+        "--max-output-tokens",
+        "10",
+        "--compaction-keep-recent-tokens",
+        "130",
+        "--mode",
+        "json",
+    ];
+    let o = print(home.path(), &server, &session, &flags, &question);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let requests = server.wait_requests(4);
+    assert_eq!(requests.len(), 4);
+    assert!(
+        conversation(&requests[2])[0].1.starts_with(
+            "<conversation>\n[User]: first question\n\n[Assistant]: first answer\n</conversation>"
+        ),
+        "the summary request comes between the two turns: {:?}",
+        conversation(&requests[2])
+    );
+    // The run's second request goes out from the compacted transcript.
+    let second_turn = conversation(&requests[3]);
+    assert_eq!(second_turn.len(), 4, "{second_turn:?}");
+    assert_eq!(
+        second_turn[..2],
+        pairs(&[("user", &wrapped("## Goal\nMid-run.")), ("user", &question)])[..]
+    );
+    assert_eq!(second_turn[3], ("tool".to_string(), notes.clone()));
+    // The prompt and the tool the summarized part declared are still the system's.
+    assert_eq!(messages(&requests[3])[0]["role"], "system");
+    assert_eq!(requests[3]["tools"][0]["function"]["name"], "read");
+    // One run: the compaction's events fall between the first turn's end and the next
+    // turn's start. The sequence is pi 1.6's own for this script (its JSON mode against the
+    // same replies; deltas left out, since the two servers cut the text differently).
+    let events = parse_lines(&stdout(&o));
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|k| *k != "message_update")
+        .collect();
+    let pi = [
+        "session",
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "compaction_start",
+        "compaction_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+        "agent_settled",
+    ];
+    assert_eq!(kinds, pi);
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "compaction_end")
+        .expect("compaction_end");
+    assert_eq!(
+        (&end["reason"], &end["willRetry"]),
+        (&json!("threshold"), &json!(false))
+    );
+    let compaction = json_lines(&session)
+        .into_iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("the compaction entry");
+    assert_eq!(compaction["summary"], "## Goal\nMid-run.");
 }

@@ -9,12 +9,10 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tern_agent::{AgentError, RunOutcome};
 use tern_ai::{Message, StopReason};
-use tern_session::writer::Compaction;
 
-use super::estimate::{context_tokens, estimate_context_tokens, estimate_tokens};
-use super::prepare::Preparation;
-use super::summary::{history_prompt, turn_prefix_prompt, Summarizer};
-use super::{end_event, start_event, CompactError, Outcome, Previous, Reason, Settings};
+use super::estimate::{context_tokens, estimate_context_tokens};
+use super::summary::Summarizer;
+use super::{end_event, CompactError, Outcome, Previous, Reason, Settings};
 use crate::durable::system_prefix_len;
 use crate::runtime::Runtime;
 
@@ -57,7 +55,7 @@ pub struct State {
     /// Automatic compaction, as RPC `set_auto_compaction` last set it.
     auto: AtomicBool,
     /// Whether a compaction is running (RPC `get_state`'s `isCompacting`).
-    compacting: AtomicBool,
+    pub(super) compacting: AtomicBool,
     /// Who writes summaries.
     pub summarizer: Summarizer,
     /// The compaction the transcript builds on.
@@ -101,7 +99,7 @@ impl State {
         self.compacting.load(Ordering::SeqCst)
     }
 
-    fn emit(&self, event: Value) {
+    pub(super) fn emit(&self, event: Value) {
         let observer = self.observer.lock().clone();
         if let Some(o) = observer {
             o(&event);
@@ -150,7 +148,7 @@ pub fn previous_of(loaded: &tern_session::LoadedSession) -> Option<Previous> {
 }
 
 /// Two requests' usage together (pi's `combineUsage`).
-fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
+pub(super) fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
     let mut u = a.clone();
     u.input += b.input;
     u.output += b.output;
@@ -177,168 +175,21 @@ pub(crate) fn last_answer(
 }
 
 impl Runtime {
+    /// The handles a compaction works on.
+    pub(crate) fn compactor(&self) -> super::compactor::Compactor {
+        super::compactor::Compactor {
+            agent: self.agent.clone(),
+            recorder: self.recorder.clone(),
+            state: self.compaction.clone(),
+        }
+    }
+
     /// Compacts the transcript now (`/compact [instructions]`, RPC `compact`), with pi's
     /// events; fails with pi's messages ("Nothing to compact (session too small)", ...).
     pub async fn compact(&self, instructions: Option<&str>) -> Result<Outcome, CompactError> {
-        self.compact_for(Reason::Manual, instructions, false).await
-    }
-
-    async fn compact_for(
-        &self,
-        reason: Reason,
-        instructions: Option<&str>,
-        will_retry: bool,
-    ) -> Result<Outcome, CompactError> {
-        // Cleared on drop too, so a compaction whose future is dropped does not stay "running".
-        struct Running<'a>(&'a AtomicBool);
-        impl Drop for Running<'_> {
-            fn drop(&mut self) {
-                self.0.store(false, Ordering::SeqCst);
-            }
-        }
-        self.compaction.compacting.store(true, Ordering::SeqCst);
-        let _running = Running(&self.compaction.compacting);
-        self.compact_now(reason, instructions, will_retry).await
-    }
-
-    /// What a compaction now would summarize and keep: the transcript's system prefix, the
-    /// rest, and the plan (pi's `prepareCompaction`); no side effects.
-    fn preparation(&self) -> Result<(Vec<Message>, Vec<Message>, Preparation), CompactError> {
-        let (system, body) = self.agent.with_messages(|m| {
-            let n = system_prefix_len(m);
-            (m[..n].to_vec(), m[n..].to_vec())
-        });
-        let ids: Vec<String> = self.recorder.lock().session().context_ids().to_vec();
-        if ids.len() < body.len() {
-            return Err(CompactError::Untracked);
-        }
-        let ids = &ids[ids.len() - body.len()..];
-        let previous = self.compaction.previous.lock().clone();
-        let prep = super::prepare::prepare(
-            &system,
-            &body,
-            ids,
-            previous.as_ref(),
-            self.compaction.settings().keep_recent_tokens,
-        )
-        .map_err(CompactError::Nothing)?;
-        Ok((system, body, prep))
-    }
-
-    async fn compact_now(
-        &self,
-        reason: Reason,
-        instructions: Option<&str>,
-        will_retry: bool,
-    ) -> Result<Outcome, CompactError> {
-        let state = &self.compaction;
-        let fail = |e: CompactError, started: bool| {
-            if started {
-                let m = match reason {
-                    Reason::Manual => format!("Compaction failed: {e}"),
-                    Reason::Overflow => format!("Context overflow recovery failed: {e}"),
-                    Reason::Threshold => format!("Auto-compaction failed: {e}"),
-                };
-                state.emit(end_event(reason, Err(&m), false));
-            }
-            Err(e)
-        };
-        // pi announces a manual compaction before it knows there is anything to compact.
-        if reason == Reason::Manual {
-            state.emit(start_event(reason));
-        }
-        let manual = reason == Reason::Manual;
-        let (system, body, prep) = match self.preparation() {
-            Ok(p) => p,
-            Err(e) => return fail(e, manual),
-        };
-        if !manual {
-            state.emit(start_event(reason));
-        }
-        let st = self.agent.state();
-        let (model, thinking) = (st.model, st.thinking_level);
-        let ask = |prompt: String, label: &'static str| {
-            let s = state.summarizer.clone();
-            let model = model.clone();
-            async move { s.ask(&model, thinking, prompt, label).await }
-        };
-        let previous_summary = prep.previous_summary.as_deref();
-        let summarized = if !prep.turn_prefix.is_empty() {
-            let mut history = (
-                previous_summary.unwrap_or("No prior history.").to_string(),
-                None,
-            );
-            if !prep.to_summarize.is_empty() {
-                let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
-                match ask(p, "Summarization").await {
-                    Ok((text, usage)) => history = (text, Some(usage)),
-                    Err(e) => return fail(e, true),
-                }
-            }
-            let p = turn_prefix_prompt(&prep.turn_prefix, instructions);
-            match ask(p, "Turn prefix summarization").await {
-                Ok((text, usage)) => {
-                    let merged = format!(
-                        "{}\n\n---\n\n**Turn Context (split turn):**\n\n{text}",
-                        history.0
-                    );
-                    let usage = match history.1 {
-                        Some(h) => combine(&h, &usage),
-                        None => usage,
-                    };
-                    Ok((merged, usage))
-                }
-                Err(e) => Err(e),
-            }
-        } else {
-            let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
-            ask(p, "Summarization").await
-        };
-        let (mut summary, usage) = match summarized {
-            Ok(s) => s,
-            Err(e) => return fail(e, true),
-        };
-        summary.push_str(&prep.files.tags());
-        let details = prep.files.details();
-        let entry = Compaction {
-            summary: summary.clone(),
-            first_kept_entry_id: prep.first_kept_entry_id.clone(),
-            tokens_before: prep.tokens_before,
-            details: Some(details.clone()),
-            usage: serde_json::to_value(&usage).ok(),
-        };
-        let written = self.recorder.lock().session_mut().append_compaction(&entry);
-        let (id, stamp) = match written {
-            Ok(w) => w,
-            Err(e) => return fail(CompactError::Failed(e.to_string()), true),
-        };
-        let kept = body[prep.first_kept..].to_vec();
-        let summary_message = tern_session::compaction_summary_message(&summary, stamp as i64);
-        let mut messages = system;
-        messages.push(summary_message);
-        messages.extend(kept.iter().cloned());
-        let estimated_tokens_after = messages
-            .iter()
-            .filter(|m| !matches!(m, Message::System(_)))
-            .map(estimate_tokens)
-            .sum();
-        self.agent.set_messages(messages);
-        *state.previous.lock() = Some(Previous {
-            id,
-            summary: summary.clone(),
-            details: Some(details.clone()),
-            kept: kept.len(),
-        });
-        let outcome = Outcome {
-            summary,
-            first_kept_entry_id: prep.first_kept_entry_id,
-            tokens_before: prep.tokens_before,
-            estimated_tokens_after,
-            usage,
-            details,
-        };
-        state.emit(end_event(reason, Ok(&outcome), will_retry));
-        Ok(outcome)
+        self.compactor()
+            .compact_for(Reason::Manual, instructions, false)
+            .await
     }
 
     /// After a run: compacts when the context crossed the threshold, or when a completed
@@ -386,7 +237,10 @@ impl Runtime {
         if answer.stop_reason == StopReason::Stop
             && tern_ai::providers::is_context_overflow(&answer, window)
         {
-            let _ = self.compact_for(Reason::Overflow, None, false).await;
+            let _ = self
+                .compactor()
+                .compact_for(Reason::Overflow, None, false)
+                .await;
             return;
         }
         let direct = context_tokens(&answer.usage);
@@ -411,7 +265,10 @@ impl Runtime {
             direct
         };
         if settings.should_compact(tokens, window) {
-            let _ = self.compact_for(Reason::Threshold, None, false).await;
+            let _ = self
+                .compactor()
+                .compact_for(Reason::Threshold, None, false)
+                .await;
         }
     }
 
@@ -451,11 +308,12 @@ impl Runtime {
         }
         // pi omits a cut answer before it knows whether anything can be compacted, and then
         // shows nothing; tern keeps it (and pi's truncation message) when there is nothing.
-        if kind == Recoverable::Length && self.preparation().is_err() {
+        if kind == Recoverable::Length && self.compactor().preparation().is_err() {
             return result;
         }
         self.omit_failed_answer(&answer);
         if self
+            .compactor()
             .compact_for(Reason::Overflow, None, true)
             .await
             .is_err()
