@@ -247,6 +247,8 @@ impl Runtime {
     /// again, and messages the file holds are not written twice), then it goes on live.
     pub async fn run_recovered(&self, p: Prepared) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
+        // Its own compact-and-retry, as a live run has (not the one an earlier prompt used).
+        self.reset_overflow_retry();
         self.agent.set_messages(p.start);
         let recording =
             tern_durable::record_messages(&self.recorder, &self.agent, p.already_written);
@@ -266,6 +268,9 @@ impl Runtime {
         for m in follow_ups {
             self.agent.follow_up(m);
         }
+        // pi's check after a run; none before it, which would change the transcript the
+        // journal's recorded requests are replayed against.
+        self.compact_after_run(&result).await;
         result
     }
 
