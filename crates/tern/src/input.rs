@@ -42,8 +42,11 @@ impl Prompts {
         out
     }
 
-    /// Drops the images when the model takes none, saying so on stderr (their `<file>`
-    /// tags stay in the text, so the model knows a file was named).
+    /// Fits the images to `model`: dropped when it takes none, saying so on stderr (their
+    /// `<file>` tags stay in the text, so the model knows a file was named); else each is
+    /// scaled down as pi scales it when over the model's limits, and pi's notes (the
+    /// original size, or why an image was left out) follow the prompt's text after a blank
+    /// line, as pi's session adds them.
     pub fn fit_model(&mut self, model: &tern_ai::Model) {
         if !self.images.is_empty() && !model.input.iter().any(|i| i == "image") {
             crate::secrets::eprintln_redacted!(
@@ -53,6 +56,31 @@ impl Prompts {
                 self.images.len()
             );
             self.images.clear();
+        }
+        let limits = crate::images::Limits::of(model);
+        let mut notes = Vec::new();
+        let b64 = base64::engine::general_purpose::STANDARD;
+        self.images = std::mem::take(&mut self.images)
+            .into_iter()
+            .filter_map(|image| {
+                let fitted = b64
+                    .decode(&image.data)
+                    .ok()
+                    .and_then(|bytes| crate::images::fit(&bytes, &image.mime_type, limits));
+                match fitted {
+                    Some(f) => {
+                        notes.extend(f.note());
+                        Some(f.image)
+                    }
+                    None => {
+                        notes.push(crate::images::OMITTED.to_string());
+                        None
+                    }
+                }
+            })
+            .collect();
+        if !notes.is_empty() {
+            self.text = format!("{}\n\n{}", self.text, notes.join("\n"));
         }
     }
 }

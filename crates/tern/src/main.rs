@@ -42,6 +42,7 @@ mod demo;
 mod durable;
 mod event_lines;
 mod export;
+mod images;
 mod input;
 mod limits;
 mod mcp;

@@ -149,6 +149,8 @@ impl Runtime {
             run.on_input(move |p| observer(p));
         }
         self.current.set(Some(run.clone()));
+        // pi's check between two turns applies to this run's turns.
+        *self.between_turns.lock() = Some(self.compactor());
         let inputs = run.attach(&self.agent);
         // Messages queued while no run was going become input of this one, journaled.
         let (steering, follow_ups) = queued;
@@ -188,6 +190,7 @@ impl Runtime {
         self.agent.wait_for_idle().await;
         // Input accepted from here on waits in the agent's queues for the next run.
         self.current.set(None);
+        *self.between_turns.lock() = None;
         *self.limits.ended_by.lock() = run.ended_by();
         if let Err(e) = run.finish(run_end(&run, &result)).await {
             eprintln_redacted!("tern: warning: the end of the run was not journaled: {e}");
@@ -244,6 +247,8 @@ impl Runtime {
     /// again, and messages the file holds are not written twice), then it goes on live.
     pub async fn run_recovered(&self, p: Prepared) -> Result<RunOutcome, AgentError> {
         self.limits.reset_run();
+        // Its own compact-and-retry, as a live run has (not the one an earlier prompt used).
+        self.reset_overflow_retry();
         self.agent.set_messages(p.start);
         let recording =
             tern_durable::record_messages(&self.recorder, &self.agent, p.already_written);
@@ -263,6 +268,9 @@ impl Runtime {
         for m in follow_ups {
             self.agent.follow_up(m);
         }
+        // pi's check after a run; none before it, which would change the transcript the
+        // journal's recorded requests are replayed against.
+        self.compact_after_run(&result).await;
         result
     }
 

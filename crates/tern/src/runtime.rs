@@ -51,7 +51,9 @@ pub struct Runtime {
     /// The journal of a session kept in memory (`--no-session`), replaced with the session.
     memory_journal: Mutex<Arc<tern_durable::MemoryJournal>>,
     /// Compaction: settings, the summarizer, the summary the transcript builds on.
-    pub compaction: crate::compaction::run::State,
+    pub compaction: Arc<crate::compaction::run::State>,
+    /// The compactor of the check between two turns, set while a run goes.
+    pub(crate) between_turns: crate::compaction::compactor::Slot,
     /// Automatic retry of answers that failed with a transient error.
     pub retry: Arc<crate::auto_retry::AutoRetry>,
 }
@@ -217,6 +219,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
     };
     let current = Current::default();
     let hook_run = current.clone();
+    let between_turns = crate::compaction::compactor::Slot::default();
     // A model switched to later (RPC `set_model`) finds its provider's `models.json` key.
     let explicit_key = o.api_key.clone();
     let agent = Agent::new(AgentOptions {
@@ -230,6 +233,10 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         // `bashExecution` messages (RPC `bash`) reach the model as pi words them.
         hooks: Hooks::default()
             .convert_to_llm(|m| async move { Ok(crate::modes::rpc::to_llm(m)) })
+            // pi's check before each further request of a run.
+            .prepare_next_turn(crate::compaction::compactor::next_turn_hook(
+                between_turns.clone(),
+            ))
             .get_api_key(move |provider| {
                 let key = explicit_key
                     .clone()
@@ -293,7 +300,12 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         recording: Mutex::new(Some(recording)),
         inputs: Mutex::new(None),
         memory_journal: Mutex::new(Default::default()),
-        compaction: crate::compaction::run::State::new(o.compaction, summarizer, previous),
+        compaction: Arc::new(crate::compaction::run::State::new(
+            o.compaction,
+            summarizer,
+            previous,
+        )),
+        between_turns,
         retry: Arc::new(crate::auto_retry::AutoRetry::new(o.retry)),
     })
 }

@@ -158,6 +158,7 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).trim(), "third answer");
     let requests = server.wait_requests(4);
+
     assert_eq!(
         conversation(&requests[3]),
         pairs(&[
@@ -339,10 +340,18 @@ fn overflow() -> Reply {
 fn overflow_after_one_exchange(
     retry: Reply,
 ) -> (tempfile::TempDir, PathBuf, Server, std::process::Output) {
+    failure_after_one_exchange(overflow(), retry)
+}
+
+/// One exchange, then a second prompt answered with `failed`, a summary, and `retry`.
+fn failure_after_one_exchange(
+    failed: Reply,
+    retry: Reply,
+) -> (tempfile::TempDir, PathBuf, Server, std::process::Output) {
     let (home, session) = home_with("s.jsonl");
     let server = Server::start(vec![
         Reply::text("first answer"),
-        overflow(),
+        failed,
         Reply::text("## Goal\nShort."),
         retry,
     ]);
@@ -397,6 +406,78 @@ fn a_second_overflow_fails_with_pis_message() {
     );
     // One compaction, one retry, nothing more.
     assert_eq!(server.requests().len(), 4);
+}
+
+/// A reply cut at `length` below the model's output limit: the scripted usage reports 20
+/// output tokens, under pi's default 16,384 for a custom model.
+fn cut_short() -> Reply {
+    Reply::Truncated("The answer be".into())
+}
+
+#[test]
+fn an_answer_cut_below_the_output_limit_compacts_and_retries_once() {
+    // pi's `isRecoverableLength`: omitted (context_edit), compacted, continued.
+    let (_home, session, server, o) =
+        failure_after_one_exchange(cut_short(), Reply::text("the whole answer"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "the whole answer");
+    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
+    let requests = server.wait_requests(4);
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nShort.")),
+            ("user", "second question"),
+        ])
+    );
+    let lines = json_lines(&session);
+    let cut = lines
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "length")
+        .expect("the cut answer stays in the file");
+    assert!(lines.iter().any(|e| e["type"] == "context_edit"
+        && e["targetId"] == cut["id"]
+        && e["replacement"].is_null()));
+}
+
+#[test]
+fn an_answer_cut_short_twice_fails_with_pis_message() {
+    let (_home, _session, server, o) = failure_after_one_exchange(cut_short(), cut_short());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "The answer be");
+    let err = stderr(&o);
+    assert_contains(
+        &err,
+        "Truncated response recovery failed after one compact-and-retry attempt.",
+    );
+    assert_contains(
+        &err,
+        "Response was truncated: the model reached its output token limit.",
+    );
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[test]
+fn an_answer_cut_at_the_output_limit_is_not_retried() {
+    // 20 output tokens of a 20-token limit: the model said all it could (no recovery).
+    let (home, session) = home_with("s.jsonl");
+    let server = Server::start(vec![Reply::text("first answer"), cut_short()]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let flags = [
+        "--compaction-keep-recent-tokens",
+        "1",
+        "--max-output-tokens",
+        "20",
+    ];
+    let o = print(home.path(), &server, &session, &flags, "second question");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("compacted"), "{}", stderr(&o));
+    assert_eq!(server.requests().len(), 2);
+    assert!(!json_lines(&session)
+        .iter()
+        .any(|e| e["type"] == "context_edit"));
 }
 
 #[test]
@@ -482,4 +563,211 @@ fn rpc_compact_summarizes_with_the_focus_and_answers_with_the_result() {
         ])
     );
     assert_eq!(rpc.finish(), Some(0));
+}
+
+/// Sends `prompt` over RPC and waits until the agent settled.
+fn rpc_prompt(rpc: &mut Rpc, id: &str, prompt: &str) {
+    let r = rpc.call(id, json!({"type": "prompt", "message": prompt}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+}
+
+/// `get_state`'s `autoCompactionEnabled`.
+fn auto_compaction(rpc: &mut Rpc, id: &str) -> Value {
+    rpc.call(id, json!({"type": "get_state"}))["data"]["autoCompactionEnabled"].clone()
+}
+
+#[test]
+fn rpc_set_auto_compaction_turns_the_automatic_kind_off_and_on() {
+    let home = tempfile::tempdir().expect("home");
+    let server = Server::answering(&[
+        "first answer",
+        "second answer",
+        "## Goal\nOn again.",
+        "third answer",
+        "## Goal\nThird.",
+        "fourth answer",
+    ]);
+    let mut flags = vec!["--no-tools", "--no-auto-compaction"];
+    flags.extend(PAST_THRESHOLD);
+    let mut rpc = Rpc::start(home.path(), home.path(), &server, &flags);
+    // `--no-auto-compaction` is what get_state reports, as pi's settings do.
+    assert_eq!(auto_compaction(&mut rpc, "s0"), json!(false));
+    // Off: every answer crosses the threshold, and nothing is summarized.
+    rpc_prompt(&mut rpc, "p1", "first question");
+    rpc_prompt(&mut rpc, "p2", "second question");
+    assert_eq!(
+        conversation(&server.wait_requests(2)[1]),
+        pairs(&[
+            ("user", "first question"),
+            ("assistant", "first answer"),
+            ("user", "second question"),
+        ])
+    );
+    assert!(!rpc.seen.iter().any(|v| v["type"] == "compaction_start"));
+
+    // On: the check before the next prompt compacts (pi's `_prepareRun`), and the one
+    // after its run compacts again.
+    let r = rpc.call(
+        "a1",
+        json!({"type": "set_auto_compaction", "enabled": true}),
+    );
+    assert_eq!(
+        r,
+        json!({"type": "response", "command": "set_auto_compaction", "success": true, "id": "a1"})
+    );
+    assert_eq!(auto_compaction(&mut rpc, "s1"), json!(true));
+    let mark = rpc.seen.len();
+    rpc_prompt(&mut rpc, "p3", "third question");
+    let requests = server.wait_requests(5);
+    assert!(
+        conversation(&requests[2])[0]
+            .1
+            .starts_with("<conversation>\n[User]: first question"),
+        "the summary request: {:?}",
+        conversation(&requests[2])
+    );
+    assert_eq!(
+        conversation(&requests[3]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nOn again.")),
+            ("user", "second question"),
+            ("assistant", "second answer"),
+            ("user", "third question"),
+        ])
+    );
+    assert!(
+        conversation(&requests[4])[0]
+            .1
+            .contains("[User]: second question"),
+        "the second summary request: {:?}",
+        conversation(&requests[4])
+    );
+    let ends = rpc.seen[mark..]
+        .iter()
+        .filter(|v| v["type"] == "compaction_end" && v["reason"] == "threshold")
+        .count();
+    assert_eq!(ends, 2);
+
+    // Off again: the next run sends its prompt and nothing else.
+    rpc.call(
+        "a2",
+        json!({"type": "set_auto_compaction", "enabled": false}),
+    );
+    assert_eq!(auto_compaction(&mut rpc, "s2"), json!(false));
+    rpc_prompt(&mut rpc, "p4", "fourth question");
+    let requests = server.wait_requests(6);
+    assert_eq!(requests.len(), 6);
+    assert_eq!(
+        conversation(&requests[5]),
+        pairs(&[
+            ("user", &wrapped("## Goal\nThird.")),
+            ("user", "third question"),
+            ("assistant", "third answer"),
+            ("user", "fourth question"),
+        ])
+    );
+    assert_eq!(rpc.finish(), Some(0));
+}
+
+#[test]
+fn a_run_past_the_threshold_compacts_between_two_turns_and_goes_on() {
+    // pi checks before each further request of a run (its `prepareNextTurn` hook), not
+    // only around the run. The threshold (window 16554 less pi's 16384 reserve: 170) is
+    // above an answer's 120 tokens of usage, so neither the check before the prompt nor
+    // the one after the run compacts; the file read (about 100 tokens) pushes the context
+    // past it between the two turns. The keep budget keeps the prompt's whole turn.
+    let (home, session) = home_with("s.jsonl");
+    let notes = "code 42 ".repeat(50);
+    std::fs::write(home.path().join("notes.txt"), &notes).expect("write notes");
+    let question = format!("second question {}", "please ".repeat(25));
+    let server = Server::start(vec![
+        Reply::text("first answer"),
+        Reply::tool("call_1", "read", json!({"path": "notes.txt"})),
+        Reply::text("## Goal\nMid-run."),
+        Reply::text("final answer"),
+    ]);
+    let o = print(home.path(), &server, &session, &[], "first question");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let flags = [
+        "--tools",
+        "read",
+        "--context-window",
+        "16554",
+        "--max-output-tokens",
+        "10",
+        "--compaction-keep-recent-tokens",
+        "130",
+        "--mode",
+        "json",
+    ];
+    let o = print(home.path(), &server, &session, &flags, &question);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let requests = server.wait_requests(4);
+    assert_eq!(requests.len(), 4);
+    assert!(
+        conversation(&requests[2])[0].1.starts_with(
+            "<conversation>\n[User]: first question\n\n[Assistant]: first answer\n</conversation>"
+        ),
+        "the summary request comes between the two turns: {:?}",
+        conversation(&requests[2])
+    );
+    // The run's second request goes out from the compacted transcript.
+    let second_turn = conversation(&requests[3]);
+    assert_eq!(second_turn.len(), 4, "{second_turn:?}");
+    assert_eq!(
+        second_turn[..2],
+        pairs(&[("user", &wrapped("## Goal\nMid-run.")), ("user", &question)])[..]
+    );
+    assert_eq!(second_turn[3], ("tool".to_string(), notes.clone()));
+    // The prompt and the tool the summarized part declared are still the system's.
+    assert_eq!(messages(&requests[3])[0]["role"], "system");
+    assert_eq!(requests[3]["tools"][0]["function"]["name"], "read");
+    // One run: the compaction's events fall between the first turn's end and the next
+    // turn's start. The sequence is pi 1.6's own for this script (its JSON mode against the
+    // same replies; deltas left out, since the two servers cut the text differently).
+    let events = parse_lines(&stdout(&o));
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .filter(|k| *k != "message_update")
+        .collect();
+    let pi = [
+        "session",
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "compaction_start",
+        "compaction_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+        "agent_settled",
+    ];
+    assert_eq!(kinds, pi);
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "compaction_end")
+        .expect("compaction_end");
+    assert_eq!(
+        (&end["reason"], &end["willRetry"]),
+        (&json!("threshold"), &json!(false))
+    );
+    let compaction = json_lines(&session)
+        .into_iter()
+        .find(|e| e["type"] == "compaction")
+        .expect("the compaction entry");
+    assert_eq!(compaction["summary"], "## Goal\nMid-run.");
 }

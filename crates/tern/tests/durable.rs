@@ -95,6 +95,68 @@ fn a_run_killed_mid_tool_is_finished_by_recover() {
 }
 
 #[test]
+fn a_recovered_run_that_overflows_compacts_and_retries_once() {
+    let (home, cwd) = dirs();
+    let session = home.path().join("s.jsonl");
+    // An exchange before the killed run, long enough to be what the compaction summarizes.
+    let first = "first answer ".repeat(40);
+    let earlier = Server::start(vec![Reply::text(&first)]);
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--base-url", &earlier.url])
+        .args(BASH)
+        .arg("--session")
+        .arg(&session)
+        .args(["-p", "first question"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Long enough that the kept part (about 100 tokens) starts at this prompt.
+    let prompt = format!("run the slow thing {}", "please ".repeat(30));
+    killed_run(home.path(), cwd.path(), &session, &[], &prompt);
+
+    // The request after the interrupted bash call overflows: as in a live run, the failed
+    // answer is omitted, the older exchange summarized, and the request sent once more.
+    let server = Server::start(vec![
+        Reply::Error(
+            400,
+            "prompt is too long: 200000 tokens > 128000 maximum".into(),
+        ),
+        Reply::text("## Goal\nRecovered."),
+        Reply::text("Recovered after compacting."),
+    ]);
+    let keep = ["--compaction-keep-recent-tokens", "100"];
+    let o = recover(home.path(), cwd.path(), &session, &server, &keep);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "Recovered after compacting.");
+    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3, "{reqs:#?}");
+    let summarized = text_of(&reqs[1]);
+    assert!(
+        summarized.contains("[User]: first question") && !summarized.contains("run the slow"),
+        "{summarized}"
+    );
+    let retried = text_of(&reqs[2]);
+    assert!(
+        retried.contains("<summary>\\n## Goal\\nRecovered."),
+        "{retried}"
+    );
+    assert!(!retried.contains("first answer"), "{retried}");
+    assert!(
+        retried.contains("run the slow thing") && retried.contains("outcome is unknown"),
+        "{retried}"
+    );
+    let text = read(&session);
+    assert!(text.contains(r#""type":"compaction""#));
+    assert!(text.contains(r#""type":"context_edit""#));
+    assert!(text.contains(r#""type":"run_finished""#));
+    // The session resumes from the summary: the recovered run's messages follow it.
+    assert_eq!(
+        roles(&session),
+        ["user", "user", "assistant", "toolResult", "assistant"]
+    );
+}
+
+#[test]
 fn a_run_killed_mid_request_sends_that_request_again() {
     let (home, cwd) = dirs();
     let session = home.path().join("s.jsonl");

@@ -54,3 +54,52 @@ fn a_missing_file_is_named() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_contains(&stderr(&o), "File not found: ");
 }
+
+#[test]
+fn a_large_image_is_sent_resized_as_pi_resizes_it() {
+    let (home, cwd) = dirs();
+    // Noise does not compress: pi 1.6 sent this one as JPEG at 2000x293, with this note.
+    let mut seed: u32 = 12345;
+    let img = image::RgbImage::from_fn(2050, 300, |_, _| {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345) & 0x7fff_ffff;
+        image::Rgb([(seed >> 16) as u8, (seed >> 8) as u8, seed as u8])
+    });
+    img.save(cwd.path().join("big.png")).expect("write the PNG");
+    let agent = home.path().join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let server = Server::start(vec![Reply::text("ok")]);
+    let models = serde_json::json!({"providers": {"scripted": {
+        "baseUrl": server.url, "api": "openai-completions", "apiKey": "k",
+        "models": [{"id": "vision", "input": ["text", "image"]}]}}});
+    std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
+    let mut c = command(home.path(), cwd.path());
+    c.args(["--model", "scripted/vision", "-p", "@big.png", "describe"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let reqs = server.requests();
+    let user = messages(&reqs[0])
+        .into_iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    let parts = user["content"].as_array().expect("parts").clone();
+    let text = parts[0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.ends_with(
+            "describe\n\n[Image: original 2050x300, displayed at 2000x293. Multiply \
+             coordinates by 1.02 to map to original image.]"
+        ),
+        "{text}"
+    );
+    let url = parts[1]["image_url"]["url"].as_str().expect("an image");
+    let data = url
+        .strip_prefix("data:image/jpeg;base64,")
+        .expect("sent as JPEG");
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .expect("base64");
+    let sent =
+        image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).expect("a JPEG");
+    assert_eq!((sent.width(), sent.height()), (2000, 293));
+}

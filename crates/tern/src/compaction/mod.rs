@@ -10,8 +10,10 @@
 //! | [`files`] | files read and modified, carried across compactions |
 //! | [`prompts`] | pi's summarization prompts |
 //! | [`summary`] | the summary request and its serialized conversation |
-//! | [`run`] | [`Runtime::compact`](crate::runtime::Runtime::compact) and the automatic checks |
+//! | [`compactor`] | a compaction itself (plan, summary, entry, new transcript), and the check between two turns |
+//! | [`run`] | [`Runtime::compact`](crate::runtime::Runtime::compact) and the automatic checks around a run |
 
+pub mod compactor;
 pub mod estimate;
 pub mod files;
 pub mod prepare;

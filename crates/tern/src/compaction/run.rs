@@ -9,11 +9,10 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tern_agent::{AgentError, RunOutcome};
 use tern_ai::{Message, StopReason};
-use tern_session::writer::Compaction;
 
-use super::estimate::{context_tokens, estimate_context_tokens, estimate_tokens};
-use super::summary::{history_prompt, turn_prefix_prompt, Summarizer};
-use super::{end_event, start_event, CompactError, Outcome, Previous, Reason, Settings};
+use super::estimate::{context_tokens, estimate_context_tokens};
+use super::summary::Summarizer;
+use super::{end_event, CompactError, Outcome, Previous, Reason, Settings};
 use crate::durable::system_prefix_len;
 use crate::runtime::Runtime;
 
@@ -21,13 +20,42 @@ use crate::runtime::Runtime;
 pub const OVERFLOW_RETRY_FAILED: &str = "Context overflow recovery failed after one \
      compact-and-retry attempt. Try reducing context or switching to a larger-context model.";
 
+/// pi's message when a retried answer was cut short again.
+pub const LENGTH_RETRY_FAILED: &str =
+    "Truncated response recovery failed after one compact-and-retry attempt.";
+
+/// Why a run's last answer is compacted and retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recoverable {
+    /// The context overflowed.
+    Overflow,
+    /// The answer stopped at a length below the model's output limit.
+    Length,
+}
+
+/// Whether a `length` stop came before the output limit the model asked for (pi-ai's
+/// `isRecoverableLength`; `max_tokens` is the model's own limit, before any clamping).
+pub fn is_recoverable_length(answer: &tern_ai::AssistantMessage, max_tokens: u64) -> bool {
+    answer.stop_reason == StopReason::Length && max_tokens > 0 && answer.usage.output < max_tokens
+}
+
+/// An answer that resets the recovery attempt (pi: any but `error` and `length`).
+fn ended_well(m: &Message) -> bool {
+    m.as_assistant()
+        .is_some_and(|a| !matches!(a.stop_reason, StopReason::Error | StopReason::Length))
+}
+
 /// Who hears compaction events (pi's `compaction_start` / `compaction_end` JSON).
 pub type Observer = Arc<dyn Fn(&Value) + Send + Sync>;
 
 /// A runtime's compaction state.
 pub struct State {
-    /// The settings.
-    pub settings: Settings,
+    /// The settings (`enabled` as given at start: [`State::settings`] has the current one).
+    settings: Settings,
+    /// Automatic compaction, as RPC `set_auto_compaction` last set it.
+    auto: AtomicBool,
+    /// Whether a compaction is running (RPC `get_state`'s `isCompacting`).
+    pub(super) compacting: AtomicBool,
     /// Who writes summaries.
     pub summarizer: Summarizer,
     /// The compaction the transcript builds on.
@@ -42,6 +70,8 @@ impl State {
     /// The state of a session that resumes after `previous` (if it was compacted).
     pub fn new(settings: Settings, summarizer: Summarizer, previous: Option<Previous>) -> Self {
         State {
+            auto: AtomicBool::new(settings.enabled),
+            compacting: AtomicBool::new(false),
             settings,
             summarizer,
             previous: Mutex::new(previous),
@@ -50,7 +80,26 @@ impl State {
         }
     }
 
-    fn emit(&self, event: Value) {
+    /// The settings in force: automatic compaction as last turned on or off.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            enabled: self.auto.load(Ordering::SeqCst),
+            ..self.settings
+        }
+    }
+
+    /// Turns automatic compaction on or off for the following checks (pi's
+    /// `setAutoCompactionEnabled`, RPC `set_auto_compaction`); `/compact` works either way.
+    pub fn set_auto(&self, enabled: bool) {
+        self.auto.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Whether a compaction is running now.
+    pub fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn emit(&self, event: Value) {
         let observer = self.observer.lock().clone();
         if let Some(o) = observer {
             o(&event);
@@ -99,7 +148,7 @@ pub fn previous_of(loaded: &tern_session::LoadedSession) -> Option<Previous> {
 }
 
 /// Two requests' usage together (pi's `combineUsage`).
-fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
+pub(super) fn combine(a: &tern_ai::Usage, b: &tern_ai::Usage) -> tern_ai::Usage {
     let mut u = a.clone();
     u.input += b.input;
     u.output += b.output;
@@ -126,142 +175,21 @@ pub(crate) fn last_answer(
 }
 
 impl Runtime {
+    /// The handles a compaction works on.
+    pub(crate) fn compactor(&self) -> super::compactor::Compactor {
+        super::compactor::Compactor {
+            agent: self.agent.clone(),
+            recorder: self.recorder.clone(),
+            state: self.compaction.clone(),
+        }
+    }
+
     /// Compacts the transcript now (`/compact [instructions]`, RPC `compact`), with pi's
     /// events; fails with pi's messages ("Nothing to compact (session too small)", ...).
     pub async fn compact(&self, instructions: Option<&str>) -> Result<Outcome, CompactError> {
-        self.compact_for(Reason::Manual, instructions, false).await
-    }
-
-    async fn compact_for(
-        &self,
-        reason: Reason,
-        instructions: Option<&str>,
-        will_retry: bool,
-    ) -> Result<Outcome, CompactError> {
-        let state = &self.compaction;
-        let fail = |e: CompactError, started: bool| {
-            if started {
-                let m = match reason {
-                    Reason::Manual => format!("Compaction failed: {e}"),
-                    Reason::Overflow => format!("Context overflow recovery failed: {e}"),
-                    Reason::Threshold => format!("Auto-compaction failed: {e}"),
-                };
-                state.emit(end_event(reason, Err(&m), false));
-            }
-            Err(e)
-        };
-        // pi announces a manual compaction before it knows there is anything to compact.
-        if reason == Reason::Manual {
-            state.emit(start_event(reason));
-        }
-        let manual = reason == Reason::Manual;
-        let (system, body) = self.agent.with_messages(|m| {
-            let n = system_prefix_len(m);
-            (m[..n].to_vec(), m[n..].to_vec())
-        });
-        let ids: Vec<String> = self.recorder.lock().session().context_ids().to_vec();
-        if ids.len() < body.len() {
-            return fail(CompactError::Untracked, manual);
-        }
-        let ids = &ids[ids.len() - body.len()..];
-        let previous = state.previous.lock().clone();
-        let prep = match super::prepare::prepare(
-            &system,
-            &body,
-            ids,
-            previous.as_ref(),
-            state.settings.keep_recent_tokens,
-        ) {
-            Ok(p) => p,
-            Err(n) => return fail(CompactError::Nothing(n), manual),
-        };
-        if !manual {
-            state.emit(start_event(reason));
-        }
-        let st = self.agent.state();
-        let (model, thinking) = (st.model, st.thinking_level);
-        let ask = |prompt: String, label: &'static str| {
-            let s = state.summarizer.clone();
-            let model = model.clone();
-            async move { s.ask(&model, thinking, prompt, label).await }
-        };
-        let previous_summary = prep.previous_summary.as_deref();
-        let summarized = if !prep.turn_prefix.is_empty() {
-            let mut history = (
-                previous_summary.unwrap_or("No prior history.").to_string(),
-                None,
-            );
-            if !prep.to_summarize.is_empty() {
-                let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
-                match ask(p, "Summarization").await {
-                    Ok((text, usage)) => history = (text, Some(usage)),
-                    Err(e) => return fail(e, true),
-                }
-            }
-            let p = turn_prefix_prompt(&prep.turn_prefix, instructions);
-            match ask(p, "Turn prefix summarization").await {
-                Ok((text, usage)) => {
-                    let merged = format!(
-                        "{}\n\n---\n\n**Turn Context (split turn):**\n\n{text}",
-                        history.0
-                    );
-                    let usage = match history.1 {
-                        Some(h) => combine(&h, &usage),
-                        None => usage,
-                    };
-                    Ok((merged, usage))
-                }
-                Err(e) => Err(e),
-            }
-        } else {
-            let p = history_prompt(&prep.to_summarize, previous_summary, instructions);
-            ask(p, "Summarization").await
-        };
-        let (mut summary, usage) = match summarized {
-            Ok(s) => s,
-            Err(e) => return fail(e, true),
-        };
-        summary.push_str(&prep.files.tags());
-        let details = prep.files.details();
-        let entry = Compaction {
-            summary: summary.clone(),
-            first_kept_entry_id: prep.first_kept_entry_id.clone(),
-            tokens_before: prep.tokens_before,
-            details: Some(details.clone()),
-            usage: serde_json::to_value(&usage).ok(),
-        };
-        let written = self.recorder.lock().session_mut().append_compaction(&entry);
-        let (id, stamp) = match written {
-            Ok(w) => w,
-            Err(e) => return fail(CompactError::Failed(e.to_string()), true),
-        };
-        let kept = body[prep.first_kept..].to_vec();
-        let summary_message = tern_session::compaction_summary_message(&summary, stamp as i64);
-        let mut messages = system;
-        messages.push(summary_message);
-        messages.extend(kept.iter().cloned());
-        let estimated_tokens_after = messages
-            .iter()
-            .filter(|m| !matches!(m, Message::System(_)))
-            .map(estimate_tokens)
-            .sum();
-        self.agent.set_messages(messages);
-        *state.previous.lock() = Some(Previous {
-            id,
-            summary: summary.clone(),
-            details: Some(details.clone()),
-            kept: kept.len(),
-        });
-        let outcome = Outcome {
-            summary,
-            first_kept_entry_id: prep.first_kept_entry_id,
-            tokens_before: prep.tokens_before,
-            estimated_tokens_after,
-            usage,
-            details,
-        };
-        state.emit(end_event(reason, Ok(&outcome), will_retry));
-        Ok(outcome)
+        self.compactor()
+            .compact_for(Reason::Manual, instructions, false)
+            .await
     }
 
     /// After a run: compacts when the context crossed the threshold, or when a completed
@@ -297,15 +225,22 @@ impl Runtime {
 
     /// Compacts after `answer` when it overflowed or the context crossed the threshold.
     async fn check(&self, answer: Arc<tern_ai::AssistantMessage>) {
-        let settings = self.compaction.settings;
+        let settings = self.compaction.settings();
         if !settings.enabled {
+            return;
+        }
+        // A cut-short answer had its compact-and-retry in the run (pi returns there).
+        if self.recoverable(&answer) == Some(Recoverable::Length) {
             return;
         }
         let window = self.agent.state().model.context_window;
         if answer.stop_reason == StopReason::Stop
             && tern_ai::providers::is_context_overflow(&answer, window)
         {
-            let _ = self.compact_for(Reason::Overflow, None, false).await;
+            let _ = self
+                .compactor()
+                .compact_for(Reason::Overflow, None, false)
+                .await;
             return;
         }
         let direct = context_tokens(&answer.usage);
@@ -330,7 +265,10 @@ impl Runtime {
             direct
         };
         if settings.should_compact(tokens, window) {
-            let _ = self.compact_for(Reason::Threshold, None, false).await;
+            let _ = self
+                .compactor()
+                .compact_for(Reason::Threshold, None, false)
+                .await;
         }
     }
 
@@ -341,36 +279,41 @@ impl Runtime {
             .store(false, Ordering::SeqCst);
     }
 
-    /// A run whose last answer is a context overflow: the failed answer is omitted, the
-    /// transcript compacted and the run continued, once; a second overflow stays failed,
-    /// with pi's message as a compaction event.
+    /// A run whose last answer overflowed the context, or stopped at a length below the
+    /// model's output limit (pi's `isRecoverableLength`: the provider cut it short, often
+    /// for want of room): the answer is omitted, the transcript compacted and the run
+    /// continued, once; a second such answer stays, with pi's message as a compaction event.
+    /// The attempt is counted again after an answer that ends well (pi resets it then).
     pub(crate) async fn recover_overflow(
         &self,
         mut result: Result<RunOutcome, AgentError>,
     ) -> Result<RunOutcome, AgentError> {
         let state = &self.compaction;
-        if !state.settings.enabled || self.limits.aborted() {
+        if !state.settings().enabled || self.limits.aborted() {
             return result;
         }
-        let window = self.agent.state().model.context_window;
         let Some(answer) = last_answer(&result) else {
             return result;
         };
-        if answer.stop_reason != StopReason::Error
-            || !tern_ai::providers::is_context_overflow(&answer, window)
-        {
+        let Some(kind) = self.recoverable(&answer) else {
+            return result;
+        };
+        if state.overflow_retried.swap(true, Ordering::SeqCst) {
+            let message = match kind {
+                Recoverable::Overflow => OVERFLOW_RETRY_FAILED,
+                Recoverable::Length => LENGTH_RETRY_FAILED,
+            };
+            state.emit(end_event(Reason::Overflow, Err(message), false));
             return result;
         }
-        if state.overflow_retried.swap(true, Ordering::SeqCst) {
-            state.emit(end_event(
-                Reason::Overflow,
-                Err(OVERFLOW_RETRY_FAILED),
-                false,
-            ));
+        // pi omits a cut answer before it knows whether anything can be compacted, and then
+        // shows nothing; tern keeps it (and pi's truncation message) when there is nothing.
+        if kind == Recoverable::Length && self.compactor().preparation().is_err() {
             return result;
         }
         self.omit_failed_answer(&answer);
         if self
+            .compactor()
             .compact_for(Reason::Overflow, None, true)
             .await
             .is_err()
@@ -378,11 +321,33 @@ impl Runtime {
             return result;
         }
         let retried = self.agent.continue_run().await;
+        if retried
+            .as_ref()
+            .is_ok_and(|r| r.messages.iter().any(ended_well))
+        {
+            state.overflow_retried.store(false, Ordering::SeqCst);
+        }
         result = match (result, retried) {
             (Ok(first), Ok(next)) => Ok(first.then(next)),
             (_, r) => r,
         };
         Box::pin(self.recover_overflow(result)).await
+    }
+
+    /// Whether `answer` is one pi compacts and retries after (`_checkCompaction`'s cases
+    /// with a retry): an answer of the current model that overflowed, or was cut short.
+    fn recoverable(&self, answer: &tern_ai::AssistantMessage) -> Option<Recoverable> {
+        let model = self.agent.state().model;
+        // An answer of another model says nothing of this one's window (pi's `sameModel`).
+        if answer.provider.as_str() != model.provider || answer.model.as_str() != model.id {
+            return None;
+        }
+        if answer.stop_reason != StopReason::Stop
+            && tern_ai::providers::is_context_overflow(answer, model.context_window)
+        {
+            return Some(Recoverable::Overflow);
+        }
+        is_recoverable_length(answer, model.max_tokens).then_some(Recoverable::Length)
     }
 
     /// Takes a failed answer out of the transcript, and out of the session's context with

@@ -1,6 +1,5 @@
 //! What each RPC command does to the agent, and the data its response carries.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -24,8 +23,6 @@ pub struct Rpc {
     pub tx: mpsc::UnboundedSender<String>,
     /// `true` when no run is going.
     pub idle: watch::Sender<bool>,
-    /// `set_auto_compaction`'s setting.
-    pub auto_compaction: AtomicBool,
     /// The name `set_session_name` gave a session kept in memory.
     pub session_name: Mutex<Option<String>>,
     /// Stops the running `bash` commands (`abort_bash`); replaced after each abort.
@@ -60,8 +57,6 @@ impl Rpc {
             rt: Arc::new(rt),
             tx,
             idle,
-            // pi's default: on.
-            auto_compaction: AtomicBool::new(true),
             session_name: Mutex::new(None),
             bash_cancel: Mutex::new(CancellationToken::new()),
         }
@@ -258,7 +253,7 @@ impl Rpc {
             }
             Command::GetAvailableThinkingLevels => Ok(Some(self.thinking_levels())),
             Command::SetAutoCompaction { enabled } => {
-                self.auto_compaction.store(enabled, Ordering::SeqCst);
+                self.rt.compaction.set_auto(enabled);
                 Ok(None)
             }
             Command::SetAutoRetry { enabled } => {
@@ -307,11 +302,11 @@ impl Rpc {
             "model": st.model,
             "thinkingLevel": st.thinking_level,
             "isStreaming": self.running(),
-            "isCompacting": false,
+            "isCompacting": self.rt.compaction.is_compacting(),
             "steeringMode": agent.steering_mode(),
             "followUpMode": agent.follow_up_mode(),
             "sessionId": self.rt.session_id(),
-            "autoCompactionEnabled": self.auto_compaction.load(Ordering::SeqCst),
+            "autoCompactionEnabled": self.rt.compaction.settings().enabled,
             "messageCount": st.messages.len(),
             "pendingMessageCount": s.len() + f.len(),
         });
