@@ -6,7 +6,7 @@
 //! under test (reqwest) send neither to these servers.
 
 use std::future::Future;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
