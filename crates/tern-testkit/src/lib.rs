@@ -8,11 +8,13 @@
 //! | --- | --- |
 //! | [`http`] | reading a request from a socket (blocking or tokio), the heads and bodies a test server writes, chunked framing, accept loops on 127.0.0.1 |
 //! | [`chat`] | OpenAI Chat Completions streaming: SSE chunks, usage, the error answer, what a request body says |
+//! | [`cli`] | the command line of a runner that takes one JSON file |
 //! | [`rng`] | a seeded generator (SplitMix64): the same stream for a seed on every machine |
-//! | [`agent`] | agent-run helpers: a model pointed at a local server, the tool results of a transcript |
+//! | [`agent`] | agent-run helpers: a model pointed at a local server, a scripted model that answers by the request, the tool results of a transcript |
 
 pub mod agent;
 pub mod chat;
+pub mod cli;
 pub mod http;
 pub mod rng;
 
