@@ -10,25 +10,12 @@ mod harness;
 use std::io::Write;
 use std::process::ExitCode;
 
+use tern_testkit::cli::json_file_arg;
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let (Some(path), None) = (args.next(), args.next()) else {
-        eprintln!("usage: conformance SCENARIO.json");
-        return ExitCode::from(2);
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("conformance: cannot read {path}: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let scenario: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("conformance: {path} is not JSON: {e}");
-            return ExitCode::from(2);
-        }
+    let (path, scenario) = match json_file_arg("conformance", "conformance SCENARIO.json") {
+        Ok(arg) => arg,
+        Err(code) => return code,
     };
     let (out, code) = match harness::run_scenario(&scenario) {
         Ok(out) => (out, 0),

@@ -10,6 +10,7 @@ use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, ToolResult};
 use tern_ai::providers::replay::start_server;
 use tern_ai::providers::Providers;
 use tern_ai::{Message, Model, StopReason, StreamOptions};
+use tern_testkit::agent::chat_model;
 
 fn sse(chunks: &[Value]) -> Vec<Value> {
     chunks
@@ -30,16 +31,7 @@ fn response(chunks: Vec<Value>, delay_ms: u64) -> Value {
 }
 
 fn model(origin: &str) -> Model {
-    let mut m = Model::new(
-        "test-model",
-        "openai-completions",
-        "openai",
-        &format!("{origin}/v1"),
-    );
-    m.input = vec!["text".into()];
-    m.context_window = 128_000;
-    m.max_tokens = 4096;
-    m
+    chat_model("test-model", "openai", &format!("{origin}/v1"), 4096)
 }
 
 fn add_tool() -> AgentTool {

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tern_ai::providers::{run, ProviderSink};
 use tern_ai::{AssistantMessageEvent, Model, StopReason, StreamOptions};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tern_testkit::http;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const APIS: [&str; 4] = [
@@ -50,44 +51,8 @@ struct Stats {
     body_bytes_sent: AtomicUsize,
 }
 
-async fn read_request(sock: &mut TcpStream) -> std::io::Result<bool> {
-    let mut buf = Vec::new();
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-        let mut tmp = [0u8; 8192];
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(false);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let mut tmp = [0u8; 8192];
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(false);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    }
-    Ok(true)
-}
-
-const STREAM_HEAD: &[u8] =
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-
 async fn chunk(sock: &mut TcpStream, stats: &Stats, data: &[u8]) -> std::io::Result<()> {
-    sock.write_all(format!("{:x}\r\n", data.len()).as_bytes())
-        .await?;
-    sock.write_all(data).await?;
-    sock.write_all(b"\r\n").await?;
+    sock.write_all(&http::chunked(data)).await?;
     sock.flush().await?;
     stats
         .body_bytes_sent
@@ -98,13 +63,13 @@ async fn chunk(sock: &mut TcpStream, stats: &Stats, data: &[u8]) -> std::io::Res
 async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io::Result<()> {
     sock.set_nodelay(true)?;
     loop {
-        if !read_request(&mut sock).await? {
+        if http::read_request_async(&mut sock).await?.is_none() {
             return Ok(());
         }
         stats.requests.fetch_add(1, Ordering::SeqCst);
         match &fault {
             Fault::Reset(prefix) => {
-                sock.write_all(STREAM_HEAD).await?;
+                sock.write_all(http::CHUNKED_SSE_HEAD).await?;
                 chunk(&mut sock, &stats, prefix).await?;
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 // Linger 0 does not block on drop; it makes the close a reset.
@@ -113,20 +78,20 @@ async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io:
                 return Ok(()); // dropped with linger 0: RST
             }
             Fault::StallAfterHead(prefix) => {
-                sock.write_all(STREAM_HEAD).await?;
+                sock.write_all(http::CHUNKED_SSE_HEAD).await?;
                 chunk(&mut sock, &stats, prefix).await?;
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
             Fault::StallBeforeHead => tokio::time::sleep(Duration::from_secs(3600)).await,
             Fault::Drip(body) => {
-                sock.write_all(STREAM_HEAD).await?;
+                sock.write_all(http::CHUNKED_SSE_HEAD).await?;
                 for b in body {
                     chunk(&mut sock, &stats, std::slice::from_ref(b)).await?;
                 }
-                sock.write_all(b"0\r\n\r\n").await?;
+                sock.write_all(http::LAST_CHUNK).await?;
             }
             Fault::HugeLine(len) => {
-                sock.write_all(STREAM_HEAD).await?;
+                sock.write_all(http::CHUNKED_SSE_HEAD).await?;
                 chunk(&mut sock, &stats, b"data: {\"x\":\"").await?;
                 let block = vec![b'a'; 64 * 1024];
                 let mut sent = 0;
@@ -135,7 +100,7 @@ async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io:
                     sent += block.len();
                 }
                 chunk(&mut sock, &stats, b"\"}\n\n").await?;
-                sock.write_all(b"0\r\n\r\n").await?;
+                sock.write_all(http::LAST_CHUNK).await?;
             }
             Fault::Full {
                 status,
@@ -143,16 +108,12 @@ async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io:
                 headers,
                 body,
             } => {
-                let mut head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n",
-                    body.len()
-                );
-                for (k, v) in headers {
-                    head.push_str(&format!("{k}: {v}\r\n"));
-                }
-                head.push_str("\r\n");
-                sock.write_all(head.as_bytes()).await?;
-                sock.write_all(body).await?;
+                let headers: String = headers
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}\r\n"))
+                    .collect();
+                let answer = http::response(&format!("{status} X"), content_type, &headers, body);
+                sock.write_all(&answer).await?;
                 sock.flush().await?;
                 stats
                     .body_bytes_sent
@@ -163,15 +124,16 @@ async fn serve(mut sock: TcpStream, fault: Fault, stats: Arc<Stats>) -> std::io:
 }
 
 async fn start(fault: Fault) -> (String, Arc<Stats>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
     let stats = Arc::new(Stats::default());
     let st = stats.clone();
-    tokio::spawn(async move {
-        while let Ok((sock, _)) = listener.accept().await {
-            tokio::spawn(serve(sock, fault.clone(), st.clone()));
+    let origin = http::serve_tasks(move |sock| {
+        let serving = serve(sock, fault.clone(), st.clone());
+        async move {
+            let _ = serving.await;
         }
-    });
+    })
+    .await
+    .unwrap();
     (origin, stats)
 }
 

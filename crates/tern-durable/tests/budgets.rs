@@ -6,42 +6,27 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde_json::json;
 use tern_agent::{Agent, AgentOptions, AgentTool, Replay, ToolResult};
-use tern_ai::faux::{FauxModel, FauxResponse};
+use tern_ai::faux::FauxResponse;
 use tern_ai::transcript::get_current_tools;
-use tern_ai::{Context, Cost, Message, Model, StreamFn, StreamOptions, Usage};
+use tern_ai::{Cost, Message, Model, Usage};
 use tern_durable::{
     budget_notice, Budget, Budgets, DurableRun, Journal, JournalError, Limit, MemoryJournal,
     RunEnd, Spent, Step,
 };
+use tern_testkit::agent::ScriptFn;
 
 use common::cut_and_recover;
 
 /// Calls the tool while it has tools, answers in text when it has none; every response
 /// costs 100 tokens and one cent. Keeps each request's messages.
-#[derive(Clone, Default)]
-struct Greedy {
-    requests: Arc<Mutex<Vec<Vec<Message>>>>,
-}
-
-impl StreamFn for Greedy {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> tern_ai::StreamStart {
-        let n = {
-            let mut r = self.requests.lock();
-            r.push(context.messages.to_vec());
-            r.len()
-        };
-        let mut response = if get_current_tools(context.messages.iter()).is_empty() {
+fn greedy() -> ScriptFn {
+    ScriptFn::new(|n, messages| {
+        let mut response = if get_current_tools(messages.iter()).is_empty() {
             FauxResponse::text("Here is what I have.")
         } else {
-            FauxResponse::tool_call(&format!("c{n}"), "look", json!({}))
+            FauxResponse::tool_call(&format!("c{}", n + 1), "look", json!({}))
         };
         response.usage = Usage {
             total_tokens: 100,
@@ -51,11 +36,11 @@ impl StreamFn for Greedy {
             },
             ..Default::default()
         };
-        FauxModel::new(vec![response]).stream(model, context, options)
-    }
+        response
+    })
 }
 
-fn greedy_agent(run: &DurableRun, server: &Greedy) -> Agent {
+fn greedy_agent(run: &DurableRun, server: &ScriptFn) -> Agent {
     let look = AgentTool::dynamic("look", "Look.", json!({"type": "object"}), |_c| async {
         Ok(ToolResult::text("seen"))
     })
@@ -69,8 +54,8 @@ fn greedy_agent(run: &DurableRun, server: &Greedy) -> Agent {
 }
 
 /// Runs the greedy model under `run` from `prompt`; the model, with the requests it was sent.
-async fn run_greedy(run: &DurableRun, prompt: Vec<Message>) -> Greedy {
-    let server = Greedy::default();
+async fn run_greedy(run: &DurableRun, prompt: Vec<Message>) -> ScriptFn {
+    let server = greedy();
     greedy_agent(run, &server)
         .prompt_messages(prompt)
         .await
@@ -87,11 +72,11 @@ async fn run_with(budget: Budget) -> (Vec<Vec<Message>>, Option<Limit>, RunEnd, 
         .await
         .expect("start")
         .with_budget(budget);
-    let server = Greedy::default();
+    let server = greedy();
     let agent = greedy_agent(&run, &server);
     let outcome = agent.prompt_messages(prompt()).await.expect("run");
     let last = outcome.messages.last().cloned().expect("an answer");
-    let requests = server.requests.lock().clone();
+    let requests = server.requests();
     (requests, run.ended_by(), run.end(), last)
 }
 
@@ -198,7 +183,7 @@ async fn a_recovered_run_keeps_the_budget_it_was_started_with() {
     assert_eq!(run.budget(), budget);
     let server = run_greedy(&run, prompt).await;
     assert_eq!(run.ended_by(), Some(Limit::Turns));
-    let requests = server.requests.lock().clone();
+    let requests = server.requests();
     assert_eq!(
         requests.len(),
         2,
@@ -243,7 +228,7 @@ async fn a_session_limit_wraps_up_its_run_and_refuses_the_next() {
             limit: "sessionToolCalls".into()
         }
     );
-    let requests = server.requests.lock().clone();
+    let requests = server.requests();
     assert_eq!(requests.len(), 2, "one call, then the wrap-up");
     let notice = requests[1].last().expect("the notice").content_json();
     assert_eq!(notice, json!(budget_notice(Limit::SessionToolCalls)));

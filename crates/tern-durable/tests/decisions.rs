@@ -77,7 +77,7 @@ async fn record(dir: &Path) -> (Vec<Record>, usize) {
     let journal = Arc::new(MemoryJournal::default());
     let (run, prompt) = start_go(journal.clone()).await;
     let asked = Arc::new(AtomicUsize::new(0));
-    let stream_fn = run.model(Arc::new(ScriptedServer::default()));
+    let stream_fn = run.model(Arc::new(scripted_server()));
     let a = agent_with_hook(&run, stream_fn, dir, Hook::Ask(true), asked.clone());
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
@@ -112,7 +112,7 @@ async fn a_recovered_run_uses_the_recorded_answer_without_asking() {
     let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::Decision { .. }));
     let asked = Arc::new(AtomicUsize::new(0));
     // Were it asked, the answer would be no.
-    let stream_fn = run.model(Arc::new(ScriptedServer::default()));
+    let stream_fn = run.model(Arc::new(scripted_server()));
     let a = agent_with_hook(&run, stream_fn, dir.path(), Hook::Ask(false), asked.clone());
     let out = a.prompt_messages(prompt).await.expect("run");
     assert_eq!(

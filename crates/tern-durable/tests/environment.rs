@@ -18,6 +18,7 @@ use tern_durable::{
     SqliteSession,
 };
 use tern_session::{Recorder, SessionFile};
+use tern_testkit::agent::assistant_turns;
 
 const NOW: u64 = 1_733_234_400_000;
 
@@ -31,11 +32,7 @@ struct Script;
 
 impl StreamFn for Script {
     fn stream(&self, model: &Model, context: Context, _: StreamOptions) -> tern_ai::StreamStart {
-        let n = context
-            .messages
-            .iter()
-            .filter(|m| m.role() == "assistant")
-            .count();
+        let n = assistant_turns(&context.messages);
         let (content, stop_reason) = match n {
             0 | 1 => (
                 vec![ContentBlock::tool_call(ToolCall {

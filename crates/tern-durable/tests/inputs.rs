@@ -16,15 +16,13 @@ async fn a_steer_is_accepted_then_committed_then_seen() {
     let (run, prompt) = start_go(journal.clone()).await;
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sent_at_seen = Arc::new(Mutex::new(Vec::new()));
-    let server = ScriptedServer::default();
+    let server = scripted_server();
     {
-        let (heard, at, sent) = (heard.clone(), sent_at_seen.clone(), server.sent.clone());
+        let (heard, at, sent) = (heard.clone(), sent_at_seen.clone(), server.clone());
         run.on_input(move |p| {
             heard.lock().unwrap().push((p.id.clone(), p.stage));
             if p.stage == InputStage::Seen {
-                at.lock()
-                    .unwrap()
-                    .push(sent.load(std::sync::atomic::Ordering::SeqCst));
+                at.lock().unwrap().push(sent.sent());
             }
         });
     }

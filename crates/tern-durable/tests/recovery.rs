@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use common::*;
@@ -24,7 +23,7 @@ async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let journal: Arc<dyn Journal> =
         Arc::new(SessionFileJournal::new(recorder.clone(), Durability::Fsync));
     let (run, prompt) = start_go(journal).await;
-    let server = ScriptedServer::default();
+    let server = scripted_server();
     let a = agent(&run, &server, dir, Vec::new());
     let _rec = record_messages(&recorder, &a, 0);
     let _inputs = run.attach(&a);
@@ -32,7 +31,7 @@ async fn uninterrupted(dir: &Path) -> (PathBuf, usize) {
     let _steering = steer_during_first_tool(&run, &a, Default::default());
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
-    (path, server.sent.load(Ordering::SeqCst))
+    (path, server.sent())
 }
 
 /// Recovers the session at `path`; returns the requests sent while recovering.
@@ -45,7 +44,7 @@ async fn recover(path: &Path, dir: &Path) -> usize {
     ))));
     let journal: Arc<dyn Journal> =
         Arc::new(SessionFileJournal::new(recorder.clone(), Durability::Fsync));
-    let server = ScriptedServer::default();
+    let server = scripted_server();
     match DurableRun::recover(journal, &loaded.messages).expect("recoverable") {
         Recovery::NothingInterrupted => {}
         Recovery::Interrupted {
@@ -62,7 +61,7 @@ async fn recover(path: &Path, dir: &Path) -> usize {
             run.finish(RunEnd::Completed).await.expect("finish");
         }
     }
-    server.sent.load(Ordering::SeqCst)
+    server.sent()
 }
 
 fn outcomes_in(text: &str) -> usize {

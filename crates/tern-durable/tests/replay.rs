@@ -38,7 +38,7 @@ fn build(
 async fn record(dir: &Path) -> Vec<Record> {
     let journal = Arc::new(MemoryJournal::default());
     let (run, prompt) = start_go(journal.clone()).await;
-    let server = ScriptedServer::default();
+    let server = scripted_server();
     let safe = counting_tool(dir, "safe_count", Replay::Safe);
     let a = build(&run, run.model(Arc::new(server)), dir, SYSTEM, safe);
     a.prompt_messages(prompt).await.expect("run");

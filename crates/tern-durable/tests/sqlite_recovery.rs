@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use common::*;
@@ -17,13 +16,13 @@ const AGENTS: usize = 50;
 async fn reference(db: &SqliteJournal, dir: &Path) -> Vec<Message> {
     let journal: Arc<dyn Journal> = Arc::new(db.session("reference"));
     let (run, prompt) = start_go(journal).await;
-    let server = ScriptedServer::default();
+    let server = scripted_server();
     let a = agent(&run, &server, dir, Vec::new());
     let _inputs = run.attach(&a);
     let _steering = steer_during_first_tool(&run, &a, Default::default());
     let outcome = a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
-    assert_eq!(server.sent.load(Ordering::SeqCst), 3);
+    assert_eq!(server.sent(), 3);
     outcome.messages
 }
 
@@ -63,7 +62,7 @@ async fn fifty_agents_sharing_one_database_recover_from_fifty_kill_points() {
             .any(|r| matches!(r.step, Step::InputAccepted { .. }));
         tasks.push(tokio::spawn(async move {
             let journal: Arc<dyn Journal> = Arc::new(session);
-            let server = ScriptedServer::default();
+            let server = scripted_server();
             let messages = match DurableRun::recover(journal, &[]).expect("recoverable") {
                 Recovery::NothingInterrupted => panic!("agent {k}: the cut run is interrupted"),
                 Recovery::Interrupted { run, prompt, .. } => {
@@ -74,14 +73,7 @@ async fn fifty_agents_sharing_one_database_recover_from_fifty_kill_points() {
                     outcome.messages
                 }
             };
-            (
-                k,
-                dir,
-                messages,
-                server.sent.load(Ordering::SeqCst),
-                completed,
-                accepted,
-            )
+            (k, dir, messages, server.sent(), completed, accepted)
         }));
     }
     let mut passed = 0;

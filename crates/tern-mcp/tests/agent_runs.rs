@@ -11,26 +11,7 @@ use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{Message, Model};
 use tern_mcp::config::ServerConfig;
 use tern_mcp::McpHub;
-
-fn tool_results(agent: &Agent) -> Vec<(String, bool, String)> {
-    agent.with_messages(|messages| {
-        messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::ToolResult(r) => Some((
-                    r.tool_name.clone(),
-                    r.is_error,
-                    r.content
-                        .iter()
-                        .filter_map(|b| b.as_text())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )),
-                _ => None,
-            })
-            .collect()
-    })
-}
+use tern_testkit::agent::tool_results;
 
 #[tokio::test]
 async fn an_agent_reads_a_file_through_server_filesystem() {
@@ -56,7 +37,7 @@ async fn an_agent_reads_a_file_through_server_filesystem() {
         .tools(hub.tools())
         .build();
     agent.prompt("What does notes.txt say?").await.unwrap();
-    let results = tool_results(&agent);
+    let results = agent.with_messages(tool_results);
     assert_eq!(
         results[0],
         (
@@ -98,7 +79,7 @@ async fn list_changed_reaches_the_transcript_through_the_tool_declarations() {
     agent.set_tools(hub.tools());
     agent.prompt("use it").await.unwrap();
 
-    let results = tool_results(&agent);
+    let results = agent.with_messages(tool_results);
     assert_eq!(
         results[1],
         ("mcp__changing__extra".into(), false, "extra 5".into())

@@ -212,14 +212,6 @@ async fn tern_client_and_reference_client_agree_against_a_reference_shaped_serve
     );
 }
 
-/// The value of header `name` in a request head.
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_clients_send_the_same_request_and_read_an_error_status_alike() {
     const ANSWER: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: 20\r\nconnection: close\r\n\r\n{\"error\":\"captured\"}";
@@ -236,11 +228,11 @@ async fn both_clients_send_the_same_request_and_read_an_error_status_alike() {
             "{}",
             r.head
         );
-        assert_eq!(header(&r.head, "authorization"), Some("Bearer tok-1"));
-        assert_eq!(header(&r.head, "content-type"), Some("application/json"));
+        assert_eq!(r.header("authorization"), Some("Bearer tok-1"));
+        assert_eq!(r.header("content-type"), Some("application/json"));
     }
     // Numbers by value: tern writes a model's prices as floats, Node as integers.
-    let body = |r: &common::RawRequest| {
+    let body = |r: &tern_testkit::http::Request| {
         common::normalize(&serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
     };
     assert_eq!(body(&from_tern), body(&from_reference));

@@ -8,22 +8,8 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tern_agent::{Agent, AgentOptions};
 use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::Message;
+use tern_testkit::agent::tool_results;
 use tern_tools::{builtin_tools, Action, PermissionGate, Policy, Rule, ToolConfig};
-
-fn tool_results(messages: &[Message]) -> Vec<(String, bool, String)> {
-    messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some((
-                r.tool_name.clone(),
-                r.is_error,
-                tern_ai::content_text(&r.content, ""),
-            )),
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn agent_reads_edits_and_greps_a_project() {

@@ -353,7 +353,7 @@ pub(super) async fn agent_loop(
     stop: Arc<AtomicBool>,
     p: SoakParams,
 ) {
-    let mut rng = Rng::new(p.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let mut rng = SplitMix64::new(p.seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let mut agent = build_agent(&model, &dir, &p);
     // Spread the starts over the first ten seconds (or the pause, when shorter).
     let spread = p.max_pause.min(Duration::from_secs(10)).as_millis() as u64;

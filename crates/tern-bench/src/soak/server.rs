@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tern_testkit::chat::{self, ChatStream};
+use tern_testkit::http;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 // ---------------------------------------------------------------------------------------
 // The server
@@ -29,7 +31,7 @@ pub(super) struct Served {
 }
 
 pub(super) struct ServerState {
-    rng: Mutex<Rng>,
+    rng: Mutex<SplitMix64>,
     /// Hashes of request bodies answered with a retryable status: their retry gets the answer.
     retry_due: Mutex<HashMap<u64, Instant>>,
     /// The last reply per prompt id, taken by the client when the prompt ends.
@@ -90,15 +92,7 @@ pub(super) fn parse_request(body: &[u8]) -> Request {
     let messages = v["messages"].as_array().unwrap_or(&empty);
     let last_user = messages.iter().rposition(|m| m["role"] == "user");
     let prompt = last_user
-        .map(|i| match &messages[i]["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join(""),
-            _ => String::new(),
-        })
+        .map(|i| chat::message_text(&messages[i]))
         .unwrap_or_default();
     let turns = last_user.map_or(0, |i| {
         messages[i + 1..]
@@ -123,47 +117,8 @@ pub fn answer_for(prompt: &str) -> String {
     format!("answer to {prompt}")
 }
 
-pub(super) async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 16 * 1024];
-    let head_end = loop {
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-        if buf.len() > 64 * 1024 {
-            return Ok(None);
-        }
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = sock.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    }
-    Ok(Some(buf.split_off(head_end)))
-}
-
-pub(super) const STREAM_HEAD: &[u8] =
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-
 pub(super) async fn chunk(sock: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
-    let mut out = Vec::with_capacity(data.len() + 12);
-    out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
-    out.extend_from_slice(data);
-    out.extend_from_slice(b"\r\n");
-    sock.write_all(&out).await
+    sock.write_all(&http::chunked(data)).await
 }
 
 pub(super) async fn full(
@@ -173,36 +128,19 @@ pub(super) async fn full(
     headers: &str,
     body: &[u8],
 ) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{headers}\r\n",
-        body.len()
-    );
-    sock.write_all(head.as_bytes()).await?;
-    sock.write_all(body).await?;
+    sock.write_all(&http::response(status, content_type, headers, body))
+        .await?;
     sock.flush().await
 }
 
+const STREAM: ChatStream = ChatStream::new("chatcmpl-soak", "bench-model").created(1_767_225_600);
+
 pub(super) fn sse(delta: Value, finish: Option<&str>) -> Vec<u8> {
-    let v = json!({
-        "id": "chatcmpl-soak",
-        "object": "chat.completion.chunk",
-        "created": 1_767_225_600u64,
-        "model": "bench-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    });
-    format!("data: {v}\n\n").into_bytes()
+    STREAM.chunk(delta, finish).into_bytes()
 }
 
 pub(super) fn usage_and_done() -> Vec<u8> {
-    let v = json!({
-        "id": "chatcmpl-soak",
-        "object": "chat.completion.chunk",
-        "created": 1_767_225_600u64,
-        "model": "bench-model",
-        "choices": [],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-    });
-    format!("data: {v}\n\ndata: [DONE]\n\n").into_bytes()
+    (STREAM.usage(20, 5) + chat::DONE).into_bytes()
 }
 
 /// The SSE events of a text answer, in `parts` deltas.
@@ -223,10 +161,7 @@ pub(super) fn text_events(text: &str, parts: usize) -> Vec<Vec<u8>> {
 /// The SSE events of one tool call, its arguments in two fragments.
 pub(super) fn tool_events(id: &str, name: &str, args: &Value) -> Vec<Vec<u8>> {
     let a = args.to_string();
-    let cut = a
-        .char_indices()
-        .nth(a.chars().count() / 2)
-        .map_or(0, |(i, _)| i);
+    let (first, rest) = chat::halves(&a);
     vec![
         sse(json!({"role": "assistant", "content": null}), None),
         sse(
@@ -235,11 +170,11 @@ pub(super) fn tool_events(id: &str, name: &str, args: &Value) -> Vec<Vec<u8>> {
             None,
         ),
         sse(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": &a[..cut]}}]}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": first}}]}),
             None,
         ),
         sse(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": &a[cut..]}}]}),
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": rest}}]}),
             None,
         ),
         sse(json!({}), Some("tool_calls")),
@@ -253,7 +188,7 @@ pub(super) async fn stream(
     events: &[Vec<u8>],
     pauses: &[u64],
 ) -> std::io::Result<()> {
-    sock.write_all(STREAM_HEAD).await?;
+    sock.write_all(http::CHUNKED_SSE_HEAD).await?;
     for (i, e) in events.iter().enumerate() {
         if let Some(ms) = pauses.get(i).filter(|ms| **ms > 0) {
             sock.flush().await?;
@@ -261,7 +196,7 @@ pub(super) async fn stream(
         }
         chunk(sock, e).await?;
     }
-    sock.write_all(b"0\r\n\r\n").await?;
+    sock.write_all(http::LAST_CHUNK).await?;
     sock.flush().await
 }
 
@@ -275,7 +210,7 @@ pub(super) fn tool_args(
     state: &ServerState,
     kind: Kind,
     agent: usize,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
 ) -> (&'static str, Value) {
     match kind {
         Kind::ToolRead => ("read", json!({"path": "notes.txt"})),
@@ -322,7 +257,7 @@ pub(super) async fn answer(
         let kind = if check || retried {
             Kind::Text
         } else {
-            let pick = |rng: &mut Rng| {
+            let pick = |rng: &mut SplitMix64| {
                 let weight = |k: Kind, w: u64| if state.skip.contains(&k) { 0 } else { w };
                 let total: u64 = MIX.iter().map(|(k, w)| weight(*k, *w)).sum();
                 let mut x = rng.below(total);
@@ -355,7 +290,7 @@ pub(super) async fn answer(
     };
     state.count(kind);
     state.note(&req.prompt, kind);
-    let mut rng = Rng::new(seed);
+    let mut rng = SplitMix64::new(seed);
     let answer_text = answer_for(&req.prompt);
     match kind {
         Kind::Text => {
@@ -369,7 +304,7 @@ pub(super) async fn answer(
         }
         Kind::Reset => {
             let events = text_events(&answer_text, 4);
-            sock.write_all(STREAM_HEAD).await?;
+            sock.write_all(http::CHUNKED_SSE_HEAD).await?;
             for e in &events[..2] {
                 chunk(sock, e).await?;
             }
@@ -385,7 +320,7 @@ pub(super) async fn answer(
         }
         Kind::StallBody => {
             let events = text_events(&answer_text, 4);
-            sock.write_all(STREAM_HEAD).await?;
+            sock.write_all(http::CHUNKED_SSE_HEAD).await?;
             for e in &events[..2] {
                 chunk(sock, e).await?;
             }
@@ -455,9 +390,9 @@ pub(super) async fn answer(
 
 pub(super) async fn serve(mut sock: TcpStream, state: Arc<ServerState>) {
     let _ = sock.set_nodelay(true);
-    while let Ok(Some(body)) = read_request(&mut sock).await {
+    while let Ok(Some(request)) = http::read_request_async(&mut sock).await {
         state.requests.fetch_add(1, Ordering::Relaxed);
-        match answer(&mut sock, &state, &body).await {
+        match answer(&mut sock, &state, &request.body).await {
             Ok(true) => {}
             _ => return,
         }
@@ -474,10 +409,8 @@ pub struct SoakServer {
 impl SoakServer {
     /// Binds 127.0.0.1 and serves on the current runtime; the agents' folders are under `root`.
     pub async fn start(root: &Path, seed: u64, skip: &[Kind]) -> std::io::Result<SoakServer> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let base_url = format!("http://{}/v1", listener.local_addr()?);
         let state = Arc::new(ServerState {
-            rng: Mutex::new(Rng::new(seed)),
+            rng: Mutex::new(SplitMix64::new(seed)),
             retry_due: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
             counts: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -487,17 +420,8 @@ impl SoakServer {
             skip: skip.to_vec(),
         });
         let st = state.clone();
-        tokio::spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((sock, _)) => {
-                        tokio::spawn(serve(sock, st.clone()));
-                    }
-                    // Out of descriptors, say: wait and go on, as a server would.
-                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                }
-            }
-        });
+        let origin = http::serve_tasks(move |sock| serve(sock, st.clone())).await?;
+        let base_url = format!("{origin}/v1");
         let st = state.clone();
         tokio::spawn(async move {
             loop {

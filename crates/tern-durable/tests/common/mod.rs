@@ -4,22 +4,21 @@
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool, Replay, Subscription, ToolResult};
-use tern_ai::faux::{FauxModel, FauxResponse};
-use tern_ai::{Context, Message, Model, StreamFn, StreamOptions};
+use tern_ai::faux::FauxResponse;
+use tern_ai::{Message, Model};
 use tern_durable::{interrupted_text, DurableRun, Journal, MemoryJournal, Record, Recovery, Step};
+use tern_testkit::agent::{assistant_turns, ScriptFn};
 
 pub const STEER: &str = "also count once more";
 
-/// Answers request n with the n-th scripted response (n = assistant messages so far), as a
-/// scripted server would, and counts the requests it was sent.
-#[derive(Clone, Default)]
-pub struct ScriptedServer {
-    pub sent: Arc<AtomicUsize>,
+/// A model that answers request n with the n-th scripted response (n = assistant messages
+/// so far), as a scripted server would; `sent()` counts the requests.
+pub fn scripted_server() -> ScriptFn {
+    ScriptFn::new(|_, messages| script(assistant_turns(messages)))
 }
 
 pub fn script(n: usize) -> FauxResponse {
@@ -30,23 +29,6 @@ pub fn script(n: usize) -> FauxResponse {
         ]),
         1 => FauxResponse::tool_calls(vec![("c3", "never_count", json!({}))]),
         _ => FauxResponse::text("done"),
-    }
-}
-
-impl StreamFn for ScriptedServer {
-    fn stream(
-        &self,
-        model: &Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> tern_ai::StreamStart {
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        let n = context
-            .messages
-            .iter()
-            .filter(|m| m.role() == "assistant")
-            .count();
-        FauxModel::new(vec![script(n)]).stream(model, context, options)
     }
 }
 
@@ -103,12 +85,7 @@ pub fn effects(dir: &Path, name: &str) -> usize {
         .unwrap_or(0)
 }
 
-pub fn agent(
-    run: &DurableRun,
-    server: &ScriptedServer,
-    dir: &Path,
-    messages: Vec<Message>,
-) -> Agent {
+pub fn agent(run: &DurableRun, server: &ScriptFn, dir: &Path, messages: Vec<Message>) -> Agent {
     Agent::new(AgentOptions {
         model: Some(Arc::new(Model::default())),
         stream_fn: Some(run.model(Arc::new(server.clone()))),

@@ -34,7 +34,8 @@ use tern_durable::{
 };
 use tern_session::{Recorder, SessionFile};
 
-use crate::rng::Rng;
+use tern_testkit::agent::chat_model;
+use tern_testkit::SplitMix64;
 
 /// The prompt every agent starts with.
 pub const PROMPT: &str = "Count everything once.";
@@ -194,7 +195,7 @@ async fn run_all(o: Options) -> Result<(), String> {
         ),
         Kind::File => None,
     };
-    let mut rng = Rng::new(o.seed ^ (u64::from(o.life) << 32));
+    let mut rng = SplitMix64::new(o.seed ^ (u64::from(o.life) << 32));
     let mut tasks = Vec::new();
     for i in 0..o.agents {
         let o = o.clone();
@@ -264,16 +265,8 @@ fn counting_tool(dir: &Path, life: u32, name: &'static str, replay: Replay) -> A
 }
 
 fn model(o: &Options, i: usize) -> Model {
-    let mut m = Model::new(
-        "crash-model",
-        "openai-completions",
-        "crash",
-        &format!("{}/a/{i}/l/{}/v1", o.url, o.life),
-    );
-    m.input = vec!["text".into()];
-    m.context_window = 128_000;
-    m.max_tokens = 1024;
-    m
+    let url = format!("{}/a/{i}/l/{}/v1", o.url, o.life);
+    chat_model("crash-model", "crash", &url, 1024)
 }
 
 fn build(run: &DurableRun, o: &Options, i: usize, messages: Vec<Message>) -> Agent {

@@ -17,8 +17,8 @@ use tern_durable::{
 };
 
 use crate::agent::{agent_dir, session_id, text_of, Kind, INPUTS};
-use crate::rng::Rng;
 use crate::server::{answer, Server, Trigger, REQUESTS};
+use tern_testkit::SplitMix64;
 
 /// The tool calls of the script: (call id, tool).
 const CALLS: [(&str, &str); 4] = [
@@ -621,7 +621,13 @@ fn aim_name(aim: &Aim) -> &'static str {
     }
 }
 
-fn choose(rng: &mut Rng, which: u64, agents: usize, duration: Duration, writes: usize) -> Aim {
+fn choose(
+    rng: &mut SplitMix64,
+    which: u64,
+    agents: usize,
+    duration: Duration,
+    writes: usize,
+) -> Aim {
     let agent = rng.below(agents as u64) as usize;
     let call = CALLS[rng.below(CALLS.len() as u64) as usize].0;
     // No write aims when the reference run showed none (a side log's writes are too short
@@ -653,7 +659,7 @@ fn choose(rng: &mut Rng, which: u64, agents: usize, duration: Duration, writes: 
 /// finished before the aim was reached (no kill).
 fn kill_point(
     setup: &Setup,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     aim: &Aim,
     duration: Duration,
     writes: usize,
@@ -753,7 +759,7 @@ fn run_variant(
     single: Duration,
 ) -> Tally {
     let mut tally = Tally::new();
-    let mut rng = Rng::new(seed ^ v.kind.index() as u64);
+    let mut rng = SplitMix64::new(seed ^ v.kind.index() as u64);
     let name = v.kind.name();
     // Many agents start spread over one agent's run, so a kill finds them at different steps.
     let stagger = if v.agents > 1 {
@@ -801,7 +807,7 @@ fn run_variant(
             dir: base.join(format!("{name}-{attempts:03}")),
             agents: v.agents,
             stagger_ms: stagger,
-            seed: rng.next(),
+            seed: rng.next_u64(),
         };
         // A few SQLite kills cover different aims from seed to seed.
         let offset = if matches!(v.kind, Kind::Sqlite(_)) {

@@ -19,8 +19,6 @@ mod agent;
 #[cfg(target_os = "linux")]
 mod harness;
 #[cfg(target_os = "linux")]
-mod rng;
-#[cfg(target_os = "linux")]
 mod server;
 
 /// The kill moments are read from `/proc`: elsewhere the test reports itself skipped.

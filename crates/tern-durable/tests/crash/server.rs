@@ -5,8 +5,8 @@
 //! request with how much of its answer was streamed, and can kill the agent process after
 //! a given chunk of a given answer (a kill mid-stream).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, Write};
+use std::net::TcpStream;
 use std::process::Child;
 use std::sync::Arc;
 use std::thread;
@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use tern_testkit::chat::{self, ChatStream};
+use tern_testkit::http;
 
 /// Requests in the script; a sixth one is an error.
 pub const REQUESTS: usize = 5;
@@ -64,7 +66,7 @@ pub fn answer(n: usize) -> Option<Vec<String>> {
     };
     let call = |index: usize, id: &str, name: &str, args: Value, events: &mut Vec<String>| {
         let a = args.to_string();
-        let (first, rest) = a.split_at(a.len() / 2);
+        let (first, rest) = chat::halves(&a);
         events.push(chunk(
             json!({"tool_calls": [{"index": index, "id": id, "type": "function",
                                    "function": {"name": name, "arguments": first}}]}),
@@ -103,43 +105,26 @@ pub fn answer(n: usize) -> Option<Vec<String>> {
         _ => return None,
     };
     events.push(chunk(json!({}), Some(finish)));
-    let usage = json!({"id": "chatcmpl-crash", "object": "chat.completion.chunk", "created": 0,
-        "model": "crash-model", "choices": [],
-        "usage": {"prompt_tokens": 100 + 10 * n, "completion_tokens": 20, "total_tokens": 120 + 10 * n}});
-    events.push(format!("data: {usage}\n\n"));
-    events.push("data: [DONE]\n\n".to_string());
+    events.push(STREAM.usage(100 + 10 * n as u64, 20));
+    events.push(chat::DONE.to_string());
     Some(events)
 }
 
+const STREAM: ChatStream = ChatStream::new("chatcmpl-crash", "crash-model");
+
 fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let v = json!({
-        "id": "chatcmpl-crash", "object": "chat.completion.chunk", "created": 0,
-        "model": "crash-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-    });
-    format!("data: {v}\n\n")
+    STREAM.chunk(delta, finish)
 }
 
 impl Server {
     /// Starts the server; answers are streamed a chunk every `delay`.
     pub fn start(delay: Duration) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("local addr").port();
         let state = Arc::new(State::default());
         let s = state.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let s = s.clone();
-                thread::spawn(move || {
-                    let _ = serve(stream, &s, delay);
-                });
-            }
+        let origin = http::serve_threads(move |stream| {
+            let _ = serve(stream, &s, delay);
         });
-        Server {
-            origin: format!("http://127.0.0.1:{port}"),
-            state,
-        }
+        Server { origin, state }
     }
 
     /// The requests of kill point `point` so far.
@@ -174,49 +159,21 @@ fn route(path: &str) -> Option<(usize, usize, u32)> {
 }
 
 fn refuse(stream: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
-    let b = json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string();
-    write!(
-        stream,
-        "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
-        b.len()
-    )?;
+    stream.write_all(&chat::error_response(status, message))?;
     stream.flush()
 }
 
 fn serve(mut stream: TcpStream, state: &State, delay: Duration) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_default()
-        .to_string();
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let l = line.trim_end().to_ascii_lowercase();
-        if l.is_empty() {
-            break;
-        }
-        if let Some(v) = l.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body)?;
+    let Some(request) = http::read_request(&mut reader)? else {
+        return Ok(());
+    };
+    let path = request.path().to_string();
     let Some((point, agent, life)) = route(&path) else {
         return refuse(&mut stream, 404, &format!("no route {path}"));
     };
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let n = body["messages"]
-        .as_array()
-        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
-        .unwrap_or(0);
+    let n = chat::assistant_turns(&request.json());
     let index = {
         let mut log = state.log.lock();
         log.push(Request {
@@ -232,10 +189,7 @@ fn serve(mut stream: TcpStream, state: &State, delay: Duration) -> std::io::Resu
     let Some(events) = answer(n) else {
         return refuse(&mut stream, 400, &format!("the script has no request {n}"));
     };
-    write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
-    )?;
+    stream.write_all(http::SSE_HEAD.as_bytes())?;
     stream.flush()?;
     let total = events.len();
     for (k, event) in events.into_iter().enumerate() {

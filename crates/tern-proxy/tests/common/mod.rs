@@ -14,6 +14,7 @@ use tern_ai::{
     StreamFn, StreamOptions,
 };
 use tern_proxy::{ProxyServer, ProxyStreamFn};
+use tern_testkit::http;
 use tokio_util::sync::CancellationToken;
 
 /// The token the test servers accept.
@@ -252,66 +253,27 @@ pub async fn fires_within(signal: &CancellationToken, secs: u64) -> bool {
         .is_ok()
 }
 
-/// One request a [`raw_server`] received: the head (request line and headers) and the body.
-#[derive(Clone, Debug)]
-pub struct RawRequest {
-    pub head: String,
-    pub body: Vec<u8>,
-}
-
 /// A bare HTTP server for what a real proxy server would not do: it answers every
 /// connection with `response` (bytes as given) and then keeps the connection open.
-/// Received requests go to the returned channel.
+/// Received requests (head and body) go to the returned channel.
 pub async fn raw_server(
     response: &'static [u8],
-) -> (String, tokio::sync::mpsc::UnboundedReceiver<RawRequest>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+) -> (String, tokio::sync::mpsc::UnboundedReceiver<http::Request>) {
+    use tokio::io::AsyncWriteExt;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    let Ok(n) = socket.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                };
-                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                let length = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse::<usize>().ok())?
-                    })
-                    .unwrap_or(0);
-                while buf.len() < head_end + length {
-                    let Ok(n) = socket.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        break;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                let body = buf[head_end..].to_vec();
-                let _ = tx.send(RawRequest { head, body });
-                let _ = socket.write_all(response).await;
-                let _ = socket.flush().await;
-                tokio::time::sleep(Duration::from_secs(30)).await;
-            });
+    let url = http::serve_tasks(move |mut socket| {
+        let tx = tx.clone();
+        async move {
+            let Ok(Some(request)) = http::read_request_async(&mut socket).await else {
+                return;
+            };
+            let _ = tx.send(request);
+            let _ = socket.write_all(response).await;
+            let _ = socket.flush().await;
+            tokio::time::sleep(Duration::from_secs(30)).await;
         }
-    });
+    })
+    .await
+    .unwrap();
     (url, rx)
 }

@@ -6,8 +6,9 @@
 pub mod killed;
 pub mod tmux;
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use tern_testkit::chat::{self, ChatStream};
+use tern_testkit::http;
 
 /// One scripted response.
 #[derive(Clone, Debug)]
@@ -64,27 +67,14 @@ pub struct Server {
 impl Server {
     /// Starts a server answering requests with `script` in order (then with an error).
     pub fn start(script: Vec<Reply>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(
-            script
-                .into_iter()
-                .collect::<std::collections::VecDeque<_>>(),
-        ));
+        let script = Mutex::new(script.into_iter().collect::<VecDeque<_>>());
         let reqs = requests.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let reqs = reqs.clone();
-                let script = script.clone();
-                thread::spawn(move || {
-                    let _ = serve(stream, &reqs, &script);
-                });
-            }
+        let origin = http::serve_threads(move |stream| {
+            let _ = serve(stream, &reqs, &script);
         });
         Server {
-            url: format!("http://127.0.0.1:{port}/v1"),
+            url: format!("{origin}/v1"),
             requests,
         }
     }
@@ -121,55 +111,31 @@ impl Server {
     }
 }
 
+const STREAM: ChatStream = ChatStream::new("chatcmpl-test", "test-model");
+
 fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let v = json!({
-        "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-    });
-    format!("data: {v}\n\n")
+    STREAM.chunk(delta, finish)
 }
 
 fn serve(
     mut stream: TcpStream,
     reqs: &Mutex<Vec<Value>>,
-    script: &Mutex<std::collections::VecDeque<Reply>>,
+    script: &Mutex<VecDeque<Reply>>,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let l = line.trim_end().to_ascii_lowercase();
-        if l.is_empty() {
-            break;
-        }
-        if let Some(v) = l.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body)?;
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    reqs.lock().unwrap().push(body);
+    let Some(request) = http::read_request(&mut reader)? else {
+        return Ok(());
+    };
+    reqs.lock().unwrap().push(request.json());
     let reply = script.lock().unwrap().pop_front().unwrap_or(Reply::Error(
         400,
         "the test script has no more replies".into(),
     ));
     if let Reply::Error(status, msg) = &reply {
-        let b = json!({"error": {"message": msg, "type": "invalid_request_error"}}).to_string();
-        write!(
-            stream,
-            "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
-            b.len()
-        )?;
+        stream.write_all(&chat::error_response(*status, msg))?;
         return stream.flush();
     }
-    write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
-    )?;
+    stream.write_all(http::SSE_HEAD.as_bytes())?;
     stream.flush()?;
     let mut send = |s: String| -> std::io::Result<()> {
         stream.write_all(s.as_bytes())?;
@@ -177,7 +143,6 @@ fn serve(
         thread::sleep(Duration::from_millis(5));
         Ok(())
     };
-    let usage = json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}});
     match &reply {
         Reply::Text(text) | Reply::Truncated(text) => {
             let finish = if matches!(reply, Reply::Truncated(_)) {
@@ -198,7 +163,7 @@ fn serve(
         Reply::Tool { id, name, args } => {
             let (id, name) = (id.clone(), name.clone());
             let a = args.to_string();
-            let (first, rest) = a.split_at(a.len() / 2);
+            let (first, rest) = chat::halves(&a);
             send(chunk(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": first}}]}),
                 None,
@@ -219,8 +184,8 @@ fn serve(
         }
         Reply::Error(..) => unreachable!(),
     }
-    send(format!("data: {usage}\n\n"))?;
-    send("data: [DONE]\n\n".to_string())?;
+    send(STREAM.usage(100, 20))?;
+    send(chat::DONE.to_string())?;
     Ok(())
 }
 

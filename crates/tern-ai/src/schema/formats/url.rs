@@ -177,54 +177,13 @@ pub(crate) fn host_ok(host: &str, special: bool) -> bool {
             .is_some_and(|ip| format_match(&IPV6, RE_IPV6, true, ip));
     }
     if !special {
-        return !host.chars().any(|c| {
-            matches!(
-                c,
-                '\0' | '\t'
-                    | '\n'
-                    | '\r'
-                    | ' '
-                    | '#'
-                    | '/'
-                    | ':'
-                    | '<'
-                    | '>'
-                    | '?'
-                    | '@'
-                    | '['
-                    | '\\'
-                    | ']'
-                    | '^'
-                    | '|'
-            )
-        });
+        return !host.chars().any(forbidden_host_code_point);
     }
     let Some(decoded) = percent_decode(host) else {
         return false;
     };
     let domain = decoded.to_lowercase();
-    if domain.is_empty()
-        || domain.chars().any(|c| {
-            (c as u32) < 0x20
-                || c == '\u{7f}'
-                || matches!(
-                    c,
-                    ' ' | '#'
-                        | '%'
-                        | '/'
-                        | ':'
-                        | '<'
-                        | '>'
-                        | '?'
-                        | '@'
-                        | '['
-                        | '\\'
-                        | ']'
-                        | '^'
-                        | '|'
-                )
-        })
-    {
+    if domain.is_empty() || domain.chars().any(forbidden_domain_code_point) {
         return false;
     }
     let labels: Vec<&str> = domain.split('.').collect();
@@ -252,6 +211,35 @@ pub(crate) fn host_ok(host: &str, special: bool) -> bool {
         return ipv4_host_ok(&domain);
     }
     true
+}
+
+/// A forbidden host code point (WHATWG URL): not allowed in an opaque host.
+fn forbidden_host_code_point(c: char) -> bool {
+    matches!(
+        c,
+        '\0' | '\t'
+            | '\n'
+            | '\r'
+            | ' '
+            | '#'
+            | '/'
+            | ':'
+            | '<'
+            | '>'
+            | '?'
+            | '@'
+            | '['
+            | '\\'
+            | ']'
+            | '^'
+            | '|'
+    )
+}
+
+/// A forbidden domain code point (WHATWG URL): a forbidden host code point, a C0 control,
+/// `%` or DELETE.
+fn forbidden_domain_code_point(c: char) -> bool {
+    forbidden_host_code_point(c) || (c as u32) < 0x20 || c == '%' || c == '\u{7f}'
 }
 
 /// The WHATWG IPv4 parser: up to four parts, decimal, octal or hex, the last one widest.

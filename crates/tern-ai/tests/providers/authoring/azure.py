@@ -8,13 +8,11 @@ writes streams/azure-openai-responses/*.json next to this folder; their expected
 from the reference runner (tests/providers/reference/run.mjs), never from tern.
 """
 import copy
-import json
-import os
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from recorded import load, retarget, write
+
 API = "azure-openai-responses"
-SOURCE = os.path.join(ROOT, "streams", "openai-responses")
+SOURCE = "openai-responses"
 REPLAYED = ["plain-text", "utf8-midline-split", "tool-call-fragmented", "parallel-tool-calls",
             "reasoning-summary-encrypted", "usage-cache-tokens", "stop-length", "stop-content-filter",
             "error-event-midstream", "http-429", "http-500", "abrupt-end", "context-overflow",
@@ -22,17 +20,8 @@ REPLAYED = ["plain-text", "utf8-midline-split", "tool-call-fragmented", "paralle
             "shape-unfinished-tool-call"]
 
 
-def load(name):
-    with open(os.path.join(SOURCE, f"{name}.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def azure(case, name, description=None):
-    case = copy.deepcopy(case)
-    case["id"] = f"{API}/{name}"
-    case["api"] = API
-    if description:
-        case["description"] = description
+    case = retarget(case, API, name, description)
     model = case["request"]["model"]
     model["provider"] = "azure"
     model["baseUrl"] = "{{origin}}/openai/v1"
@@ -40,18 +29,11 @@ def azure(case, name, description=None):
     return case
 
 
-def write(case):
-    name = case["id"].split("/", 1)[1]
-    with open(os.path.join(ROOT, "streams", API, f"{name}.json"), "w", encoding="utf-8") as f:
-        json.dump(case, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-
-
 def main():
     for name in REPLAYED:
-        write(azure(load(name), name))
+        write(azure(load(SOURCE, name), name))
 
-    plain = load("plain-text")
+    plain = load(SOURCE, "plain-text")
     c = azure(plain, "session-prompt-cache-key",
               "A session id becomes prompt_cache_key (even with retention none) and sends no session headers.")
     c["request"]["options"] = {"sessionId": "azure-session-0123456789-0123456789-0123456789-0123456789-overlong",
@@ -60,11 +42,11 @@ def main():
 
     c = azure(plain, "strict-tools-and-tool-choice",
               "Without compat flags Azure marks tools strict: false; tool_choice is passed through.")
-    c["request"]["context"]["tools"] = load("tool-call-fragmented")["request"]["context"]["tools"]
+    c["request"]["context"]["tools"] = load(SOURCE, "tool-call-fragmented")["request"]["context"]["tools"]
     c["request"]["options"] = {"toolChoice": "auto", "temperature": 0.5}
     write(c)
 
-    c = azure(load("http-429"), "retry-429-then-text", "maxRetries 1: a 429 with retry-after 0 is retried once.")
+    c = azure(load(SOURCE, "http-429"), "retry-429-then-text", "maxRetries 1: a 429 with retry-after 0 is retried once.")
     first = copy.deepcopy(c["response"])
     first["headers"]["retry-after"] = "0"
     c.pop("response")

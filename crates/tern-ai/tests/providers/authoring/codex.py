@@ -11,13 +11,11 @@ from the reference runner (tests/providers/reference/run.mjs), never from tern.
 import base64
 import copy
 import json
-import os
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from recorded import catalog_model, load, retarget, write
+
 API = "openai-codex-responses"
-SOURCE = os.path.join(ROOT, "streams", "openai-responses")
-CATALOG = os.path.join(ROOT, "..", "..", "src", "providers", "catalog.json")
+SOURCE = "openai-responses"
 REPLAYED = ["plain-text", "utf8-midline-split", "tool-call-fragmented", "parallel-tool-calls",
             "reasoning-summary-encrypted", "usage-cache-tokens", "stop-length", "stop-content-filter",
             "http-500", "abrupt-end", "context-overflow", "keepalive-unknown-events",
@@ -32,39 +30,11 @@ def jwt(claims):
 TOKEN = jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "acct_test_123"}})
 
 
-def model(mid="gpt-6-sol"):
-    with open(CATALOG, encoding="utf-8") as f:
-        for m in json.load(f)["models"]:
-            if m["provider"] == "openai-codex" and m["id"] == mid:
-                m = copy.deepcopy(m)
-                m["baseUrl"] = "{{origin}}"
-                for k in ("inputLimits", "type"):
-                    m.pop(k, None)
-                return m
-    raise KeyError(mid)
-
-
-def load(name):
-    with open(os.path.join(SOURCE, f"{name}.json"), encoding="utf-8") as f:
-        return json.load(f)
-
-
 def codex(case, name, description=None, mid="gpt-6-sol"):
-    case = copy.deepcopy(case)
-    case["id"] = f"{API}/{name}"
-    case["api"] = API
-    if description:
-        case["description"] = description
-    case["request"]["model"] = model(mid)
+    case = retarget(case, API, name, description)
+    case["request"]["model"] = catalog_model("openai-codex", mid)
     case["request"]["options"] = {**case["request"].get("options", {}), "apiKey": TOKEN, "transport": "sse"}
     return case
-
-
-def write(case):
-    name = case["id"].split("/", 1)[1]
-    with open(os.path.join(ROOT, "streams", API, f"{name}.json"), "w", encoding="utf-8") as f:
-        json.dump(case, f, indent=2, ensure_ascii=False)
-        f.write("\n")
 
 
 def ev(obj):
@@ -77,9 +47,9 @@ def sse(chunks):
 
 def main():
     for name in REPLAYED:
-        write(codex(load(name), name))
+        write(codex(load(SOURCE, name), name))
 
-    plain = load("plain-text")
+    plain = load(SOURCE, "plain-text")
     chunks = plain["response"]["chunks"]
 
     c = codex(plain, "error-event", "A Codex error event fails the stream with its message.")
@@ -137,7 +107,7 @@ def main():
     c["request"]["options"].update({"reasoning": "minimal"})
     write(c)
 
-    tools = load("tool-call-fragmented")["request"]["context"]["tools"]
+    tools = load(SOURCE, "tool-call-fragmented")["request"]["context"]["tools"]
     search = {"name": "search_docs", "description": "Search the docs.",
               "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
     c = codex(plain, "tool-changes-mid-conversation",

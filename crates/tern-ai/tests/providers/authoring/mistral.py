@@ -8,11 +8,10 @@ from the reference runner (tests/providers/reference/run.mjs), never from tern.
 import base64
 import copy
 import json
-import os
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-CATALOG = os.path.join(ROOT, "..", "..", "src", "providers", "catalog.json")
+import recorded
+from recorded import catalog_model
+
 API = "mistral-conversations"
 T0 = 1767225600000
 
@@ -31,18 +30,6 @@ def sse(chunks, status=200):
             "chunks": chunks}
 
 
-def model(mid):
-    with open(CATALOG, encoding="utf-8") as f:
-        for m in json.load(f)["models"]:
-            if m["provider"] == "mistral" and m["id"] == mid:
-                m = copy.deepcopy(m)
-                m["baseUrl"] = "{{origin}}"
-                for k in ("inputLimits", "type"):
-                    m.pop(k, None)
-                return m
-    raise KeyError(mid)
-
-
 WEATHER = {"name": "get_weather", "description": "Get the current weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"},
                                                             "unit": {"type": "string", "enum": ["c", "f"]}},
@@ -59,7 +46,7 @@ def request(mid="mistral-small-2506", messages=None, tools=None, options=None, s
     ctx = {"systemPrompt": system, "messages": messages or [user("Say hello.")]}
     if tools:
         ctx["tools"] = tools
-    return {"model": model(mid), "context": ctx, "options": options or {}}
+    return {"model": catalog_model("mistral", mid), "context": ctx, "options": options or {}}
 
 
 def chunk(delta=None, finish=None, usage=None, cid="cmpl-m01", model_id="mistral-small-2506"):
@@ -94,9 +81,7 @@ def write(name, description, req, response, covers, **extra):
     case = {"id": f"{API}/{name}", "api": API, "description": description, "covers": covers,
             "request": req, "response": response}
     case.update(extra)
-    with open(os.path.join(ROOT, "streams", API, f"{name}.json"), "w", encoding="utf-8") as f:
-        json.dump(case, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    recorded.write(case)
 
 
 def call(index, cid, name, args):
@@ -132,7 +117,7 @@ def main():
           request("mistral-medium-latest", options={"reasoning": "medium"}), sse(think + ["data: [DONE]\n\n"]),
           ["thinking", "reasoning-effort"])
 
-    custom = model("mistral-medium-latest")
+    custom = catalog_model("mistral", "mistral-medium-latest")
     custom["id"] = "magistral-custom"
     del custom["thinkingLevelMap"]
     req = request(options={"reasoning": "high"})

@@ -384,10 +384,7 @@ def anthropic_cases():
           "`Unhandled stop reason: <value>` on the spot, rawStopReason keeps the value, the usage of that "
           "message_delta is not applied; the message counts as a context overflow.",
           plain,
-          [a_start()] + a_text(0, "Partial answer") +
-          [a_ev({"type": "message_delta", "delta": {"stop_reason": "model_context_window_exceeded",
-                                                    "stop_sequence": None}, "usage": {"output_tokens": 55}}),
-           a_ev({"type": "message_stop"})],
+          [a_start()] + a_text(0, "Partial answer") + a_stop("model_context_window_exceeded", {"output_tokens": 55}),
           ["stop-reason-unknown"])
 
     write(A, "shape-stop-sensitive",

@@ -28,6 +28,7 @@ use tern_ai::providers::Providers;
 use tern_ai::{Message, Model, StreamFn, StreamOptions};
 use tern_bench::util::{mib, round, Args};
 use tern_temporal::{AgentActivities, SessionInput, Sessions, ToolSpec};
+use tern_testkit::agent::chat_model;
 use tokio_util::sync::CancellationToken;
 
 use server::Server;
@@ -38,11 +39,7 @@ const ANSWER: &str = "All three steps done.";
 const WARM_UP: usize = 4;
 
 fn model(base_url: &str) -> Model {
-    let mut m = Model::new("w9-model", "openai-completions", "w9", base_url);
-    m.input = vec!["text".into()];
-    m.context_window = 128_000;
-    m.max_tokens = 1024;
-    m
+    chat_model("w9-model", "w9", base_url, 1024)
 }
 
 fn step_tool() -> AgentTool {

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use serde_json::json;
+use tern_testkit::chat::{self, ChatStream};
+use tern_testkit::http;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 /// Tool turns per session; the request after them is answered with text.
 pub const TURNS: usize = 3;
@@ -22,50 +24,41 @@ pub struct Server {
     arrivals: Arc<Mutex<HashMap<usize, Vec<Instant>>>>,
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    let v = json!({"id": "chatcmpl-w9", "object": "chat.completion.chunk", "created": 0,
-        "model": "w9-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {v}\n\n")
-}
+const STREAM: ChatStream = ChatStream::new("chatcmpl-w9", "w9-model");
 
 /// The SSE body answering a request with `k` assistant messages before it.
 fn answer(k: usize) -> String {
     let mut out = String::new();
     if k < TURNS {
         let args = json!({"k": k}).to_string();
-        out += &chunk(
+        out += &STREAM.chunk(
             json!({"role": "assistant", "tool_calls": [{"index": 0, "id": format!("call_{k}"),
                 "type": "function", "function": {"name": "step", "arguments": args}}]}),
             None,
         );
-        out += &chunk(json!({}), Some("tool_calls"));
+        out += &STREAM.chunk(json!({}), Some("tool_calls"));
     } else {
-        out += &chunk(json!({"role": "assistant", "content": "All "}), None);
-        out += &chunk(json!({"content": "three steps done."}), None);
-        out += &chunk(json!({}), Some("stop"));
+        out += &STREAM.chunk(json!({"role": "assistant", "content": "All "}), None);
+        out += &STREAM.chunk(json!({"content": "three steps done."}), None);
+        out += &STREAM.chunk(json!({}), Some("stop"));
     }
-    let usage = json!({"id": "chatcmpl-w9", "object": "chat.completion.chunk", "created": 0,
-        "model": "w9-model", "choices": [],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}});
-    out += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    out += &STREAM.usage(50, 10);
+    out += chat::DONE;
     out
 }
 
 impl Server {
     /// Binds a free port and serves until the process ends.
     pub async fn start() -> std::io::Result<Server> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let origin = format!("http://{}", listener.local_addr()?);
         let arrivals: Arc<Mutex<HashMap<usize, Vec<Instant>>>> = Arc::default();
         let seen = arrivals.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let seen = seen.clone();
-                tokio::spawn(async move {
-                    let _ = serve(stream, &seen).await;
-                });
+        let origin = http::serve_tasks(move |stream| {
+            let seen = seen.clone();
+            async move {
+                let _ = serve(stream, &seen).await;
             }
-        });
+        })
+        .await?;
         Ok(Server { origin, arrivals })
     }
 
@@ -99,53 +92,31 @@ impl Server {
 }
 
 async fn serve(
-    stream: TcpStream,
+    mut stream: TcpStream,
     arrivals: &Mutex<HashMap<usize, Vec<Instant>>>,
 ) -> std::io::Result<()> {
     let at = Instant::now();
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line).await?;
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(());
-        }
-        let l = line.trim_end().to_ascii_lowercase();
-        if l.is_empty() {
-            break;
-        }
-        if let Some(v) = l.strip_prefix("content-length:") {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body).await?;
-    let session = request_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.strip_prefix("/s/"))
+    let Some(request) = http::read_request_async(&mut stream).await? else {
+        return Ok(());
+    };
+    let session = request
+        .path()
+        .strip_prefix("/s/")
         .and_then(|p| p.split('/').next())
         .and_then(|s| s.parse::<usize>().ok());
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let k = body["messages"]
-        .as_array()
-        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
-        .unwrap_or(0);
+    let k = chat::assistant_turns(&request.json());
     let Some(session) = session else {
-        let msg = r#"{"error":{"message":"no session in the path"}}"#;
-        let head = format!(
-            "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            msg.len()
+        let msg = br#"{"error":{"message":"no session in the path"}}"#;
+        let answer = http::response(
+            "404 Not Found",
+            "application/json",
+            "connection: close\r\n",
+            msg,
         );
-        write.write_all(head.as_bytes()).await?;
-        return write.write_all(msg.as_bytes()).await;
+        return stream.write_all(&answer).await;
     };
     arrivals.lock().entry(session).or_default().push(at);
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
-    write.write_all(head.as_bytes()).await?;
-    write.write_all(answer(k).as_bytes()).await?;
-    write.shutdown().await
+    stream.write_all(http::SSE_HEAD.as_bytes()).await?;
+    stream.write_all(answer(k).as_bytes()).await?;
+    stream.shutdown().await
 }
