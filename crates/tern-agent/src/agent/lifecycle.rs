@@ -64,10 +64,11 @@ impl Agent {
         st.is_streaming = true;
         st.streaming_message = None;
         st.error_message = None;
+        st.transcript.begin_run();
         Ok(RunHandle {
             signal,
             done: tx,
-            start: st.messages.len(),
+            start: st.transcript.len(),
         })
     }
 
@@ -106,14 +107,12 @@ impl Agent {
                     RunEnding::Failed(e.to_string())
                 };
                 self.handle_run_failure(e, &run.signal).await;
-                let added = self
-                    .inner
-                    .state
-                    .lock()
-                    .messages
-                    .get(run.start..)
-                    .map(<[Message]>::to_vec)
-                    .unwrap_or_default();
+                let added = self.inner.state.lock().transcript.with(|messages| {
+                    messages
+                        .get(run.start..)
+                        .map(<[Message]>::to_vec)
+                        .unwrap_or_default()
+                });
                 RunOutcome::new(ending, added)
             }
         };
@@ -124,6 +123,8 @@ impl Agent {
             // Released here, not per call: within a run the list keeps its room, and an idle
             // agent keeps none.
             st.pending_tool_calls = Vec::new();
+            // Idle again: what the run appended joins the packed transcript.
+            st.transcript.end_run();
         }
         *self.inner.active.lock() = None;
         let _ = run.done.send(true);
@@ -173,7 +174,7 @@ impl Agent {
         let (context, model, level) = {
             let st = self.inner.state.lock();
             (
-                AgentContext::new(st.messages.clone(), st.tools.clone()),
+                AgentContext::new(st.transcript.to_vec(), st.tools.clone()),
                 Model::clone(&st.model),
                 st.thinking_level,
             )

@@ -25,12 +25,14 @@ mod lifecycle;
 mod listeners;
 mod options;
 mod state;
+mod transcript;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use tern_ai::message::MessageKind;
 use tern_ai::transcript::{
     create_initial_system_message, get_current_system_message, get_current_system_prompt,
 };
@@ -54,6 +56,7 @@ use lifecycle::{ActiveRun, Start};
 use listeners::Listener;
 use options::{default_model, no_stream_fn, CustomSettings, Settings};
 use state::{State, Streaming};
+use transcript::Transcript;
 
 struct Inner {
     state: Mutex<State>,
@@ -83,31 +86,26 @@ impl Agent {
     /// Builds an agent. A system prompt or tools create the leading system message unless
     /// the initial messages already start with one.
     pub fn new(options: AgentOptions) -> Self {
-        let mut messages = options.messages;
-        // Kept for the agent's lifetime: no spare capacity from when they were built.
-        messages.iter_mut().for_each(Message::shrink_to_fit);
+        let messages = options.messages;
         let decls: Vec<Arc<ToolDeclaration>> = options
             .tools
             .iter()
             .map(|t| t.declaration().clone())
             .collect();
         let starts_with_system = matches!(messages.first(), Some(Message::System(_)));
-        if !starts_with_system {
-            if let Some(first) =
-                create_initial_system_message(options.system_prompt.as_deref(), &decls)
-            {
-                // Not `insert`: a full vector would double its capacity for one message.
-                let mut with_first = Vec::with_capacity(messages.len() + 1);
-                with_first.push(Message::from(first));
-                with_first.append(&mut messages);
-                messages = with_first;
-            }
-        }
+        let first = match starts_with_system {
+            true => None,
+            false => create_initial_system_message(options.system_prompt.as_deref(), &decls)
+                .map(Message::from),
+        };
+        // Packed: the given messages are not kept.
+        let transcript = Transcript::new(first, &messages);
+        drop(messages);
         let model = options.model.unwrap_or_else(default_model);
         Agent {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::new(
-                    messages,
+                    transcript,
                     options.tools,
                     model,
                     options.thinking_level,
@@ -157,27 +155,24 @@ impl Agent {
 
     /// The replayed system prompt.
     pub fn system_prompt(&self) -> String {
-        get_current_system_prompt(&self.inner.state.lock().messages)
+        get_current_system_prompt(&self.inner.state.lock().transcript.system_messages())
     }
 
-    /// Reads the transcript without copying it.
+    /// Reads the transcript. During a run it is read in place; an idle agent keeps it
+    /// packed (see [`PackedTranscript`](tern_ai::message::PackedTranscript)), and `f` reads a
+    /// temporary decode of it.
     pub fn with_messages<R>(&self, f: impl FnOnce(&[Message]) -> R) -> R {
-        f(&self.inner.state.lock().messages)
+        self.inner.state.lock().transcript.with(f)
     }
 
     /// Number of transcript messages.
     pub fn message_count(&self) -> usize {
-        self.inner.state.lock().messages.len()
+        self.inner.state.lock().transcript.len()
     }
 
     /// Role of the last transcript message.
     pub fn last_role(&self) -> Option<String> {
-        self.inner
-            .state
-            .lock()
-            .messages
-            .last()
-            .map(|m| m.role().to_string())
+        self.inner.state.lock().transcript.last_role()
     }
 
     /// Whether a run is active.
@@ -211,9 +206,8 @@ impl Agent {
     }
 
     /// Replaces the transcript.
-    pub fn set_messages(&self, mut messages: Vec<Message>) {
-        messages.iter_mut().for_each(Message::shrink_to_fit);
-        self.inner.state.lock().messages = messages;
+    pub fn set_messages(&self, messages: Vec<Message>) {
+        self.inner.state.lock().transcript.replace(messages);
     }
 
     /// Replaces the model.
@@ -326,8 +320,9 @@ impl Agent {
             return Err(AgentError::ResetWhileRunning);
         }
         let mut st = self.inner.state.lock();
-        let baseline = get_current_system_message(&st.messages);
-        st.messages = baseline.map(Message::from).into_iter().collect();
+        let baseline = get_current_system_message(&st.transcript.system_messages());
+        st.transcript
+            .replace(baseline.map(Message::from).into_iter().collect());
         st.is_streaming = false;
         st.streaming_message = None;
         st.pending_tool_calls.clear();
@@ -383,13 +378,15 @@ impl Agent {
         }
         let last_is_assistant = {
             let st = self.inner.state.lock();
-            let Some(last) = st.messages.last() else {
-                return Err(AgentError::NothingToContinue);
-            };
-            if st.messages.iter().all(|m| matches!(m, Message::System(_))) {
-                return Err(AgentError::NothingToContinue);
-            }
-            matches!(last, Message::Assistant(_))
+            let t = &st.transcript;
+            // Kinds only: an idle transcript is not decoded for this.
+            let last = t.len().checked_sub(1).and_then(|i| t.kind(i));
+            let all_system = (0..t.len()).all(|i| t.kind(i) == Some(MessageKind::System));
+            last.filter(|_| !all_system)
+                .map(|k| k == MessageKind::Assistant)
+        };
+        let Some(last_is_assistant) = last_is_assistant else {
+            return Err(AgentError::NothingToContinue);
         };
         if !last_is_assistant {
             let run = self.begin(AgentError::ContinueWhileRunning)?;

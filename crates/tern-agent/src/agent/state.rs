@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tern_ai::{Message, Model, PartialMessage, ThinkingLevel, ToolCall};
 
 use super::listeners::Listeners;
+use super::transcript::Transcript;
 use crate::events::AgentEvent;
 use crate::tool::AgentTool;
 
@@ -58,7 +59,7 @@ impl Streaming {
 }
 
 pub(super) struct State {
-    pub(super) messages: Vec<Message>,
+    pub(super) transcript: Transcript,
     pub(super) tools: Vec<AgentTool>,
     pub(super) model: Arc<Model>,
     pub(super) thinking_level: ThinkingLevel,
@@ -74,13 +75,13 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn new(
-        messages: Vec<Message>,
+        transcript: Transcript,
         tools: Vec<AgentTool>,
         model: Arc<Model>,
         thinking_level: ThinkingLevel,
     ) -> Self {
         State {
-            messages,
+            transcript,
             tools,
             model,
             thinking_level,
@@ -94,12 +95,13 @@ impl State {
 
     /// A copy for [`Agent::state`](super::Agent::state).
     pub(super) fn snapshot(&self) -> AgentState {
+        let messages = self.transcript.to_vec();
         AgentState {
-            system_prompt: tern_ai::transcript::get_current_system_prompt(&self.messages),
+            system_prompt: tern_ai::transcript::get_current_system_prompt(&messages),
             model: Model::clone(&self.model),
             thinking_level: self.thinking_level,
             tools: self.tools.clone(),
-            messages: self.messages.clone(),
+            messages,
             is_streaming: self.is_streaming,
             streaming_message: self.streaming_message.as_ref().map(Streaming::snapshot),
             pending_tool_calls: self.pending_ids(),
@@ -126,7 +128,7 @@ impl State {
             }
             AgentEvent::MessageEnd { message } => {
                 self.streaming_message = None;
-                self.messages.push(message.clone());
+                self.transcript.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call }
                 if !self.pending_tool_calls.iter().any(|c| c.id == tool_call.id) =>

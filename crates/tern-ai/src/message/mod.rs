@@ -17,6 +17,7 @@ mod assistant;
 mod content;
 mod extra;
 mod name;
+pub mod packed;
 mod shrink;
 mod system;
 mod thinking_level;
@@ -36,6 +37,7 @@ pub use content::{
 };
 pub use extra::{Absent, MessageExtra};
 pub use name::Name;
+pub use packed::{MessageKind, PackError, PackedTranscript};
 pub use system::{SystemMessage, ToolDeclaration, ToolReference};
 pub use thinking_level::ThinkingLevel;
 pub use tool_call::{ToolCall, ToolCallExtra};
