@@ -354,9 +354,11 @@ impl Runtime {
     /// pi's `context_edit` omission.
     pub(crate) fn omit_failed_answer(&self, answer: &Arc<tern_ai::AssistantMessage>) {
         let (removed, body_len) = self.agent.with_messages(|m| {
-            let at = m
-                .iter()
-                .rposition(|x| matches!(x, Message::Assistant(a) if Arc::ptr_eq(a, answer)));
+            // An idle agent keeps its transcript packed, so the answer read back after the
+            // run is an equal message in a new allocation: compare by value too.
+            let at = m.iter().rposition(
+                |x| matches!(x, Message::Assistant(a) if Arc::ptr_eq(a, answer) || **a == **answer),
+            );
             let n = system_prefix_len(m);
             (at.map(|at| (at, at - n.min(at))), m.len() - n)
         });
