@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tern_ai::environment::Environment;
-use tern_ai::Message;
+use tern_ai::{Message, SystemMessage};
 
 use crate::layout::{cwd_folder, file_name};
 use crate::timestamp::Stamp;
@@ -86,6 +86,22 @@ pub struct Compaction {
     pub details: Option<Value>,
     /// The usage of the summary request, as pi's `Usage` JSON.
     pub usage: Option<Value>,
+    /// The system message in force when the compaction was made (pi's `systemMessage`: what
+    /// all system messages of the context amount to). A resume starts from it, since the
+    /// system messages among the compacted and kept entries are left out; it is written with
+    /// the entry's timestamp.
+    pub system_message: Option<SystemMessage>,
+}
+
+/// Writes each of `fields` with its leading comma.
+fn write_fields(line: &mut Vec<u8>, fields: &Map<String, Value>) -> serde_json::Result<()> {
+    for (k, v) in fields {
+        line.push(b',');
+        serde_json::to_writer(&mut *line, k)?;
+        line.push(b':');
+        serde_json::to_writer(&mut *line, v)?;
+    }
+    Ok(())
 }
 
 /// A new entry id from `env`: 8 hex digits, as pi's.
@@ -304,7 +320,7 @@ impl SessionFile {
 
     /// Appends a `message` entry (fsync'd).
     pub fn append_message(&mut self, message: &Message) -> Result<(), SessionError> {
-        self.append_entry("message", true, |line| {
+        self.append_entry("message", true, |line, _| {
             line.extend_from_slice(br#","message":"#);
             serde_json::to_writer(line, message)
         })?;
@@ -326,7 +342,7 @@ impl SessionFile {
     /// let kept = s.context_ids()[1].clone();
     /// let c = tern_session::writer::Compaction {
     ///     summary: "## Goal\nTest".into(), first_kept_entry_id: kept, tokens_before: 9,
-    ///     details: None, usage: None,
+    ///     details: None, usage: None, system_message: None,
     /// };
     /// let (id, _) = s.append_compaction(&c).expect("written");
     /// drop(s);
@@ -347,7 +363,17 @@ impl SessionFile {
             fields.insert("usage".into(), u.clone());
         }
         fields.insert("fromHook".into(), json!(false));
-        self.append("compaction", Value::Object(fields))?;
+        let system = c.system_message.as_ref();
+        self.append_entry("compaction", true, |line, ms| {
+            write_fields(line, &fields)?;
+            if let Some(system) = system {
+                let mut system = system.clone();
+                system.timestamp = ms;
+                line.extend_from_slice(br#","systemMessage":"#);
+                serde_json::to_writer(&mut *line, &Message::from(system))?;
+            }
+            Ok(())
+        })?;
         let id = self.leaf.clone().unwrap_or_default();
         let from = self
             .context_ids
@@ -445,7 +471,7 @@ impl SessionFile {
             let v = serde_json::from_str(data).map_err(|e| self.write_error(e.into()))?;
             return self.append_custom(custom_type, v, sync);
         }
-        self.append_entry("custom", sync, |line| {
+        self.append_entry("custom", sync, |line, _| {
             custom_type_field(line, custom_type)?;
             line.extend_from_slice(data.as_bytes());
             Ok(())
@@ -469,7 +495,7 @@ impl SessionFile {
         data: &T,
         sync: bool,
     ) -> Result<(), SessionError> {
-        self.append_entry("custom", sync, |line| {
+        self.append_entry("custom", sync, |line, _| {
             custom_type_field(line, custom_type)?;
             serde_json::to_writer(line, data)
         })
@@ -491,27 +517,21 @@ impl SessionFile {
         let Value::Object(fields) = fields else {
             return Ok(());
         };
-        self.append_entry(kind, sync, |line| {
-            for (k, v) in &fields {
-                line.push(b',');
-                serde_json::to_writer(&mut *line, k)?;
-                line.push(b':');
-                serde_json::to_writer(&mut *line, v)?;
-            }
-            Ok(())
-        })
+        self.append_entry(kind, sync, |line, _| write_fields(line, &fields))
     }
 
     /// Builds one entry's line in the kept buffer: the head (`type`, `id`, `parentId`,
     /// `timestamp`, in pi's order) written by hand, then `rest` (each field with its leading
-    /// comma), then the closing brace; and appends it.
+    /// comma; it is given the entry's timestamp in Unix ms), then the closing brace; and
+    /// appends it.
     fn append_entry(
         &mut self,
         kind: &str,
         sync: bool,
-        rest: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+        rest: impl FnOnce(&mut Vec<u8>, u64) -> serde_json::Result<()>,
     ) -> Result<(), SessionError> {
         let id = entry_id(&self.env);
+        let ms = self.env.now_ms();
         let mut line = std::mem::take(&mut self.line);
         line.clear();
         let built = (|| {
@@ -522,9 +542,9 @@ impl SessionFile {
             line.extend_from_slice(br#"","parentId":"#);
             serde_json::to_writer(&mut line, &self.leaf)?;
             line.extend_from_slice(br#","timestamp":""#);
-            line.extend_from_slice(self.stamp.iso(self.env.now_ms()).as_bytes());
+            line.extend_from_slice(self.stamp.iso(ms).as_bytes());
             line.push(b'"');
-            rest(&mut line)?;
+            rest(&mut line, ms)?;
             line.push(b'}');
             Ok::<(), serde_json::Error>(())
         })();

@@ -146,6 +146,17 @@ fn past_the_threshold_the_next_request_holds_the_summary_and_the_kept_messages()
         json!({"readFiles": [], "modifiedFiles": []})
     );
     assert_eq!(compaction["usage"]["totalTokens"], 120);
+    // pi's entry carries the system message in force, stamped with the entry's time: a
+    // resume leaves the system messages before it out and starts from this one.
+    let head = lines
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "system")
+        .expect("the session's system message");
+    let mut expected = head["message"].clone();
+    let stamp = compaction["systemMessage"]["timestamp"].clone();
+    assert!(stamp.is_u64(), "{compaction}");
+    expected["timestamp"] = stamp;
+    assert_eq!(compaction["systemMessage"], expected);
 
     // The next prompt sends the summary and the kept exchange only.
     let o = print(
@@ -390,8 +401,8 @@ fn an_overflow_compacts_and_retries_once() {
     let loaded = tern_session::load(&session).expect("load");
     assert_eq!(
         loaded.messages.len(),
-        3,
-        "summary, question, recovered answer"
+        4,
+        "the compaction's system message, summary, question, recovered answer"
     );
 }
 

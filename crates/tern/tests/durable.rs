@@ -149,10 +149,18 @@ fn a_recovered_run_that_overflows_compacts_and_retries_once() {
     assert!(text.contains(r#""type":"compaction""#));
     assert!(text.contains(r#""type":"context_edit""#));
     assert!(text.contains(r#""type":"run_finished""#));
-    // The session resumes from the summary: the recovered run's messages follow it.
+    // The session resumes from the compaction's system message and its summary: the
+    // recovered run's messages follow them.
     assert_eq!(
         roles(&session),
-        ["user", "user", "assistant", "toolResult", "assistant"]
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant"
+        ]
     );
 }
 

@@ -80,6 +80,17 @@ fn system_after(system: Vec<Message>, summarized: &[Message]) -> Vec<Message> {
     }
 }
 
+/// What every system message of the context amounts to (pi's `getCurrentSystemMessage` of
+/// the session's context), for the compaction entry: a resume starts from it.
+fn current_system(system: &[Message], body: &[Message]) -> Option<tern_ai::SystemMessage> {
+    let all: Vec<Message> = system
+        .iter()
+        .chain(body.iter().filter(|m| matches!(m, Message::System(_))))
+        .cloned()
+        .collect();
+    tern_ai::transcript::get_current_system_message(&all)
+}
+
 impl Compactor {
     /// Compacts when the transcript crossed the threshold, before the next request of a
     /// run; the update carries the compacted transcript for the rest of the run.
@@ -247,6 +258,7 @@ impl Compactor {
             tokens_before: prep.tokens_before,
             details: Some(details.clone()),
             usage: serde_json::to_value(&usage).ok(),
+            system_message: current_system(&system, &body),
         };
         let written = self.recorder.lock().session_mut().append_compaction(&entry);
         let (id, stamp) = match written {
