@@ -316,7 +316,9 @@ impl SessionHandle {
             };
             offset += events.len();
             events.iter().for_each(&mut each);
-            if !state.is_streaming && offset >= state.event_count {
+            // Events published after the state was read make it stale (it may say idle
+            // from before a run began): idle counts only when the events end where it does.
+            if !state.is_streaming && offset == state.event_count {
                 return Ok(offset);
             }
             tokio::time::sleep(POLL_EVERY).await;

@@ -460,4 +460,16 @@ pub struct SessionState {
     pub follow_up_queue: Vec<Message>,
     /// How many events the session has published (the next offset to ask for).
     pub event_count: usize,
+    /// The model the next request goes to.
+    #[serde(default)]
+    pub model: Model,
+    /// The reasoning level of the next request (`off`: none).
+    #[serde(default)]
+    pub thinking_level: ThinkingLevel,
+    /// How the steering queue is drained.
+    #[serde(default)]
+    pub steering_mode: QueueMode,
+    /// How the follow-up queue is drained.
+    #[serde(default)]
+    pub follow_up_mode: QueueMode,
 }

@@ -681,17 +681,35 @@ async fn run(
 
     #[cfg(feature = "temporal")]
     if on_temporal(&args) {
-        if args.mode == Mode::Rpc || args.recover || args.replay.is_some() || args.demo {
+        if args.recover || args.replay.is_some() || args.demo {
             return Err(UsageError(
-                "--temporal runs a prompt (print or JSON mode): drop --mode rpc, --recover, \
-                 --replay and --demo"
+                "--temporal runs the session on the cluster: drop --recover, --replay and --demo"
+                    .into(),
+            ));
+        }
+        if interactive {
+            return Err(UsageError(
+                "--temporal has no interactive mode yet: give a prompt (tern --temporal ADDR \
+                 -p \"...\") or drive the session with --mode rpc"
                     .into(),
             ));
         }
         let target = temporal_target(&args)?;
         let setup = temporal_setup(stream_fn, model, api_key, tools, policy, system_prompt);
-        let json = args.mode == Mode::Json;
         let session = args.temporal_session.clone();
+        if args.mode == Mode::Rpc {
+            let handle = match temporal::open_session(&target, &setup, session).await {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln_redacted!("tern: {e}");
+                    return Ok(exit::ERROR);
+                }
+            };
+            let commands = modes::rpc::slash_commands(&templates, &skills);
+            let max = args.rpc_max_line_bytes;
+            return Ok(modes::rpc::temporal::run(handle, max, expand, commands).await);
+        }
+        let json = args.mode == Mode::Json;
         // Every prompt, in order, as a local run sends them.
         let messages = prompts.into_messages(expand);
         return Ok(temporal::run_client(&target, setup, session, messages, json).await);

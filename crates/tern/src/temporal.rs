@@ -3,9 +3,11 @@
 //! - `tern worker --temporal HOST:PORT [flags]` hosts session workflows and runs their model
 //!   requests and tool calls with this command line's model, tools and permission flags.
 //! - `tern --temporal HOST:PORT -p "..."` (or `--mode json`) starts a session's workflow, or
-//!   attaches to one with `--resume ID`, sends each prompt (every message argument, `@file`
-//!   inputs with the first) once the one before it settled, and prints the events as a local
-//!   run would, until the session is idle.
+//!   attaches to one with `--temporal-session ID`, sends each prompt (every message argument,
+//!   `@file` inputs with the first) once the one before it settled, and prints the events as
+//!   a local run would, until the session is idle.
+//! - `tern --temporal HOST:PORT --mode rpc` speaks pi's RPC protocol on stdin and stdout
+//!   with the session's workflow behind it (`modes::rpc::temporal`).
 //!
 //! The permission policy is applied on the worker, in the tool activity: nobody can be asked
 //! there, so a call the policy would ask about is refused with a message naming `--allow`.
@@ -15,7 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tern_agent::{AgentTool, ToolCallInput};
 use tern_ai::{Message, Model, StreamFn, ThinkingLevel, ToolDeclaration};
-use tern_temporal::{AgentActivities, SessionInput, Sessions, ToolSpec};
+use tern_temporal::{AgentActivities, SessionHandle, SessionInput, Sessions, ToolSpec};
 use tern_tools::policy::{Decision, Policy};
 
 use crate::exit;
@@ -145,20 +147,20 @@ pub async fn run_client(
     }
 }
 
-async fn client(
+/// Attaches to the session `resume`, or starts a new one with the command line's model,
+/// tools and system prompt (its id said on stderr, with the flags that continue it).
+pub(crate) async fn open_session(
     target: &Target,
-    setup: Setup,
+    setup: &Setup,
     resume: Option<String>,
-    prompts: Vec<Message>,
-    json: bool,
-) -> Result<i32, tern_temporal::Error> {
+) -> Result<SessionHandle, tern_temporal::Error> {
     let sessions =
         Sessions::connect(&target.address, &target.namespace, &target.task_queue).await?;
-    let session = match resume {
+    Ok(match resume {
         Some(id) => sessions.attach(&id),
         None => {
             let id = format!("tern-{}-{}", tern_ai::clock::now_ms(), std::process::id());
-            let s = sessions.start(&id, new_session_input(&setup)).await?;
+            let s = sessions.start(&id, new_session_input(setup)).await?;
             eprintln_redacted!(
                 "tern: session {id} on {} (continue it with --temporal {} --temporal-session {id})",
                 target.address,
@@ -166,7 +168,17 @@ async fn client(
             );
             s
         }
-    };
+    })
+}
+
+async fn client(
+    target: &Target,
+    setup: Setup,
+    resume: Option<String>,
+    prompts: Vec<Message>,
+    json: bool,
+) -> Result<i32, tern_temporal::Error> {
+    let session = open_session(target, &setup, resume).await?;
     let mut last_assistant = None;
     for prompt in prompts {
         let offset = session.state().await?.event_count;

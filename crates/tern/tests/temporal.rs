@@ -226,3 +226,128 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     let times = std::fs::read_to_string(&runs).unwrap_or_default();
     assert_eq!(times.lines().count(), 1, "bash (replay: never) ran once");
 }
+
+/// The records of `rpc` from `mark` on whose `type` is `kind`.
+fn of_kind<'a>(rpc: &'a common::Rpc, mark: usize, kind: &str) -> Vec<&'a Value> {
+    rpc.seen[mark..]
+        .iter()
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+#[test]
+fn rpc_mode_drives_a_session_on_temporal() {
+    use std::time::Duration;
+    let temporal = dev_server::DevServer::start();
+    let (home, worker_dir, client_dir) = folders();
+    let model = Server::start(vec![
+        Reply::tool("call_1", "bash", json!({"command": "sleep 3; echo slept"})),
+        Reply::text("Slept, and hello."),
+        Reply::tool("call_2", "bash", json!({"command": "sleep 60"})),
+    ]);
+    let flags = |c: &mut Command| connect(c, &temporal, "rpc", &model);
+    let _worker = worker(home.path(), worker_dir.path(), |w: &mut Command| {
+        flags(w);
+        w.args(BASH);
+    });
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["--tools", "bash", "--mode", "rpc"]);
+    let mut rpc = common::Rpc::spawn(c);
+    let long = Duration::from_secs(60);
+
+    // A prompt starts a run; while its tool runs, a plain prompt is refused and a steer is
+    // queued, then delivered with the tool's result.
+    let r = rpc.call(
+        "p1",
+        json!({"type": "prompt", "message": "Sleep, then greet."}),
+    );
+    assert_eq!(r["success"], true, "{r}");
+    rpc.wait_for_within(long, "the tool to start", |v| {
+        v["type"] == "tool_execution_start"
+    });
+    let busy = rpc.call("p2", json!({"type": "prompt", "message": "Another."}));
+    assert_eq!(busy["success"], false, "{busy}");
+    assert!(
+        busy["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("streamingBehavior")),
+        "{busy}"
+    );
+    let steer = rpc.call("s", json!({"type": "steer", "message": "Say hello too."}));
+    assert_eq!(steer["success"], true, "{steer}");
+    let settled = rpc.wait_for_within(long, "agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(settled["aborted"], false, "{settled}");
+    let kinds: Vec<&str> = rpc.seen.iter().filter_map(|v| v["type"].as_str()).collect();
+    let at = |k: &str| kinds.iter().position(|x| *x == k).unwrap_or(usize::MAX);
+    assert!(at("agent_start") < at("tool_execution_end"), "{kinds:?}");
+    assert!(at("tool_execution_end") < at("agent_end"), "{kinds:?}");
+    assert!(at("agent_end") < at("agent_settled"), "{kinds:?}");
+    let second = model.requests()[1].to_string();
+    assert!(
+        second.contains("slept") && second.contains("Say hello too."),
+        "the tool's result and the steer reach the model: {second}"
+    );
+
+    // The state, the transcript and the last answer come from the workflow.
+    let state = rpc.call("st", json!({"type": "get_state"}));
+    assert_eq!(state["success"], true, "{state}");
+    assert_eq!(state["data"]["isStreaming"], false, "{state}");
+    assert_eq!(state["data"]["model"]["id"], "local", "{state}");
+    assert!(state["data"]["sessionId"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("tern-")));
+    let msgs = rpc.call("m", json!({"type": "get_messages"}));
+    let roles: Vec<&str> = msgs["data"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "toolResult",
+            "user",
+            "assistant"
+        ]
+    );
+    assert_eq!(state["data"]["messageCount"], 6, "{state}");
+    let last = rpc.call("l", json!({"type": "get_last_assistant_text"}));
+    assert_eq!(last["data"]["text"], "Slept, and hello.", "{last}");
+
+    // A command that needs a local session says so.
+    let stats = rpc.call("x", json!({"type": "get_session_stats"}));
+    assert_eq!(stats["success"], false, "{stats}");
+    assert!(
+        stats["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--temporal")),
+        "{stats}"
+    );
+
+    // abort stops a running tool, answers once the session is idle, and keeps the session.
+    let mark = rpc.seen.len();
+    let r = rpc.call("p3", json!({"type": "prompt", "message": "Sleep long."}));
+    assert_eq!(r["success"], true, "{r}");
+    rpc.wait_for_within(long, "the long tool to start", |v| {
+        v["type"] == "tool_execution_start" && v["toolCallId"] == "call_2"
+    });
+    let r = rpc.call("a", json!({"type": "abort"}));
+    assert_eq!(r["success"], true, "{r}");
+    let settled = of_kind(&rpc, mark, "agent_settled");
+    assert_eq!(
+        settled.len(),
+        1,
+        "settled before abort's answer: {:#?}",
+        rpc.seen
+    );
+    assert_eq!(settled[0]["aborted"], true);
+    let state = rpc.call("st2", json!({"type": "get_state"}));
+    assert_eq!(state["data"]["isStreaming"], false, "{state}");
+    assert_eq!(model.requests().len(), 3, "no request after the abort");
+    assert_eq!(rpc.finish(), Some(0));
+}

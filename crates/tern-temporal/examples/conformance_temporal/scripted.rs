@@ -129,6 +129,7 @@ impl WorkerSide {
                         steering_queue: full.steering_queue,
                         follow_up_queue: full.follow_up_queue,
                         event_count: 0,
+                        ..SessionState::default()
                     };
                     let snapshot = super::state_json(
                         &self.spec,

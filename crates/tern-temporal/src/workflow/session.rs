@@ -310,6 +310,10 @@ impl Session {
             steering_queue: self.steering.messages.all().to_vec(),
             follow_up_queue: self.follow_up.messages.all().to_vec(),
             event_count: self.published(),
+            model: self.settings.model.clone(),
+            thinking_level: self.settings.reasoning.unwrap_or(ThinkingLevel::Off),
+            steering_mode: self.settings.steering_mode,
+            follow_up_mode: self.settings.follow_up_mode,
         }
     }
 

@@ -392,7 +392,17 @@ impl Rpc {
 
     /// Reads records until one satisfies `pred` (10 s at most) and returns it.
     pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        self.wait_for_within(Duration::from_secs(10), what, pred)
+    }
+
+    /// [`wait_for`](Self::wait_for), `limit` at most.
+    pub fn wait_for_within(
+        &mut self,
+        limit: Duration,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {

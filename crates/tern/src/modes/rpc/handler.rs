@@ -30,7 +30,7 @@ pub struct Rpc {
 }
 
 /// The text of queued messages, as `queue_update` and `clear_queue` list them.
-fn texts(ms: &[Message]) -> Vec<String> {
+pub(super) fn texts(ms: &[Message]) -> Vec<String> {
     ms.iter()
         .map(|m| match m {
             Message::User(u) => u.content.text("\n"),
@@ -47,7 +47,7 @@ enum Start {
     Recover(crate::runs::Prepared),
 }
 
-const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+pub(super) const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
 impl Rpc {
     /// The RPC session of `rt`, writing lines to `tx`.
@@ -348,21 +348,29 @@ impl Rpc {
 
     /// `get_commands`: the prompt templates and skills.
     fn commands(&self) -> Value {
-        // A template's description is its first non-empty line, as pi's without frontmatter.
-        let templates = self.rt.templates.iter().map(|t| {
-            let first = t
-                .content
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or_default();
-            json!({"name": t.name, "description": first, "source": "prompt",
-                   "sourceInfo": {"source": "local", "scope": "project", "origin": "top-level"}})
-        });
-        let skills = self.rt.skills.iter().filter(|s| !s.hidden).map(|s| {
-            json!({"name": format!("skill:{}", s.name), "description": s.description, "source": "skill",
-                   "sourceInfo": {"path": s.file, "source": "local", "scope": "project", "origin": "top-level"}})
-        });
-        json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
+        slash_commands(&self.rt.templates, &self.rt.skills)
     }
+}
+
+/// `get_commands`' answer: the prompt templates and the visible skills, as pi lists them.
+pub(crate) fn slash_commands(
+    templates: &[crate::prompt_templates::PromptTemplate],
+    skills: &[crate::system_prompt::skills::Skill],
+) -> Value {
+    // A template's description is its first non-empty line, as pi's without frontmatter.
+    let templates = templates.iter().map(|t| {
+        let first = t
+            .content
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        json!({"name": t.name, "description": first, "source": "prompt",
+               "sourceInfo": {"source": "local", "scope": "project", "origin": "top-level"}})
+    });
+    let skills = skills.iter().filter(|s| !s.hidden).map(|s| {
+        json!({"name": format!("skill:{}", s.name), "description": s.description, "source": "skill",
+               "sourceInfo": {"path": s.file, "source": "local", "scope": "project", "origin": "top-level"}})
+    });
+    json!({"commands": templates.chain(skills).collect::<Vec<_>>()})
 }

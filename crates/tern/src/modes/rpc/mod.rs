@@ -11,6 +11,7 @@
 //! - `bash.rs`: the `bash` command and its messages in the model's context.
 //! - `line_reader.rs`: bounded command lines off stdin.
 //! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
+//! - `temporal.rs`: the same protocol with the session on Temporal (`--temporal`).
 //! - here: the stdin loop and the responses.
 //!
 //! A bad line (not UTF-8, not JSON, over the size cap) is answered with a `parse` failure
@@ -24,8 +25,11 @@ mod line_reader;
 mod models;
 mod parse;
 mod session;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 
 pub use bash::to_llm;
+pub(crate) use handler::slash_commands;
 
 use line_reader::Next;
 pub use line_reader::DEFAULT_MAX_LINE_BYTES;
