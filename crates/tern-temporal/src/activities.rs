@@ -258,7 +258,7 @@ impl AgentActivities {
             ..request.options.stream_options()
         };
         let call = call_info(&ctx, request.event_offset);
-        let started = CALL.sync_scope(call, || {
+        let started = CALL.sync_scope(call.clone(), || {
             self.stream_fn
                 .stream(&request.model, Context::new(request.messages), options)
         });
@@ -271,8 +271,17 @@ impl AgentActivities {
             }
         };
         let mut recorder = Recorder::default();
+        let live = crate::live::Publisher::start(
+            &request.live,
+            &call.session,
+            request.event_offset,
+            ctx.info().attempt,
+        );
         let drained = heartbeating(&ctx, async {
             while let Some(event) = stream.next().await {
+                if let Some(live) = &live {
+                    live.publish(&event);
+                }
                 recorder.record(&event);
             }
         })

@@ -25,8 +25,10 @@ use temporalio_client::{
 use tern_ai::Message;
 
 use crate::error::Error;
+use crate::live::{LiveListener, LiveMerge};
 use crate::wire::{
-    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+    ClearQueues, LiveSubscription, SessionInput, SessionMessages, SessionOutput, SessionSettings,
+    SessionState,
 };
 use crate::workflow::AgentWorkflow;
 
@@ -288,18 +290,36 @@ impl SessionHandle {
 
     /// Streams events from `offset` to `each` until the session is idle (no run in
     /// progress, as the Agent's `wait_for_idle`: messages queued after the run's last poll
-    /// stay queued for its next run); returns the offset after the last event. A query that fails (the worker
-    /// holding the session died, and another has not picked it up yet) is retried for up to
-    /// [`QUERY_PATIENCE`] before the error is returned.
-    pub async fn follow(
+    /// stay queued for its next run); returns the offset after the last event. A query that
+    /// fails (the worker holding the session died, and another has not picked it up yet) is
+    /// retried for up to [`QUERY_PATIENCE`] before the error is returned.
+    pub async fn follow(&self, offset: usize, each: impl FnMut(&Value)) -> Result<usize, Error> {
+        self.follow_merged(offset, None, each).await
+    }
+
+    /// [`follow`](Self::follow) with `live`'s events merged in ([`crate::live`]): the
+    /// events of a model request reach `each` while it streams, each event once.
+    pub async fn follow_live(
         &self,
-        mut offset: usize,
+        offset: usize,
+        live: &mut LiveListener,
+        each: impl FnMut(&Value),
+    ) -> Result<usize, Error> {
+        self.follow_merged(offset, Some(live), each).await
+    }
+
+    async fn follow_merged(
+        &self,
+        offset: usize,
+        mut live: Option<&mut LiveListener>,
         mut each: impl FnMut(&Value),
     ) -> Result<usize, Error> {
+        let mut merge = LiveMerge::new(&self.id, offset);
         let mut failing_since = None;
         loop {
             // Read the state first: when it says idle, the events read after it are complete.
-            let read = async { Ok::<_, Error>((self.state().await?, self.events(offset).await?)) };
+            let read =
+                async { Ok::<_, Error>((self.state().await?, self.events(merge.offset()).await?)) };
             let (state, events) = match read.await {
                 Ok(r) => {
                     failing_since = None;
@@ -314,15 +334,52 @@ impl SessionHandle {
                     continue;
                 }
             };
-            offset += events.len();
-            events.iter().for_each(&mut each);
+            merge.log(events).iter().for_each(&mut each);
             // Events published after the state was read make it stale (it may say idle
             // from before a run began): idle counts only when the events end where it does.
-            if !state.is_streaming && offset == state.event_count {
-                return Ok(offset);
+            if !state.is_streaming && merge.offset() == state.event_count {
+                return Ok(merge.offset());
             }
-            tokio::time::sleep(POLL_EVERY).await;
+            // Until the next poll, live events as they come.
+            let poll = tokio::time::sleep(POLL_EVERY);
+            tokio::pin!(poll);
+            while let Some(l) = live.as_deref_mut() {
+                tokio::select! {
+                    () = &mut poll => break,
+                    e = l.next() => match e {
+                        Some(e) => merge.live(e).iter().for_each(&mut each),
+                        None => live = None,
+                    },
+                }
+            }
+            poll.await;
         }
+    }
+
+    /// Adds `address` (a [`LiveListener`]'s) to the session's live subscribers, from its
+    /// next model request on.
+    pub async fn subscribe_live(&self, address: &str) -> Result<(), Error> {
+        self.live(address, true).await
+    }
+
+    /// Removes `address` from the session's live subscribers.
+    pub async fn unsubscribe_live(&self, address: &str) -> Result<(), Error> {
+        self.live(address, false).await
+    }
+
+    async fn live(&self, address: &str, subscribe: bool) -> Result<(), Error> {
+        let input = LiveSubscription {
+            address: address.to_string(),
+            subscribe,
+        };
+        self.handle
+            .execute_update(
+                AgentWorkflow::live,
+                input,
+                WorkflowExecuteUpdateOptions::default(),
+            )
+            .await
+            .map_err(self.update_error("live"))
     }
 
     /// The events from `offset` until the session is idle.

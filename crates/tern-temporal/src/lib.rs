@@ -8,6 +8,7 @@
 //! - [`Sessions`] / [`SessionHandle`]: start, prompt, steer, follow and close sessions.
 //! - [`build_worker`]: a worker with a provider (a `StreamFn`), tools, hooks and a listener.
 //! - [`hooks`]: how the loop's hooks and event listeners run on the worker.
+//! - [`live`]: a model request's events sent to subscribers while it streams.
 //! - [`wire`]: the payloads that cross Temporal.
 
 #![warn(missing_docs)]
@@ -16,6 +17,7 @@ pub mod activities;
 mod client;
 mod error;
 pub mod hooks;
+pub mod live;
 pub mod stream_record;
 pub mod wire;
 mod worker;
@@ -25,8 +27,8 @@ pub use activities::AgentActivities;
 pub use client::{connect_client, parse_address, SessionHandle, Sessions, QUERY_PATIENCE};
 pub use error::Error;
 pub use wire::{
-    ClearQueues, RequestOptions, SessionInput, SessionMessages, SessionOutput, SessionSettings,
-    SessionState, ToolReply, ToolRequest, ToolSpec,
+    ClearQueues, LiveSubscription, RequestOptions, SessionInput, SessionMessages, SessionOutput,
+    SessionSettings, SessionState, ToolReply, ToolRequest, ToolSpec,
 };
 pub use worker::{build_worker, runtime};
 pub use workflow::AgentWorkflow;

@@ -139,6 +139,20 @@ pub struct SessionInput {
     /// so subscribers' offsets stay valid).
     #[serde(default)]
     pub event_offset: usize,
+    /// Where the workers send each model request's events while it streams (`HOST:PORT` of
+    /// [`LiveListener`](crate::live::LiveListener)s; see [`crate::live`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<String>,
+}
+
+/// A `live` update: a subscriber's address, added or removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveSubscription {
+    /// `HOST:PORT` of the subscriber's [`LiveListener`](crate::live::LiveListener).
+    pub address: String,
+    /// Added (`true`) or removed.
+    pub subscribe: bool,
 }
 
 /// What a `set` changes for the session's next runs (`Agent::set_*`); each field set
@@ -217,6 +231,10 @@ pub struct ModelRequest {
     /// in the session's event log the request's own events begin.
     #[serde(default)]
     pub event_offset: usize,
+    /// The session's live subscribers: the worker sends them the request's events while
+    /// it streams ([`crate::live`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<String>,
 }
 
 /// The options of a session's model requests that cross to the worker (the Agent's

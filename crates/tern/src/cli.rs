@@ -351,6 +351,14 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     pub temporal_session: Option<String>,
 
+    /// With --temporal, in JSON and RPC modes: where workers send a model request's events
+    /// while it streams (this command listens there; `off`: events arrive when each request
+    /// completes). Default: 127.0.0.1 on a free port when the cluster's address is on this
+    /// machine, off otherwise.
+    #[cfg(feature = "temporal")]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub temporal_live: Option<String>,
+
     /// Also read this mcp.json (`mcpServers`, pi's and Claude Code's format; repeatable,
     /// read after the user's and the project's `.tern/mcp.json`, so its entries win).
     #[arg(long = "mcp-config", value_name = "FILE")]

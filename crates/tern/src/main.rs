@@ -318,11 +318,21 @@ fn temporal_target(args: &Args) -> Result<temporal::Target, UsageError> {
             "tern worker needs the cluster: --temporal HOST:PORT".into(),
         ));
     };
-    tern_temporal::parse_address(&address).map_err(|e| UsageError(e.to_string()))?;
+    let url = tern_temporal::parse_address(&address).map_err(|e| UsageError(e.to_string()))?;
+    let live = match args.temporal_live.as_deref() {
+        Some("off") => None,
+        Some(a) => Some(a.to_string()),
+        // Workers reach a caller on this machine when the cluster is on it too.
+        None => url
+            .host_str()
+            .is_some_and(|h| h == "localhost" || h.starts_with("127.") || h == "[::1]")
+            .then(|| "127.0.0.1:0".to_string()),
+    };
     Ok(temporal::Target {
         address,
         namespace: args.namespace.clone(),
         task_queue: args.task_queue.clone(),
+        live,
     })
 }
 
@@ -705,9 +715,10 @@ async fn run(
                     return Ok(exit::ERROR);
                 }
             };
+            let live = temporal::live_listener(&target, &handle).await;
             let commands = modes::rpc::slash_commands(&templates, &skills);
             let max = args.rpc_max_line_bytes;
-            return Ok(modes::rpc::temporal::run(handle, max, expand, commands).await);
+            return Ok(modes::rpc::temporal::run(handle, live, max, expand, commands).await);
         }
         let json = args.mode == Mode::Json;
         // Every prompt, in order, as a local run sends them.

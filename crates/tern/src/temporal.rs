@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tern_agent::{AgentTool, ToolCallInput};
 use tern_ai::{Message, Model, StreamFn, ThinkingLevel, ToolDeclaration};
+use tern_temporal::live::LiveListener;
 use tern_temporal::{AgentActivities, SessionHandle, SessionInput, Sessions, ToolSpec};
 use tern_tools::policy::{Decision, Policy};
 
@@ -31,6 +32,42 @@ pub struct Target {
     pub namespace: String,
     /// The task queue workers poll.
     pub task_queue: String,
+    /// Where this command listens for live events (`--temporal-live`; `None`: off).
+    pub live: Option<String>,
+}
+
+/// Listens where `target` says and subscribes `session` there, so its model requests'
+/// events arrive while they stream; `None` when off, or when that fails (said on stderr:
+/// the events then arrive as each request completes).
+pub(crate) async fn live_listener(
+    target: &Target,
+    session: &SessionHandle,
+) -> Option<LiveListener> {
+    let address = target.live.as_deref()?;
+    let listener = match LiveListener::bind(address).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln_redacted!(
+                "tern: cannot listen for live events on {address} ({e}); events arrive as each \
+                 model request completes"
+            );
+            return None;
+        }
+    };
+    let bound = listener.address().to_string();
+    if let Err(e) = session.subscribe_live(&bound).await {
+        eprintln_redacted!("tern: live events are off: {e}");
+        return None;
+    }
+    Some(listener)
+}
+
+/// Takes `live`'s address off `session`'s subscribers.
+pub(crate) async fn drop_live(session: &SessionHandle, live: Option<LiveListener>) {
+    if let Some(l) = live {
+        // A session that ended, or a cluster gone, has nobody left to tell.
+        let _ = session.unsubscribe_live(&l.address().to_string()).await;
+    }
 }
 
 /// What the command line resolved: the model, the tools and how they are governed.
@@ -179,20 +216,27 @@ async fn client(
     json: bool,
 ) -> Result<i32, tern_temporal::Error> {
     let session = open_session(target, &setup, resume).await?;
+    // Live events matter where events are printed.
+    let mut live = match json {
+        true => live_listener(target, &session).await,
+        false => None,
+    };
     let mut last_assistant = None;
     for prompt in prompts {
         let offset = session.state().await?.event_count;
         session.prompt(vec![prompt]).await?;
-        session
-            .follow(offset, |event| {
-                if json {
-                    print_line(event);
-                }
-                if event["type"] == "message_end" && event["message"]["role"] == "assistant" {
-                    last_assistant = Some(event["message"].clone());
-                }
-            })
-            .await?;
+        let each = |event: &Value| {
+            if json {
+                print_line(event);
+            }
+            if event["type"] == "message_end" && event["message"]["role"] == "assistant" {
+                last_assistant = Some(event["message"].clone());
+            }
+        };
+        match live.as_mut() {
+            Some(l) => session.follow_live(offset, l, each).await?,
+            None => session.follow(offset, each).await?,
+        };
         // As a local run: the first prompt that fails or is aborted ends the command.
         let stopped = last_assistant
             .as_ref()
@@ -202,6 +246,7 @@ async fn client(
             break;
         }
     }
+    drop_live(&session, live).await;
     let Some(message) = last_assistant else {
         return Ok(exit::OK);
     };

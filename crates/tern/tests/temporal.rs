@@ -351,3 +351,67 @@ fn rpc_mode_drives_a_session_on_temporal() {
     assert_eq!(model.requests().len(), 3, "no request after the abort");
     assert_eq!(rpc.finish(), Some(0));
 }
+
+#[test]
+fn a_model_requests_deltas_reach_an_rpc_client_while_it_streams_each_once() {
+    use std::time::Duration;
+    let temporal = dev_server::DevServer::start();
+    let (home, worker_dir, client_dir) = folders();
+    let gate = common::Gate::default();
+    let model = Server::start(vec![Reply::Gated(
+        "Live part, ".into(),
+        "then the rest.".into(),
+        gate.clone(),
+    )]);
+    let flags = |c: &mut Command| connect(c, &temporal, "live", &model);
+    let _worker = worker(home.path(), worker_dir.path(), flags);
+    let mut c = command(home.path(), client_dir.path());
+    flags(&mut c);
+    c.args(["--mode", "rpc"]);
+    let mut rpc = common::Rpc::spawn(c);
+    let long = Duration::from_secs(60);
+
+    let r = rpc.call("p", json!({"type": "prompt", "message": "Answer."}));
+    assert_eq!(r["success"], true, "{r}");
+    // The server holds the rest of the answer until the gate opens: this delta can only
+    // have come live from the worker, not from the session's log.
+    let delta = rpc.wait_for_within(long, "the first delta", |v| {
+        v["type"] == "message_update" && v["assistantMessageEvent"]["type"] == "text_delta"
+    });
+    assert_eq!(delta["assistantMessageEvent"]["delta"], "Live part, ");
+    assert!(
+        !rpc.seen
+            .iter()
+            .any(|v| v["type"] == "message_end" && v["message"]["role"] == "assistant"),
+        "the answer has not ended"
+    );
+    gate.open();
+    rpc.wait_for_within(long, "agent_settled", |v| v["type"] == "agent_settled");
+    // Each event once: the log's copies of the live ones are not printed again.
+    let assistant_starts = rpc
+        .seen
+        .iter()
+        .filter(|v| v["type"] == "message_start" && v["message"]["role"] == "assistant")
+        .count();
+    assert_eq!(assistant_starts, 1, "{:#?}", rpc.seen);
+    let deltas: Vec<&str> = rpc
+        .seen
+        .iter()
+        .filter(|v| v["assistantMessageEvent"]["type"] == "text_delta")
+        .filter_map(|v| v["assistantMessageEvent"]["delta"].as_str())
+        .collect();
+    assert_eq!(
+        deltas,
+        ["Live part, ", "then the rest."],
+        "{:#?}",
+        rpc.seen
+            .iter()
+            .filter(|v| v["type"] == "message_update")
+            .collect::<Vec<_>>()
+    );
+    let kinds: Vec<&str> = rpc.seen.iter().filter_map(|v| v["type"].as_str()).collect();
+    let ends = kinds.iter().filter(|k| **k == "message_end").count();
+    assert_eq!(ends, 2, "the prompt's and the answer's: {kinds:?}");
+    assert_eq!(kinds.last(), Some(&"agent_settled"), "{kinds:?}");
+    assert_eq!(rpc.finish(), Some(0));
+}

@@ -127,6 +127,10 @@ impl Bridge {
         self.session.0.lock().published()
     }
 
+    fn live(&self) -> Vec<String> {
+        self.session.0.lock().settings.live.clone()
+    }
+
     pub(crate) fn take(&self) -> Vec<Request> {
         self.requests.lock().drain(..).collect()
     }
@@ -185,6 +189,7 @@ impl StreamFn for BridgedModel {
                 aborted: options.signal.is_cancelled(),
                 options: RequestOptions::of(&options),
                 event_offset: self.0.published(),
+                live: self.0.live(),
             }),
             reply,
             prepared: self.0.prepared.clone(),

@@ -32,7 +32,8 @@ use tern_ai::{Message, StreamFn};
 use tokio_util::sync::CancellationToken;
 
 use crate::wire::{
-    ClearQueues, SessionInput, SessionMessages, SessionOutput, SessionSettings, SessionState,
+    ClearQueues, LiveSubscription, SessionInput, SessionMessages, SessionOutput, SessionSettings,
+    SessionState,
 };
 use bridge::{bridged_tool, Bridge, BridgedModel};
 use session::{Input, Seq, Session, Shared, Start};
@@ -261,6 +262,19 @@ impl AgentWorkflow {
     #[update]
     pub async fn set(ctx: &mut WorkflowContext<Self>, input: SessionSettings) {
         ctx.state_mut(|w| w.shared.0.lock().apply(input));
+    }
+
+    /// Adds or removes a live subscriber: the workers send it each model request's events
+    /// while they stream ([`crate::live`]). Takes effect from the next request.
+    #[update]
+    pub async fn live(ctx: &mut WorkflowContext<Self>, input: LiveSubscription) {
+        ctx.state_mut(|w| {
+            let live = &mut w.shared.0.lock().settings.live;
+            live.retain(|a| *a != input.address);
+            if input.subscribe {
+                live.push(input.address);
+            }
+        });
     }
 
     /// Empties the steering and/or follow-up queue (`Agent::clear_*_queue`).

@@ -39,6 +39,26 @@ pub enum Reply {
     Error(u16, String),
     /// Headers, one text chunk, then nothing for a minute (a hung model).
     Hang,
+    /// The first text chunk, then the second once `gate` is opened (a minute at most).
+    Gated(String, String, Gate),
+}
+
+/// A gate a scripted reply waits at, opened by the test.
+#[derive(Clone, Debug, Default)]
+pub struct Gate(Arc<(Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    /// Opens the gate.
+    pub fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+
+    /// Waits until the gate is open, `limit` at most.
+    fn wait(&self, limit: Duration) {
+        let open = self.0 .0.lock().unwrap();
+        let _ = self.0 .1.wait_timeout_while(open, limit, |o| !*o);
+    }
 }
 
 impl Reply {
@@ -173,6 +193,12 @@ fn serve(
                 None,
             ))?;
             send(chunk(json!({}), Some("tool_calls")))?;
+        }
+        Reply::Gated(first, second, gate) => {
+            send(chunk(json!({"role": "assistant", "content": first}), None))?;
+            gate.wait(Duration::from_secs(60));
+            send(chunk(json!({"content": second}), None))?;
+            send(chunk(json!({}), Some("stop")))?;
         }
         Reply::Hang => {
             send(chunk(

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tern_ai::Message;
+use tern_temporal::live::{LiveEvent, LiveListener, LiveMerge};
 use tern_temporal::{ClearQueues, SessionHandle, SessionSettings, SessionState};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
@@ -55,10 +56,12 @@ const COMMANDS: &[&str] = &[
 ];
 
 /// Runs RPC mode against `session` until stdin closes and the session is idle; returns the
-/// exit code. `expand` expands a prompt's templates and skills; `commands` is
+/// exit code. `live` (subscribed to the session) brings model requests' events while they
+/// stream. `expand` expands a prompt's templates and skills; `commands` is
 /// `get_commands`' answer (them, listed).
 pub async fn run(
     session: SessionHandle,
+    live: Option<LiveListener>,
     max_line_bytes: usize,
     expand: impl Fn(&str) -> String,
     commands: Value,
@@ -87,12 +90,14 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let (idle_tx, idle_rx) = watch::channel((start.event_count, !start.is_streaming));
     let aborted = Arc::new(AtomicBool::new(false));
+    let live_address = live.as_ref().map(|l| l.address().to_string());
     let follower = tokio::spawn(follow(
         Follow {
             session: session.clone(),
             tx: tx.clone(),
             idle: idle_tx,
             aborted: aborted.clone(),
+            live,
         },
         start.event_count,
         stop_rx,
@@ -156,6 +161,10 @@ pub async fn run(
     rpc.wait_idle().await;
     let _ = stop_tx.send(true);
     let _ = follower.await;
+    if let Some(a) = live_address {
+        // A session that ended, or a cluster gone, has nobody left to tell.
+        let _ = rpc.session.unsubscribe_live(&a).await;
+    }
     drop(rpc);
     drop(tx);
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
@@ -188,53 +197,60 @@ struct Follow {
     idle: watch::Sender<(usize, bool)>,
     /// Set when this mode aborted the run (taken when the run settles).
     aborted: Arc<AtomicBool>,
+    /// Where workers send model requests' events while they stream.
+    live: Option<LiveListener>,
 }
 
 /// Prints the session's events from `offset` on, and `agent_settled` each time the session
 /// is idle again after events; `idle` tells the commands whether a run is going. Ends when
 /// `stop` is set and every event has been printed.
-async fn follow(f: Follow, mut offset: usize, mut stop: watch::Receiver<bool>) {
+async fn follow(f: Follow, offset: usize, mut stop: watch::Receiver<bool>) {
     let Follow {
         session,
         tx,
         idle,
         aborted: abort_sent,
+        mut live,
     } = f;
+    let mut merge = LiveMerge::new(session.id(), offset);
     let mut failing_since: Option<Instant> = None;
     // Whether events came since the last `agent_settled`, and whether the last answer was
     // cut by an abort.
     let mut unsettled = false;
     let mut aborted = false;
+    let mut print = |events: Vec<Value>, unsettled: &mut bool| {
+        for e in events {
+            *unsettled = true;
+            if e["type"] == "message_end" && e["message"]["role"] == "assistant" {
+                aborted = e["message"]["stopReason"] == "aborted";
+            }
+            let _ = tx.send(e.to_string());
+        }
+        aborted
+    };
     loop {
         // The state first: when it says idle, the events read after it are complete.
         let read = async {
             let state = session.state().await?;
-            let events = session.events(offset).await?;
+            let events = session.events(merge.offset()).await?;
             Ok::<_, tern_temporal::Error>((state, events))
         };
         match read.await {
             Ok((state, events)) => {
                 failing_since = None;
-                offset += events.len();
-                for e in &events {
-                    unsettled = true;
-                    if e["type"] == "message_end" && e["message"]["role"] == "assistant" {
-                        aborted = e["message"]["stopReason"] == "aborted";
-                    }
-                    let _ = tx.send(e.to_string());
-                }
+                let last_aborted = print(merge.log(events), &mut unsettled);
                 // Two queries: events published after the state was read make it stale
                 // (it may say idle from before the run), so idle counts only when the
                 // events end where the state does.
-                let settled = !state.is_streaming && offset == state.event_count;
+                let settled = !state.is_streaming && merge.offset() == state.event_count;
                 if settled && unsettled {
                     // Sent before `idle` turns true: a command sent after a client read it
                     // finds the session idle.
-                    let aborted = abort_sent.swap(false, Ordering::SeqCst) || aborted;
+                    let aborted = abort_sent.swap(false, Ordering::SeqCst) || last_aborted;
                     let _ = tx.send(crate::event_lines::settled(aborted, None).to_string());
                     unsettled = false;
                 }
-                let now = (offset, settled);
+                let now = (merge.offset(), settled);
                 idle.send_if_modified(|i| std::mem::replace(i, now) != now);
                 if settled && *stop.borrow() {
                     return;
@@ -249,10 +265,29 @@ async fn follow(f: Follow, mut offset: usize, mut stop: watch::Receiver<bool>) {
                 }
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(POLL_EVERY) => {}
-            _ = stop.changed() => {}
+        // Until the next poll, live events as they come.
+        let poll = tokio::time::sleep(POLL_EVERY);
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                () = &mut poll => break,
+                _ = stop.changed() => break,
+                e = next_live(&mut live) => match e {
+                    Some(e) => {
+                        print(merge.live(e), &mut unsettled);
+                    }
+                    None => live = None,
+                },
+            }
         }
+    }
+}
+
+/// The next live event; never, without a listener.
+async fn next_live(live: &mut Option<LiveListener>) -> Option<LiveEvent> {
+    match live {
+        Some(l) => l.next().await,
+        None => std::future::pending().await,
     }
 }
 
