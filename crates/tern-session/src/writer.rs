@@ -60,6 +60,9 @@ pub struct SessionFile {
     /// The entry id of each message of the model's context, in order (a compaction's own id
     /// stands for its summary): what a compaction names as its first kept entry.
     context_ids: Vec<String>,
+    /// A session kept in memory: its entries' lines, as a file would hold them (pi's
+    /// in-memory sessions keep their entries too).
+    memory: Option<Vec<String>>,
 }
 
 /// Where a session's id and path came from.
@@ -114,7 +117,20 @@ impl SessionFile {
     pub fn in_memory(cwd: &Path) -> Self {
         let mut s = Self::blank(None, cwd, Naming::At);
         s.header_written = true;
+        s.memory = Some(Vec::new());
         s
+    }
+
+    /// The entry lines of a session kept in memory ([`in_memory`](Self::in_memory)), in
+    /// append order, as a file would hold them after its header; empty for a file.
+    ///
+    /// ```
+    /// let mut s = tern_session::SessionFile::in_memory(std::path::Path::new("/p"));
+    /// s.append_message(&tern_ai::Message::user_text("hi")).expect("kept");
+    /// assert!(s.memory_entries()[0].contains(r#""type":"message""#));
+    /// ```
+    pub fn memory_entries(&self) -> &[String] {
+        self.memory.as_deref().unwrap_or_default()
     }
 
     /// A new session file for `cwd` in its folder under `root`.
@@ -170,6 +186,7 @@ impl SessionFile {
             naming,
             line: Vec::new(),
             context_ids: Vec::new(),
+            memory: None,
         };
         s.name();
         s
@@ -199,6 +216,7 @@ impl SessionFile {
             naming: Naming::Fixed,
             line: Vec::new(),
             context_ids: loaded.message_ids.clone(),
+            memory: None,
         }
     }
 
@@ -572,6 +590,12 @@ impl SessionFile {
                 self.header_written = true;
             }
             self.write_line(line, sync)?;
+        } else if self.memory.is_some() {
+            self.redact_line(line)?;
+            let text = String::from_utf8_lossy(line).into_owned();
+            if let Some(m) = &mut self.memory {
+                m.push(text);
+            }
         }
         // Only a written entry becomes the leaf: the next one must not name a parent that
         // is not in the file; and the id and path are now the file's.
@@ -587,7 +611,8 @@ impl SessionFile {
         }
     }
 
-    fn write_line(&mut self, line: &mut Vec<u8>, sync: bool) -> Result<(), SessionError> {
+    /// Takes the session's secrets out of `line`.
+    fn redact_line(&self, line: &mut Vec<u8>) -> Result<(), SessionError> {
         if !self.secrets.is_empty() {
             // serde_json writes UTF-8, so the check only fails on a caller's broken `data`.
             let text = std::str::from_utf8(line)
@@ -596,6 +621,11 @@ impl SessionFile {
                 *line = redacted.into_bytes();
             }
         }
+        Ok(())
+    }
+
+    fn write_line(&mut self, line: &mut Vec<u8>, sync: bool) -> Result<(), SessionError> {
+        self.redact_line(line)?;
         let result = match self.open()? {
             // The line and its newline in one write.
             Some(f) => {

@@ -484,3 +484,44 @@ fn every_pi_rpc_command_answers_with_its_documented_shape() {
     missing.sort();
     assert!(missing.is_empty(), "not covered: {missing:?}");
 }
+
+#[test]
+fn a_session_kept_in_memory_has_entries_and_a_tree() {
+    let (home, cwd) = dirs();
+    let server = Server::answering(&["Hi there."]);
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--no-session"]);
+    rpc.call("p", json!({"type": "prompt", "message": "hello"}));
+    rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    let entries = rpc.call("e", json!({"type": "get_entries"}));
+    let all = entries["data"]["entries"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let messages: Vec<&str> = all
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .filter_map(|e| e["message"]["role"].as_str())
+        .collect();
+    // As pi's in-memory session: the system prompt, the prompt and the answer, linked.
+    assert_eq!(messages, ["system", "user", "assistant"], "{entries}");
+    let leaf = all
+        .last()
+        .and_then(|e| e["id"].as_str())
+        .expect("a last entry");
+    assert_eq!(entries["data"]["leafId"], leaf);
+    for pair in all.windows(2) {
+        assert_eq!(pair[1]["parentId"], pair[0]["id"], "{entries}");
+    }
+    let tree = rpc.call("t", json!({"type": "get_tree"}));
+    assert_eq!(tree["data"]["leafId"], leaf, "{tree}");
+    assert_eq!(
+        tree["data"]["tree"].as_array().map(Vec::len),
+        Some(1),
+        "{tree}"
+    );
+    let forks = rpc.call("f", json!({"type": "get_fork_messages"}));
+    assert_eq!(forks["data"]["messages"][0]["text"], "hello", "{forks}");
+    // Nothing was written.
+    assert!(common::session_files(home.path()).is_empty());
+    assert_eq!(rpc.finish(), Some(0));
+}

@@ -20,13 +20,22 @@ impl Rpc {
             .map(Path::to_path_buf)
     }
 
-    /// The entries of the session file (none in memory or before the first entry).
+    /// The entries of the session file, or of the session kept in memory (none before the
+    /// first entry).
     fn all_entries(&self) -> Result<Vec<Value>, String> {
         match self.session_path() {
             Some(p) => {
                 entries::read(&p).map_err(|e| format!("cannot read session {}: {e}", p.display()))
             }
-            None => Ok(Vec::new()),
+            None => Ok(self
+                .rt
+                .recorder
+                .lock()
+                .session()
+                .memory_entries()
+                .iter()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()),
         }
     }
 
