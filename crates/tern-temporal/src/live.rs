@@ -293,6 +293,15 @@ impl LiveMerge {
         self.offset
     }
 
+    /// Moves on to `offset` when the log no longer keeps the events before it (a follower
+    /// more than a run behind a continue-as-new): they are not given out.
+    pub fn skip_to(&mut self, offset: usize) {
+        if offset > self.offset {
+            self.offset = offset;
+            self.current = None;
+        }
+    }
+
     /// A live event: what to give out now (itself, or nothing yet).
     pub fn live(&mut self, e: LiveEvent) -> Vec<Value> {
         if e.session != self.session || e.event_offset < self.offset {

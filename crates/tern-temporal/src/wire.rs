@@ -136,9 +136,13 @@ pub struct SessionInput {
     #[serde(default)]
     pub follow_up_mode: QueueMode,
     /// Events already published by earlier runs of this session (kept across continue-as-new,
-    /// so subscribers' offsets stay valid).
+    /// so subscribers' offsets stay valid): the offset of the first of `events`.
     #[serde(default)]
     pub event_offset: usize,
+    /// A continue-as-new carries the events of the run before it, so that a follower that
+    /// had not read them all yet still can (empty for a new session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Value>,
     /// Where the workers send each model request's events while it streams (`HOST:PORT` of
     /// [`LiveListener`](crate::live::LiveListener)s; see [`crate::live`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -478,6 +482,10 @@ pub struct SessionState {
     pub follow_up_queue: Vec<Message>,
     /// How many events the session has published (the next offset to ask for).
     pub event_count: usize,
+    /// The offset of the first event the session still keeps: a continue-as-new leaves the
+    /// events before the last run behind, and a follower further behind skips to here.
+    #[serde(default)]
+    pub first_event: usize,
     /// The model the next request goes to.
     #[serde(default)]
     pub model: Model,

@@ -246,6 +246,7 @@ fn session_input(agent: &AgentSpec, tools: &[AgentTool], hooks: Vec<HookName>) -
         steering_mode: agent.steering_mode.unwrap_or_default(),
         follow_up_mode: agent.follow_up_mode.unwrap_or_default(),
         event_offset: 0,
+        events: Vec::new(),
         live: Vec::new(),
     }
 }

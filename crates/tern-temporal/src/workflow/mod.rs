@@ -74,6 +74,7 @@ impl AgentWorkflow {
                     break;
                 };
                 s.is_streaming = true;
+                s.run_start = s.published();
                 s.error_message = None;
                 (start, s.messages.clone(), s.settings.clone())
             };

@@ -54,6 +54,8 @@ pub(crate) struct Session {
     /// published before the last continue-as-new.
     pub(crate) events: Vec<Value>,
     pub(crate) event_offset: usize,
+    /// Where the last run's events begin (what a continue-as-new carries on from).
+    pub(crate) run_start: usize,
     pub(crate) is_streaming: bool,
     /// The role of the message between its start and its end.
     streaming_role: Option<String>,
@@ -111,9 +113,12 @@ impl Session {
     pub(crate) fn new(input: &SessionInput) -> Self {
         let mut s = Session {
             messages: input.messages.clone(),
+            events: input.events.clone(),
             event_offset: input.event_offset,
+            run_start: input.event_offset,
             settings: SessionInput {
                 messages: Vec::new(),
+                events: Vec::new(),
                 ..input.clone()
             },
             ..Session::default()
@@ -194,11 +199,18 @@ impl Session {
         }
     }
 
-    /// The input a continue-as-new starts from: the settings, the transcript, the offset.
+    /// The input a continue-as-new starts from: the settings, the transcript, and the last
+    /// run's events with their offset (its end is published in the same workflow task as
+    /// the continue-as-new, so no follower could have read it from this run).
     pub(crate) fn continued(&self) -> SessionInput {
+        let from = self
+            .run_start
+            .saturating_sub(self.event_offset)
+            .min(self.events.len());
         SessionInput {
             messages: self.messages.clone(),
-            event_offset: self.published(),
+            events: self.events[from..].to_vec(),
+            event_offset: self.event_offset + from,
             steering_mode: self.steering.messages.mode,
             follow_up_mode: self.follow_up.messages.mode,
             ..self.settings.clone()
@@ -310,6 +322,7 @@ impl Session {
             steering_queue: self.steering.messages.all().to_vec(),
             follow_up_queue: self.follow_up.messages.all().to_vec(),
             event_count: self.published(),
+            first_event: self.event_offset,
             model: self.settings.model.clone(),
             thinking_level: self.settings.reasoning.unwrap_or(ThinkingLevel::Off),
             steering_mode: self.settings.steering_mode,

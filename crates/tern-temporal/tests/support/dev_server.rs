@@ -30,7 +30,17 @@ impl DevServer {
         DevServer::start_with(false)
     }
 
+    /// Starts a server with dynamic config values (`KEY=VALUE`, e.g. a low
+    /// `limit.historyCount.suggestContinueAsNew`).
+    pub fn start_with_config(values: &[&str]) -> DevServer {
+        DevServer::start_full(true, values)
+    }
+
     fn start_with(on_disk: bool) -> DevServer {
+        DevServer::start_full(on_disk, &[])
+    }
+
+    fn start_full(on_disk: bool, values: &[&str]) -> DevServer {
         let binary = std::env::var("TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
@@ -44,6 +54,9 @@ impl DevServer {
             command
                 .arg("--db-filename")
                 .arg(dir.path().join("temporal.db"));
+        }
+        for v in values {
+            command.args(["--dynamic-config-value", v]);
         }
         let child = command
             .args(["--log-level", "error"])

@@ -232,6 +232,8 @@ async fn follow(f: Follow, offset: usize, mut stop: watch::Receiver<bool>) {
         // The state first: when it says idle, the events read after it are complete.
         let read = async {
             let state = session.state().await?;
+            // Events before the log's first were left behind by a continue-as-new.
+            merge.skip_to(state.first_event);
             let events = session.events(merge.offset()).await?;
             Ok::<_, tern_temporal::Error>((state, events))
         };
