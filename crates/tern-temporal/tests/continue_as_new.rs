@@ -38,7 +38,7 @@ async fn a_long_session_continues_as_new_with_its_transcript_and_event_offsets()
             let mut offset = 0;
             let mut seen: Vec<Value> = Vec::new();
             for i in 0..RUNS {
-                let prompt = Message::user_text(&format!("question {i}"));
+                let prompt = Message::user_text(format!("question {i}"));
                 session.prompt(vec![prompt]).await.expect("prompt accepted");
                 let follow = session.follow(offset, |e| seen.push(e.clone()));
                 offset = tokio::time::timeout(Duration::from_secs(60), follow)
