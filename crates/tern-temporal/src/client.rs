@@ -27,8 +27,8 @@ use tern_ai::Message;
 use crate::error::Error;
 use crate::live::{LiveListener, LiveMerge};
 use crate::wire::{
-    ClearQueues, LiveSubscription, SessionInput, SessionMessages, SessionOutput, SessionSettings,
-    SessionState,
+    ClearQueues, LiveSubscription, LiveTarget, SessionInput, SessionMessages, SessionOutput,
+    SessionSettings, SessionState,
 };
 use crate::workflow::AgentWorkflow;
 
@@ -356,22 +356,19 @@ impl SessionHandle {
         }
     }
 
-    /// Adds `address` (a [`LiveListener`]'s) to the session's live subscribers, from its
-    /// next model request on.
-    pub async fn subscribe_live(&self, address: &str) -> Result<(), Error> {
-        self.live(address, true).await
+    /// Adds a live subscriber ([`LiveListener::target`]) to the session, from its next
+    /// model request on.
+    pub async fn subscribe_live(&self, target: LiveTarget) -> Result<(), Error> {
+        self.live(target, true).await
     }
 
-    /// Removes `address` from the session's live subscribers.
-    pub async fn unsubscribe_live(&self, address: &str) -> Result<(), Error> {
-        self.live(address, false).await
+    /// Removes a live subscriber from the session.
+    pub async fn unsubscribe_live(&self, target: LiveTarget) -> Result<(), Error> {
+        self.live(target, false).await
     }
 
-    async fn live(&self, address: &str, subscribe: bool) -> Result<(), Error> {
-        let input = LiveSubscription {
-            address: address.to_string(),
-            subscribe,
-        };
+    async fn live(&self, target: LiveTarget, subscribe: bool) -> Result<(), Error> {
+        let input = LiveSubscription { target, subscribe };
         self.handle
             .execute_update(
                 AgentWorkflow::live,

@@ -27,8 +27,8 @@ pub use activities::AgentActivities;
 pub use client::{connect_client, parse_address, SessionHandle, Sessions, QUERY_PATIENCE};
 pub use error::Error;
 pub use wire::{
-    ClearQueues, LiveSubscription, RequestOptions, SessionInput, SessionMessages, SessionOutput,
-    SessionSettings, SessionState, ToolReply, ToolRequest, ToolSpec,
+    ClearQueues, LiveSubscription, LiveTarget, RequestOptions, SessionInput, SessionMessages,
+    SessionOutput, SessionSettings, SessionState, ToolReply, ToolRequest, ToolSpec,
 };
 pub use worker::{build_worker, runtime};
 pub use workflow::AgentWorkflow;

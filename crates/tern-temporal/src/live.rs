@@ -4,12 +4,16 @@
 //! The log (the `events` query) is the authority: a model request's events enter it when
 //! the request's activity completes. A caller that wants them as they stream opens a
 //! [`LiveListener`] on an address the workers can reach and names it to the session
-//! ([`SessionHandle::subscribe_live`](crate::SessionHandle::subscribe_live)); each model
+//! ([`SessionHandle::subscribe_live`](crate::SessionHandle::subscribe_live) with its
+//! [`target`](LiveListener::target)); each model
 //! request then carries the session's subscribers, and the worker running it connects to
 //! each and writes, one JSON object a line:
 //!
-//! - a header: `{"session": ID, "eventOffset": N, "attempt": A}` (`N`: where in the log the
-//!   request's events will begin; `A`: the activity's attempt, 1 first);
+//! - a header: `{"token": T, "session": ID, "eventOffset": N, "attempt": A}` (`T`: the
+//!   listener's token, drawn from the OS's randomness when it was bound: a connection
+//!   without it is closed, so another process that finds the port cannot put events in the
+//!   stream; `N`: where in the log the request's events will begin; `A`: the activity's
+//!   attempt, 1 first);
 //! - the request's events as the log will hold them: `message_start` with the message as it
 //!   started, then a `message_update` per delta (no partial message, as in the log).
 //!   The end (`message_end`) comes from the log only.
@@ -27,7 +31,7 @@
 //! ```no_run
 //! # async fn f(session: tern_temporal::SessionHandle) -> Result<(), Box<dyn std::error::Error>> {
 //! let mut live = tern_temporal::live::LiveListener::bind("127.0.0.1:0").await?;
-//! session.subscribe_live(&live.address().to_string()).await?;
+//! session.subscribe_live(live.target()).await?;
 //! while let Some(event) = live.next().await {
 //!     println!("{} at {}: {}", event.session, event.event_offset, event.event);
 //! }
@@ -43,6 +47,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::wire::LiveTarget;
+
 /// How long a worker tries to reach a subscriber.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest line a listener reads (a larger one ends that connection).
@@ -56,23 +62,24 @@ pub(crate) struct Publisher {
 }
 
 impl Publisher {
-    /// Starts sending to `addresses` (none: `None`), each in a task of its own.
+    /// Starts sending to `targets` (none: `None`), each in a task of its own.
     pub(crate) fn start(
-        addresses: &[String],
+        targets: &[LiveTarget],
         session: &str,
         event_offset: usize,
         attempt: u32,
     ) -> Option<Publisher> {
-        if addresses.is_empty() {
+        if targets.is_empty() {
             return None;
         }
-        let header = json!({"session": session, "eventOffset": event_offset, "attempt": attempt})
-            .to_string();
-        let subscribers = addresses
+        let subscribers = targets
             .iter()
-            .map(|address| {
+            .map(|target| {
+                let header = json!({"token": target.token, "session": session,
+                                    "eventOffset": event_offset, "attempt": attempt})
+                .to_string();
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(send_to(address.clone(), header.clone(), rx));
+                tokio::spawn(send_to(target.address.clone(), header, rx));
                 tx
             })
             .collect();
@@ -149,32 +156,46 @@ pub struct LiveEvent {
 /// The subscriber's side: a TCP listener the workers connect to.
 pub struct LiveListener {
     address: SocketAddr,
+    token: String,
     events: mpsc::UnboundedReceiver<LiveEvent>,
     accept: tokio::task::JoinHandle<()>,
 }
 
 impl LiveListener {
     /// Listens on `address` (`HOST:PORT`; port 0 picks one: read it with
-    /// [`address`](Self::address)).
+    /// [`address`](Self::address)), with a new token.
     pub async fn bind(address: &str) -> std::io::Result<LiveListener> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let listener = TcpListener::bind(address).await?;
         let address = listener.local_addr()?;
         let (tx, events) = mpsc::unbounded_channel();
+        let expected = token.clone();
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(read_from(stream, tx.clone()));
+                tokio::spawn(read_from(stream, expected.clone(), tx.clone()));
             }
         });
         Ok(LiveListener {
             address,
+            token,
             events,
             accept,
         })
     }
 
-    /// The address it listens on, to name to the session.
+    /// The address it listens on.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// What a session is told: the address and the token.
+    pub fn target(&self) -> LiveTarget {
+        LiveTarget {
+            address: self.address.to_string(),
+            token: self.token.clone(),
+        }
     }
 
     /// The next event any worker sent.
@@ -194,8 +215,9 @@ impl Drop for LiveListener {
     }
 }
 
-/// Reads one worker's connection: its header, then its events.
-async fn read_from(stream: TcpStream, tx: mpsc::UnboundedSender<LiveEvent>) {
+/// Reads one worker's connection: its header (closed unless it has `token`), then its
+/// events.
+async fn read_from(stream: TcpStream, token: String, tx: mpsc::UnboundedSender<LiveEvent>) {
     let mut lines = BufReader::new(stream);
     let mut line = String::new();
     let mut header: Option<(String, usize, u32)> = None;
@@ -215,6 +237,9 @@ async fn read_from(stream: TcpStream, tx: mpsc::UnboundedSender<LiveEvent>) {
         };
         match &header {
             None => {
+                if v["token"].as_str() != Some(token.as_str()) {
+                    return;
+                }
                 let session = v["session"].as_str().map(str::to_string);
                 let offset = v["eventOffset"]
                     .as_u64()
@@ -473,6 +498,58 @@ mod tests {
             );
             assert_eq!(l, r);
         }
+    }
+
+    /// Connects to `listener` and writes `lines`.
+    async fn send_lines(listener: &LiveListener, lines: &[Value]) {
+        let mut stream = TcpStream::connect(listener.address())
+            .await
+            .expect("connect");
+        for l in lines {
+            write_line(&mut stream, &l.to_string())
+                .await
+                .expect("write");
+        }
+        let _ = stream.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_listener_takes_events_only_from_connections_with_its_token() {
+        let mut listener = LiveListener::bind("127.0.0.1:0").await.expect("bind");
+        let target = listener.target();
+        assert_eq!(target.token.len(), 32);
+        let other = LiveListener::bind("127.0.0.1:0").await.expect("bind");
+        assert_ne!(other.target().token, target.token, "a token per listener");
+        let header =
+            |token: &str| json!({"token": token, "session": "s", "eventOffset": 3, "attempt": 1});
+        let forged = json!({"type": "message_update", "forged": true});
+        send_lines(&listener, &[header("wrong"), forged.clone()]).await;
+        send_lines(
+            &listener,
+            &[
+                json!({"session": "s", "eventOffset": 3, "attempt": 1}),
+                forged,
+            ],
+        )
+        .await;
+        let real = json!({"type": "message_start"});
+        send_lines(&listener, &[header(&target.token), real.clone()]).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), listener.next())
+            .await
+            .expect("an event in time")
+            .expect("an event");
+        assert_eq!(
+            got,
+            LiveEvent {
+                session: "s".into(),
+                event_offset: 3,
+                attempt: 1,
+                event: real
+            }
+        );
+        // Give the forged connections time to be read: still nothing from them.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(listener.drain().is_empty());
     }
 
     fn live(offset: usize, attempt: u32, event: Value) -> LiveEvent {

@@ -143,18 +143,29 @@ pub struct SessionInput {
     /// had not read them all yet still can (empty for a new session).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Value>,
-    /// Where the workers send each model request's events while it streams (`HOST:PORT` of
-    /// [`LiveListener`](crate::live::LiveListener)s; see [`crate::live`]).
+    /// Where the workers send each model request's events while it streams
+    /// ([`LiveListener`](crate::live::LiveListener)s; see [`crate::live`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub live: Vec<String>,
+    pub live: Vec<LiveTarget>,
 }
 
-/// A `live` update: a subscriber's address, added or removed.
+/// A live subscriber: where it listens, and the token its workers must present.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveTarget {
+    /// `HOST:PORT` of the subscriber's [`LiveListener`](crate::live::LiveListener).
+    pub address: String,
+    /// The listener's token: a connection that does not send it is closed, so another
+    /// process that finds the port cannot put events in the subscriber's stream.
+    pub token: String,
+}
+
+/// A `live` update: a subscriber added or removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LiveSubscription {
-    /// `HOST:PORT` of the subscriber's [`LiveListener`](crate::live::LiveListener).
-    pub address: String,
+    /// The subscriber.
+    pub target: LiveTarget,
     /// Added (`true`) or removed.
     pub subscribe: bool,
 }
@@ -238,7 +249,7 @@ pub struct ModelRequest {
     /// The session's live subscribers: the worker sends them the request's events while
     /// it streams ([`crate::live`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub live: Vec<String>,
+    pub live: Vec<LiveTarget>,
 }
 
 /// The options of a session's model requests that cross to the worker (the Agent's

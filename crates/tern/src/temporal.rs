@@ -54,8 +54,7 @@ pub(crate) async fn live_listener(
             return None;
         }
     };
-    let bound = listener.address().to_string();
-    if let Err(e) = session.subscribe_live(&bound).await {
+    if let Err(e) = session.subscribe_live(listener.target()).await {
         eprintln_redacted!("tern: live events are off: {e}");
         return None;
     }
@@ -66,7 +65,7 @@ pub(crate) async fn live_listener(
 pub(crate) async fn drop_live(session: &SessionHandle, live: Option<LiveListener>) {
     if let Some(l) = live {
         // A session that ended, or a cluster gone, has nobody left to tell.
-        let _ = session.unsubscribe_live(&l.address().to_string()).await;
+        let _ = session.unsubscribe_live(l.target()).await;
     }
 }
 

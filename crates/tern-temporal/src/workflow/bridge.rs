@@ -127,7 +127,7 @@ impl Bridge {
         self.session.0.lock().published()
     }
 
-    fn live(&self) -> Vec<String> {
+    fn live(&self) -> Vec<crate::wire::LiveTarget> {
         self.session.0.lock().settings.live.clone()
     }
 

@@ -271,9 +271,9 @@ impl AgentWorkflow {
     pub async fn live(ctx: &mut WorkflowContext<Self>, input: LiveSubscription) {
         ctx.state_mut(|w| {
             let live = &mut w.shared.0.lock().settings.live;
-            live.retain(|a| *a != input.address);
+            live.retain(|t| t.address != input.target.address);
             if input.subscribe {
-                live.push(input.address);
+                live.push(input.target);
             }
         });
     }

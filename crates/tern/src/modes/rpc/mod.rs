@@ -9,6 +9,7 @@
 //! - `session.rs`: the session commands (stats, entries, tree, fork, clone, switch, export).
 //! - `entries.rs`: a session file's entries, branches and trees.
 //! - `bash.rs`: the `bash` command and its messages in the model's context.
+//! - `io.rs`: typed commands off stdin, ordered redacted lines on stdout.
 //! - `line_reader.rs`: bounded command lines off stdin.
 //! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
 //! - `temporal.rs`: the same protocol with the session on Temporal (`--temporal`).
@@ -21,6 +22,7 @@ mod bash;
 mod command;
 pub(crate) mod entries;
 mod handler;
+mod io;
 mod line_reader;
 mod models;
 mod parse;
@@ -31,36 +33,22 @@ pub mod temporal;
 pub use bash::to_llm;
 pub(crate) use handler::slash_commands;
 
-use line_reader::Next;
 pub use line_reader::DEFAULT_MAX_LINE_BYTES;
 
 use std::sync::Arc;
 
 use serde_json::json;
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
 use crate::event_lines;
 use crate::runtime::Runtime;
 use handler::Rpc;
-use parse::{failure, read_command_bytes};
+use io::Read;
+use parse::failure;
 
 /// Runs RPC mode until stdin closes and the last run settles; returns the exit code.
 /// Command lines longer than `max_line_bytes` are refused.
 pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut out = tokio::io::stdout();
-        while let Some(line) = rx.recv().await {
-            let line = crate::secrets::redact(&line);
-            if out.write_all(line.as_bytes()).await.is_err()
-                || out.write_all(b"\n").await.is_err()
-                || out.flush().await.is_err()
-            {
-                break;
-            }
-        }
-    });
+    let (tx, writer) = io::stdout_lines();
     let events_tx = tx.clone();
     let retry = rt.retry.clone();
     let sub = rt.agent.subscribe_sync(move |e| {
@@ -81,47 +69,21 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
         );
     }));
     let rpc = Arc::new(Rpc::new(rt, tx.clone()));
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    // SIGINT, SIGTERM, SIGHUP: abort the running prompt, let it settle, and exit.
+    let mut commands = io::Commands::new(max_line_bytes);
     let mut signalled = false;
-    let stop = crate::signals::interrupted();
-    tokio::pin!(stop);
     loop {
-        let next = tokio::select! {
-            n = line_reader::next_line(&mut stdin, max_line_bytes) => n,
-            () = &mut stop => {
+        let (command, kind, id) = match commands.next().await {
+            Read::Command(c, kind, id) => (c, kind, id),
+            Read::Failure(resp) => {
+                rpc.send(resp);
+                continue;
+            }
+            Read::End => break,
+            // SIGINT, SIGTERM, SIGHUP: abort the running prompt, let it settle, and exit.
+            Read::Interrupted => {
                 signalled = true;
                 rpc.rt.abort_by_user();
                 break;
-            }
-        };
-        let line = match next {
-            Ok(Next::Line(l)) => l,
-            Ok(Next::TooLong(n)) => {
-                rpc.send(failure(
-                    "parse",
-                    format!(
-                        "Failed to parse command: the line has {n} bytes, over the limit of \
-                         {max_line_bytes} (raise it with --rpc-max-line-bytes)"
-                    ),
-                ));
-                continue;
-            }
-            Ok(Next::End) => break,
-            Err(e) => {
-                eprintln!("tern: cannot read stdin: {e}");
-                break;
-            }
-        };
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let (command, kind, id) = match read_command_bytes(line) {
-            Ok(c) => c,
-            Err(resp) => {
-                rpc.send(resp);
-                continue;
             }
         };
         // A shell command answers when it ends, and `abort_bash` must be read meanwhile.

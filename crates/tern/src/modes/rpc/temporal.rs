@@ -24,13 +24,11 @@ use serde_json::{json, Value};
 use tern_ai::Message;
 use tern_temporal::live::{LiveEvent, LiveListener, LiveMerge};
 use tern_temporal::{ClearQueues, SessionHandle, SessionSettings, SessionState};
-use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use super::command::{Command, Level, Mode, StreamingBehavior};
 use super::handler::{texts, BUSY};
-use super::line_reader::{self, Next};
-use super::parse::{failure, read_command_bytes};
+use super::io::Read;
 use super::response;
 use crate::secrets::eprintln_redacted;
 
@@ -66,19 +64,7 @@ pub async fn run(
     expand: impl Fn(&str) -> String,
     commands: Value,
 ) -> i32 {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        let mut out = tokio::io::stdout();
-        while let Some(line) = rx.recv().await {
-            let line = crate::secrets::redact(&line);
-            if out.write_all(line.as_bytes()).await.is_err()
-                || out.write_all(b"\n").await.is_err()
-                || out.flush().await.is_err()
-            {
-                break;
-            }
-        }
-    });
+    let (tx, writer) = super::io::stdout_lines();
     let session = Arc::new(session);
     let start = match patient_state(&session).await {
         Ok(s) => s,
@@ -90,7 +76,7 @@ pub async fn run(
     let (stop_tx, stop_rx) = watch::channel(false);
     let (idle_tx, idle_rx) = watch::channel((start.event_count, !start.is_streaming));
     let aborted = Arc::new(AtomicBool::new(false));
-    let live_address = live.as_ref().map(|l| l.address().to_string());
+    let live_target = live.as_ref().map(LiveListener::target);
     let follower = tokio::spawn(follow(
         Follow {
             session: session.clone(),
@@ -109,49 +95,23 @@ pub async fn run(
         aborted,
         commands,
     };
-    let mut stdin = BufReader::new(tokio::io::stdin());
-    let stop = crate::signals::interrupted();
-    tokio::pin!(stop);
+    let mut commands = super::io::Commands::new(max_line_bytes);
     let mut signalled = false;
     loop {
-        let next = tokio::select! {
-            n = line_reader::next_line(&mut stdin, max_line_bytes) => n,
-            () = &mut stop => {
+        let (command, kind, id) = match commands.next().await {
+            Read::Command(c, kind, id) => (c, kind, id),
+            Read::Failure(resp) => {
+                rpc.send(resp);
+                continue;
+            }
+            Read::End => break,
+            Read::Interrupted => {
                 signalled = true;
                 // The run stops; the session stays for a later attach.
                 if let Err(e) = rpc.abort().await {
                     eprintln_redacted!("tern: {e}");
                 }
                 break;
-            }
-        };
-        let line = match next {
-            Ok(Next::Line(l)) => l,
-            Ok(Next::TooLong(n)) => {
-                rpc.send(failure(
-                    "parse",
-                    format!(
-                        "Failed to parse command: the line has {n} bytes, over the limit of \
-                         {max_line_bytes} (raise it with --rpc-max-line-bytes)"
-                    ),
-                ));
-                continue;
-            }
-            Ok(Next::End) => break,
-            Err(e) => {
-                eprintln!("tern: cannot read stdin: {e}");
-                break;
-            }
-        };
-        let line = line.strip_suffix(b"\r").unwrap_or(&line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let (command, kind, id) = match read_command_bytes(line) {
-            Ok(c) => c,
-            Err(resp) => {
-                rpc.send(resp);
-                continue;
             }
         };
         let result = rpc.handle(command, &kind, &expand).await;
@@ -161,9 +121,9 @@ pub async fn run(
     rpc.wait_idle().await;
     let _ = stop_tx.send(true);
     let _ = follower.await;
-    if let Some(a) = live_address {
+    if let Some(t) = live_target {
         // A session that ended, or a cluster gone, has nobody left to tell.
-        let _ = rpc.session.unsubscribe_live(&a).await;
+        let _ = rpc.session.unsubscribe_live(t).await;
     }
     drop(rpc);
     drop(tx);
