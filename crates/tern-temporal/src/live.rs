@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tern_ai::{AssistantMessageEvent, Message};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -53,6 +53,8 @@ use crate::wire::LiveTarget;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The longest line a listener reads (a larger one ends that connection).
 const MAX_LINE: usize = 16 << 20;
+/// The longest header line.
+const MAX_HEADER: usize = 4096;
 /// How many live events a merge keeps for a request the log has not reached yet.
 const MAX_PENDING: usize = 100_000;
 
@@ -118,26 +120,34 @@ fn line_of(event: &AssistantMessageEvent) -> Option<String> {
 }
 
 async fn send_to(address: String, header: String, mut lines: mpsc::UnboundedReceiver<String>) {
-    let Ok(Ok(mut stream)) =
-        tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&address)).await
+    let Ok(Ok(stream)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&address)).await
     else {
         return;
     };
     let _ = stream.set_nodelay(true);
-    if write_line(&mut stream, &header).await.is_err() {
-        return;
-    }
-    while let Some(line) = lines.recv().await {
-        if write_line(&mut stream, &line).await.is_err() {
+    let mut out = BufWriter::new(stream);
+    let mut next = Some(header);
+    while let Some(line) = next {
+        if write_line(&mut out, &line).await.is_err() {
             return;
         }
+        // What is already queued goes in the same write; the subscriber gets it now.
+        while let Ok(more) = lines.try_recv() {
+            if write_line(&mut out, &more).await.is_err() {
+                return;
+            }
+        }
+        if out.flush().await.is_err() {
+            return;
+        }
+        next = lines.recv().await;
     }
-    let _ = stream.shutdown().await;
+    let _ = out.shutdown().await;
 }
 
-async fn write_line(stream: &mut TcpStream, line: &str) -> std::io::Result<()> {
-    stream.write_all(line.as_bytes()).await?;
-    stream.write_all(b"\n").await
+async fn write_line<W: AsyncWrite + Unpin>(out: &mut W, line: &str) -> std::io::Result<()> {
+    out.write_all(line.as_bytes()).await?;
+    out.write_all(b"\n").await
 }
 
 /// One event a worker sent live.
@@ -223,11 +233,13 @@ async fn read_from(stream: TcpStream, token: String, tx: mpsc::UnboundedSender<L
     let mut header: Option<(String, usize, u32)> = None;
     loop {
         line.clear();
-        match (&mut lines)
-            .take(MAX_LINE as u64)
-            .read_line(&mut line)
-            .await
-        {
+        // Until the token is checked, a connection may send only a short header.
+        let limit = if header.is_none() {
+            MAX_HEADER
+        } else {
+            MAX_LINE
+        };
+        match (&mut lines).take(limit as u64).read_line(&mut line).await {
             Ok(0) | Err(_) => return,
             Ok(_) if !line.ends_with('\n') => return,
             Ok(_) => {}

@@ -53,9 +53,109 @@ impl Style {
     }
 }
 
-/// A one-line summary of a tool call's arguments.
-pub fn short_args(args: &serde_json::Value) -> String {
-    truncate(&args.to_string(), 100)
+/// A tool call as a person reads it, as pi's tool rows name them (with `bash` where pi shows
+/// `$`): `read src/main.rs:10-40`,
+/// `write notes.txt (3 lines)`, `edit src/lib.rs`, `bash cargo test`, `ls src`,
+/// `grep /TODO/ in src (*.rs)`, `find *.toml in .`; any other tool, its name and its
+/// arguments as JSON. One line, cleaned of control characters, at most 100 characters.
+///
+/// ```text
+/// read {"path": "src/main.rs", "offset": 10, "limit": 31}  →  read src/main.rs:10-40
+/// ```
+pub fn tool_label(name: &str, args: &serde_json::Value) -> String {
+    let s = |key: &str| args.get(key).and_then(serde_json::Value::as_str);
+    // pi's tools take `path`; some models send `file_path`.
+    let path = || s("path").or_else(|| s("file_path")).map(shorten_home);
+    let limit = |label: String, wrap: bool| match args.get("limit").filter(|l| !l.is_null()) {
+        Some(l) if wrap => format!("{label} (limit {l})"),
+        Some(l) => format!("{label} limit {l}"),
+        None => label,
+    };
+    let label = match (name, path()) {
+        ("read", Some(p)) => format!("read {p}{}", line_range(args)),
+        ("write", Some(p)) => match s("content") {
+            Some(c) => format!("write {p} ({} lines)", line_count(c)),
+            None => format!("write {p}"),
+        },
+        ("edit", Some(p)) => format!("edit {p}"),
+        ("ls", p) => limit(format!("ls {}", p.unwrap_or_else(|| ".".into())), true),
+        ("bash", _) if s("command").is_some() => {
+            let command = s("command").unwrap_or_default().replace('\n', " ");
+            match args.get("timeout").filter(|t| !t.is_null()) {
+                Some(t) => format!("bash {command} (timeout {t}s)"),
+                None => format!("bash {command}"),
+            }
+        }
+        ("grep", p) if s("pattern").is_some() => {
+            let mut l = format!(
+                "grep /{}/ in {}",
+                s("pattern").unwrap_or_default(),
+                p.unwrap_or_else(|| ".".into())
+            );
+            if let Some(g) = s("glob") {
+                l.push_str(&format!(" ({g})"));
+            }
+            limit(l, false)
+        }
+        ("find", p) if s("pattern").is_some() => limit(
+            format!(
+                "find {} in {}",
+                s("pattern").unwrap_or_default(),
+                p.unwrap_or_else(|| ".".into())
+            ),
+            true,
+        ),
+        _ => format!("{name} {args}"),
+    };
+    truncate(&clean(&label).replace('\n', " "), 100)
+}
+
+/// `:START` or `:START-END` of a `read` call's `offset` and `limit` (pi's
+/// `formatReadLineRange`), or nothing.
+fn line_range(args: &serde_json::Value) -> String {
+    let number = |key: &str| match args.get(key) {
+        Some(serde_json::Value::Number(n)) => n.as_f64(),
+        Some(serde_json::Value::String(t)) if !t.trim().is_empty() => t.trim().parse().ok(),
+        _ => None,
+    };
+    let present = |key: &str| args.get(key).is_some_and(|v| !v.is_null());
+    if !present("offset") && !present("limit") {
+        return String::new();
+    }
+    let Some(start) = (if present("offset") {
+        number("offset")
+    } else {
+        Some(1.0)
+    }) else {
+        return String::new();
+    };
+    if !present("limit") {
+        return format!(":{start}");
+    }
+    match number("limit") {
+        Some(count) => format!(":{start}-{}", start + count - 1.0),
+        None => String::new(),
+    }
+}
+
+/// How many lines a file's content has (a last line without a newline counts).
+fn line_count(content: &str) -> usize {
+    content.lines().count()
+}
+
+/// `path` with the home folder as `~`.
+fn shorten_home(path: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && path.starts_with(&home) => {
+            let rest = &path[home.len()..];
+            if rest.is_empty() || rest.starts_with('/') {
+                format!("~{rest}")
+            } else {
+                path.to_string()
+            }
+        }
+        _ => path.to_string(),
+    }
 }
 
 /// Cuts `s` to `n` characters, marking the cut.
@@ -125,6 +225,68 @@ mod tests {
     #[test]
     fn sanitize_keeps_tabs_and_newlines_only() {
         assert_eq!(sanitize("a\tb\x1b]0;t\x07c\n\u{9b}2J"), "a\tb]0;tc\n2J");
+    }
+
+    #[test]
+    fn tool_calls_read_as_pi_names_them() {
+        use serde_json::json;
+        let l = |name: &str, args| tool_label(name, &args);
+        assert_eq!(
+            l("read", json!({"path": "src/main.rs"})),
+            "read src/main.rs"
+        );
+        assert_eq!(
+            l(
+                "read",
+                json!({"path": "src/main.rs", "offset": 10, "limit": 31})
+            ),
+            "read src/main.rs:10-40"
+        );
+        assert_eq!(l("read", json!({"path": "a", "offset": 5})), "read a:5");
+        assert_eq!(l("read", json!({"path": "a", "limit": 3})), "read a:1-3");
+        assert_eq!(
+            l("read", json!({"path": "a", "offset": null, "limit": null})),
+            "read a"
+        );
+        assert_eq!(
+            l(
+                "write",
+                json!({"path": "new.txt", "content": "hello\nworld\n"})
+            ),
+            "write new.txt (2 lines)"
+        );
+        assert_eq!(
+            l("edit", json!({"path": "lib.rs", "edits": []})),
+            "edit lib.rs"
+        );
+        assert_eq!(
+            l("bash", json!({"command": "cargo test"})),
+            "bash cargo test"
+        );
+        assert_eq!(
+            l("bash", json!({"command": "a\nb", "timeout": 5})),
+            "bash a b (timeout 5s)"
+        );
+        assert_eq!(l("ls", json!({})), "ls .");
+        assert_eq!(
+            l(
+                "grep",
+                json!({"pattern": "TODO", "path": "src", "glob": "*.rs"})
+            ),
+            "grep /TODO/ in src (*.rs)"
+        );
+        assert_eq!(
+            l("find", json!({"pattern": "*.toml", "limit": 9})),
+            "find *.toml in . (limit 9)"
+        );
+        // Unknown tools, and known ones with arguments of the wrong shape, show the JSON.
+        assert_eq!(l("mcp__x", json!({"q": 1})), "mcp__x {\"q\":1}");
+        assert_eq!(l("read", json!({"path": 3})), "read {\"path\":3}");
+        // A model's escape sequences do not reach the screen.
+        assert_eq!(
+            l("bash", json!({"command": "echo \u{1b}]0;x\u{7}"})),
+            "bash echo ]0;x"
+        );
     }
 
     #[test]

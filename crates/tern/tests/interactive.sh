@@ -69,6 +69,11 @@ wait_for "queued steer: also mention banana" "steer-queued"
 tmux send-keys -t "$S" "then summarize" M-Enter
 wait_for "queued follow-up: then summarize" "follow-up-queued"
 wait_for "Noted the banana." "answer-after-steer" 20
+# The tool call reads as a person reads it (pi's tool rows), not as JSON arguments.
+wait_for "✓ bash sleep 3; echo slept" "tool-line-readable"
+if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
+  capture "FAILED-tool-json"; echo "a tool call is shown as raw JSON" >&2; exit 1
+fi
 wait_for "Summary done." "answer-after-follow-up" 20
 wait_for "ready" "idle-again"
 tmux send-keys -t "$S" "hang please" Enter

@@ -14,7 +14,7 @@ use crate::runtime::Runtime;
 use crate::secrets::eprintln_redacted;
 use crate::secrets::redact;
 use crate::signals;
-use crate::terminal_text::{result_mark, sanitize, short_args, truncate, Style};
+use crate::terminal_text::{result_mark, sanitize, tool_label, truncate, Style};
 
 /// How the output looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,9 +247,11 @@ fn stream_event(e: &AgentEvent) {
             message: Message::Assistant(a),
         } if !a.text().is_empty() => out_line(""),
         AgentEvent::ToolExecutionStart { tool_call } => eprintln_redacted!(
-            "{} {}",
-            Style::Cyan.paint_stderr(&format!("→ {}", sanitize(&tool_call.name))),
-            short_args(&tool_call.arguments)
+            "{}",
+            Style::Cyan.paint_stderr(&format!(
+                "→ {}",
+                tool_label(&tool_call.name, &tool_call.arguments)
+            )),
         ),
         AgentEvent::ToolExecutionEnd {
             result, is_error, ..

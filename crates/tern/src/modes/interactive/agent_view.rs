@@ -7,7 +7,7 @@ use tern_agent::AgentEvent;
 use tern_ai::{AssistantMessageEvent, Message, StopReason};
 
 use super::screen::{Stream, Ui};
-use crate::terminal_text::{clean, result_mark, short_args, truncate, Style};
+use crate::terminal_text::{clean, result_mark, tool_label, truncate, Style};
 
 impl Ui {
     /// Shows an agent event.
@@ -53,11 +53,7 @@ impl Ui {
                 self.flush_partial();
                 self.tools.push((
                     tool_call.id.clone(),
-                    format!(
-                        "{} {}",
-                        clean(&tool_call.name),
-                        short_args(&tool_call.arguments)
-                    ),
+                    tool_label(&tool_call.name, &tool_call.arguments),
                 ));
                 self.redraw();
             }
@@ -80,7 +76,7 @@ impl Ui {
                 let mark = style.paint(mark);
                 self.print(&format!(
                     "{mark} {} {}",
-                    Style::Cyan.paint(&truncate(&label, 60)),
+                    Style::Cyan.paint(&truncate(&label, 80)),
                     Style::Dim.paint(&format!("→ {} ({n} lines)", truncate(&first, 60)))
                 ));
             }

@@ -6,7 +6,7 @@ use tern_ai::Message;
 
 use super::screen::Ui;
 use super::{start_recovery, start_run, UiSender};
-use crate::terminal_text::{short_args, truncate, Style};
+use crate::terminal_text::{tool_label, truncate, Style};
 
 /// The keys and commands, as `/help` lists them.
 pub const HELP: &str =
@@ -26,7 +26,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
         ui.print(&Style::Dim.paint(&format!(
             "{} {}",
             if yes { "allowed" } else { "denied" },
-            truncate(&format!("{} {}", req.tool_name, short_args(&req.args)), 80)
+            truncate(&tool_label(&req.tool_name, &req.args), 80)
         )));
         return false;
     }

@@ -11,7 +11,7 @@ use tern_ai::Message;
 use super::line_editor::LineEditor;
 use super::Question;
 use crate::runtime::Runtime;
-use crate::terminal_text::{clean, short_args, tail, truncate, Style};
+use crate::terminal_text::{clean, tail, tool_label, truncate, Style};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -152,9 +152,8 @@ impl Ui {
         if let Some((req, _)) = &self.asking {
             rows.push(Style::BoldYellow.paint(&truncate(
                 &format!(
-                    "Allow {} {}? [y/N] ({})",
-                    req.tool_name,
-                    short_args(&req.args),
+                    "Allow {}? [y/N] ({})",
+                    tool_label(&req.tool_name, &req.args),
                     req.prompt
                 ),
                 w,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tern_ai::Message;
 use tern_temporal::live::{LiveEvent, LiveListener, LiveMerge};
-use tern_temporal::{ClearQueues, SessionHandle, SessionSettings, SessionState};
+use tern_temporal::{ClearQueues, SessionHandle, SessionSettings, SessionState, QUERY_PATIENCE};
 use tokio::sync::{mpsc, watch};
 
 use super::command::{Command, Level, Mode, StreamingBehavior};
@@ -34,8 +34,6 @@ use crate::secrets::eprintln_redacted;
 
 /// How often the follower asks for new events.
 const POLL_EVERY: Duration = Duration::from_millis(50);
-/// How long failing queries are tried again before the mode gives up on the session.
-const QUERY_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The commands this mode carries out.
 const COMMANDS: &[&str] = &[
