@@ -11,7 +11,7 @@ use tern_ai::Message;
 use super::line_editor::LineEditor;
 use super::Question;
 use crate::runtime::Runtime;
-use crate::terminal_text::{clean, tail, tool_label, truncate, Style};
+use crate::terminal_text::{clean, tail, truncate, Style};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -151,11 +151,8 @@ impl Ui {
         rows.push(Style::Dim.paint(&truncate(&status, w)));
         if let Some((req, _)) = &self.asking {
             rows.push(Style::BoldYellow.paint(&truncate(
-                &format!(
-                    "Allow {}? [y/N] ({})",
-                    tool_label(&req.tool_name, &req.args),
-                    req.prompt
-                ),
+                // The policy's question names the call and why it asks.
+                &format!("{} [y/N]", clean(&req.prompt)),
                 w,
             )));
         }
