@@ -31,6 +31,7 @@
 //! | `temporal` | `--temporal`: sessions as Temporal workflows, `tern worker` (feature `temporal`) |
 //! | [`demo`] | `--demo`: the scripted model and its fixture |
 //! | [`usage_error`] | the error that ends tern before anything runs (exit code 2) |
+//! | [`user_bash`] | commands the person runs (RPC `bash`, `!cmd`), kept for the model's context |
 //!
 //! Session files themselves (format, reader, writer, recorder) are the `tern-session` crate.
 
@@ -68,6 +69,7 @@ mod terminal_text;
 mod tool_choice;
 mod tool_selection;
 mod usage_error;
+mod user_bash;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

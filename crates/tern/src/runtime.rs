@@ -232,7 +232,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         stream_options,
         // `bashExecution` messages (RPC `bash`) reach the model as pi words them.
         hooks: Hooks::default()
-            .convert_to_llm(|m| async move { Ok(crate::modes::rpc::to_llm(m)) })
+            .convert_to_llm(|m| async move { Ok(crate::user_bash::to_llm(m)) })
             // pi's check before each further request of a run.
             .prepare_next_turn(crate::compaction::compactor::next_turn_hook(
                 between_turns.clone(),
@@ -353,6 +353,16 @@ impl Runtime {
     /// The session id.
     pub fn session_id(&self) -> String {
         self.recorder.lock().session().id().to_string()
+    }
+
+    /// Keeps a command's `bashExecution` message (RPC `bash`, `!cmd`): in the session file,
+    /// and at the end of the transcript, for the next prompt to send (unless it is excluded
+    /// from the context). Called between runs.
+    pub fn keep_user_bash(&self, message: tern_ai::Message) {
+        self.recorder.lock().record_message(&message);
+        let mut messages = self.agent.with_messages(|m| m.to_vec());
+        messages.push(message);
+        self.agent.set_messages(messages);
     }
 
     /// The session file path.

@@ -45,6 +45,13 @@ fn interactive_mode_in_tmux() {
         "{}",
         text_of(&reqs[5])
     );
+    // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
+    let resumed = text_of(&reqs[5]);
+    assert!(
+        resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
+        "{resumed}"
+    );
+    assert!(!resumed.contains("quiet-25"), "{resumed}");
     let body = text_of(&reqs[1]);
     let (slept, banana) = (body.find("slept").unwrap(), body.find("banana").unwrap());
     assert!(

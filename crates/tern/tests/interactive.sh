@@ -90,6 +90,13 @@ title="$(tmux display -p -t "$S" '#{pane_title}')"
 if [ "$title" = owned ]; then
   echo "the model's escape sequence retitled the terminal" >&2; exit 1
 fi
+# `!cmd` runs here and its output goes to the model with the next prompt; `!!cmd` does not.
+tmux send-keys -t "$S" '!echo bang-$((6*7))' Enter
+wait_for "bang-42" "user-bash-output"
+wait_for "(exit 0)" "user-bash-done"
+tmux send-keys -t "$S" '!!echo quiet-$((5*5))' Enter
+wait_for "quiet-25" "user-bash-excluded"
+wait_for "ready" "idle-after-user-bash"
 tmux send-keys -t "$S" C-d
 wait_for "TERN-EXIT=0" "exited"
 # The exit hint names a command that works: run it (without TERN_SESSION_DIR, so it must name

@@ -87,6 +87,7 @@ impl Ui {
     /// Shows that the run ended, and why when a limit or the user ended it.
     pub fn on_settled(&mut self) {
         self.running = false;
+        self.bash = None;
         self.hint = None;
         // A question left open by an aborted run was already answered "no" by the gate.
         self.asking = None;

@@ -6,14 +6,14 @@ use tern_ai::Message;
 
 use super::screen::Ui;
 use super::{start_recovery, start_run, UiSender};
-use crate::terminal_text::{tool_label, truncate, Style};
+use crate::terminal_text::{clean, tool_label, truncate, Style};
 
 /// The keys and commands, as `/help` lists them.
 pub const HELP: &str =
     "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
 /compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
-Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
+!cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
 pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
@@ -36,7 +36,10 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
     let editor = &mut ui.editor;
     match k.code {
         KeyCode::Char('c') if ctrl => {
-            if ui.running {
+            if let Some(command) = &ui.bash {
+                command.cancel();
+                ui.hint = Some("stopping the command…".into());
+            } else if ui.running {
                 ui.rt.abort_by_user();
                 ui.armed = true;
                 ui.hint = Some("aborting… (Ctrl+C again to exit)".into());
@@ -91,6 +94,18 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
 
 /// Sends a line: a command, a prompt, a steering message or a follow-up.
 fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
+    // `!cmd` runs a command here and its output goes to the model with the next prompt;
+    // `!!cmd` keeps it out of the model's context (pi's).
+    if let Some(rest) = text.trim().strip_prefix('!') {
+        let (exclude, command) = match rest.strip_prefix('!') {
+            Some(c) => (true, c.trim()),
+            None => (false, rest.trim()),
+        };
+        if !command.is_empty() {
+            user_bash(ui, command.to_string(), exclude, ui_tx);
+            return false;
+        }
+    }
     // A prompt template's `/name args` is its text, before any command is looked for.
     let text = ui.rt.expand_template(text.trim());
     let trimmed = text.trim();
@@ -156,6 +171,34 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
     }
     ui.redraw();
     false
+}
+
+/// `!cmd` / `!!cmd`: runs `command` in the working directory, its output on the screen as it
+/// comes, and keeps it for the next prompt (unless `exclude`). Not while the agent works.
+fn user_bash(ui: &mut Ui, command: String, exclude: bool, ui_tx: &UiSender) {
+    if ui.running {
+        ui.print(
+            &Style::Yellow
+                .paint("the agent is working; wait for it (or Ctrl+C), then run the command"),
+        );
+        ui.redraw();
+        return;
+    }
+    let note = if exclude {
+        " (not sent to the model)"
+    } else {
+        ""
+    };
+    ui.print(&format!(
+        "{}{}",
+        Style::Bold.paint(&format!("$ {}", clean(&command))),
+        Style::Dim.paint(note)
+    ));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    ui.bash = Some(cancel.clone());
+    ui.running = true;
+    ui.redraw();
+    super::start_user_bash(&ui.rt, command, exclude, cancel, ui_tx);
 }
 
 /// `/export [PATH]`: the session as an HTML page, or a copy of its file for a `.jsonl`

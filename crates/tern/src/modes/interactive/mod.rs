@@ -34,7 +34,7 @@ use tern_tools::policy::{AskFn, AskRequest};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::Runtime;
-use crate::terminal_text::Style;
+use crate::terminal_text::{clean, Style};
 use keys::{handle_key, HELP};
 use screen::Ui;
 
@@ -94,6 +94,50 @@ fn start_compaction(rt: &Arc<Runtime>, instructions: String, ui_tx: &UiSender) {
     tokio::spawn(async move {
         let focus = Some(instructions.as_str()).filter(|i| !i.is_empty());
         let _ = rt.compact(focus).await;
+        let _ = tx.send(UiEvent::Settled);
+    });
+}
+
+/// Runs a `!` command in its own task: its output as notes, line by line, then what it
+/// ended with; the message is kept for the next prompt. The UI hears `Settled`.
+fn start_user_bash(
+    rt: &Arc<Runtime>,
+    command: String,
+    exclude: bool,
+    cancel: tokio_util::sync::CancellationToken,
+    ui_tx: &UiSender,
+) {
+    let rt = rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        let mut pending = String::new();
+        let line = |l: &str| {
+            let _ = tx.send(UiEvent::Note(Style::Dim.paint(&clean(l))));
+        };
+        let ran = crate::user_bash::run(&command, &rt.cwd, cancel, |chunk| {
+            pending.push_str(chunk);
+            while let Some(at) = pending.find('\n') {
+                line(&pending[..at]);
+                pending.drain(..=at);
+            }
+        })
+        .await;
+        if !pending.is_empty() {
+            line(&pending);
+        }
+        let end = match &ran {
+            Ok(r) if r.cancelled => Style::Yellow.paint("(command stopped)"),
+            Ok(r) => match r.exit_code {
+                Some(0) => Style::Dim.paint("(exit 0)"),
+                Some(c) => Style::Red.paint(&format!("(exit {c})")),
+                None => Style::Red.paint("(killed by a signal)"),
+            },
+            Err(e) => Style::Red.paint(&format!("cannot run the command: {}", clean(e))),
+        };
+        let _ = tx.send(UiEvent::Note(end));
+        if let Ok(r) = ran {
+            rt.keep_user_bash(r.message(&command, exclude));
+        }
         let _ = tx.send(UiEvent::Settled);
     });
 }

@@ -45,8 +45,10 @@ pub struct Ui {
     pub partial: String,
     /// What `partial` holds.
     pub partial_kind: Stream,
-    /// A run is going.
+    /// A run is going (an agent run, a compaction or a `!` command).
     pub running: bool,
+    /// The `!` command running, to stop with Ctrl+C.
+    pub bash: Option<tokio_util::sync::CancellationToken>,
     /// Running tools: (call id, label).
     pub tools: Vec<(String, String)>,
     /// Spinner frame.
@@ -81,6 +83,7 @@ impl Ui {
             partial: String::new(),
             partial_kind: Stream::Text,
             running: false,
+            bash: None,
             tools: Vec::new(),
             tick: 0,
             turns: 0,

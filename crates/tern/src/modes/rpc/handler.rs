@@ -336,13 +336,9 @@ impl Rpc {
             }
             self.send(e);
         };
-        let result = super::bash::run(command, &self.rt.cwd, cancel, update).await?;
-        let message = result.message(command, exclude_from_context);
-        self.rt.recorder.lock().record_message(&message);
-        let agent = &self.rt.agent;
-        let mut messages = agent.with_messages(|m| m.to_vec());
-        messages.push(message);
-        agent.set_messages(messages);
+        let result = crate::user_bash::run(command, &self.rt.cwd, cancel, update).await?;
+        self.rt
+            .keep_user_bash(result.message(command, exclude_from_context));
         Ok(result.to_json())
     }
 

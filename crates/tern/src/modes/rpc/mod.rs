@@ -8,7 +8,6 @@
 //! - `models.rs`: the model and thinking-level commands.
 //! - `session.rs`: the session commands (stats, entries, tree, fork, clone, switch, export).
 //! - `entries.rs`: a session file's entries, branches and trees.
-//! - `bash.rs`: the `bash` command and its messages in the model's context.
 //! - `io.rs`: typed commands off stdin, ordered redacted lines on stdout.
 //! - `line_reader.rs`: bounded command lines off stdin.
 //! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
@@ -18,7 +17,6 @@
 //! A bad line (not UTF-8, not JSON, over the size cap) is answered with a `parse` failure
 //! and the loop goes on.
 
-mod bash;
 mod command;
 pub(crate) mod entries;
 mod handler;
@@ -30,7 +28,6 @@ mod session;
 #[cfg(feature = "temporal")]
 pub mod temporal;
 
-pub use bash::to_llm;
 pub(crate) use handler::slash_commands;
 
 pub use line_reader::DEFAULT_MAX_LINE_BYTES;

@@ -1,6 +1,7 @@
-//! The `bash` command (pi's `executeBash`): runs a command line in the working directory,
-//! answers with its output, and keeps a `bashExecution` message for the next prompt, which
-//! [`to_llm`] turns into the user message pi sends (`Ran \`cmd\`` and the output).
+//! A command the person runs (pi's `executeBash`: RPC `bash`, and `!cmd` / `!!cmd` in
+//! interactive mode): runs a command line in the working directory, gives its output, and
+//! keeps a `bashExecution` message for the next prompt, which [`to_llm`] turns into the user
+//! message pi sends (`Ran \`cmd\`` and the output), unless it is excluded from the context.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
