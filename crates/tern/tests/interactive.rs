@@ -6,6 +6,10 @@ mod common;
 use common::{text_of, Reply, Server};
 use serde_json::json;
 
+/// An answer in Markdown: a heading, emphasis, inline code, a list, a code block and a
+/// table, with a line long enough to wrap at 60 columns.
+const MARKDOWN: &str = "## Plan\n\nUse **bold** words and `code` here.\n\n- first item\n\n```rust\nlet total = a ** b;\n```\n\n| name | size |\n|---|---|\n| alpha | 1 |\n\nThis closing sentence is long enough that a sixty column screen must wrap it between words.";
+
 #[test]
 fn interactive_mode_in_tmux() {
     if !common::tmux::available() {
@@ -17,6 +21,7 @@ fn interactive_mode_in_tmux() {
         Reply::text("Summary done."),
         Reply::Hang,
         Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
+        Reply::text(MARKDOWN),
         Reply::tool("call_2", "bash", json!({"command": "sleep 30; echo never"})),
     ]);
     let tmp = tempfile::tempdir().unwrap();
@@ -36,17 +41,17 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        6,
-        "prompt, after steering, after the follow-up, hung, escapes, the long tool"
+        7,
+        "prompt, after steering, after the follow-up, hung, escapes, markdown, the long tool"
     );
     // `-c` resumed the session: the last request carries the first run's history.
     assert!(
-        text_of(&reqs[5]).contains("Noted the banana"),
+        text_of(&reqs[6]).contains("Noted the banana"),
         "{}",
-        text_of(&reqs[5])
+        text_of(&reqs[6])
     );
     // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
-    let resumed = text_of(&reqs[5]);
+    let resumed = text_of(&reqs[6]);
     assert!(
         resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
         "{resumed}"

@@ -90,6 +90,33 @@ title="$(tmux display -p -t "$S" '#{pane_title}')"
 if [ "$title" = owned ]; then
   echo "the model's escape sequence retitled the terminal" >&2; exit 1
 fi
+# Markdown renders: no markers, fences or table rules as typed; words wrap whole at 60 columns.
+tmux resize-window -t "$S" -x 60
+tmux send-keys -t "$S" "show markdown" Enter
+wait_for "between words." "markdown-rendered"
+pane="$(tmux capture-pane -p -t "$S")"
+for raw in '**bold**' '`code`' '```' '|---|' '## Plan' '- first item'; do
+  if printf '%s\n' "$pane" | grep -qF -- "$raw"; then
+    capture "FAILED-markdown-raw"; echo "raw markdown on screen: $raw" >&2; exit 1
+  fi
+done
+for shown in 'Plan' 'Use bold words and code here.' '• first item' '── rust ──' \
+             'let total = a ** b;' 'name │ size' 'alpha │ 1'; do
+  printf '%s\n' "$pane" | grep -qF -- "$shown" \
+    || { capture "FAILED-markdown"; echo "not on screen: $shown" >&2; exit 1; }
+done
+# No row wider than the screen, and no word cut at the edge.
+while IFS= read -r row; do
+  if [ "$(LC_ALL=C.UTF-8 bash -c 'printf %s "${#1}"' _ "$row")" -gt 60 ]; then
+    capture "FAILED-markdown-width"; echo "a row is wider than 60 columns: $row" >&2; exit 1
+  fi
+done <<< "$pane"
+for row in 'This closing sentence is long enough that a sixty column' \
+           'screen must wrap it between words.'; do
+  printf '%s\n' "$pane" | grep -qxF -- "$row" \
+    || { capture "FAILED-markdown-wrap"; echo "not a row of its own: $row" >&2; exit 1; }
+done
+tmux resize-window -t "$S" -x 110
 # `!cmd` runs here and its output goes to the model with the next prompt; `!!cmd` does not.
 tmux send-keys -t "$S" '!echo bang-$((6*7))' Enter
 wait_for "bang-42" "user-bash-output"

@@ -33,6 +33,7 @@ impl Ui {
                 message: Message::Assistant(a),
             } => {
                 self.flush_partial();
+                self.markdown.reset();
                 self.tokens_in += a.usage.input;
                 self.tokens_out += a.usage.output;
                 self.cost += a.usage.cost.total;

@@ -19,6 +19,7 @@
 mod agent_view;
 mod keys;
 mod line_editor;
+mod markdown;
 mod screen;
 
 use std::io::Write;

@@ -49,6 +49,8 @@ pub struct Ui {
     pub running: bool,
     /// The `!` command running, to stop with Ctrl+C.
     pub bash: Option<tokio_util::sync::CancellationToken>,
+    /// The answer's Markdown, as far as its lines went (an open code block).
+    pub markdown: super::markdown::Markdown,
     /// Running tools: (call id, label).
     pub tools: Vec<(String, String)>,
     /// Spinner frame.
@@ -84,6 +86,7 @@ impl Ui {
             partial_kind: Stream::Text,
             running: false,
             bash: None,
+            markdown: Default::default(),
             tools: Vec::new(),
             tick: 0,
             turns: 0,
@@ -196,35 +199,42 @@ impl Ui {
     /// Prints the streamed partial line as finished.
     pub fn flush_partial(&mut self) {
         if !self.partial.is_empty() {
-            let line = self.partial_kind.styled(std::mem::take(&mut self.partial));
-            self.print(&line);
+            let line = std::mem::take(&mut self.partial);
+            let rows = self.render_line(self.partial_kind, &line);
+            self.print(&rows.join("\n"));
         }
     }
 
-    /// Adds streamed text; whole lines go to the scrollback.
+    /// Adds streamed text; whole lines go to the scrollback, rendered (answers as
+    /// Markdown, thinking dim) and wrapped between words. The line still streaming shows in
+    /// the live rows, as far as it fits.
     pub fn stream(&mut self, kind: Stream, delta: &str) {
         if kind != self.partial_kind {
             self.flush_partial();
             self.partial_kind = kind;
         }
         self.partial.push_str(&clean(delta));
-        let w = self.width.saturating_sub(1).max(10);
-        let mut done = Vec::new();
+        let mut rows = Vec::new();
         while let Some(i) = self.partial.find('\n') {
             let line: String = self.partial[..i].to_string();
             self.partial.drain(..=i);
-            done.push(line);
+            rows.extend(self.render_line(kind, &line));
         }
-        while self.partial.chars().count() > w {
-            let head: String = self.partial.chars().take(w).collect();
-            self.partial = self.partial.chars().skip(w).collect();
-            done.push(head);
-        }
-        if done.is_empty() {
+        if rows.is_empty() {
             self.redraw();
         } else {
-            let styled: Vec<String> = done.into_iter().map(|l| kind.styled(l)).collect();
-            self.print(&styled.join("\n"));
+            self.print(&rows.join("\n"));
+        }
+    }
+
+    /// A whole streamed line as screen rows. Keys are redacted before rendering: styles
+    /// could otherwise split one.
+    fn render_line(&mut self, kind: Stream, line: &str) -> Vec<String> {
+        let w = self.width.saturating_sub(1).max(10);
+        let line = crate::secrets::redact(line);
+        match kind {
+            Stream::Text => self.markdown.line(&line, w),
+            Stream::Thinking => super::markdown::wrap_plain(&line, w, true),
         }
     }
 }

@@ -1,0 +1,448 @@
+//! Assistant text as a person reads it: Markdown rendered for the terminal one source line at
+//! a time, as lines complete while the answer streams, and word-wrapped by display width.
+//!
+//! - headings bold (the first level underlined too), without their `#`s;
+//! - `**strong**`, `*emphasis*`, `~~struck~~`, `` `code` `` and links styled, their markers
+//!   gone (inline Markdown is read by pulldown-cmark);
+//! - list items with `•` (numbers kept), quotes with a bar, rules as a line;
+//! - fenced code without its fences: a dim label with the language, then the lines as they
+//!   are, in one colour, cut (never wrapped at words) to the width;
+//! - table rows with `│` between the cells, the separator row as a line.
+//!
+//! Block structure that needs lines ahead (a table's column widths, a setext heading) is not
+//! waited for: each line shows as soon as it is whole.
+
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use unicode_width::UnicodeWidthChar;
+
+/// How a run of text is styled (SGR attributes that nest).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Look {
+    bold: bool,
+    underline: bool,
+    italic: bool,
+    strike: bool,
+    code: bool,
+    link: bool,
+    dim: bool,
+}
+
+impl Look {
+    /// `text` in this look.
+    fn paint(self, text: &str) -> String {
+        let mut codes = Vec::new();
+        for (on, code) in [
+            (self.bold, "1"),
+            (self.dim, "2"),
+            (self.italic, "3"),
+            (self.underline || self.link, "4"),
+            (self.strike, "9"),
+            (self.code, "36"),
+            (self.link && !self.code, "34"),
+        ] {
+            if on {
+                codes.push(code);
+            }
+        }
+        if codes.is_empty() {
+            text.to_string()
+        } else {
+            format!("\x1b[{}m{text}\x1b[0m", codes.join(";"))
+        }
+    }
+}
+
+/// Renders an answer's lines, keeping what spans lines (an open code fence).
+#[derive(Debug, Default)]
+pub struct Markdown {
+    /// The fence of the open code block (its characters), if one is open.
+    fence: Option<String>,
+}
+
+impl Markdown {
+    /// Forgets an open code block (a new message begins).
+    pub fn reset(&mut self) {
+        self.fence = None;
+    }
+
+    /// The screen rows of one whole source line, each at most `width` columns wide.
+    pub fn line(&mut self, line: &str, width: usize) -> Vec<String> {
+        let width = width.max(10);
+        let trimmed = line.trim_start();
+        if let Some(fence) = &self.fence {
+            if closes(fence, trimmed) {
+                self.fence = None;
+                return vec![Look {
+                    dim: true,
+                    ..Look::default()
+                }
+                .paint(&"─".repeat(width.min(40)))];
+            }
+            let code = Look {
+                code: true,
+                ..Look::default()
+            };
+            return vec![code.paint(&cut(line, width))];
+        }
+        if let Some(fence) = fence_of(trimmed) {
+            let lang = trimmed[fence.len()..].trim();
+            self.fence = Some(fence);
+            let label = if lang.is_empty() {
+                "code".to_string()
+            } else {
+                lang.to_string()
+            };
+            return vec![Look {
+                dim: true,
+                ..Look::default()
+            }
+            .paint(&format!("── {label} ──"))];
+        }
+        if is_rule(trimmed) {
+            return vec![Look {
+                dim: true,
+                ..Look::default()
+            }
+            .paint(&"─".repeat(width.min(40)))];
+        }
+        if let Some((level, text)) = heading(trimmed) {
+            let look = Look {
+                bold: true,
+                underline: level == 1,
+                ..Look::default()
+            };
+            return wrap(&inline(text, look), width, "", 0);
+        }
+        if let Some(text) = trimmed.strip_prefix('>') {
+            let bar = Look {
+                dim: true,
+                ..Look::default()
+            }
+            .paint("│ ");
+            return wrap(&inline(text.trim_start(), Look::default()), width, &bar, 2);
+        }
+        if trimmed.starts_with('|') {
+            return vec![table_row(trimmed, width)];
+        }
+        let indent = line.len() - trimmed.len();
+        if let Some((marker, text)) = list_item(trimmed) {
+            let pad = " ".repeat(indent.min(width / 2));
+            let prefix = format!("{pad}{marker} ");
+            let w = display_width(&prefix);
+            return wrap(&inline(text, Look::default()), width, &prefix, w);
+        }
+        wrap(&inline(trimmed, Look::default()), width, "", 0)
+    }
+}
+
+/// The fence a line opens (three or more backticks or tildes).
+fn fence_of(trimmed: &str) -> Option<String> {
+    let c = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let fence: String = trimmed.chars().take_while(|x| *x == c).collect();
+    // A backtick fence's info string has no backtick (else it is inline code).
+    let info_ok = c == '~' || !trimmed[fence.len()..].contains('`');
+    (fence.len() >= 3 && info_ok).then_some(fence)
+}
+
+/// Whether `trimmed` closes the code block `fence` opened: at least as many of its
+/// characters, and nothing after them.
+fn closes(fence: &str, trimmed: &str) -> bool {
+    let c = fence.chars().next();
+    let n = trimmed.chars().take_while(|x| Some(*x) == c).count();
+    n >= fence.len() && trimmed[n..].trim().is_empty()
+}
+
+/// `---`, `***` or `___` (three or more, spaces between allowed).
+fn is_rule(trimmed: &str) -> bool {
+    let marks: String = trimmed.chars().filter(|c| !c.is_whitespace()).collect();
+    marks.len() >= 3
+        && ["-", "*", "_"]
+            .iter()
+            .any(|m| marks.chars().all(|c| c.to_string() == *m))
+}
+
+/// An ATX heading's level and text.
+fn heading(trimmed: &str) -> Option<(usize, &str)> {
+    let level = trimmed.chars().take_while(|c| *c == '#').count();
+    let rest = &trimmed[level..];
+    ((1..=6).contains(&level) && (rest.is_empty() || rest.starts_with(' ')))
+        .then(|| (level, rest.trim().trim_end_matches('#').trim_end()))
+}
+
+/// A list item's marker as shown (`•`, or its number) and its text.
+fn list_item(trimmed: &str) -> Option<(String, &str)> {
+    for bullet in ["- ", "* ", "+ "] {
+        if let Some(text) = trimmed.strip_prefix(bullet) {
+            return Some(("•".to_string(), text));
+        }
+    }
+    let digits = trimmed.chars().take_while(char::is_ascii_digit).count();
+    let rest = &trimmed[digits..];
+    if (1..=9).contains(&digits) && (rest.starts_with(". ") || rest.starts_with(") ")) {
+        return Some((trimmed[..digits + 1].to_string(), &rest[2..]));
+    }
+    None
+}
+
+/// A table row: its cells with `│` between them; the separator row as a line.
+fn table_row(trimmed: &str, width: usize) -> String {
+    let inner = trimmed.trim().trim_start_matches('|').trim_end_matches('|');
+    let cells: Vec<&str> = inner.split('|').map(str::trim).collect();
+    let dim = Look {
+        dim: true,
+        ..Look::default()
+    };
+    if cells
+        .iter()
+        .all(|c| !c.is_empty() && c.chars().all(|x| matches!(x, '-' | ':' | ' ')))
+    {
+        return dim.paint(&"─".repeat(width.min(40)));
+    }
+    let rendered: Vec<String> = cells
+        .iter()
+        .map(|c| {
+            inline(c, Look::default())
+                .into_iter()
+                .map(|(t, l)| l.paint(&t))
+                .collect()
+        })
+        .collect();
+    rendered.join(&dim.paint(" │ "))
+}
+
+/// A line's inline Markdown as styled runs of text.
+fn inline(text: &str, base: Look) -> Vec<(String, Look)> {
+    let mut out: Vec<(String, Look)> = Vec::new();
+    let mut look = base;
+    let mut stack: Vec<Look> = Vec::new();
+    let mut push = |s: &str, l: Look| out.push((s.to_string(), l));
+    for event in Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH) {
+        match event {
+            Event::Text(t) => push(&t, look),
+            Event::Code(t) => push(&t, Look { code: true, ..look }),
+            Event::SoftBreak | Event::HardBreak => push(" ", look),
+            Event::Html(t) | Event::InlineHtml(t) => push(&t, look),
+            Event::Start(tag) => {
+                stack.push(look);
+                match tag {
+                    Tag::Strong => look.bold = true,
+                    Tag::Emphasis => look.italic = true,
+                    Tag::Strikethrough => look.strike = true,
+                    Tag::Link { .. } => look.link = true,
+                    _ => {}
+                }
+            }
+            Event::End(_) => look = stack.pop().unwrap_or(base),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `text` in rows of at most `width` columns, broken between words, dim when `dim`.
+pub fn wrap_plain(text: &str, width: usize, dim: bool) -> Vec<String> {
+    let look = Look {
+        dim,
+        ..Look::default()
+    };
+    wrap(&[(text.to_string(), look)], width.max(10), "", 0)
+}
+
+/// Display columns of `s` (no escape sequences in it).
+fn display_width(s: &str) -> usize {
+    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// `s` cut to `width` columns.
+fn cut(s: &str, width: usize) -> String {
+    let mut w = 0;
+    s.chars()
+        .take_while(|c| {
+            w += c.width().unwrap_or(0);
+            w <= width
+        })
+        .collect()
+}
+
+/// Styled runs laid out in rows of at most `width` columns, breaking between words (a word
+/// wider than a row is cut); the first row starts with `prefix`, the others with `indent`
+/// spaces.
+fn wrap(runs: &[(String, Look)], width: usize, prefix: &str, indent: usize) -> Vec<String> {
+    let mut rows = Rows {
+        avail: width.saturating_sub(indent).max(1),
+        ..Rows::default()
+    };
+    for (text, look) in runs {
+        let mut word = String::new();
+        for c in text.chars() {
+            if c.is_whitespace() {
+                rows.word(&word, *look);
+                word.clear();
+                rows.space = true;
+            } else {
+                word.push(c);
+            }
+        }
+        rows.word(&word, *look);
+    }
+    rows.done.push(rows.row);
+    let pad = " ".repeat(indent);
+    rows.done
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if i == 0 {
+                format!("{prefix}{r}")
+            } else {
+                format!("{pad}{r}")
+            }
+        })
+        .collect()
+}
+
+/// Rows being filled word by word.
+#[derive(Default)]
+struct Rows {
+    /// Columns a row holds.
+    avail: usize,
+    done: Vec<String>,
+    row: String,
+    /// Columns used in `row`.
+    used: usize,
+    /// White space came since the last word.
+    space: bool,
+}
+
+impl Rows {
+    fn word(&mut self, word: &str, look: Look) {
+        if word.is_empty() {
+            return;
+        }
+        let gap = usize::from(self.space && self.used > 0);
+        self.space = false;
+        let mut rest = word.to_string();
+        let mut w = display_width(&rest);
+        if self.used > 0 && self.used + gap + w > self.avail {
+            self.break_row();
+        } else if gap == 1 {
+            self.row.push(' ');
+            self.used += 1;
+        }
+        // A word wider than a row: cut it over rows.
+        while self.used + w > self.avail {
+            let mut head = cut(&rest, self.avail - self.used);
+            if head.is_empty() {
+                head = rest.chars().take(1).collect();
+            }
+            self.row.push_str(&look.paint(&head));
+            self.break_row();
+            rest = rest[head.len()..].to_string();
+            w = display_width(&rest);
+        }
+        self.row.push_str(&look.paint(&rest));
+        self.used += w;
+    }
+
+    fn break_row(&mut self) {
+        self.done.push(std::mem::take(&mut self.row));
+        self.used = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows without their escape sequences.
+    fn plain(rows: &[String]) -> Vec<String> {
+        rows.iter()
+            .map(|r| {
+                let mut out = String::new();
+                let mut chars = r.chars();
+                while let Some(c) = chars.next() {
+                    if c == '\x1b' {
+                        for d in chars.by_ref() {
+                            if d == 'm' {
+                                break;
+                            }
+                        }
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            })
+            .collect()
+    }
+
+    fn render(text: &str, width: usize) -> Vec<String> {
+        let mut md = Markdown::default();
+        text.lines().flat_map(|l| md.line(l, width)).collect()
+    }
+
+    #[test]
+    fn markers_are_gone_and_styles_applied() {
+        let rows = render(
+            "# Title\nSome **bold** and *it* and `code` and ~~old~~.",
+            80,
+        );
+        assert_eq!(
+            plain(&rows),
+            ["Title", "Some bold and it and code and old."]
+        );
+        assert!(rows[0].contains("\x1b[1;4m"), "{rows:?}");
+        assert!(rows[1].contains("\x1b[1mbold\x1b[0m"), "{rows:?}");
+        assert!(rows[1].contains("\x1b[36mcode\x1b[0m"), "{rows:?}");
+    }
+
+    #[test]
+    fn lists_quotes_rules_and_tables() {
+        let rows = render(
+            "- one\n  * two\n3. three\n> quoted\n---\n| a | **b** |\n|---|:-:|\n| 1 | 2 |",
+            80,
+        );
+        assert_eq!(
+            plain(&rows),
+            [
+                "• one",
+                "  • two",
+                "3. three",
+                "│ quoted",
+                &"─".repeat(40),
+                "a │ b",
+                &"─".repeat(40),
+                "1 │ 2"
+            ]
+        );
+    }
+
+    #[test]
+    fn code_blocks_lose_their_fences_and_keep_their_text() {
+        let rows = render("```rust\nlet x = **not bold**;\n```\nafter", 80);
+        assert_eq!(
+            plain(&rows),
+            [
+                "── rust ──",
+                "let x = **not bold**;",
+                &"─".repeat(40),
+                "after"
+            ]
+        );
+    }
+
+    #[test]
+    fn words_wrap_by_display_width_never_inside_a_word() {
+        let rows = plain(&render("alpha beta gamma delta epsilon", 12));
+        assert_eq!(rows, ["alpha beta", "gamma delta", "epsilon"]);
+        assert!(rows.iter().all(|r| display_width(r) <= 12));
+        // Wide characters count two columns.
+        let rows = plain(&render("日本語 日本語 日本語", 14));
+        assert_eq!(rows, ["日本語 日本語", "日本語"]);
+        // A list item's continuation lines are indented under its text.
+        let rows = plain(&render("- aaaa bbbb cccc dddd", 12));
+        assert_eq!(rows, ["• aaaa bbbb", "  cccc dddd"]);
+        // A word longer than the row is cut over rows.
+        let rows = plain(&render("abcdefghijklmnopqrstuvwxyz", 10));
+        assert_eq!(rows, ["abcdefghij", "klmnopqrst", "uvwxyz"]);
+    }
+}
