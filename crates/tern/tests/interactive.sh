@@ -144,6 +144,12 @@ echo "$out" | grep -q "nothing to recover" || { echo "the resume command found n
 tmux kill-session -t "$S"
 start_tern -c
 wait_for "resumed:" "resumed"
+# The earlier conversation shows again, rendered as it was while it ran.
+for shown in '› run the slow thing' '✓ bash sleep 3; echo slept' 'Noted the banana.' \
+             '• first item' 'name │ size' '$ echo bang-$((6*7))'; do
+  tmux capture-pane -p -t "$S" -S -200 | grep -qF -- "$shown" \
+    || { capture "FAILED-history"; echo "the resumed screen lacks: $shown" >&2; exit 1; }
+done
 allow_bash "run the long thing" "sleep 30" "permission-question-2" "long-tool-running"
 sleep 0.5
 shell="$(tmux display -p -t "$S" '#{pane_pid}')"

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use tern_agent::AgentEvent;
-use tern_ai::{AssistantMessageEvent, Message, StopReason};
+use tern_ai::{AssistantMessageEvent, ContentBlock, Message, StopReason};
 
 use super::screen::{Stream, Ui};
 use crate::terminal_text::{clean, result_mark, tool_label, truncate, Style};
@@ -25,10 +25,7 @@ impl Ui {
             },
             AgentEvent::MessageStart {
                 message: Message::User(u),
-            } => {
-                let text = clean(&u.content.text(" ")).replace('\n', " ");
-                self.print(&Style::Bold.paint(&format!("› {}", truncate(&text, 500))));
-            }
+            } => self.user_row(&u.content.text(" ")),
             AgentEvent::MessageEnd {
                 message: Message::Assistant(a),
             } => {
@@ -70,19 +67,67 @@ impl Ui {
                     .position(|(id, _)| *id == tool_call.id)
                     .map(|i| self.tools.remove(i).1)
                     .unwrap_or_else(|| clean(&tool_call.name));
-                let text = clean(&tern_ai::content_text(result.content(), "\n"));
-                let first = text.lines().next().unwrap_or("").to_string();
-                let n = text.lines().count();
-                let (style, mark) = result_mark(*is_error);
-                let mark = style.paint(mark);
-                self.print(&format!(
-                    "{mark} {} {}",
-                    Style::Cyan.paint(&truncate(&label, 80)),
-                    Style::Dim.paint(&format!("→ {} ({n} lines)", truncate(&first, 60)))
-                ));
+                self.print(&tool_row(&label, result.content(), *is_error));
             }
             _ => {}
         }
+    }
+
+    /// Shows a resumed session's conversation as it showed while it ran: the prompts, the
+    /// answers rendered, each tool call's row, the commands run with `!`.
+    pub fn show_history(&mut self, messages: &[Message]) {
+        let mut labels: Vec<(String, String)> = Vec::new();
+        for m in messages {
+            match m {
+                Message::User(u) => self.user_row(&u.content.text(" ")),
+                Message::Assistant(a) => {
+                    for block in &a.content {
+                        match block {
+                            ContentBlock::Text(t) => {
+                                for line in t.text.lines() {
+                                    self.stream(Stream::Text, line);
+                                    self.stream(Stream::Text, "\n");
+                                }
+                            }
+                            ContentBlock::Thinking(t) if !t.thinking.is_empty() => {
+                                self.stream(Stream::Thinking, &t.thinking);
+                                self.stream(Stream::Thinking, "\n");
+                            }
+                            ContentBlock::ToolCall(c) => {
+                                labels.push((c.id.clone(), tool_label(&c.name, &c.arguments)))
+                            }
+                            _ => {}
+                        }
+                    }
+                    self.flush_partial();
+                    self.markdown.reset();
+                }
+                Message::ToolResult(r) => {
+                    let label = labels
+                        .iter()
+                        .find(|(id, _)| *id == r.tool_call_id)
+                        .map(|(_, l)| l.clone())
+                        .unwrap_or_else(|| clean(&r.tool_name));
+                    self.print(&tool_row(&label, &r.content, r.is_error));
+                }
+                Message::Custom(c)
+                    if c.0.get("role").and_then(|r| r.as_str()) == Some("bashExecution") =>
+                {
+                    let command =
+                        c.0.get("command")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or_default();
+                    self.print(&Style::Bold.paint(&format!("$ {}", clean(command))));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A prompt's row.
+    fn user_row(&mut self, text: &str) {
+        let text = clean(text).replace('\n', " ");
+        self.print(&Style::Bold.paint(&format!("› {}", truncate(&text, 500))));
     }
 
     /// Shows that the run ended, and why when a limit or the user ended it.
@@ -113,4 +158,19 @@ impl Ui {
             None => self.redraw(),
         }
     }
+}
+
+/// A finished tool call's row: its mark, its label, the first line of its result and how
+/// many lines the result has.
+fn tool_row(label: &str, content: &[ContentBlock], is_error: bool) -> String {
+    let text = clean(&tern_ai::content_text(content, "\n"));
+    let first = text.lines().next().unwrap_or("").to_string();
+    let n = text.lines().count();
+    let (style, mark) = result_mark(is_error);
+    format!(
+        "{} {} {}",
+        style.paint(mark),
+        Style::Cyan.paint(&truncate(label, 80)),
+        Style::Dim.paint(&format!("→ {} ({n} lines)", truncate(&first, 60)))
+    )
 }

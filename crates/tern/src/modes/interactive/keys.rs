@@ -116,7 +116,7 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
     let (follow, body) = match cmd {
         "/quit" | "/exit" | "/q" => return true,
         "/help" => {
-            ui.print(&Style::Dim.paint(HELP));
+            ui.print_dim(HELP);
             return false;
         }
         "/new" => {

@@ -225,12 +225,13 @@ pub async fn run(
         .session_file()
         .map(|f| format!("session {f}"))
         .unwrap_or_else(|| "session not saved (--no-session)".into());
-    ui.print(&Style::Dim.paint(&format!(
+    ui.print_dim(&format!(
         "tern · {} · {session}\n{HELP}",
         rt.agent.state().model.id
-    )));
+    ));
     let history_len = rt.agent.message_count();
     if history_len > 1 {
+        ui.show_history(&rt.agent.state().messages);
         ui.print(&Style::Dim.paint(&format!(
             "(resumed: {history_len} messages in the transcript)"
         )));

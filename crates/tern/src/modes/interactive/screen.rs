@@ -196,6 +196,16 @@ impl Ui {
         self.draw_live();
     }
 
+    /// Prints `text` dim, wrapped between words at the screen's width.
+    pub fn print_dim(&mut self, text: &str) {
+        let w = self.width.saturating_sub(1).max(10);
+        let rows: Vec<String> = text
+            .split('\n')
+            .flat_map(|l| super::markdown::wrap_plain(l, w, true))
+            .collect();
+        self.print(&rows.join("\n"));
+    }
+
     /// Prints the streamed partial line as finished.
     pub fn flush_partial(&mut self) {
         if !self.partial.is_empty() {
