@@ -31,9 +31,7 @@ impl Ui {
             } => {
                 self.flush_partial();
                 self.markdown.reset();
-                self.tokens_in += a.usage.input;
-                self.tokens_out += a.usage.output;
-                self.cost += a.usage.cost.total;
+                self.count_usage(a);
                 match a.stop_reason {
                     StopReason::Error => self.print(&Style::Red.paint(&format!(
                         "error: {}",
@@ -43,10 +41,7 @@ impl Ui {
                     _ => self.redraw(),
                 }
             }
-            AgentEvent::TurnEnd { .. } => {
-                self.turns += 1;
-                self.redraw();
-            }
+            AgentEvent::TurnEnd { .. } => self.redraw(),
             AgentEvent::ToolExecutionStart { tool_call } => {
                 self.flush_partial();
                 self.tools.push((
@@ -81,6 +76,7 @@ impl Ui {
             match m {
                 Message::User(u) => self.user_row(&u.content.text(" ")),
                 Message::Assistant(a) => {
+                    self.count_usage(a);
                     for block in &a.content {
                         match block {
                             ContentBlock::Text(t) => {
@@ -122,6 +118,32 @@ impl Ui {
                 _ => {}
             }
         }
+    }
+
+    /// Adds an answer's usage to the session's totals; a whole answer's usage also says how
+    /// full the context is.
+    fn count_usage(&mut self, a: &tern_ai::AssistantMessage) {
+        self.tokens_in += a.usage.input;
+        self.tokens_out += a.usage.output;
+        self.cache_read += a.usage.cache_read;
+        self.cache_write += a.usage.cache_write;
+        self.cost += a.usage.cost.total;
+        let tokens = crate::compaction::estimate::context_tokens(&a.usage);
+        if !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) && tokens > 0 {
+            self.context = Some(tokens);
+        }
+    }
+
+    /// Starts the session's totals again (a new session).
+    pub fn reset_totals(&mut self) {
+        (
+            self.tokens_in,
+            self.tokens_out,
+            self.cache_read,
+            self.cache_write,
+        ) = (0, 0, 0, 0);
+        self.cost = 0.0;
+        self.context = None;
     }
 
     /// A prompt's row.

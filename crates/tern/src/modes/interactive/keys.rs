@@ -266,7 +266,7 @@ fn new_session(ui: &mut Ui) {
     }
     match ui.rt.new_session() {
         Ok(()) => {
-            ui.turns = 0;
+            ui.reset_totals();
             let f = ui.rt.session_file().unwrap_or_else(|| "in memory".into());
             ui.print(&Style::Dim.paint(&format!("new session: {f}")));
         }

@@ -2,8 +2,8 @@
 //!
 //! The screen is the terminal's own scrollback plus a few live rows at the bottom that are
 //! redrawn in place: the line being streamed, a spinner per running tool, the queued
-//! messages, a status line (turns, tokens, cost, model) and the input line. Finished output
-//! is printed above the live rows and scrolls away normally.
+//! messages, a footer (working directory, tokens, cost, context use, model) and the input
+//! line. Finished output is printed above the live rows and scrolls away normally.
 //!
 //! Keys: Enter sends (a steering message while the agent works), Alt+Enter or `/follow TEXT`
 //! queues a follow-up, Up/Down walk the history, Ctrl+C aborts the running turn (the session
@@ -11,12 +11,15 @@
 //! A resumed session whose last run was cut off says so; `/recover` finishes that run.
 //!
 //! - `screen.rs`: the UI state and the live rows.
-//! - `agent_view.rs`: agent events on the screen.
-//! - `keys.rs`: what each key and `/command` does.
+//! - `agent_view.rs`: agent events on the screen, and a resumed session's conversation.
+//! - `markdown.rs`: answers rendered line by line and wrapped by display width.
+//! - `footer.rs`: the footer, as pi's.
+//! - `keys.rs`: what each key, `/command` and `!command` does.
 //! - `line_editor.rs`: the input line and its history.
 //! - here: the permission asker, the event loop, runs.
 
 mod agent_view;
+mod footer;
 mod keys;
 mod line_editor;
 mod markdown;

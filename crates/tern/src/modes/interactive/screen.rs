@@ -55,12 +55,15 @@ pub struct Ui {
     pub tools: Vec<(String, String)>,
     /// Spinner frame.
     pub tick: usize,
-    /// Turns since the session started.
-    pub turns: u64,
     /// Input tokens so far.
     pub tokens_in: u64,
     /// Output tokens so far.
     pub tokens_out: u64,
+    /// Cache reads and writes so far, in tokens.
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// The context's size as the last answer reported it (`None`: not known yet).
+    pub context: Option<u64>,
     /// Cost so far, in dollars.
     pub cost: f64,
     /// The permission question waiting for y/N.
@@ -89,9 +92,11 @@ impl Ui {
             markdown: Default::default(),
             tools: Vec::new(),
             tick: 0,
-            turns: 0,
             tokens_in: 0,
             tokens_out: 0,
+            cache_read: 0,
+            cache_write: 0,
+            context: None,
             cost: 0.0,
             asking: None,
             armed: false,
@@ -140,21 +145,29 @@ impl Ui {
                 rows.push(Style::Yellow.paint(&truncate(&format!("  queued {kind}: {text}"), w)));
             }
         }
-        let model = self.rt.agent.state().model.id;
+        let state = self.rt.agent.state();
         let activity = if self.running {
             format!("{} working", SPINNER[self.tick % SPINNER.len()])
         } else {
             "ready".to_string()
         };
-        let mut status = format!(
-            "{activity} · turn {} · {} in / {} out tokens · ${:.4} · {model}",
-            self.turns, self.tokens_in, self.tokens_out, self.cost
-        );
-        if let Some(h) = &self.hint {
-            status.push_str(" · ");
-            status.push_str(h);
-        }
-        rows.push(Style::Dim.paint(&truncate(&status, w)));
+        let footer = super::footer::Footer {
+            cwd: &self.rt.cwd,
+            activity: &activity,
+            input: self.tokens_in,
+            output: self.tokens_out,
+            cache_read: self.cache_read,
+            cache_write: self.cache_write,
+            cost: self.cost,
+            context: self.context,
+            window: state.model.context_window,
+            auto_compaction: self.rt.compaction.settings().enabled,
+            model: &state.model.id,
+            reasoning: state.model.reasoning,
+            thinking: state.thinking_level,
+            hint: self.hint.as_deref(),
+        };
+        rows.extend(footer.rows(w));
         if let Some((req, _)) = &self.asking {
             rows.push(Style::BoldYellow.paint(&truncate(
                 // The policy's question names the call and why it asks.
