@@ -356,6 +356,25 @@ fn apply_override(model: &mut Value, o: &Value, provider: &str) -> Result<(), St
     Ok(())
 }
 
+/// The models a prompt can use: the catalog's (and `models.json`'s) whose provider has a key,
+/// and the current model (which has a key, or tern would not have started) in its place.
+pub fn available(current: &Model) -> Vec<Model> {
+    let mut models: Vec<Model> = models()
+        .iter()
+        .filter(|m| {
+            (m.provider == current.provider && m.id == current.id) || has_key(&m.provider, false)
+        })
+        .cloned()
+        .collect();
+    if !models
+        .iter()
+        .any(|m| m.provider == current.provider && m.id == current.id)
+    {
+        models.insert(0, current.clone());
+    }
+    models
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,20 @@ wait_for "(exit 0)" "user-bash-done"
 tmux send-keys -t "$S" '!!echo quiet-$((5*5))' Enter
 wait_for "quiet-25" "user-bash-excluded"
 wait_for "ready" "idle-after-user-bash"
+# Slash commands about the session and its model.
+tmux send-keys -t "$S" "/model" Enter
+wait_for "• " "model-list"
+wait_for "/scripted" "model-list-current"
+tmux send-keys -t "$S" "/tools" Enter
+wait_for "bash — " "tools-listed"
+tmux send-keys -t "$S" "/name tmux demo" Enter
+wait_for "session named tmux demo" "named"
+tmux send-keys -t "$S" "/session" Enter
+wait_for "assistant, " "session-stats"
+tmux send-keys -t "$S" "/copy" Enter
+wait_for "copied the last answer" "copied"
+tmux send-keys -t "$S" "/frobnicate" Enter
+wait_for "unknown command /frobnicate; /help lists the commands" "unknown-command"
 tmux send-keys -t "$S" C-d
 wait_for "TERN-EXIT=0" "exited"
 # The exit hint names a command that works: run it (without TERN_SESSION_DIR, so it must name

@@ -13,6 +13,7 @@ pub const HELP: &str =
     "Enter: send (steers the agent while it works) · Alt+Enter or /follow TEXT: \
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
 /compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
+/model [N|NAME] · /thinking [LEVEL] · /session · /name NAME · /tools · /copy: the last answer · \
 !cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
@@ -145,7 +146,11 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
         "/follow" | "/f" => (true, rest),
         "/steer" | "/s" => (false, rest),
         c if c.starts_with('/') => {
-            ui.print(&Style::Yellow.paint(&format!("unknown command {c}; {HELP}")));
+            if !super::slash::run(ui, c, &rest) {
+                ui.print(
+                    &Style::Yellow.paint(&format!("unknown command {c}; /help lists the commands")),
+                );
+            }
             return false;
         }
         _ => (follow, trimmed.to_string()),

@@ -15,6 +15,7 @@
 //! - `markdown.rs`: answers rendered line by line and wrapped by display width.
 //! - `footer.rs`: the footer, as pi's.
 //! - `keys.rs`: what each key, `/command` and `!command` does.
+//! - `slash.rs`: the commands about the session and its model (`/model`, `/thinking`, ...).
 //! - `line_editor.rs`: the input line and its history.
 //! - here: the permission asker, the event loop, runs.
 
@@ -24,6 +25,7 @@ mod keys;
 mod line_editor;
 mod markdown;
 mod screen;
+mod slash;
 
 use std::io::Write;
 use std::sync::Arc;

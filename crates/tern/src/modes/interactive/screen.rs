@@ -209,6 +209,12 @@ impl Ui {
         self.draw_live();
     }
 
+    /// Writes an escape sequence for the terminal itself (OSC 52), nothing shown.
+    pub fn write_raw(&mut self, sequence: &str) {
+        let _ = queue!(self.out, style::Print(sequence));
+        let _ = self.out.flush();
+    }
+
     /// Prints `text` dim, wrapped between words at the screen's width.
     pub fn print_dim(&mut self, text: &str) {
         let w = self.width.saturating_sub(1).max(10);

@@ -3,30 +3,10 @@
 
 use serde_json::{json, Value};
 use tern_ai::providers::supported_thinking_levels;
-use tern_ai::{Model, ThinkingLevel};
+use tern_ai::ThinkingLevel;
 
 use super::handler::Rpc;
-use crate::models_file;
-
-/// The models a prompt can use: the catalog's (and `models.json`'s) whose provider has a key,
-/// and the current model (which has a key, or tern would not have started) in its place.
-pub fn available(current: &Model) -> Vec<Model> {
-    let mut models: Vec<Model> = models_file::models()
-        .iter()
-        .filter(|m| {
-            (m.provider == current.provider && m.id == current.id)
-                || models_file::has_key(&m.provider, false)
-        })
-        .cloned()
-        .collect();
-    if !models
-        .iter()
-        .any(|m| m.provider == current.provider && m.id == current.id)
-    {
-        models.insert(0, current.clone());
-    }
-    models
-}
+use crate::models_file::available;
 
 /// The level that follows `level` among `levels`, wrapping round.
 fn next_level(levels: &[ThinkingLevel], level: ThinkingLevel) -> Option<ThinkingLevel> {
