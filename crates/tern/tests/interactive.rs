@@ -16,7 +16,11 @@ fn interactive_mode_in_tmux() {
         return;
     }
     let server = Server::start(vec![
-        Reply::tool("call_1", "bash", json!({"command": "sleep 3; echo slept"})),
+        Reply::tool(
+            "call_1",
+            "bash",
+            json!({"command": "echo warming up; sleep 3; echo slept"}),
+        ),
         Reply::text("Noted the banana."),
         Reply::text("Summary done."),
         Reply::Hang,

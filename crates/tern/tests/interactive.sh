@@ -5,7 +5,7 @@
 # and SIGTERM while a tool runs.
 #
 # Needs: tmux (apt-get install -y tmux), TERN_BIN (the binary) and TERN_TEST_URL (a scripted
-# OpenAI-compatible server answering: 1) a bash tool call `sleep 3; echo slept`, 2) text
+# OpenAI-compatible server answering: 1) a bash tool call `echo warming up; sleep 3; echo slept`, 2) text
 # "Noted the banana.", 3) text "Summary done.", 4) a hung stream, 5) text with escape
 # sequences, 6) a bash tool call `sleep 30; echo never`). The cargo test `tests/interactive.rs` starts that
 # server and runs this script:
@@ -64,13 +64,15 @@ allow_bash() {
 start_tern
 wait_for "ready" "started"
 allow_bash "run the slow thing" "sleep 3" "permission-question" "tool-running"
+# The running command's output so far shows live beside it.
+wait_for "│ warming up" "tool-live-tail"
 tmux send-keys -t "$S" "also mention banana" Enter
 wait_for "queued steer: also mention banana" "steer-queued"
 tmux send-keys -t "$S" "then summarize" M-Enter
 wait_for "queued follow-up: then summarize" "follow-up-queued"
 wait_for "Noted the banana." "answer-after-steer" 20
 # The tool call reads as a person reads it (pi's tool rows), not as JSON arguments.
-wait_for "✓ bash sleep 3; echo slept" "tool-line-readable"
+wait_for "✓ bash echo warming up; sleep 3; echo slept → slept (2 lines) · exit 0" "tool-line-readable"
 if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
   capture "FAILED-tool-json"; echo "a tool call is shown as raw JSON" >&2; exit 1
 fi
@@ -159,7 +161,7 @@ tmux kill-session -t "$S"
 start_tern -c
 wait_for "resumed:" "resumed"
 # The earlier conversation shows again, rendered as it was while it ran.
-for shown in '› run the slow thing' '✓ bash sleep 3; echo slept' 'Noted the banana.' \
+for shown in '› run the slow thing' '✓ bash echo warming up; sleep 3; echo slept' 'Noted the banana.' \
              '• first item' 'name │ size' '$ echo bang-$((6*7))'; do
   tmux capture-pane -p -t "$S" -S -200 | grep -qF -- "$shown" \
     || { capture "FAILED-history"; echo "the resumed screen lacks: $shown" >&2; exit 1; }

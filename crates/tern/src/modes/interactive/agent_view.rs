@@ -47,8 +47,23 @@ impl Ui {
                 self.tools.push((
                     tool_call.id.clone(),
                     tool_label(&tool_call.name, &tool_call.arguments),
+                    String::new(),
                 ));
                 self.redraw();
+            }
+            AgentEvent::ToolExecutionUpdate {
+                tool_call,
+                partial_result,
+            } => {
+                let text = tern_ai::content_text(partial_result.content(), "\n");
+                let last = text.lines().rev().find(|l| !l.trim().is_empty());
+                if let (Some(row), Some(last)) = (
+                    self.tools.iter_mut().find(|(id, ..)| *id == tool_call.id),
+                    last,
+                ) {
+                    row.2 = clean(last);
+                    self.redraw();
+                }
             }
             AgentEvent::ToolExecutionEnd {
                 tool_call,
@@ -59,10 +74,14 @@ impl Ui {
                 let label = self
                     .tools
                     .iter()
-                    .position(|(id, _)| *id == tool_call.id)
+                    .position(|(id, ..)| *id == tool_call.id)
                     .map(|i| self.tools.remove(i).1)
                     .unwrap_or_else(|| clean(&tool_call.name));
-                self.print(&tool_row(&label, result.content(), *is_error));
+                self.print(&tool_row(&label, &tool_call.name, result, *is_error));
+                if let Some(diff) = diff_of(&tool_call.name, result, *is_error) {
+                    let w = self.width.saturating_sub(1).max(10);
+                    self.print(&diff_rows(diff, w).join("\n"));
+                }
             }
             _ => {}
         }
@@ -104,7 +123,16 @@ impl Ui {
                         .find(|(id, _)| *id == r.tool_call_id)
                         .map(|(_, l)| l.clone())
                         .unwrap_or_else(|| clean(&r.tool_name));
-                    self.print(&tool_row(&label, &r.content, r.is_error));
+                    let result = tern_agent::ToolResult {
+                        content: Some(r.content.clone()),
+                        details: r.details.clone(),
+                        ..Default::default()
+                    };
+                    self.print(&tool_row(&label, &r.tool_name, &result, r.is_error));
+                    if let Some(diff) = diff_of(&r.tool_name, &result, r.is_error) {
+                        let w = self.width.saturating_sub(1).max(10);
+                        self.print(&diff_rows(diff, w).join("\n"));
+                    }
                 }
                 Message::Custom(c)
                     if c.0.get("role").and_then(|r| r.as_str()) == Some("bashExecution") =>
@@ -182,17 +210,151 @@ impl Ui {
     }
 }
 
-/// A finished tool call's row: its mark, its label, the first line of its result and how
-/// many lines the result has.
-fn tool_row(label: &str, content: &[ContentBlock], is_error: bool) -> String {
-    let text = clean(&tern_ai::content_text(content, "\n"));
-    let first = text.lines().next().unwrap_or("").to_string();
+/// How many lines of an edit's diff show before the rest is folded.
+const DIFF_ROWS: usize = 40;
+
+/// A finished tool call's row: its mark, its label, a line of its result (the last of a
+/// command's output, the first otherwise; red with an error), how many lines the result
+/// has, and a command's exit code.
+fn tool_row(label: &str, tool: &str, result: &tern_agent::ToolResult, is_error: bool) -> String {
+    let text = clean(&tern_ai::content_text(result.content(), "\n"));
+    let bash = tool == "bash";
+    let shown = match bash {
+        true => text.lines().rev().find(|l| !l.trim().is_empty()),
+        false => text.lines().next(),
+    }
+    .unwrap_or("")
+    .to_string();
     let n = text.lines().count();
+    let exit = bash.then(|| match is_error {
+        false => " · exit 0".to_string(),
+        true => exit_code(&text).map_or(String::new(), |c| format!(" · exit {c}")),
+    });
     let (style, mark) = result_mark(is_error);
+    let detail = format!(
+        "→ {} ({n} lines){}",
+        truncate(&shown, 60),
+        exit.unwrap_or_default()
+    );
+    let detail = match is_error {
+        true => Style::Red.paint(&detail),
+        false => Style::Dim.paint(&detail),
+    };
     format!(
-        "{} {} {}",
+        "{} {} {detail}",
         style.paint(mark),
         Style::Cyan.paint(&truncate(label, 80)),
-        Style::Dim.paint(&format!("→ {} ({n} lines)", truncate(&first, 60)))
     )
+}
+
+/// The exit code a failed command's result names (`Command exited with code N`).
+fn exit_code(text: &str) -> Option<i64> {
+    let at = text.rfind("exited with code ")?;
+    let digits: String = text[at + 17..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+/// The unified diff a successful `edit` left in its details.
+fn diff_of<'a>(tool: &str, result: &'a tern_agent::ToolResult, is_error: bool) -> Option<&'a str> {
+    if tool != "edit" || is_error {
+        return None;
+    }
+    result
+        .details
+        .as_ref()?
+        .get("diff")?
+        .as_str()
+        .filter(|d| !d.is_empty())
+}
+
+/// An edit's diff in colour (added green, removed red, hunks cyan), folded after
+/// [`DIFF_ROWS`] lines.
+fn diff_rows(diff: &str, width: usize) -> Vec<String> {
+    let lines: Vec<&str> = diff
+        .lines()
+        .filter(|l| !l.starts_with("---") && !l.starts_with("+++"))
+        .collect();
+    let mut rows: Vec<String> = lines
+        .iter()
+        .take(DIFF_ROWS)
+        .map(|l| {
+            let l = truncate(&clean(l), width);
+            match l.chars().next() {
+                Some('+') => Style::Green.paint(&l),
+                Some('-') => Style::Red.paint(&l),
+                Some('@') => Style::Cyan.paint(&l),
+                _ => Style::Dim.paint(&l),
+            }
+        })
+        .collect();
+    if lines.len() > DIFF_ROWS {
+        rows.push(Style::Dim.paint(&format!("… {} more lines", lines.len() - DIFF_ROWS)));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plain(s: &str) -> String {
+        let mut out = String::new();
+        let mut skip = false;
+        for c in s.chars() {
+            match (skip, c) {
+                (_, '\x1b') => skip = true,
+                (true, 'm') => skip = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_commands_row_has_its_last_line_and_exit_code() {
+        let ok = tern_agent::ToolResult::text("compiling\ntest result: ok\n");
+        assert_eq!(
+            plain(&tool_row("bash cargo test", "bash", &ok, false)),
+            "✓ bash cargo test → test result: ok (2 lines) · exit 0"
+        );
+        let failed = tern_agent::ToolResult::text("boom\n\nCommand exited with code 101");
+        let row = tool_row("bash cargo test", "bash", &failed, true);
+        assert_eq!(
+            plain(&row),
+            "✗ bash cargo test → Command exited with code 101 (3 lines) · exit 101"
+        );
+        assert!(row.contains("\x1b[31m→"), "the reason in red: {row:?}");
+        let read = tern_agent::ToolResult::text("first\nsecond");
+        assert_eq!(
+            plain(&tool_row("read a.txt", "read", &read, false)),
+            "✓ read a.txt → first (2 lines)"
+        );
+    }
+
+    #[test]
+    fn an_edits_diff_shows_in_colour_and_folds() {
+        let diff = "--- a\n+++ b\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n";
+        let result = tern_agent::ToolResult::text("ok").with_details(json!({ "diff": diff }));
+        let shown = diff_of("edit", &result, false).expect("a diff");
+        let rows = diff_rows(shown, 80);
+        assert_eq!(
+            rows.iter().map(|r| plain(r)).collect::<Vec<_>>(),
+            ["@@ -1,2 +1,2 @@", " keep", "-old", "+new"]
+        );
+        assert!(rows[2].starts_with("\x1b[31m") && rows[3].starts_with("\x1b[32m"));
+        assert!(
+            diff_of("edit", &result, true).is_none(),
+            "not for a failed edit"
+        );
+        assert!(diff_of("write", &result, false).is_none());
+        let long: String = (0..50).map(|i| format!("+line {i}\n")).collect();
+        let rows = diff_rows(&long, 80);
+        assert_eq!(rows.len(), DIFF_ROWS + 1);
+        assert_eq!(plain(&rows[DIFF_ROWS]), "… 10 more lines");
+    }
 }

@@ -248,6 +248,21 @@ pub fn wrap_plain(text: &str, width: usize, dim: bool) -> Vec<String> {
     wrap(&[(text.to_string(), look)], width.max(10), "", 0)
 }
 
+/// The end of `s` that fits in `width` columns.
+pub fn tail_fit(s: &str, width: usize) -> String {
+    let mut w = 0;
+    let mut kept: Vec<char> = s
+        .chars()
+        .rev()
+        .take_while(|c| {
+            w += c.width().unwrap_or(0);
+            w <= width
+        })
+        .collect();
+    kept.reverse();
+    kept.into_iter().collect()
+}
+
 /// Display columns of `s` (no escape sequences in it).
 fn display_width(s: &str) -> usize {
     s.chars().map(|c| c.width().unwrap_or(0)).sum()

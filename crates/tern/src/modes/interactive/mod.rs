@@ -210,6 +210,7 @@ pub async fn run(
                 | AgentEvent::MessageEnd { .. }
                 | AgentEvent::TurnEnd { .. }
                 | AgentEvent::ToolExecutionStart { .. }
+                | AgentEvent::ToolExecutionUpdate { .. }
                 | AgentEvent::ToolExecutionEnd { .. }
         ) {
             let _ = tx.send(UiEvent::Agent(Box::new(e.clone())));

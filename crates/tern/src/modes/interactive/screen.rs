@@ -51,8 +51,8 @@ pub struct Ui {
     pub bash: Option<tokio_util::sync::CancellationToken>,
     /// The answer's Markdown, as far as its lines went (an open code block).
     pub markdown: super::markdown::Markdown,
-    /// Running tools: (call id, label).
-    pub tools: Vec<(String, String)>,
+    /// Running tools: (call id, label, the last line of their output so far).
+    pub tools: Vec<(String, String, String)>,
     /// Spinner frame.
     pub tick: usize,
     /// Input tokens so far.
@@ -128,11 +128,17 @@ impl Ui {
                     .styled(tail(&crate::secrets::redact(&self.partial), w)),
             );
         }
-        for (_, label) in &self.tools {
+        for (_, label, tail) in &self.tools {
+            let label = truncate(label, w.saturating_sub(2));
+            // The output's last line, live, in what room the label leaves.
+            let room = w.saturating_sub(label.chars().count() + 5);
+            let tail = match tail.is_empty() || room < 8 {
+                true => String::new(),
+                false => Style::Dim.paint(&format!(" │ {}", super::markdown::tail_fit(tail, room))),
+            };
             rows.push(format!(
-                "{} {}",
+                "{} {label}{tail}",
                 Style::Cyan.paint(SPINNER[self.tick % SPINNER.len()]),
-                truncate(label, w.saturating_sub(2))
             ));
         }
         let (steer, follow) = self.rt.agent.queued();
