@@ -23,6 +23,12 @@ fn interactive_mode_in_tmux() {
         ),
         Reply::text("Noted the banana."),
         Reply::text("Summary done."),
+        Reply::tool(
+            "call_again",
+            "bash",
+            json!({"command": "echo again-$((2+3))"}),
+        ),
+        Reply::text("Ran again."),
         Reply::Hang,
         Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
         Reply::text(MARKDOWN),
@@ -45,17 +51,18 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        7,
-        "prompt, after steering, after the follow-up, hung, escapes, markdown, the long tool"
+        9,
+        "prompt, after steering, after the follow-up, a second command, after it, hung, \
+         escapes, markdown, the long tool"
     );
     // `-c` resumed the session: the last request carries the first run's history.
     assert!(
-        text_of(&reqs[6]).contains("Noted the banana"),
+        text_of(&reqs[8]).contains("Noted the banana"),
         "{}",
-        text_of(&reqs[6])
+        text_of(&reqs[8])
     );
     // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
-    let resumed = text_of(&reqs[6]);
+    let resumed = text_of(&reqs[8]);
     assert!(
         resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
         "{resumed}"
@@ -70,6 +77,12 @@ fn interactive_mode_in_tmux() {
     assert!(
         !body.contains("then summarize"),
         "the follow-up waits until the agent would stop"
+    );
+    // The second command ran without a question ("always" for bash) and its result went on.
+    assert!(
+        text_of(&reqs[4]).contains("again-5"),
+        "{}",
+        text_of(&reqs[4])
     );
     let body = text_of(&reqs[2]);
     let noted = body.find("Noted the banana").unwrap();

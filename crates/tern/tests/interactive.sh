@@ -57,13 +57,14 @@ start_tern() {
 allow_bash() {
   tmux send-keys -t "$S" "$1" Enter
   wait_for "Allow bash" "$3"
-  tmux send-keys -t "$S" y
+  tmux send-keys -t "$S" "${5:-y}"
   wait_for "$2" "$4"
 }
 
 start_tern
 wait_for "ready" "started"
-allow_bash "run the slow thing" "sleep 3" "permission-question" "tool-running"
+# `a` allows bash for the rest of this session.
+allow_bash "run the slow thing" "sleep 3" "permission-question" "tool-running" a
 # The running command's output so far shows live beside it.
 wait_for "│ warming up" "tool-live-tail"
 tmux send-keys -t "$S" "also mention banana" Enter
@@ -78,6 +79,14 @@ if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
 fi
 wait_for "Summary done." "answer-after-follow-up" 20
 wait_for "ready" "idle-again"
+# bash was allowed for the session: the next call runs without a question.
+tmux send-keys -t "$S" "run it again" Enter
+wait_for "Ran again." "always-allowed"
+if tmux capture-pane -p -t "$S" | grep -qF "Allow bash \`echo again"; then
+  capture "FAILED-asked-again"; echo "asked again after 'always this session'" >&2; exit 1
+fi
+tmux capture-pane -p -t "$S" | grep -qF "allowed (this session) bash echo again" \
+  || { capture "FAILED-always-note"; echo "no note of the call allowed for the session" >&2; exit 1; }
 tmux send-keys -t "$S" "hang please" Enter
 wait_for "Thinking about it" "hung-turn"
 tmux send-keys -t "$S" C-c

@@ -21,14 +21,30 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
     let alt = k.modifiers.contains(KeyModifiers::ALT);
     // A pending permission question takes the key.
+    // y: allow this call; a: allow this tool for the rest of the session; n, Enter, Esc or
+    // Ctrl+C: deny. Other keys leave the question open.
     if let Some((req, answer)) = ui.asking.take() {
-        let yes = matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y')) && !ctrl;
-        let _ = answer.send(yes);
-        ui.print(&Style::Dim.paint(&format!(
-            "{} {}",
-            if yes { "allowed" } else { "denied" },
-            truncate(&tool_label(&req.tool_name, &req.args), 80)
-        )));
+        let choice = match k.code {
+            KeyCode::Char('y' | 'Y') if !ctrl => Some((true, "allowed")),
+            KeyCode::Char('a' | 'A') if !ctrl => {
+                ui.always.insert(req.tool_name.clone());
+                Some((true, "allowed for this session:"))
+            }
+            KeyCode::Char('n' | 'N') | KeyCode::Enter | KeyCode::Esc => Some((false, "denied")),
+            KeyCode::Char('c') if ctrl => Some((false, "denied")),
+            _ => None,
+        };
+        match choice {
+            Some((yes, word)) => {
+                let _ = answer.send(yes);
+                let label = truncate(&tool_label(&req.tool_name, &req.args), 80);
+                ui.print(&Style::Dim.paint(&format!("{word} {label}")));
+            }
+            None => {
+                ui.asking = Some((req, answer));
+                ui.redraw();
+            }
+        }
         return false;
     }
     let was_armed = ui.armed;

@@ -291,7 +291,14 @@ pub async fn run(
                 UiEvent::Settled => ui.on_settled(),
             },
             Some(q) = questions.recv() => {
-                ui.asking = Some(q);
+                if ui.always.contains(&q.0.tool_name) {
+                    // Allowed for the rest of the session: answered without asking.
+                    let label = crate::terminal_text::tool_label(&q.0.tool_name, &q.0.args);
+                    let _ = q.1.send(true);
+                    ui.print(&Style::Dim.paint(&format!("allowed (this session) {label}")));
+                } else {
+                    ui.asking = Some(q);
+                }
                 ui.redraw();
             }
             _ = ticker.tick(), if ui.running => {

@@ -66,8 +66,10 @@ pub struct Ui {
     pub context: Option<u64>,
     /// Cost so far, in dollars.
     pub cost: f64,
-    /// The permission question waiting for y/N.
+    /// The permission question waiting for an answer.
     pub asking: Option<Question>,
+    /// Tools allowed for the rest of the session (answered `a`): not asked about again.
+    pub always: std::collections::HashSet<String>,
     /// Ctrl+C was pressed once: another one exits.
     pub armed: bool,
     /// A note after the status line.
@@ -99,6 +101,7 @@ impl Ui {
             context: None,
             cost: 0.0,
             asking: None,
+            always: Default::default(),
             armed: false,
             hint: None,
             drawn: 0,
@@ -177,7 +180,10 @@ impl Ui {
         if let Some((req, _)) = &self.asking {
             rows.push(Style::BoldYellow.paint(&truncate(
                 // The policy's question names the call and why it asks.
-                &format!("{} [y/N]", clean(&req.prompt)),
+                &format!(
+                    "{} [y] yes · [a] always this session · [N] no",
+                    clean(&req.prompt)
+                ),
                 w,
             )));
         }
