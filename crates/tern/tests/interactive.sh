@@ -28,7 +28,11 @@ cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; }
 trap cleanup EXIT
 
 step=0
-capture() { step=$((step + 1)); tmux capture-pane -p -t "$S" > "$OUT/pane-$step-$1.txt"; }
+capture() {
+  step=$((step + 1)); tmux capture-pane -p -t "$S" > "$OUT/pane-$step-$1.txt"
+  # scripts/screenshots.sh: the same panes with their colours.
+  if [ -n "${TERN_TEST_SHOTS:-}" ]; then tmux capture-pane -e -p -t "$S" > "$TERN_TEST_SHOTS/$1.ansi"; fi
+}
 
 # wait_for TEXT NAME [SECONDS]: polls the pane until TEXT shows.
 wait_for() {
