@@ -151,6 +151,14 @@ tmux send-keys -t "$S" "/session" Enter
 wait_for "assistant, " "session-stats"
 tmux send-keys -t "$S" "/copy" Enter
 wait_for "copied the last answer" "copied"
+# Tab completes a command, and a file after @.
+tmux send-keys -t "$S" "/mo" Tab
+wait_for "> /model" "tab-command"
+tmux send-keys -t "$S" C-u
+touch "$WORK/cwd/notes-for-tab.md"
+tmux send-keys -t "$S" "see @notes" Tab
+wait_for "> see @notes-for-tab.md" "tab-file"
+tmux send-keys -t "$S" C-u
 tmux send-keys -t "$S" "/frobnicate" Enter
 wait_for "unknown command /frobnicate; /help lists the commands" "unknown-command"
 tmux send-keys -t "$S" C-d

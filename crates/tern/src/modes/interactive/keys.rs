@@ -83,6 +83,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
             editor.remember(&text);
             return submit(ui, text, alt, ui_tx);
         }
+        KeyCode::Tab => complete(ui),
         KeyCode::Char('a') if ctrl => editor.home(),
         KeyCode::Char('e') if ctrl => editor.end(),
         KeyCode::Char('u') if ctrl => editor.kill_to_start(),
@@ -107,6 +108,48 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
     }
     ui.redraw();
     false
+}
+
+/// Tab: completes the word before the cursor (a slash command, an `@` path); with several
+/// candidates, their common start, and the candidates in the hint.
+fn complete(ui: &mut Ui) {
+    let (word, first) = ui.editor.word_at_cursor();
+    let extra: Vec<String> = ui
+        .rt
+        .templates
+        .iter()
+        .map(|t| format!("/{}", t.name))
+        .chain(
+            ui.rt
+                .skills
+                .iter()
+                .filter(|s| !s.hidden)
+                .map(|s| format!("/skill:{}", s.name)),
+        )
+        .collect();
+    let found = super::complete::candidates(&word, first, &ui.rt.cwd, &extra);
+    match found.as_slice() {
+        [] => {}
+        [one] => {
+            // A whole command or file is followed by a space; a folder is not.
+            let space = if one.ends_with('/') { "" } else { " " };
+            ui.editor.replace_word(&format!("{one}{space}"));
+        }
+        many => {
+            let common = super::complete::common_prefix(many);
+            if common.len() > word.len() {
+                ui.editor.replace_word(&common);
+            }
+            let shown: Vec<&str> = many.iter().take(8).map(String::as_str).collect();
+            let more = many.len().saturating_sub(8);
+            let more = if more > 0 {
+                format!(" (+{more})")
+            } else {
+                String::new()
+            };
+            ui.hint = Some(format!("{}{more}", shown.join("  ")));
+        }
+    }
 }
 
 /// Sends a line: a command, a prompt, a steering message or a follow-up.

@@ -63,6 +63,29 @@ impl LineEditor {
         self.cursor = 0;
     }
 
+    /// The word the cursor is at the end of (after the last white space before it), and
+    /// whether it is the line's first word.
+    pub fn word_at_cursor(&self) -> (String, bool) {
+        let start = self.input[..self.cursor]
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let first = self.input[..start].iter().all(|c| c.is_whitespace());
+        (self.input[start..self.cursor].iter().collect(), first)
+    }
+
+    /// Replaces the word the cursor is at the end of with `word`.
+    pub fn replace_word(&mut self, word: &str) {
+        let start = self.input[..self.cursor]
+            .iter()
+            .rposition(|c| c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let new: Vec<char> = word.chars().collect();
+        let n = new.len();
+        self.input.splice(start..self.cursor, new);
+        self.cursor = start + n;
+    }
+
     /// Empties the line.
     pub fn clear(&mut self) {
         self.input.clear();

@@ -16,10 +16,12 @@
 //! - `footer.rs`: the footer, as pi's.
 //! - `keys.rs`: what each key, `/command` and `!command` does.
 //! - `slash.rs`: the commands about the session and its model (`/model`, `/thinking`, ...).
+//! - `complete.rs`: Tab completion of slash commands and `@` paths.
 //! - `line_editor.rs`: the input line and its history.
 //! - here: the permission asker, the event loop, runs.
 
 mod agent_view;
+mod complete;
 mod footer;
 mod keys;
 mod line_editor;
