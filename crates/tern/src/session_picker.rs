@@ -98,7 +98,7 @@ fn age(path: &Path) -> String {
 }
 
 /// The numbered lines of the list.
-fn lines(sessions: &[Summary]) -> Vec<String> {
+pub fn lines(sessions: &[Summary]) -> Vec<String> {
     sessions
         .iter()
         .enumerate()

@@ -159,6 +159,16 @@ touch "$WORK/cwd/notes-for-tab.md"
 tmux send-keys -t "$S" "see @notes" Tab
 wait_for "> see @notes-for-tab.md" "tab-file"
 tmux send-keys -t "$S" C-u
+# /new, then /resume lists this directory's other sessions and /resume 1 goes back to the
+# first, its conversation shown again.
+tmux send-keys -t "$S" "/new" Enter
+wait_for "new session:" "new-session"
+tmux send-keys -t "$S" "/resume" Enter
+wait_for "/resume N continues one" "resume-list"
+tmux send-keys -t "$S" "/resume 1" Enter
+wait_for "resumed" "resumed-by-command"
+shown="$(tmux capture-pane -p -t "$S" -S -400 | grep -cF '› also mention banana' || true)"
+[ "$shown" -ge 2 ] || { capture "FAILED-resume-history"; echo "/resume did not show the conversation again" >&2; exit 1; }
 tmux send-keys -t "$S" "/frobnicate" Enter
 wait_for "unknown command /frobnicate; /help lists the commands" "unknown-command"
 tmux send-keys -t "$S" C-d

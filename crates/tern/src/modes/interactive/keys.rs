@@ -14,6 +14,7 @@ pub const HELP: &str =
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
 /compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
 /model [N|NAME] · /thinking [LEVEL] · /session · /name NAME · /tools · /copy: the last answer · \
+/resume [N]: another session of this directory · \
 !cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.

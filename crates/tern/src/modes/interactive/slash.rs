@@ -1,5 +1,5 @@
 //! The slash commands about the session and its model, as pi's: `/model`, `/thinking`,
-//! `/session`, `/name`, `/tools`, `/copy`.
+//! `/session`, `/name`, `/tools`, `/copy`, `/resume`.
 
 use base64::Engine;
 use tern_ai::providers::{clamp_thinking_level, supported_thinking_levels};
@@ -19,6 +19,7 @@ pub fn run(ui: &mut Ui, cmd: &str, rest: &str) -> bool {
         "/name" => name(ui, rest),
         "/tools" => tools(ui),
         "/copy" => copy(ui),
+        "/resume" => resume(ui, rest),
         _ => return false,
     }
     ui.redraw();
@@ -225,4 +226,54 @@ fn copy(ui: &mut Ui) {
             text.chars().count()
         ),
     );
+}
+
+/// `/resume`: this directory's sessions, newest first, numbered; `/resume N` continues one,
+/// its conversation shown again.
+fn resume(ui: &mut Ui, rest: &str) {
+    if ui.running {
+        return warn(ui, "the agent is working; wait for it, then /resume");
+    }
+    let Some(folder) = ui.rt.session_root.clone() else {
+        return warn(
+            ui,
+            "this session is kept in memory (--no-session): no sessions to resume",
+        );
+    };
+    let current = ui.rt.session_file();
+    let sessions: Vec<crate::session_picker::Summary> =
+        tern_session::sessions_in(&folder, Some(&ui.rt.cwd))
+            .into_iter()
+            .filter(|p| current.as_deref() != Some(&*p.to_string_lossy()))
+            .filter_map(|p| crate::session_picker::summary(&p))
+            .take(20)
+            .collect();
+    if sessions.is_empty() {
+        return note(ui, "no other session of this directory");
+    }
+    let rest = rest.trim();
+    if rest.is_empty() {
+        let rows = crate::session_picker::lines(&sessions);
+        return note(ui, &format!("{}\n/resume N continues one", rows.join("\n")));
+    }
+    let Some(chosen) = rest
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| sessions.get(i))
+    else {
+        return warn(
+            ui,
+            &format!("no session {rest}: /resume lists {}", sessions.len()),
+        );
+    };
+    match ui.rt.open_session(&chosen.path) {
+        Ok(()) => {
+            ui.reset_totals();
+            let messages = ui.rt.agent.state().messages;
+            ui.show_history(&messages);
+            note(ui, &format!("resumed {}", chosen.path.display()));
+        }
+        Err(e) => ui.print(&Style::Red.paint(&format!("cannot resume: {e}"))),
+    }
 }
