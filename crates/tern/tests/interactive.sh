@@ -116,7 +116,7 @@ for raw in '**bold**' '`code`' '```' '|---|' '## Plan' '- first item'; do
   fi
 done
 for shown in 'Plan' 'Use bold words and code here.' '• first item' '── rust ──' \
-             'let total = a ** b;' 'name │ size' 'alpha │ 1'; do
+             'let total = a ** b;' 'name  │ size' 'alpha │ 1'; do
   printf '%s\n' "$pane" | grep -qF -- "$shown" \
     || { capture "FAILED-markdown"; echo "not on screen: $shown" >&2; exit 1; }
 done
@@ -193,7 +193,7 @@ start_tern -c
 wait_for "resumed:" "resumed"
 # The earlier conversation shows again, rendered as it was while it ran.
 for shown in '› run the slow thing' '✓ bash echo warming up; sleep 3; echo slept' 'Noted the banana.' \
-             '• first item' 'name │ size' '$ echo bang-$((6*7))'; do
+             '• first item' 'name  │ size' '$ echo bang-$((6*7))'; do
   tmux capture-pane -p -t "$S" -S -200 | grep -qF -- "$shown" \
     || { capture "FAILED-history"; echo "the resumed screen lacks: $shown" >&2; exit 1; }
 done

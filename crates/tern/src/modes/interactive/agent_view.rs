@@ -30,7 +30,7 @@ impl Ui {
                 message: Message::Assistant(a),
             } => {
                 self.flush_partial();
-                self.markdown.reset();
+                self.finish_markdown();
                 self.count_usage(a);
                 match a.stop_reason {
                     StopReason::Error => self.print(&Style::Red.paint(&format!(
@@ -115,7 +115,7 @@ impl Ui {
                         }
                     }
                     self.flush_partial();
-                    self.markdown.reset();
+                    self.finish_markdown();
                 }
                 Message::ToolResult(r) => {
                     let label = labels

@@ -7,10 +7,11 @@
 //! - list items with `•` (numbers kept), quotes with a bar, rules as a line;
 //! - fenced code without its fences: a dim label with the language, then the lines as they
 //!   are, in one colour, cut (never wrapped at words) to the width;
-//! - table rows with `│` between the cells, the separator row as a line.
+//! - tables aligned by column, shown when the table ends (its column widths need all its
+//!   rows).
 //!
-//! Block structure that needs lines ahead (a table's column widths, a setext heading) is not
-//! waited for: each line shows as soon as it is whole.
+//! Other block structure that needs lines ahead (a setext heading) is not waited for: each
+//! line shows as soon as it is whole.
 
 use pulldown_cmark::{Event, Options, Parser, Tag};
 use unicode_width::UnicodeWidthChar;
@@ -57,17 +58,33 @@ impl Look {
 pub struct Markdown {
     /// The fence of the open code block (its characters), if one is open.
     fence: Option<String>,
+    /// The rows of the table being read: it shows, aligned, once it ends.
+    table: Vec<String>,
 }
 
 impl Markdown {
-    /// Forgets an open code block (a new message begins).
-    pub fn reset(&mut self) {
+    /// The end of a message: the rows of a table it ended with, and an open code block
+    /// forgotten.
+    pub fn finish(&mut self, width: usize) -> Vec<String> {
         self.fence = None;
+        table(&std::mem::take(&mut self.table), width.max(10))
     }
 
-    /// The screen rows of one whole source line, each at most `width` columns wide.
+    /// The screen rows of one whole source line, each at most `width` columns wide (a
+    /// table's rows come when the table ends).
     pub fn line(&mut self, line: &str, width: usize) -> Vec<String> {
         let width = width.max(10);
+        let trimmed = line.trim_start();
+        if self.fence.is_none() && trimmed.starts_with('|') {
+            self.table.push(trimmed.to_string());
+            return Vec::new();
+        }
+        let mut rows = table(&std::mem::take(&mut self.table), width);
+        rows.extend(self.rows(line, width));
+        rows
+    }
+
+    fn rows(&mut self, line: &str, width: usize) -> Vec<String> {
         let trimmed = line.trim_start();
         if let Some(fence) = &self.fence {
             if closes(fence, trimmed) {
@@ -120,9 +137,6 @@ impl Markdown {
             }
             .paint("│ ");
             return wrap(&inline(text.trim_start(), Look::default()), width, &bar, 2);
-        }
-        if trimmed.starts_with('|') {
-            return vec![table_row(trimmed, width)];
         }
         let indent = line.len() - trimmed.len();
         if let Some((marker, text)) = list_item(trimmed) {
@@ -184,30 +198,80 @@ fn list_item(trimmed: &str) -> Option<(String, &str)> {
     None
 }
 
-/// A table row: its cells with `│` between them; the separator row as a line.
-fn table_row(trimmed: &str, width: usize) -> String {
-    let inner = trimmed.trim().trim_start_matches('|').trim_end_matches('|');
-    let cells: Vec<&str> = inner.split('|').map(str::trim).collect();
+/// A table's rows aligned by column: cells padded to their column's width with `│`
+/// between them, the separator row as `─` and `┼`. A table wider than the screen shows its
+/// rows unaligned.
+fn table(rows: &[String], width: usize) -> Vec<String> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
     let dim = Look {
         dim: true,
         ..Look::default()
     };
-    if cells
+    let cells: Vec<Vec<&str>> = rows
         .iter()
-        .all(|c| !c.is_empty() && c.chars().all(|x| matches!(x, '-' | ':' | ' ')))
-    {
-        return dim.paint(&"─".repeat(width.min(40)));
-    }
-    let rendered: Vec<String> = cells
-        .iter()
-        .map(|c| {
-            inline(c, Look::default())
-                .into_iter()
-                .map(|(t, l)| l.paint(&t))
+        .map(|r| {
+            r.trim()
+                .trim_start_matches('|')
+                .trim_end_matches('|')
+                .split('|')
+                .map(str::trim)
                 .collect()
         })
         .collect();
-    rendered.join(&dim.paint(" │ "))
+    let is_rule = |row: &[&str]| {
+        row.iter()
+            .all(|c| !c.is_empty() && c.chars().all(|x| matches!(x, '-' | ':' | ' ')))
+    };
+    // Each cell rendered, with its width on the screen; `None` for the separator row.
+    let rendered: Vec<Option<Vec<(String, usize)>>> = cells
+        .iter()
+        .map(|row| {
+            (!is_rule(row)).then(|| {
+                row.iter()
+                    .map(|c| {
+                        let runs = inline(c, Look::default());
+                        let w = runs.iter().map(|(t, _)| display_width(t)).sum();
+                        (runs.into_iter().map(|(t, l)| l.paint(&t)).collect(), w)
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rendered.iter().flatten() {
+        for (i, (_, w)) in row.iter().enumerate() {
+            widths[i] = widths[i].max(*w);
+        }
+    }
+    let total = widths.iter().sum::<usize>() + 3 * columns.saturating_sub(1);
+    let aligned = total <= width;
+    rendered
+        .iter()
+        .map(|row| match row {
+            None if aligned => dim.paint(
+                &widths
+                    .iter()
+                    .map(|w| "─".repeat(*w))
+                    .collect::<Vec<_>>()
+                    .join("─┼─"),
+            ),
+            None => dim.paint(&"─".repeat(width.min(40))),
+            Some(cells) => cells
+                .iter()
+                .enumerate()
+                .map(|(i, (text, w))| match aligned {
+                    true => format!("{text}{}", " ".repeat(widths[i] - w)),
+                    false => text.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(&dim.paint(" │ "))
+                .trim_end()
+                .to_string(),
+        })
+        .collect()
 }
 
 /// A line's inline Markdown as styled runs of text.
@@ -392,7 +456,9 @@ mod tests {
 
     fn render(text: &str, width: usize) -> Vec<String> {
         let mut md = Markdown::default();
-        text.lines().flat_map(|l| md.line(l, width)).collect()
+        let mut rows: Vec<String> = text.lines().flat_map(|l| md.line(l, width)).collect();
+        rows.extend(md.finish(width));
+        rows
     }
 
     #[test]
@@ -425,9 +491,19 @@ mod tests {
                 "│ quoted",
                 &"─".repeat(40),
                 "a │ b",
-                &"─".repeat(40),
+                "──┼──",
                 "1 │ 2"
             ]
+        );
+        // Columns line up; a table wider than the screen keeps its rows unaligned.
+        let table = "| name | size |\n|---|---|\n| alpha | 1 |\nafter";
+        assert_eq!(
+            plain(&render(table, 80)),
+            ["name  │ size", "──────┼─────", "alpha │ 1", "after"]
+        );
+        assert_eq!(
+            plain(&render(table, 10)),
+            ["name │ size", &"─".repeat(10), "alpha │ 1", "after"]
         );
     }
 

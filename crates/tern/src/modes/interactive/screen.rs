@@ -237,6 +237,15 @@ impl Ui {
         self.print(&rows.join("\n"));
     }
 
+    /// The end of an answer: what its Markdown still held (a table it ended with).
+    pub fn finish_markdown(&mut self) {
+        let w = self.width.saturating_sub(1).max(10);
+        let rows = self.markdown.finish(w);
+        if !rows.is_empty() {
+            self.print(&rows.join("\n"));
+        }
+    }
+
     /// Prints the streamed partial line as finished.
     pub fn flush_partial(&mut self) {
         if !self.partial.is_empty() {
