@@ -32,6 +32,7 @@ fn interactive_mode_in_tmux() {
         Reply::Hang,
         Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
         Reply::text(MARKDOWN),
+        Reply::Think("secret musing".into(), "Thought it through.".into()),
         Reply::tool("call_2", "bash", json!({"command": "sleep 30; echo never"})),
     ]);
     let tmp = tempfile::tempdir().unwrap();
@@ -51,18 +52,18 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        9,
+        10,
         "prompt, after steering, after the follow-up, a second command, after it, hung, \
-         escapes, markdown, the long tool"
+         escapes, markdown, thinking, the long tool"
     );
     // `-c` resumed the session: the last request carries the first run's history.
     assert!(
-        text_of(&reqs[8]).contains("Noted the banana"),
+        text_of(&reqs[9]).contains("Noted the banana"),
         "{}",
-        text_of(&reqs[8])
+        text_of(&reqs[9])
     );
     // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
-    let resumed = text_of(&reqs[8]);
+    let resumed = text_of(&reqs[9]);
     assert!(
         resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
         "{resumed}"

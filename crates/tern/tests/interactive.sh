@@ -132,6 +132,16 @@ for row in 'This closing sentence is long enough that a sixty column' \
     || { capture "FAILED-markdown-wrap"; echo "not a row of its own: $row" >&2; exit 1; }
 done
 tmux resize-window -t "$S" -x 110
+# Ctrl+T hides thinking: a dim line stands for it.
+tmux send-keys -t "$S" C-t
+tmux send-keys -t "$S" "think please" Enter
+wait_for "Thought it through." "thinking-hidden"
+if tmux capture-pane -p -t "$S" | grep -qF "secret musing"; then
+  capture "FAILED-thinking-shown"; echo "hidden thinking on screen" >&2; exit 1
+fi
+tmux capture-pane -p -t "$S" | grep -qF "thinking… (Ctrl+T shows it)" \
+  || { capture "FAILED-thinking-note"; echo "no line stands for the hidden thinking" >&2; exit 1; }
+tmux send-keys -t "$S" C-t
 # `!cmd` runs here and its output goes to the model with the next prompt; `!!cmd` does not.
 tmux send-keys -t "$S" '!echo bang-$((6*7))' Enter
 wait_for "bang-42" "user-bash-output"

@@ -41,6 +41,8 @@ pub enum Reply {
     Hang,
     /// The first text chunk, then the second once `gate` is opened (a minute at most).
     Gated(String, String, Gate),
+    /// Reasoning (`reasoning_content`), then text.
+    Think(String, String),
 }
 
 /// A gate a scripted reply waits at, opened by the test.
@@ -193,6 +195,14 @@ fn serve(
                 None,
             ))?;
             send(chunk(json!({}), Some("tool_calls")))?;
+        }
+        Reply::Think(thinking, text) => {
+            send(chunk(
+                json!({"role": "assistant", "reasoning_content": thinking}),
+                None,
+            ))?;
+            send(chunk(json!({"content": text}), None))?;
+            send(chunk(json!({}), Some("stop")))?;
         }
         Reply::Gated(first, second, gate) => {
             send(chunk(json!({"role": "assistant", "content": first}), None))?;

@@ -15,7 +15,9 @@ queue a follow-up · /steer TEXT · /new: new session · /recover: finish an int
 /compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
 /model [N|NAME] · /thinking [LEVEL] · /session · /name NAME · /tools · /copy: the last answer · \
 /resume [N]: another session of this directory · \
-!cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · Ctrl+C: abort the turn (twice: exit) · Ctrl+D or /quit: exit";
+!cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · \
+Tab: complete · Ctrl+T: hide or show thinking · Ctrl+C: abort the turn (twice: exit) · \
+Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
 pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
@@ -85,6 +87,17 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
             return submit(ui, text, alt, ui_tx);
         }
         KeyCode::Tab => complete(ui),
+        KeyCode::Char('t') if ctrl => {
+            ui.hide_thinking = !ui.hide_thinking;
+            ui.hint = Some(
+                if ui.hide_thinking {
+                    "thinking hidden"
+                } else {
+                    "thinking shown"
+                }
+                .into(),
+            );
+        }
         KeyCode::Char('a') if ctrl => editor.home(),
         KeyCode::Char('e') if ctrl => editor.end(),
         KeyCode::Char('u') if ctrl => editor.kill_to_start(),

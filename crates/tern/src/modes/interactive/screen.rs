@@ -49,6 +49,10 @@ pub struct Ui {
     pub running: bool,
     /// The `!` command running, to stop with Ctrl+C.
     pub bash: Option<tokio_util::sync::CancellationToken>,
+    /// Thinking is hidden (Ctrl+T): a dim `thinking…` stands for each block.
+    pub hide_thinking: bool,
+    /// A thinking block is being hidden (its `thinking…` line is out).
+    pub hiding: bool,
     /// The answer's Markdown, as far as its lines went (an open code block).
     pub markdown: super::markdown::Markdown,
     /// Running tools: (call id, label, the last line of their output so far).
@@ -91,6 +95,8 @@ impl Ui {
             partial_kind: Stream::Text,
             running: false,
             bash: None,
+            hide_thinking: false,
+            hiding: false,
             markdown: Default::default(),
             tools: Vec::new(),
             tick: 0,
@@ -259,6 +265,15 @@ impl Ui {
     /// Markdown, thinking dim) and wrapped between words. The line still streaming shows in
     /// the live rows, as far as it fits.
     pub fn stream(&mut self, kind: Stream, delta: &str) {
+        if kind == Stream::Thinking && self.hide_thinking {
+            if !self.hiding {
+                self.hiding = true;
+                self.flush_partial();
+                self.print(&Style::Dim.paint("thinking… (Ctrl+T shows it)"));
+            }
+            return;
+        }
+        self.hiding = false;
         if kind != self.partial_kind {
             self.flush_partial();
             self.partial_kind = kind;
