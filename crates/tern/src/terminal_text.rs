@@ -196,6 +196,22 @@ pub fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// `s` without its SGR escape sequences: what a terminal shows of it (tests compare it).
+#[cfg(test)]
+pub fn strip_sgr(s: &str) -> String {
+    let mut out = String::new();
+    let mut in_escape = false;
+    for c in s.chars() {
+        match (in_escape, c) {
+            (_, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
+}
+
 /// The mark of a finished tool call: a red `✗` for an error, a green `✓` otherwise.
 pub fn result_mark(is_error: bool) -> (Style, &'static str) {
     if is_error {

@@ -299,21 +299,8 @@ fn diff_rows(diff: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::terminal_text::strip_sgr as plain;
     use serde_json::json;
-
-    fn plain(s: &str) -> String {
-        let mut out = String::new();
-        let mut skip = false;
-        for c in s.chars() {
-            match (skip, c) {
-                (_, '\x1b') => skip = true,
-                (true, 'm') => skip = false,
-                (true, _) => {}
-                (false, c) => out.push(c),
-            }
-        }
-        out
-    }
 
     #[test]
     fn a_commands_row_has_its_last_line_and_exit_code() {

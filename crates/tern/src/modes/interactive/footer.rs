@@ -125,20 +125,7 @@ fn home_short(cwd: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn plain(s: &str) -> String {
-        let mut out = String::new();
-        let mut skip = false;
-        for c in s.chars() {
-            match (skip, c) {
-                (_, '\x1b') => skip = true,
-                (true, 'm') => skip = false,
-                (true, _) => {}
-                (false, c) => out.push(c),
-            }
-        }
-        out
-    }
+    use crate::terminal_text::strip_sgr as plain;
 
     fn footer() -> Footer<'static> {
         Footer {

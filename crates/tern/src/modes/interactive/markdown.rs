@@ -432,25 +432,10 @@ impl Rows {
 mod tests {
     use super::*;
 
-    /// The rows without their escape sequences.
+    /// The rows as the terminal shows them.
     fn plain(rows: &[String]) -> Vec<String> {
         rows.iter()
-            .map(|r| {
-                let mut out = String::new();
-                let mut chars = r.chars();
-                while let Some(c) = chars.next() {
-                    if c == '\x1b' {
-                        for d in chars.by_ref() {
-                            if d == 'm' {
-                                break;
-                            }
-                        }
-                    } else {
-                        out.push(c);
-                    }
-                }
-                out
-            })
+            .map(|r| crate::terminal_text::strip_sgr(r))
             .collect()
     }
 
