@@ -98,6 +98,12 @@ wait_for "aborted; the session is kept" "aborted"
 tmux send-keys -t "$S" Up
 wait_for "> hang please" "history-up"
 tmux send-keys -t "$S" C-u
+# Ctrl+R searches the history; Enter puts the match on the line.
+tmux send-keys -t "$S" C-r "banana"
+wait_for "(search 'banana'): also mention banana" "history-search"
+tmux send-keys -t "$S" Enter
+wait_for "> also mention banana" "history-search-accepted"
+tmux send-keys -t "$S" C-u
 # Escape sequences in model text (set the title, clear the screen) must not drive the terminal.
 tmux send-keys -t "$S" "evil please" Enter
 wait_for "before]2;owned after[2J end" "escapes-shown-as-text"

@@ -16,6 +16,7 @@ queue a follow-up · /steer TEXT · /new: new session · /recover: finish an int
 /model [N|NAME] · /thinking [LEVEL] · /session · /name NAME · /tools · /copy: the last answer · \
 /resume [N]: another session of this directory · \
 !cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · \
+Ctrl+R: search the history · \
 Tab: complete · Ctrl+T: hide or show thinking · Ctrl+C: abort the turn (twice: exit) · \
 Ctrl+D or /quit: exit";
 
@@ -48,6 +49,19 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
                 ui.redraw();
             }
         }
+        return false;
+    }
+    // A reverse search (Ctrl+R) takes the keys until it ends.
+    if ui.editor.searching().is_some() {
+        match k.code {
+            KeyCode::Char('r') if ctrl => ui.editor.search_older(),
+            KeyCode::Char('g') if ctrl => ui.editor.search_cancel(),
+            KeyCode::Esc => ui.editor.search_cancel(),
+            KeyCode::Char(c) if !ctrl => ui.editor.search_type(c),
+            KeyCode::Backspace => ui.editor.search_back(),
+            _ => ui.editor.search_accept(),
+        }
+        ui.redraw();
         return false;
     }
     let was_armed = ui.armed;
@@ -87,6 +101,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
             return submit(ui, text, alt, ui_tx);
         }
         KeyCode::Tab => complete(ui),
+        KeyCode::Char('r') if ctrl => editor.search_older(),
         KeyCode::Char('t') if ctrl => {
             ui.hide_thinking = !ui.hide_thinking;
             ui.hint = Some(

@@ -8,6 +8,16 @@ pub struct LineEditor {
     history: Vec<String>,
     /// The history entry shown, while walking it.
     hist_pos: Option<usize>,
+    /// A reverse search of the history (Ctrl+R), while one is going.
+    search: Option<Search>,
+}
+
+/// A reverse search: what is typed, the entry it found, the line before it began.
+#[derive(Debug, Default)]
+struct Search {
+    query: String,
+    found: Option<usize>,
+    saved: Vec<char>,
 }
 
 impl LineEditor {
@@ -139,6 +149,76 @@ impl LineEditor {
         }
     }
 
+    /// Ctrl+R: starts a reverse search of the history, or finds the next older match.
+    pub fn search_older(&mut self) {
+        let from = match &self.search {
+            None => {
+                self.search = Some(Search {
+                    saved: self.input.clone(),
+                    ..Search::default()
+                });
+                self.history.len()
+            }
+            Some(s) => s.found.unwrap_or(self.history.len()),
+        };
+        self.find_from(from, true);
+    }
+
+    /// Types `c` into the search's query: the newest entry holding it is found.
+    pub fn search_type(&mut self, c: char) {
+        if let Some(s) = &mut self.search {
+            s.query.push(c);
+        }
+        self.find_from(self.history.len(), false);
+    }
+
+    /// Deletes the query's last character.
+    pub fn search_back(&mut self) {
+        if let Some(s) = &mut self.search {
+            s.query.pop();
+        }
+        self.find_from(self.history.len(), false);
+    }
+
+    /// Ends the search with the entry found on the line (Enter, or any other key).
+    pub fn search_accept(&mut self) {
+        if let Some(s) = self.search.take() {
+            match s.found {
+                Some(i) => self.show(i),
+                None => self.input = s.saved,
+            }
+            self.cursor = self.input.len();
+        }
+    }
+
+    /// Ends the search and puts back the line it began on (Esc, Ctrl+G).
+    pub fn search_cancel(&mut self) {
+        if let Some(s) = self.search.take() {
+            self.input = s.saved;
+            self.cursor = self.input.len();
+        }
+    }
+
+    /// The search going on: its query and the entry it found.
+    pub fn searching(&self) -> Option<(&str, Option<&str>)> {
+        self.search.as_ref().map(|s| {
+            let found = s.found.map(|i| self.history[i].as_str());
+            (s.query.as_str(), found)
+        })
+    }
+
+    /// The newest history entry before `before` that holds the query; with `keep`, a
+    /// search for an older one that finds none keeps what it had.
+    fn find_from(&mut self, before: usize, keep: bool) {
+        let Some(s) = &mut self.search else { return };
+        let hit = self.history[..before.min(self.history.len())]
+            .iter()
+            .rposition(|h| h.contains(s.query.as_str()));
+        if hit.is_some() || !keep {
+            s.found = hit;
+        }
+    }
+
     fn show(&mut self, pos: usize) {
         self.hist_pos = Some(pos);
         self.input = self.history[pos].chars().collect();
@@ -157,6 +237,33 @@ impl LineEditor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ctrl_r_finds_older_entries_holding_the_query() {
+        let mut e = LineEditor::default();
+        for h in ["cargo build", "git status", "cargo test", "ls"] {
+            e.remember(h);
+        }
+        e.insert('x');
+        e.search_older();
+        for c in "cargo".chars() {
+            e.search_type(c);
+        }
+        assert_eq!(e.searching(), Some(("cargo", Some("cargo test"))));
+        e.search_older();
+        assert_eq!(e.searching(), Some(("cargo", Some("cargo build"))));
+        // Nothing older: the last match stays.
+        e.search_older();
+        assert_eq!(e.searching(), Some(("cargo", Some("cargo build"))));
+        e.search_accept();
+        assert_eq!(e.take(), "cargo build");
+        e.insert('y');
+        e.search_older();
+        e.search_type('q');
+        assert_eq!(e.searching(), Some(("q", None)));
+        e.search_cancel();
+        assert_eq!(e.take(), "y", "Esc puts the line back");
+    }
 
     fn typed(s: &str) -> LineEditor {
         let mut e = LineEditor::default();

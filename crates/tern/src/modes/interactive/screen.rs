@@ -193,6 +193,16 @@ impl Ui {
                 w,
             )));
         }
+        if let Some((query, found)) = self.editor.searching() {
+            let label = format!("(search '{query}'): ");
+            let shown = truncate(
+                &clean(found.unwrap_or("")),
+                w.saturating_sub(label.chars().count()),
+            );
+            let col = label.chars().count() + shown.chars().count();
+            rows.push(format!("{}{shown}", Style::BoldGreen.paint(&label)));
+            return (rows, col.min(w));
+        }
         let prompt = if self.running { "steer> " } else { "> " };
         let room = w.saturating_sub(prompt.len()).max(1);
         let (visible, at) = self.editor.window(room);
