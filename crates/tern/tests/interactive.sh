@@ -98,6 +98,14 @@ wait_for "aborted; the session is kept" "aborted"
 tmux send-keys -t "$S" Up
 wait_for "> hang please" "history-up"
 tmux send-keys -t "$S" C-u
+# A paste of several lines goes on the line as one marker; its newlines send nothing.
+printf 'line one\nline two\nline three\n' | tmux load-buffer -
+tmux paste-buffer -p -t "$S"
+wait_for "> [paste #1 +3 lines]" "paste-marker"
+if tmux capture-pane -p -t "$S" | grep -qF "› line one"; then
+  capture "FAILED-paste-sent"; echo "a pasted newline sent the line" >&2; exit 1
+fi
+tmux send-keys -t "$S" C-u
 # Ctrl+R searches the history; Enter puts the match on the line.
 tmux send-keys -t "$S" C-r "banana"
 wait_for "(search 'banana'): also mention banana" "history-search"

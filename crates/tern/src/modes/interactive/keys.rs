@@ -183,6 +183,7 @@ fn complete(ui: &mut Ui) {
 
 /// Sends a line: a command, a prompt, a steering message or a follow-up.
 fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
+    let text = ui.expand_pastes(&text);
     // `!cmd` runs a command here and its output goes to the model with the next prompt;
     // `!!cmd` keeps it out of the model's context (pi's).
     if let Some(rest) = text.trim().strip_prefix('!') {

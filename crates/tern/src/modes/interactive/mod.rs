@@ -80,6 +80,7 @@ struct RawGuard;
 
 impl Drop for RawGuard {
     fn drop(&mut self) {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
         let _ = terminal::disable_raw_mode();
     }
 }
@@ -202,6 +203,8 @@ pub async fn run(
         return crate::exit::USAGE;
     }
     let _guard = RawGuard;
+    // A paste arrives whole (Event::Paste), not as keys: Enter inside it must not send.
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
     let (ui_tx, mut ui_rx) = mpsc::unbounded_channel::<UiEvent>();
     let tx = ui_tx.clone();
     let sub = rt.agent.subscribe_sync(move |e| {
@@ -275,6 +278,10 @@ pub async fn run(
                         if handle_key(&mut ui, k, &ui_tx) {
                             break;
                         }
+                    }
+                    Some(Ok(Event::Paste(text))) => {
+                        ui.paste(&text);
+                        ui.redraw();
                     }
                     Some(Ok(Event::Resize(w, _))) => {
                         ui.width = w as usize;

@@ -15,6 +15,24 @@ use crate::terminal_text::{clean, tail, truncate, Style};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// The longest one-line paste that goes on the line as typed.
+const PASTE_INLINE: usize = 200;
+
+/// The marker the `n`-th paste (from 1) stands as on the line.
+fn paste_marker(n: usize, text: &str) -> String {
+    format!("[paste #{n} +{} lines]", text.lines().count())
+}
+
+/// `line` with the markers of `pastes` replaced by their texts.
+fn expand_markers(line: &str, pastes: &[String]) -> String {
+    pastes
+        .iter()
+        .enumerate()
+        .fold(line.to_string(), |out, (i, text)| {
+            out.replace(&paste_marker(i + 1, text), text)
+        })
+}
+
 /// What the streamed partial line holds.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
@@ -49,6 +67,9 @@ pub struct Ui {
     pub running: bool,
     /// The `!` command running, to stop with Ctrl+C.
     pub bash: Option<tokio_util::sync::CancellationToken>,
+    /// Pasted texts of several lines (or long): the line holds `[paste #N +L lines]` for
+    /// each, and sending puts the text back (pi's).
+    pub pastes: Vec<String>,
     /// Thinking is hidden (Ctrl+T): a dim `thinking…` stands for each block.
     pub hide_thinking: bool,
     /// A thinking block is being hidden (its `thinking…` line is out).
@@ -95,6 +116,7 @@ impl Ui {
             partial_kind: Stream::Text,
             running: false,
             bash: None,
+            pastes: Vec::new(),
             hide_thinking: false,
             hiding: false,
             markdown: Default::default(),
@@ -237,6 +259,27 @@ impl Ui {
         self.draw_live();
     }
 
+    /// A paste: short text goes on the line as typed; several lines or a long text go in as
+    /// a `[paste #N +L lines]` marker that sending expands.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines <= 1 && text.chars().count() <= PASTE_INLINE {
+            text.trim_end_matches('\n')
+                .chars()
+                .for_each(|c| self.editor.insert(c));
+            return;
+        }
+        self.pastes.push(text);
+        let marker = paste_marker(self.pastes.len(), &self.pastes[self.pastes.len() - 1]);
+        marker.chars().for_each(|c| self.editor.insert(c));
+    }
+
+    /// `line` with each paste marker it holds replaced by its text.
+    pub fn expand_pastes(&self, line: &str) -> String {
+        expand_markers(line, &self.pastes)
+    }
+
     /// Writes an escape sequence for the terminal itself (OSC 52), nothing shown.
     pub fn write_raw(&mut self, sequence: &str) {
         let _ = queue!(self.out, style::Print(sequence));
@@ -311,5 +354,24 @@ impl Ui {
             Stream::Text => self.markdown.line(&line, w),
             Stream::Thinking => super::markdown::wrap_plain(&line, w, true),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paste_markers_expand_to_their_texts() {
+        let pastes = vec!["a\nb\n".to_string(), "x\ny\nz".to_string()];
+        assert_eq!(paste_marker(1, &pastes[0]), "[paste #1 +2 lines]");
+        assert_eq!(
+            expand_markers("see [paste #2 +3 lines] and [paste #1 +2 lines]!", &pastes),
+            "see x\ny\nz and a\nb\n!"
+        );
+        assert_eq!(
+            expand_markers("[paste #3 +1 lines]", &pastes),
+            "[paste #3 +1 lines]"
+        );
     }
 }
