@@ -279,10 +279,10 @@ impl AgentActivities {
         );
         let drained = heartbeating(&ctx, async {
             while let Some(event) = stream.next().await {
-                if let Some(live) = &live {
-                    live.publish(&event);
-                }
                 recorder.record(&event);
+                if let Some(live) = &live {
+                    live.publish(&event, recorder.start());
+                }
             }
         })
         .await;

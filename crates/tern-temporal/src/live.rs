@@ -42,7 +42,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tern_ai::{AssistantMessageEvent, Message};
+use tern_ai::{AssistantMessage, AssistantMessageEvent, Message};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -88,9 +88,13 @@ impl Publisher {
         Some(Publisher { subscribers })
     }
 
-    /// Sends `event` (the request's `start` and deltas; the end is the log's).
-    pub(crate) fn publish(&self, event: &AssistantMessageEvent) {
-        let Some(line) = line_of(event) else { return };
+    /// Sends `event` (the request's `start` and deltas; the end is the log's). `start` is
+    /// the message as the recorder took it at `start`: the event's partial is shared with
+    /// the provider, which may have moved on, and the log must get the very same message.
+    pub(crate) fn publish(&self, event: &AssistantMessageEvent, start: Option<&AssistantMessage>) {
+        let Some(line) = line_of(event, start) else {
+            return;
+        };
         for s in &self.subscribers {
             // A subscriber that went away is simply no longer written to.
             let _ = s.send(line.clone());
@@ -98,14 +102,15 @@ impl Publisher {
     }
 }
 
-/// The log's form of a streamed event: `message_start` with the message as it started, a
-/// `message_update` without the partial message; `None` for the end.
-fn line_of(event: &AssistantMessageEvent) -> Option<String> {
+/// The log's form of a streamed event: `message_start` with the message as it started
+/// (`start`, else the event's partial now), a `message_update` without the partial message;
+/// `None` for the end.
+fn line_of(event: &AssistantMessageEvent, start: Option<&AssistantMessage>) -> Option<String> {
     let v = match event {
         AssistantMessageEvent::Start { partial } => {
             // As a message: with its `role`, as the log's `message_start` has it.
-            let message = Message::from(partial.snapshot());
-            json!({"type": "message_start", "message": message})
+            let started = start.cloned().unwrap_or_else(|| partial.snapshot());
+            json!({"type": "message_start", "message": Message::from(started)})
         }
         AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. } => return None,
         other => {
@@ -493,14 +498,14 @@ mod tests {
             .iter()
             .map(|e| {
                 recorder.record(e);
-                line_of(e).expect("not an end")
+                line_of(e, recorder.start()).expect("not an end")
             })
             .collect();
         let (tx, mut replayed) = assistant_stream();
         replay(&tx, recorder.finish(end));
         let mut log = Vec::new();
         while let Some(e) = replayed.next().await {
-            log.extend(line_of(&e));
+            log.extend(line_of(&e, None));
         }
         assert_eq!(log.len(), live.len());
         for (l, r) in live.iter().zip(&log) {

@@ -108,6 +108,11 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
+    /// The message as the stream started, as recorded (the snapshot the workflow plays).
+    pub(crate) fn start(&self) -> Option<&AssistantMessage> {
+        self.start.as_ref()
+    }
+
     pub(crate) fn record(&mut self, event: &AssistantMessageEvent) {
         use AssistantMessageEvent::*;
         let index = match event {
