@@ -113,7 +113,7 @@ impl Markdown {
                 dim: true,
                 ..Look::default()
             }
-            .paint(&format!("── {label} ──"))];
+            .paint(&cut(&format!("── {label} ──"), width))];
         }
         if is_rule(trimmed) {
             return vec![Look {
@@ -199,8 +199,8 @@ fn list_item(trimmed: &str) -> Option<(String, &str)> {
 }
 
 /// A table's rows aligned by column: cells padded to their column's width with `│`
-/// between them, the separator row as `─` and `┼`. A table wider than the screen shows its
-/// rows unaligned.
+/// between them, the separator row as `─` and `┼`. A table wider than the screen has its
+/// rows wrapped between words instead.
 fn table(rows: &[String], width: usize) -> Vec<String> {
     if rows.is_empty() {
         return Vec::new();
@@ -224,6 +224,40 @@ fn table(rows: &[String], width: usize) -> Vec<String> {
         row.iter()
             .all(|c| !c.is_empty() && c.chars().all(|x| matches!(x, '-' | ':' | ' ')))
     };
+    let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
+    let width_of = |c: &str| -> usize {
+        inline(c, Look::default())
+            .iter()
+            .map(|(t, _)| display_width(t))
+            .sum()
+    };
+    let mut widths = vec![0; columns];
+    for row in cells.iter().filter(|r| !is_rule(r)) {
+        for (i, c) in row.iter().enumerate() {
+            widths[i] = widths[i].max(width_of(c));
+        }
+    }
+    let total = widths.iter().sum::<usize>() + 3 * columns.saturating_sub(1);
+    if total > width {
+        // Too wide to align: each row wrapped between words, its cells still apart.
+        let bar = (" │ ".to_string(), dim);
+        return cells
+            .iter()
+            .flat_map(|row| {
+                if is_rule(row) {
+                    return vec![dim.paint(&"─".repeat(width.min(40)))];
+                }
+                let mut runs = Vec::new();
+                for (i, c) in row.iter().enumerate() {
+                    if i > 0 {
+                        runs.push(bar.clone());
+                    }
+                    runs.extend(inline(c, Look::default()));
+                }
+                wrap(&runs, width, "", 0)
+            })
+            .collect();
+    }
     // Each cell rendered, with its width on the screen; `None` for the separator row.
     let rendered: Vec<Option<Vec<(String, usize)>>> = cells
         .iter()
@@ -239,33 +273,20 @@ fn table(rows: &[String], width: usize) -> Vec<String> {
             })
         })
         .collect();
-    let columns = cells.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0; columns];
-    for row in rendered.iter().flatten() {
-        for (i, (_, w)) in row.iter().enumerate() {
-            widths[i] = widths[i].max(*w);
-        }
-    }
-    let total = widths.iter().sum::<usize>() + 3 * columns.saturating_sub(1);
-    let aligned = total <= width;
     rendered
         .iter()
         .map(|row| match row {
-            None if aligned => dim.paint(
+            None => dim.paint(
                 &widths
                     .iter()
                     .map(|w| "─".repeat(*w))
                     .collect::<Vec<_>>()
                     .join("─┼─"),
             ),
-            None => dim.paint(&"─".repeat(width.min(40))),
             Some(cells) => cells
                 .iter()
                 .enumerate()
-                .map(|(i, (text, w))| match aligned {
-                    true => format!("{text}{}", " ".repeat(widths[i] - w)),
-                    false => text.clone(),
-                })
+                .map(|(i, (text, w))| format!("{text}{}", " ".repeat(widths[i].saturating_sub(*w))))
                 .collect::<Vec<_>>()
                 .join(&dim.paint(" │ "))
                 .trim_end()
@@ -488,7 +509,7 @@ mod tests {
         );
         assert_eq!(
             plain(&render(table, 10)),
-            ["name │ size", &"─".repeat(10), "alpha │ 1", "after"]
+            ["name │", "size", &"─".repeat(10), "alpha │ 1", "after"]
         );
     }
 
@@ -504,6 +525,63 @@ mod tests {
                 "after"
             ]
         );
+    }
+
+    #[test]
+    fn any_text_renders_within_the_width_without_panicking() {
+        // Model text is hostile input: pieces of Markdown, wide and combining characters,
+        // long words, at every width from the narrowest.
+        let pieces = [
+            "#",
+            "## ",
+            "|",
+            "| a |",
+            "|---|",
+            "```",
+            "~~~",
+            "- ",
+            "1. ",
+            "> ",
+            "**",
+            "*",
+            "_",
+            "`",
+            "~~",
+            "[x](y)",
+            "<b>",
+            "日本",
+            "e\u{301}",
+            "😀",
+            " ",
+            "  ",
+            "word",
+            "\t",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "12345678901.",
+            "---",
+            ":-:",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let n = (next() % 12) as usize;
+            let line: String = (0..n)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            let width = 10 + (next() % 40) as usize;
+            let mut md = Markdown::default();
+            let mut rows = md.line(&line, width);
+            rows.extend(md.line(&line, width));
+            rows.extend(md.finish(width));
+            for row in plain(&rows) {
+                assert!(display_width(&row) <= width, "{line:?} at {width}: {row:?}");
+            }
+        }
     }
 
     #[test]
