@@ -78,6 +78,11 @@ wait_for "queued follow-up: then summarize" "follow-up-queued"
 wait_for "Noted the banana." "answer-after-steer" 20
 # The tool call reads as a person reads it (pi's tool rows), not as JSON arguments.
 wait_for "✓ bash echo warming up; sleep 3; echo slept → slept (2 lines) · exit 0" "tool-line-readable"
+# Ctrl+O shows the last call's whole output.
+tmux send-keys -t "$S" C-o
+wait_for "── output of bash echo warming up; sleep 3; echo slept ──" "output-expanded"
+tmux capture-pane -p -t "$S" | grep -qx "warming up" \
+  || { capture "FAILED-output-lines"; echo "the expanded output lacks its lines" >&2; exit 1; }
 if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
   capture "FAILED-tool-json"; echo "a tool call is shown as raw JSON" >&2; exit 1
 fi

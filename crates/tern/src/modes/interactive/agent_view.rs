@@ -82,6 +82,10 @@ impl Ui {
                     let w = self.width.saturating_sub(1).max(10);
                     self.print(&diff_rows(diff, w).join("\n"));
                 }
+                // Ctrl+O shows the whole output of the last call.
+                let text = tern_ai::content_text(result.content(), "\n");
+                let whole = diff_of(&tool_call.name, result, *is_error).unwrap_or(&text);
+                self.last_output = Some((label, whole.to_string()));
             }
             _ => {}
         }
@@ -162,6 +166,28 @@ impl Ui {
         }
     }
 
+    /// Ctrl+O: the whole output of the last tool call (its diff for an edit), at most
+    /// [`EXPANDED_ROWS`] lines, in the scrollback.
+    pub fn expand_last_output(&mut self) {
+        let Some((label, text)) = self.last_output.clone() else {
+            self.hint = Some("no tool output yet".into());
+            return;
+        };
+        let w = self.width.saturating_sub(1).max(10);
+        let lines: Vec<&str> = text.lines().collect();
+        let mut rows = vec![Style::Dim.paint(&truncate(&format!("── output of {label} ──"), w))];
+        rows.extend(
+            lines
+                .iter()
+                .take(EXPANDED_ROWS)
+                .map(|l| truncate(&clean(l), w)),
+        );
+        if lines.len() > EXPANDED_ROWS {
+            rows.push(Style::Dim.paint(&format!("… {} more lines", lines.len() - EXPANDED_ROWS)));
+        }
+        self.print(&rows.join("\n"));
+    }
+
     /// Starts the session's totals again (a new session).
     pub fn reset_totals(&mut self) {
         (
@@ -209,6 +235,9 @@ impl Ui {
         }
     }
 }
+
+/// How many lines Ctrl+O shows of a tool call's output.
+const EXPANDED_ROWS: usize = 500;
 
 /// How many lines of an edit's diff show before the rest is folded.
 const DIFF_ROWS: usize = 40;

@@ -17,7 +17,8 @@ queue a follow-up · /steer TEXT · /new: new session · /recover: finish an int
 /resume [N]: another session of this directory · \
 !cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · \
 Ctrl+R: search the history · \
-Tab: complete · Ctrl+T: hide or show thinking · Ctrl+C: abort the turn (twice: exit) · \
+Tab: complete · Ctrl+O: the last tool output in full · Ctrl+T: hide or show thinking · \
+Ctrl+C: abort the turn (twice: exit) · \
 Ctrl+D or /quit: exit";
 
 /// Handles a key; returns true to exit.
@@ -102,6 +103,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
         }
         KeyCode::Tab => complete(ui),
         KeyCode::Char('r') if ctrl => editor.search_older(),
+        KeyCode::Char('o') if ctrl => ui.expand_last_output(),
         KeyCode::Char('t') if ctrl => {
             ui.hide_thinking = !ui.hide_thinking;
             ui.hint = Some(

@@ -67,6 +67,8 @@ pub struct Ui {
     pub running: bool,
     /// The `!` command running, to stop with Ctrl+C.
     pub bash: Option<tokio_util::sync::CancellationToken>,
+    /// The last tool call's label and whole output (Ctrl+O shows it).
+    pub last_output: Option<(String, String)>,
     /// Pasted texts of several lines (or long): the line holds `[paste #N +L lines]` for
     /// each, and sending puts the text back (pi's).
     pub pastes: Vec<String>,
@@ -116,6 +118,7 @@ impl Ui {
             partial_kind: Stream::Text,
             running: false,
             bash: None,
+            last_output: None,
             pastes: Vec::new(),
             hide_thinking: false,
             hiding: false,
