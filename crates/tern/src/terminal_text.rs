@@ -144,7 +144,7 @@ fn line_count(content: &str) -> usize {
 }
 
 /// `path` with the home folder as `~`.
-fn shorten_home(path: &str) -> String {
+pub fn shorten_home(path: &str) -> String {
     match std::env::var("HOME") {
         Ok(home) if !home.is_empty() && path.starts_with(&home) => {
             let rest = &path[home.len()..];

@@ -255,10 +255,14 @@ fn tool_row(label: &str, tool: &str, result: &tern_agent::ToolResult, is_error: 
     .unwrap_or("")
     .to_string();
     let n = text.lines().count();
-    let exit = bash.then(|| match is_error {
-        false => " · exit 0".to_string(),
-        true => exit_code(&text).map_or(String::new(), |c| format!(" · exit {c}")),
-    });
+    // The bash tool reports its exit code in the details (none when aborted or timed out).
+    let exit = result
+        .details
+        .as_ref()
+        .and_then(|d| d.get("exitCode"))
+        .and_then(serde_json::Value::as_i64)
+        .filter(|_| bash)
+        .map(|c| format!(" · exit {c}"));
     let (style, mark) = result_mark(is_error);
     let detail = format!(
         "→ {} ({n} lines){}",
@@ -274,16 +278,6 @@ fn tool_row(label: &str, tool: &str, result: &tern_agent::ToolResult, is_error: 
         style.paint(mark),
         Style::Cyan.paint(&truncate(label, 80)),
     )
-}
-
-/// The exit code a failed command's result names (`Command exited with code N`).
-fn exit_code(text: &str) -> Option<i64> {
-    let at = text.rfind("exited with code ")?;
-    let digits: String = text[at + 17..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '-')
-        .collect();
-    digits.parse().ok()
 }
 
 /// The unified diff a successful `edit` left in its details.
@@ -333,12 +327,14 @@ mod tests {
 
     #[test]
     fn a_commands_row_has_its_last_line_and_exit_code() {
-        let ok = tern_agent::ToolResult::text("compiling\ntest result: ok\n");
+        let ok = tern_agent::ToolResult::text("compiling\ntest result: ok\n")
+            .with_details(json!({"exitCode": 0}));
         assert_eq!(
             plain(&tool_row("bash cargo test", "bash", &ok, false)),
             "✓ bash cargo test → test result: ok (2 lines) · exit 0"
         );
-        let failed = tern_agent::ToolResult::text("boom\n\nCommand exited with code 101");
+        let failed = tern_agent::ToolResult::text("boom\n\nCommand exited with code 101")
+            .with_details(json!({"exitCode": 101}));
         let row = tool_row("bash cargo test", "bash", &failed, true);
         assert_eq!(
             plain(&row),

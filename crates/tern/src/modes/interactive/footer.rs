@@ -7,7 +7,7 @@ use std::path::Path;
 use tern_ai::ThinkingLevel;
 use unicode_width::UnicodeWidthStr;
 
-use crate::terminal_text::{truncate, Style};
+use crate::terminal_text::{shorten_home, truncate, Style};
 
 /// What the footer shows.
 pub struct Footer<'a> {
@@ -40,7 +40,7 @@ impl Footer<'_> {
     /// The footer's two rows, each at most `width` columns.
     pub fn rows(&self, width: usize) -> [String; 2] {
         let dim = |s: &str| Style::Dim.paint(s);
-        let cwd = truncate(&home_short(self.cwd), width);
+        let cwd = truncate(&shorten_home(&self.cwd.display().to_string()), width);
         let mut stats = vec![self.activity.to_string()];
         for (mark, n) in [
             ("↑", self.input),
@@ -104,21 +104,6 @@ pub fn tokens(n: u64) -> String {
         10_000..=999_999 => format!("{}k", (f / 1e3).round()),
         1_000_000..=9_999_999 => format!("{:.1}M", f / 1e6),
         _ => format!("{}M", (f / 1e6).round()),
-    }
-}
-
-/// `cwd` with the home folder as `~`.
-fn home_short(cwd: &Path) -> String {
-    let text = cwd.display().to_string();
-    match std::env::var("HOME") {
-        Ok(home) if !home.is_empty() && text.starts_with(&home) => {
-            let rest = &text[home.len()..];
-            if rest.is_empty() || rest.starts_with('/') {
-                return format!("~{rest}");
-            }
-            text
-        }
-        _ => text,
     }
 }
 
