@@ -308,6 +308,20 @@ impl SessionHandle {
         self.follow_merged(offset, Some(live), each).await
     }
 
+    /// One look at the session for a follower at `merge`'s offset: its state, then the
+    /// events from there, merged with those given out live (what to give out now). The
+    /// state is read first, so when [`LiveMerge::idle_at`] it, no event is missing; events a
+    /// continue-as-new left behind are skipped.
+    pub async fn read_merged(
+        &self,
+        merge: &mut LiveMerge,
+    ) -> Result<(SessionState, Vec<Value>), Error> {
+        let state = self.state().await?;
+        merge.skip_to(state.first_event);
+        let events = self.events(merge.offset()).await?;
+        Ok((state, merge.log(events)))
+    }
+
     async fn follow_merged(
         &self,
         offset: usize,
@@ -317,10 +331,7 @@ impl SessionHandle {
         let mut merge = LiveMerge::new(&self.id, offset);
         let mut failing_since = None;
         loop {
-            // Read the state first: when it says idle, the events read after it are complete.
-            let read =
-                async { Ok::<_, Error>((self.state().await?, self.events(merge.offset()).await?)) };
-            let (state, events) = match read.await {
+            let (state, events) = match self.read_merged(&mut merge).await {
                 Ok(r) => {
                     failing_since = None;
                     r
@@ -334,10 +345,8 @@ impl SessionHandle {
                     continue;
                 }
             };
-            merge.log(events).iter().for_each(&mut each);
-            // Events published after the state was read make it stale (it may say idle
-            // from before a run began): idle counts only when the events end where it does.
-            if !state.is_streaming && merge.offset() == state.event_count {
+            events.iter().for_each(&mut each);
+            if merge.idle_at(&state) {
                 return Ok(merge.offset());
             }
             // Until the next poll, live events as they come.

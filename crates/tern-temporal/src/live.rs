@@ -47,7 +47,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use crate::wire::LiveTarget;
+use crate::wire::{LiveTarget, SessionState};
 
 /// How long a worker tries to reach a subscriber.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -333,6 +333,14 @@ impl LiveMerge {
     /// The next log offset to read.
     pub fn offset(&self) -> usize {
         self.offset
+    }
+
+    /// Whether `state` (read before the events last given to [`log`](Self::log)) shows the
+    /// session idle with every event given out. Events published after the state was read
+    /// make it stale (it may say idle from before a run began), so idle counts only when
+    /// the events end where the state does.
+    pub fn idle_at(&self, state: &SessionState) -> bool {
+        !state.is_streaming && self.offset == state.event_count
     }
 
     /// Moves on to `offset` when the log no longer keeps the events before it (a follower

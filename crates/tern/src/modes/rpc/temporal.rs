@@ -188,21 +188,11 @@ async fn follow(f: Follow, offset: usize, mut stop: watch::Receiver<bool>) {
     };
     loop {
         // The state first: when it says idle, the events read after it are complete.
-        let read = async {
-            let state = session.state().await?;
-            // Events before the log's first were left behind by a continue-as-new.
-            merge.skip_to(state.first_event);
-            let events = session.events(merge.offset()).await?;
-            Ok::<_, tern_temporal::Error>((state, events))
-        };
-        match read.await {
+        match session.read_merged(&mut merge).await {
             Ok((state, events)) => {
                 failing_since = None;
-                let last_aborted = print(merge.log(events), &mut unsettled);
-                // Two queries: events published after the state was read make it stale
-                // (it may say idle from before the run), so idle counts only when the
-                // events end where the state does.
-                let settled = !state.is_streaming && merge.offset() == state.event_count;
+                let last_aborted = print(events, &mut unsettled);
+                let settled = merge.idle_at(&state);
                 if settled && unsettled {
                     // Sent before `idle` turns true: a command sent after a client read it
                     // finds the session idle.
