@@ -546,10 +546,79 @@ pub struct AskRequest {
     pub prompt: String,
 }
 
-/// Answers an [`AskRequest`]: `true` lets the call run. The token fires when the run is
-/// aborted; an unanswered question then counts as "no".
+/// A person's answer to an [`AskRequest`].
+///
+/// ```
+/// use tern_tools::policy::Answer;
+/// assert_eq!(Answer::from(true), Answer::Allow);
+/// let no = Answer::deny_because("use the test runner instead");
+/// assert_eq!(Answer::from_value(&no.to_value()), no);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Answer {
+    /// The call may run.
+    Allow,
+    /// The call is refused; a reason, when the person gave one, goes to the model.
+    Deny {
+        /// What the person said.
+        reason: Option<String>,
+    },
+}
+
+impl Answer {
+    /// A refusal with what the person said (an empty reason counts as none).
+    pub fn deny_because(reason: impl Into<String>) -> Self {
+        let reason: String = reason.into();
+        let reason = reason.trim();
+        Answer::Deny {
+            reason: (!reason.is_empty()).then(|| reason.to_string()),
+        }
+    }
+
+    /// Whether the call may run.
+    pub fn allows(&self) -> bool {
+        matches!(self, Answer::Allow)
+    }
+
+    /// The answer as a journal holds it: `true`, `false`, or `{"allow": false, "reason"}`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Answer::Allow => Value::Bool(true),
+            Answer::Deny { reason: None } => Value::Bool(false),
+            Answer::Deny {
+                reason: Some(reason),
+            } => serde_json::json!({"allow": false, "reason": reason}),
+        }
+    }
+
+    /// An answer read back from [`Answer::to_value`]'s form; anything else is a refusal.
+    pub fn from_value(value: &Value) -> Self {
+        match value {
+            Value::Bool(yes) => Answer::from(*yes),
+            Value::Object(o) if o.get("allow") == Some(&Value::Bool(true)) => Answer::Allow,
+            Value::Object(o) => Answer::Deny {
+                reason: o.get("reason").and_then(Value::as_str).map(str::to_string),
+            },
+            _ => Answer::Deny { reason: None },
+        }
+    }
+}
+
+impl From<bool> for Answer {
+    fn from(yes: bool) -> Self {
+        if yes {
+            Answer::Allow
+        } else {
+            Answer::Deny { reason: None }
+        }
+    }
+}
+
+/// Answers an [`AskRequest`]. The token fires when the run is aborted; an unanswered
+/// question then counts as "no".
 pub type AskFn =
-    Arc<dyn Fn(AskRequest, CancellationToken) -> BoxFuture<'static, bool> + Send + Sync>;
+    Arc<dyn Fn(AskRequest, CancellationToken) -> BoxFuture<'static, Answer> + Send + Sync>;
 
 /// The outcome of [`PermissionGate::evaluate`], shaped for `BeforeToolCallResult`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -583,6 +652,28 @@ impl Verdict {
             )),
         }
     }
+
+    /// The verdict for a person's `answer` to `prompt`: a refusal carries their reason.
+    ///
+    /// ```
+    /// use tern_tools::policy::{Answer, Verdict};
+    /// let v = Verdict::answered("Allow bash?", &Answer::deny_because("run the tests first"));
+    /// assert!(v.block && v.reason.unwrap().ends_with("The user said: run the tests first"));
+    /// ```
+    pub fn answered(prompt: &str, answer: &Answer) -> Self {
+        match answer {
+            Answer::Allow => Verdict::allowed(),
+            Answer::Deny { reason: None } => Verdict::declined(prompt),
+            Answer::Deny {
+                reason: Some(reason),
+            } => Verdict {
+                block: true,
+                reason: Some(format!(
+                    "Permission denied: the user declined the call ({prompt}). The user said: {reason}"
+                )),
+            },
+        }
+    }
 }
 
 /// A policy plus someone to ask: the `before_tool_call` hook's body.
@@ -594,7 +685,7 @@ impl Verdict {
 ///
 /// let policy = Policy::new(Action::Allow).rule(Rule::ask("bash"));
 /// let gate = PermissionGate::new(policy)
-///     .with_ask(Arc::new(|req, _signal| Box::pin(async move { req.args["command"] == "ls" })));
+///     .with_ask(Arc::new(|req, _signal| Box::pin(async move { (req.args["command"] == "ls").into() })));
 /// let token = tokio_util::sync::CancellationToken::new();
 /// let ok = gate.evaluate("bash", &serde_json::json!({"command": "ls"}), &token).await;
 /// assert!(!ok.block);
@@ -691,14 +782,10 @@ impl PermissionGate {
                 };
                 let answer = tokio::select! {
                     biased;
-                    _ = signal.cancelled() => false,
+                    _ = signal.cancelled() => Answer::Deny { reason: None },
                     a = ask(request, signal.clone()) => a,
                 };
-                if answer {
-                    Verdict::allowed()
-                } else {
-                    Verdict::declined(&prompt)
-                }
+                Verdict::answered(&prompt, &answer)
             }
         }
     }

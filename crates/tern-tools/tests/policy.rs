@@ -2,7 +2,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use serde_json::json;
-use tern_tools::policy::{Action, Decision, PermissionGate, Policy, Rule, RuleSpec};
+use tern_tools::policy::{Action, Answer, Decision, PermissionGate, Policy, Rule, RuleSpec};
 use tokio_util::sync::CancellationToken;
 
 fn sample() -> Policy {
@@ -128,7 +128,13 @@ async fn gate_asks_and_refuses_with_a_reason() {
     let counter = asked.clone();
     let gate = PermissionGate::new(sample()).with_ask(Arc::new(move |req, _signal| {
         counter.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async move { req.args["command"] == "git push origin feature" })
+        Box::pin(async move {
+            match req.args["command"].as_str() {
+                Some("git push origin feature") => Answer::Allow,
+                Some("git push origin dev") => Answer::deny_because("  push to a fork  "),
+                _ => Answer::Deny { reason: None },
+            }
+        })
     }));
     let token = CancellationToken::new();
     let v = gate
@@ -147,11 +153,19 @@ async fn gate_asks_and_refuses_with_a_reason() {
         v.reason.as_deref(),
         Some("Permission denied: the user declined the call (Allow bash `git push origin main`?).")
     );
+    // A refusal with a reason: the model reads what the person said.
+    let v = gate
+        .evaluate("bash", &json!({"command": "git push origin dev"}), &token)
+        .await;
+    assert_eq!(
+        v.reason.as_deref(),
+        Some("Permission denied: the user declined the call (Allow bash `git push origin dev`?). The user said: push to a fork")
+    );
     let v = gate
         .evaluate("bash", &json!({"command": "sudo ls"}), &token)
         .await;
     assert!(v.block);
-    assert_eq!(asked.load(Ordering::SeqCst), 2, "deny rules do not ask");
+    assert_eq!(asked.load(Ordering::SeqCst), 3, "deny rules do not ask");
 }
 
 #[tokio::test]
@@ -164,7 +178,7 @@ async fn gate_without_asker_and_aborted_question_refuse() {
     assert!(v.reason.unwrap().contains("no one is available to approve"));
 
     let gate = PermissionGate::new(sample()).with_ask(Arc::new(|_req, _signal| {
-        Box::pin(async { futures::future::pending::<bool>().await })
+        Box::pin(async { futures::future::pending::<Answer>().await })
     }));
     let aborted = CancellationToken::new();
     let args = json!({"command": "git push"});

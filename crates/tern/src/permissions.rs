@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tern_durable::DurableRun;
-use tern_tools::policy::{AskFn, Decision, PermissionGate, Verdict};
+use tern_tools::policy::{Answer, AskFn, Decision, PermissionGate, Verdict};
 use tokio_util::sync::CancellationToken;
 
 use crate::secrets::eprintln_redacted;
@@ -62,19 +62,19 @@ pub async fn evaluate(
                         json!({"tool": req.tool_name, "args": req.args, "prompt": req.prompt});
                     let person = async move {
                         match asker {
-                            Some(a) => Value::Bool(a(req, token).await),
+                            Some(a) => a(req, token).await.to_value(),
                             None => Value::Bool(false),
                         }
                     };
                     match run.decide(HOOK, &call_id, question, person).await {
-                        Ok(answer) => answer.as_bool().unwrap_or(false),
+                        Ok(answer) => Answer::from_value(&answer),
                         Err(e) => {
                             // An answer that is not on disk must not take effect.
                             eprintln_redacted!(
                                 "tern: warning: the permission answer was not journaled ({e}); \
                                  the call is refused"
                             );
-                            false
+                            Answer::Deny { reason: None }
                         }
                     }
                 })
@@ -94,11 +94,12 @@ pub async fn evaluate(
         Decision::Allow => {
             run.decided_without_asking(HOOK, call.id, "allows");
             // A recovered run keeps the "no" a person gave, whatever the policy is now.
-            match recorded {
-                Some(d) if d.answer == Some(Value::Bool(false)) => {
-                    Verdict::declined(d.question["prompt"].as_str().unwrap_or_default())
-                }
-                _ => Verdict::allowed(),
+            match recorded.and_then(|d| Some((d.answer?, d.question))) {
+                Some((answer, question)) => Verdict::answered(
+                    question["prompt"].as_str().unwrap_or_default(),
+                    &Answer::from_value(&answer),
+                ),
+                None => Verdict::allowed(),
             }
         }
     }
@@ -111,13 +112,14 @@ mod tests {
     use tern_tools::policy::{Action, Policy, Rule};
 
     /// A cut-off run whose journal holds a person's `answer` to a question about `call_1`.
-    async fn recovered_with(answer: bool) -> DurableRun {
+    async fn recovered_with(answer: impl Into<Answer>) -> DurableRun {
+        let answer = answer.into().to_value();
         let journal = Arc::new(MemoryJournal::default());
         let run = DurableRun::start(journal.clone(), &[], &[])
             .await
             .expect("start");
         let question = json!({"tool": "bash", "args": {}, "prompt": "Allow bash?"});
-        run.decide(HOOK, "call_1", question, async move { json!(answer) })
+        run.decide(HOOK, "call_1", question, async move { answer })
             .await
             .expect("journaled");
         let records: Vec<Record> = journal.records().expect("records");
@@ -181,5 +183,12 @@ mod tests {
         let run = recovered_with(true).await;
         let v = evaluate(&allows, None, Some(run), call("call_1"), &token).await;
         assert!(!v.block);
+        // A "no" with a reason keeps its reason.
+        let run = recovered_with(Answer::deny_because("not on main")).await;
+        let v = evaluate(&allows, None, Some(run), call("call_1"), &token).await;
+        assert_eq!(
+            v.reason.as_deref(),
+            Some("Permission denied: the user declined the call (Allow bash?). The user said: not on main")
+        );
     }
 }
