@@ -68,6 +68,11 @@ impl PendingMessageQueue {
     pub fn clear(&mut self) {
         self.messages.clear();
     }
+
+    /// Takes everything, whatever the mode.
+    pub fn take_all(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.messages)
+    }
 }
 
 #[cfg(test)]

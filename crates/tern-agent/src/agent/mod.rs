@@ -271,6 +271,26 @@ impl Agent {
         self.clear_follow_up_queue();
     }
 
+    /// Takes every queued message out: (steering, follow-up), oldest first. Each queue is
+    /// emptied in one step, so a message queued meanwhile is either taken or left queued,
+    /// never lost (pi's `clearQueue`).
+    ///
+    /// ```
+    /// # use tern_agent::{Agent, AgentOptions};
+    /// # use tern_ai::Message;
+    /// let agent = Agent::new(AgentOptions::default());
+    /// agent.steer(Message::user_text("look at the tests too"));
+    /// let (steering, follow_up) = agent.take_queued();
+    /// assert_eq!((steering.len(), follow_up.len()), (1, 0));
+    /// assert!(!agent.has_queued_messages());
+    /// ```
+    pub fn take_queued(&self) -> (Vec<Message>, Vec<Message>) {
+        (
+            self.inner.steering.lock().take_all(),
+            self.inner.follow_up.lock().take_all(),
+        )
+    }
+
     /// Whether either queue holds messages.
     pub fn has_queued_messages(&self) -> bool {
         self.inner.steering.lock().has_items() || self.inner.follow_up.lock().has_items()

@@ -173,8 +173,7 @@ impl Rpc {
                 Ok(None)
             }
             Command::ClearQueue => {
-                let (s, f) = agent.queued();
-                agent.clear_all_queues();
+                let (s, f) = agent.take_queued();
                 self.rt.withdraw(&[s.clone(), f.clone()].concat()).await;
                 self.queue_update();
                 Ok(Some(json!({"steering": texts(&s), "followUp": texts(&f)})))
