@@ -59,6 +59,7 @@ mod runtime;
 mod secrets;
 mod server_limits;
 mod session_choice;
+mod session_entries;
 mod session_picker;
 mod signals;
 mod system_prompt;

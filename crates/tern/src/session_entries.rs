@@ -1,5 +1,5 @@
-//! A session file's entries as JSON (`get_entries`, `get_tree`, `get_fork_messages`), and
-//! new sessions cut from its branch (`fork`, `clone`).
+//! A session's entries as JSON (RPC's `get_entries`, `get_tree`, `get_fork_messages`), and
+//! new sessions cut from its branch (RPC's `fork` and `clone`, interactive `/fork`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 use tern_ai::environment::Environment;
+
+use crate::runtime::Runtime;
 
 /// The entries of a session file, header first: lines that do not parse are left out.
 /// A missing file has none: a new session has no file until its first entry.
@@ -145,6 +147,76 @@ pub fn tree(entries: &[Value]) -> Vec<Value> {
         .into_iter()
         .map(|e| node(e, &children, &labels, 0))
         .collect()
+}
+
+/// The entries of `rt`'s session: its file's, or those kept in memory (`--no-session`);
+/// none before the first entry.
+pub fn of_session(rt: &Runtime) -> Result<Vec<Value>, String> {
+    match session_path(rt) {
+        Some(p) => read(&p).map_err(|e| format!("cannot read session {}: {e}", p.display())),
+        None => Ok(rt
+            .recorder
+            .lock()
+            .session()
+            .memory_entries()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()),
+    }
+}
+
+/// The file of `rt`'s session, when it has one.
+pub fn session_path(rt: &Runtime) -> Option<PathBuf> {
+    rt.recorder.lock().session().path().map(Path::to_path_buf)
+}
+
+/// The id of the entry new ones attach to: the last one written.
+pub fn leaf(body: &[Value]) -> Value {
+    body.iter()
+        .rev()
+        .find_map(|e| e["id"].as_str())
+        .map_or(Value::Null, |id| json!(id))
+}
+
+/// The active branch of `rt`'s session, root first.
+pub fn active_branch(rt: &Runtime) -> Result<Vec<Value>, String> {
+    let body = body(&of_session(rt)?);
+    let leaf = leaf(&body);
+    Ok(branch(&body, leaf.as_str()))
+}
+
+/// The file a fork or a clone of `rt`'s session starts from.
+fn file_for_branching(rt: &Runtime) -> Result<PathBuf, String> {
+    session_path(rt).filter(|p| p.exists()).ok_or_else(|| {
+        "Nothing to fork yet: the session has no file (start tern without --no-session and \
+         send a prompt)"
+            .into()
+    })
+}
+
+/// Forks `rt`'s session before the user message `entry_id`: a new session holding the
+/// branch up to it becomes the current one; returns that message's text (to edit and send
+/// again).
+pub fn fork(rt: &Runtime, entry_id: &str) -> Result<String, String> {
+    let source = file_for_branching(rt)?;
+    let body = body(&of_session(rt)?);
+    let entry = body.iter().find(|e| e["id"] == entry_id).ok_or_else(|| {
+        format!("Entry not found: {entry_id} (pass an entryId from get_fork_messages)")
+    })?;
+    let text = user_text(entry).ok_or_else(|| {
+        format!("Entry {entry_id} is not a user message; fork from one of get_fork_messages")
+    })?;
+    let kept = branch(&body, entry["parentId"].as_str());
+    let path = write_session(&source, &rt.cwd, &kept)?;
+    rt.open_session(&path)?;
+    Ok(text)
+}
+
+/// Clones `rt`'s active branch into a new session, which becomes the current one.
+pub fn clone_session(rt: &Runtime) -> Result<(), String> {
+    let source = file_for_branching(rt)?;
+    let path = write_session(&source, &rt.cwd, &active_branch(rt)?)?;
+    rt.open_session(&path)
 }
 
 /// Writes a new session next to `source` holding `entries` (a branch, root first), its

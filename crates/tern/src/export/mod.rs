@@ -78,7 +78,7 @@ pub fn export_file(
     if !input.exists() {
         return Err(ExportError::NotFound(input.to_path_buf()));
     }
-    let entries = crate::modes::rpc::entries::read(input).map_err(|source| ExportError::Io {
+    let entries = crate::session_entries::read(input).map_err(|source| ExportError::Io {
         what: "cannot read session",
         path: input.to_path_buf(),
         source,

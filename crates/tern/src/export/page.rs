@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use super::escape::{escape, push};
 use super::markdown::push_markdown;
 use super::tree::render_tree;
-use crate::modes::rpc::entries::branch;
+use crate::session_entries::branch;
 
 const STYLE: &str = include_str!("style.css");
 

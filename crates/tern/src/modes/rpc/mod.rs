@@ -7,7 +7,6 @@
 //! - `handler.rs`: what each command does.
 //! - `models.rs`: the model and thinking-level commands.
 //! - `session.rs`: the session commands (stats, entries, tree, fork, clone, switch, export).
-//! - `entries.rs`: a session file's entries, branches and trees.
 //! - `io.rs`: typed commands off stdin, ordered redacted lines on stdout.
 //! - `line_reader.rs`: bounded command lines off stdin.
 //! - `parse.rs`: a line's bytes to a command, or the failure response to send instead.
@@ -18,7 +17,6 @@
 //! and the loop goes on.
 
 mod command;
-pub(crate) mod entries;
 mod handler;
 mod io;
 mod line_reader;

@@ -1,107 +1,52 @@
 //! The session commands: stats, entries, tree, fork, clone, switch, name, export.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{json, Value};
 use tern_ai::{ContentBlock, Message, StopReason};
 
-use super::entries;
 use super::handler::Rpc;
+use crate::session_entries as entries;
 
 const BUSY: &str = "Wait for the current response to finish (or send abort) first";
 
 impl Rpc {
-    fn session_path(&self) -> Option<PathBuf> {
-        self.rt
-            .recorder
-            .lock()
-            .session()
-            .path()
-            .map(Path::to_path_buf)
-    }
-
-    /// The entries of the session file, or of the session kept in memory (none before the
-    /// first entry).
     fn all_entries(&self) -> Result<Vec<Value>, String> {
-        match self.session_path() {
-            Some(p) => {
-                entries::read(&p).map_err(|e| format!("cannot read session {}: {e}", p.display()))
-            }
-            None => Ok(self
-                .rt
-                .recorder
-                .lock()
-                .session()
-                .memory_entries()
-                .iter()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()),
-        }
-    }
-
-    /// The id of the entry new ones attach to: the last one written.
-    fn leaf(body: &[Value]) -> Value {
-        body.iter()
-            .rev()
-            .find_map(|e| e["id"].as_str())
-            .map_or(Value::Null, |id| json!(id))
+        entries::of_session(&self.rt)
     }
 
     /// `get_entries`.
     pub(super) fn get_entries(&self, since: Option<&str>) -> Result<Value, String> {
         let body = entries::body(&self.all_entries()?);
-        let leaf = Self::leaf(&body);
+        let leaf = entries::leaf(&body);
         Ok(json!({"entries": entries::since(body, since)?, "leafId": leaf}))
     }
 
     /// `get_tree`.
     pub(super) fn get_tree(&self) -> Result<Value, String> {
         let body = entries::body(&self.all_entries()?);
-        Ok(json!({"tree": entries::tree(&body), "leafId": Self::leaf(&body)}))
-    }
-
-    fn active_branch(&self) -> Result<Vec<Value>, String> {
-        let body = entries::body(&self.all_entries()?);
-        let leaf = Self::leaf(&body);
-        Ok(entries::branch(&body, leaf.as_str()))
+        Ok(json!({"tree": entries::tree(&body), "leafId": entries::leaf(&body)}))
     }
 
     /// `get_fork_messages`.
     pub(super) fn fork_messages(&self) -> Result<Value, String> {
-        Ok(json!({"messages": entries::fork_messages(&self.active_branch()?)}))
-    }
-
-    fn file_for_branching(&self) -> Result<PathBuf, String> {
-        if self.running() {
-            return Err(BUSY.into());
-        }
-        self.session_path()
-            .filter(|p| p.exists())
-            .ok_or_else(|| "Nothing to fork yet: the session has no file (start tern without --no-session and send a prompt)".into())
+        Ok(json!({"messages": entries::fork_messages(&entries::active_branch(&self.rt)?)}))
     }
 
     /// `fork`: a new session holding the branch before the user message `entry_id`; answers
     /// with that message's text.
     pub(super) fn fork(&self, entry_id: &str) -> Result<Value, String> {
-        let source = self.file_for_branching()?;
-        let body = entries::body(&self.all_entries()?);
-        let entry = body.iter().find(|e| e["id"] == entry_id).ok_or_else(|| {
-            format!("Entry not found: {entry_id} (pass an entryId from get_fork_messages)")
-        })?;
-        let text = entries::user_text(entry).ok_or_else(|| {
-            format!("Entry {entry_id} is not a user message; fork from one of get_fork_messages")
-        })?;
-        let kept = entries::branch(&body, entry["parentId"].as_str());
-        let path = entries::write_session(&source, &self.rt.cwd, &kept)?;
-        self.rt.open_session(&path)?;
+        if self.running() {
+            return Err(BUSY.into());
+        }
+        let text = entries::fork(&self.rt, entry_id)?;
         Ok(json!({"text": text, "cancelled": false}))
     }
 
     /// `clone`: a new session holding the active branch.
     pub(super) fn clone_session(&self) -> Result<Value, String> {
-        let source = self.file_for_branching()?;
-        let path = entries::write_session(&source, &self.rt.cwd, &self.active_branch()?)?;
-        self.rt.open_session(&path)?;
+        if self.running() {
+            return Err(BUSY.into());
+        }
+        entries::clone_session(&self.rt)?;
         Ok(json!({"cancelled": false}))
     }
 
@@ -147,7 +92,7 @@ impl Rpc {
         let system = self.rt.agent.system_prompt();
         let out = output.map(|o| self.rt.cwd.join(o));
         let path = crate::export::export_session(
-            self.session_path().as_deref(),
+            entries::session_path(&self.rt).as_deref(),
             out.as_deref(),
             Some(&system),
         )
