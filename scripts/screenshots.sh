@@ -11,7 +11,7 @@ shots="$(mktemp -d)"
 trap 'rm -rf "$shots"' EXIT
 TERN_TEST_SHOTS="$shots" cargo test -p tern --test interactive
 mkdir -p docs/screens
-for name in markdown-rendered always-allowed session-stats resumed; do
+for name in markdown-rendered always-allowed session-stats resumed deny-reason-typed dequeued; do
   [ -f "$shots/$name.ansi" ] || { echo "the test saved no pane named $name" >&2; exit 1; }
   aha --black --title "tern" < "$shots/$name.ansi" \
     | sed 's|<head>|<head><style>body{margin:12px;font:15px/1.25 "DejaVu Sans Mono",monospace}</style>|' \

@@ -196,8 +196,14 @@ pub fn sanitize(s: &str) -> String {
         .collect()
 }
 
-/// `s` without its SGR escape sequences: what a terminal shows of it (tests compare it).
-#[cfg(test)]
+/// The columns a terminal gives `s`: its SGR escape sequences take none, wide characters
+/// two.
+pub fn shown_width(s: &str) -> usize {
+    use unicode_width::UnicodeWidthStr;
+    strip_sgr(s).width()
+}
+
+/// `s` without its SGR escape sequences: what a terminal shows of it.
 pub fn strip_sgr(s: &str) -> String {
     let mut out = String::new();
     let mut in_escape = false;

@@ -19,7 +19,7 @@ fn interactive_mode_in_tmux() {
         Reply::tool(
             "call_1",
             "bash",
-            json!({"command": "echo warming up; sleep 3; echo slept"}),
+            json!({"command": "echo warming up; sleep 5; echo slept"}),
         ),
         Reply::text("Noted the banana."),
         Reply::text("Summary done."),
@@ -33,6 +33,14 @@ fn interactive_mode_in_tmux() {
         Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
         Reply::text(MARKDOWN),
         Reply::Think("secret musing".into(), "Thought it through.".into()),
+        // A fast model (1,000 deltas a second for 4 s) while keys are typed.
+        Reply::Flood {
+            deltas: 4000,
+            per_second: 1000,
+            end: "Flood done.".into(),
+        },
+        Reply::tool("call_deny", "bash", json!({"command": "rm -rf build"})),
+        Reply::text("Understood, keeping it."),
         Reply::tool("call_2", "bash", json!({"command": "sleep 30; echo never"})),
     ]);
     let tmp = tempfile::tempdir().unwrap();
@@ -52,18 +60,36 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        10,
+        13,
         "prompt, after steering, after the follow-up, a second command, after it, hung, \
-         escapes, markdown, thinking, the long tool"
+         escapes, markdown, thinking, flood, the denied call, after it, the long tool"
     );
-    // `-c` resumed the session: the last request carries the first run's history.
+    // `-c` resumed the session: its first request carries the first run's history.
     assert!(
-        text_of(&reqs[9]).contains("Noted the banana"),
+        text_of(&reqs[10]).contains("Noted the banana"),
         "{}",
-        text_of(&reqs[9])
+        text_of(&reqs[10])
     );
+    // The denied call's result gives the model the reason typed in the dialog.
+    let denied = text_of(&reqs[11]);
+    assert!(
+        denied.contains("Permission denied: the user declined the call")
+            && denied.contains("The user said: keep the build folder"),
+        "{denied}"
+    );
+    // A prompt of two lines (Ctrl+J) went as one message holding both.
+    let last_user = reqs[7]["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(last_user.contains("show\\nmarkdown"), "{last_user}");
+    // The queued message taken back with Alt+Up and corrected never reached the model.
+    for r in &reqs {
+        assert!(!text_of(r).contains("typo mesage"), "{}", text_of(r));
+    }
     // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
-    let resumed = text_of(&reqs[9]);
+    let resumed = text_of(&reqs[10]);
     assert!(
         resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
         "{resumed}"

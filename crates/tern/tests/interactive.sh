@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Drives `tern`'s interactive mode in tmux: a prompt, a permission question answered "y", a
-# steering message (Enter) and a follow-up (Alt+Enter) typed while a slow tool runs, Ctrl+C
-# abort of a hung turn, history, model text with escape sequences, Ctrl+D exit; then `-c`
+# Drives `tern`'s interactive mode in tmux: a prompt, a permission question answered "a", a
+# queued message taken back with Alt+Up and corrected, a steering message (Enter) and a
+# follow-up (Alt+Enter) typed while a slow tool runs, Ctrl+C abort of a hung turn, history,
+# model text with escape sequences, a resize from 110 to 60 columns, a prompt of two lines,
+# Markdown, hidden thinking, keystroke echo while a model streams 1,000 deltas a second,
+# `!` commands, slash commands, Ctrl+D exit; then `-c`, a call denied with a reason, `/fork`,
 # and SIGTERM while a tool runs.
 #
 # Needs: tmux (apt-get install -y tmux), TERN_BIN (the binary) and TERN_TEST_URL (a scripted
-# OpenAI-compatible server answering: 1) a bash tool call `echo warming up; sleep 3; echo slept`, 2) text
+# OpenAI-compatible server answering: 1) a bash tool call `echo warming up; sleep 5; echo slept`, 2) text
 # "Noted the banana.", 3) text "Summary done.", 4) a hung stream, 5) text with escape
-# sequences, 6) a bash tool call `sleep 30; echo never`). The cargo test `tests/interactive.rs` starts that
+# sequences, ... (the list is in `tests/interactive.rs`), and last a bash tool call
+# `sleep 30; echo never`). The cargo test `tests/interactive.rs` starts that
 # server and runs this script:
 #
 #     cargo test -p tern --test interactive -- --nocapture
@@ -68,19 +72,29 @@ allow_bash() {
 start_tern
 wait_for "ready" "started"
 # `a` allows bash for the rest of this session.
-allow_bash "run the slow thing" "sleep 3" "permission-question" "tool-running" a
+allow_bash "run the slow thing" "sleep 5" "permission-question" "tool-running" a
 # The running command's output so far shows live beside it.
 wait_for "│ warming up" "tool-live-tail"
+# A queued message comes back to the input with Alt+Up, to be corrected and sent again.
+tmux send-keys -t "$S" "typo mesage" Enter
+wait_for "queued steer: typo mesage" "typo-queued"
+wait_for "↳ Alt+Up to edit all queued messages" "queue-hint"
+tmux send-keys -t "$S" M-Up
+wait_for "steer> typo mesage" "dequeued"
+if tmux capture-pane -p -t "$S" | grep -qF "queued steer: typo"; then
+  capture "FAILED-dequeue"; echo "the message taken back is still queued" >&2; exit 1
+fi
+tmux send-keys -t "$S" C-u
 tmux send-keys -t "$S" "also mention banana" Enter
 wait_for "queued steer: also mention banana" "steer-queued"
 tmux send-keys -t "$S" "then summarize" M-Enter
 wait_for "queued follow-up: then summarize" "follow-up-queued"
 wait_for "Noted the banana." "answer-after-steer" 20
 # The tool call reads as a person reads it (pi's tool rows), not as JSON arguments.
-wait_for "✓ bash echo warming up; sleep 3; echo slept → slept (2 lines) · exit 0" "tool-line-readable"
+wait_for "✓ bash echo warming up; sleep 5; echo slept → slept (2 lines) · exit 0" "tool-line-readable"
 # Ctrl+O shows the last call's whole output.
 tmux send-keys -t "$S" C-o
-wait_for "── output of bash echo warming up; sleep 3; echo slept ──" "output-expanded"
+wait_for "── output of bash echo warming up; sleep 5; echo slept ──" "output-expanded"
 tmux capture-pane -p -t "$S" | grep -qx "warming up" \
   || { capture "FAILED-output-lines"; echo "the expanded output lacks its lines" >&2; exit 1; }
 if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
@@ -124,9 +138,21 @@ title="$(tmux display -p -t "$S" '#{pane_title}')"
 if [ "$title" = owned ]; then
   echo "the model's escape sequence retitled the terminal" >&2; exit 1
 fi
-# Markdown renders: no markers, fences or table rules as typed; words wrap whole at 60 columns.
+# Narrower: the terminal reflows the live rows (the footer is 109 columns wide); they are
+# drawn again once, none left behind.
+footer_rows() { tmux capture-pane -p -t "$S" | grep -cxF "$WORK/cwd" || true; }
+[ "$(footer_rows)" = 1 ] || { capture "FAILED-footer-before"; echo "not one footer before the resize" >&2; exit 1; }
 tmux resize-window -t "$S" -x 60
-tmux send-keys -t "$S" "show markdown" Enter
+sleep 0.5
+[ "$(footer_rows)" = 1 ] || { capture "FAILED-resize-redraw"; echo "the resize left a footer row behind" >&2; exit 1; }
+capture "resized-60"
+# A prompt of two lines: Ctrl+J starts the second; both show, and go as one message.
+tmux send-keys -t "$S" "show" C-j "markdown"
+wait_for "  markdown" "two-lines"
+tmux capture-pane -p -t "$S" | grep -qx "> show" \
+  || { capture "FAILED-two-lines"; echo "the first line is not on its own row" >&2; exit 1; }
+# Markdown renders: no markers, fences or table rules as typed; words wrap whole at 60 columns.
+tmux send-keys -t "$S" Enter
 wait_for "between words." "markdown-rendered"
 pane="$(tmux capture-pane -p -t "$S")"
 for raw in '**bold**' '`code`' '```' '|---|' '## Plan' '- first item'; do
@@ -161,6 +187,27 @@ fi
 tmux capture-pane -p -t "$S" | grep -qF "thinking… (Ctrl+T shows it)" \
   || { capture "FAILED-thinking-note"; echo "no line stands for the hidden thinking" >&2; exit 1; }
 tmux send-keys -t "$S" C-t
+# Keystroke echo while the model streams 1,000 deltas a second: the time from a key sent to
+# the pane showing it, reported (not asserted).
+tmux send-keys -t "$S" "flood please" Enter
+wait_for "word word" "flood-started"
+times=()
+typed=""
+for i in $(seq 1 10); do
+  typed="${typed}k"
+  t0=$EPOCHREALTIME
+  tmux send-keys -t "$S" "k"
+  until tmux capture-pane -p -t "$S" | grep -qF "steer> $typed"; do :; done
+  t1=$EPOCHREALTIME
+  times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')")
+  sleep 0.1
+done
+sorted="$(printf '%s\n' "${times[@]}" | sort -n)"
+echo "keystroke echo while streaming 1,000 deltas/s (ms, 10 keys): median $(echo "$sorted" | sed -n 5p)," \
+  "max $(echo "$sorted" | tail -1); all: ${times[*]}" | tee "$OUT/keystroke-echo.txt"
+tmux send-keys -t "$S" C-u
+wait_for "Flood done." "flood-done" 30
+wait_for "ready" "idle-after-flood"
 # `!cmd` runs here and its output goes to the model with the next prompt; `!!cmd` does not.
 tmux send-keys -t "$S" '!echo bang-$((6*7))' Enter
 wait_for "bang-42" "user-bash-output"
@@ -196,7 +243,7 @@ tmux send-keys -t "$S" "/resume" Enter
 wait_for "/resume N continues one" "resume-list"
 tmux send-keys -t "$S" "/resume 1" Enter
 wait_for "resumed" "resumed-by-command"
-shown="$(tmux capture-pane -p -t "$S" -S -400 | grep -cF '› also mention banana' || true)"
+shown="$(tmux capture-pane -p -t "$S" -S -3000 | grep -cF '› also mention banana' || true)"
 [ "$shown" -ge 2 ] || { capture "FAILED-resume-history"; echo "/resume did not show the conversation again" >&2; exit 1; }
 tmux send-keys -t "$S" "/frobnicate" Enter
 wait_for "unknown command /frobnicate; /help lists the commands" "unknown-command"
@@ -221,11 +268,30 @@ tmux kill-session -t "$S"
 start_tern -c
 wait_for "resumed:" "resumed"
 # The earlier conversation shows again, rendered as it was while it ran.
-for shown in '› run the slow thing' '✓ bash echo warming up; sleep 3; echo slept' 'Noted the banana.' \
+for shown in '› run the slow thing' '✓ bash echo warming up; sleep 5; echo slept' 'Noted the banana.' \
              '• first item' 'name  │ size' '$ echo bang-$((6*7))'; do
-  tmux capture-pane -p -t "$S" -S -200 | grep -qF -- "$shown" \
+  tmux capture-pane -p -t "$S" -S -3000 | grep -qF -- "$shown" \
     || { capture "FAILED-history"; echo "the resumed screen lacks: $shown" >&2; exit 1; }
 done
+# A call denied with a reason: the dialog takes the reason, the model reads it.
+tmux send-keys -t "$S" "delete the build folder" Enter
+wait_for "[n] deny with a reason" "deny-dialog"
+tmux send-keys -t "$S" n
+wait_for "reason (Enter denies" "deny-reason"
+tmux send-keys -t "$S" "keep the build folder"
+wait_for "Esc: no reason): keep the build folder" "deny-reason-typed"
+tmux send-keys -t "$S" Enter
+wait_for "denied bash rm -rf build (keep the build folder)" "denied-with-reason"
+wait_for "Understood, keeping it." "answer-after-denial"
+# /fork lists the prompts; /fork N starts a new session before prompt N, its text on the input.
+tmux send-keys -t "$S" "/fork" Enter
+wait_for "/fork N starts a new session from before prompt N" "fork-list"
+n="$(tmux capture-pane -p -t "$S" | grep -F ". delete the build folder" | grep -oE '[0-9]+' | head -1)"
+[ -n "$n" ] || { capture "FAILED-fork-list"; echo "the prompt is not in /fork's list" >&2; exit 1; }
+tmux send-keys -t "$S" "/fork $n" Enter
+wait_for "Forked to new session" "forked"
+wait_for "> delete the build folder" "fork-input"
+tmux send-keys -t "$S" C-u
 allow_bash "run the long thing" "sleep 30" "permission-question-2" "long-tool-running"
 sleep 0.5
 shell="$(tmux display -p -t "$S" '#{pane_pid}')"

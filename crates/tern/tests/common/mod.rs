@@ -43,6 +43,16 @@ pub enum Reply {
     Gated(String, String, Gate),
     /// Reasoning (`reasoning_content`), then text.
     Think(String, String),
+    /// `deltas` text deltas at `per_second` (a word each, a line break every 12), then the
+    /// text `end`: a fast model.
+    Flood {
+        /// How many deltas.
+        deltas: usize,
+        /// How many a second.
+        per_second: u32,
+        /// The last delta.
+        end: String,
+    },
 }
 
 /// A gate a scripted reply waits at, opened by the test.
@@ -159,6 +169,8 @@ fn serve(
     }
     stream.write_all(http::SSE_HEAD.as_bytes())?;
     stream.flush()?;
+    // The flood writes at its own pace, past `send`'s pause.
+    let mut paced = stream.try_clone()?;
     let mut send = |s: String| -> std::io::Result<()> {
         stream.write_all(s.as_bytes())?;
         stream.flush()?;
@@ -208,6 +220,28 @@ fn serve(
             send(chunk(json!({"role": "assistant", "content": first}), None))?;
             gate.wait(Duration::from_secs(60));
             send(chunk(json!({"content": second}), None))?;
+            send(chunk(json!({}), Some("stop")))?;
+        }
+        Reply::Flood {
+            deltas,
+            per_second,
+            end,
+        } => {
+            // Paced by the clock, not by a sleep per delta: the rate holds however long a
+            // write takes.
+            let start = Instant::now();
+            let gap = Duration::from_secs(1) / (*per_second).max(1);
+            paced.write_all(chunk(json!({"role": "assistant", "content": ""}), None).as_bytes())?;
+            for i in 0..*deltas {
+                let word = if i % 12 == 11 { "word\n" } else { "word " };
+                paced.write_all(chunk(json!({"content": word}), None).as_bytes())?;
+                paced.flush()?;
+                let due = start + gap * (i as u32 + 1);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    thread::sleep(wait);
+                }
+            }
+            send(chunk(json!({"content": format!("\n{end}")}), None))?;
             send(chunk(json!({}), Some("stop")))?;
         }
         Reply::Hang => {

@@ -9,12 +9,14 @@ pub const COMMANDS: &[&str] = &[
     "/copy",
     "/export",
     "/follow",
+    "/fork",
     "/help",
     "/model",
     "/name",
     "/new",
     "/quit",
     "/recover",
+    "/resume",
     "/session",
     "/steer",
     "/thinking",
@@ -108,7 +110,7 @@ mod tests {
         assert_eq!(candidates("/n", true, cwd, &[]), ["/name", "/new"]);
         assert_eq!(
             candidates("/re", true, cwd, &["/review".into()]),
-            ["/recover", "/review"]
+            ["/recover", "/resume", "/review"]
         );
         assert!(candidates("/mo", false, cwd, &[]).is_empty());
         assert!(candidates("mo", true, cwd, &[]).is_empty());

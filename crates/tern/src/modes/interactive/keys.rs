@@ -4,9 +4,11 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tern_ai::Message;
 
-use super::screen::Ui;
+use super::line_editor::LineEditor;
+use super::screen::{Dialog, Ui};
 use super::{start_recovery, start_run, UiSender};
 use crate::terminal_text::{clean, tool_label, truncate, Style};
+use tern_tools::policy::Answer;
 
 /// The keys and commands, as `/help` lists them.
 pub const HELP: &str =
@@ -14,8 +16,9 @@ pub const HELP: &str =
 queue a follow-up · /steer TEXT · /new: new session · /recover: finish an interrupted run · \
 /compact [focus]: summarize older messages · /export [FILE]: the session as HTML · \
 /model [N|NAME] · /thinking [LEVEL] · /session · /name NAME · /tools · /copy: the last answer · \
-/resume [N]: another session of this directory · \
+/resume [N]: another session of this directory · /fork [N]: a new session from before a prompt · \
 !cmd: run a command, its output for the model (!!cmd: not for the model) · Up/Down: history · \
+Shift+Enter or Ctrl+J: a new line · Alt+Up: edit the queued messages · \
 Ctrl+R: search the history · \
 Tab: complete · Ctrl+O: the last tool output in full · Ctrl+T: hide or show thinking · \
 Ctrl+C: abort the turn (twice: exit) · \
@@ -26,30 +29,8 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
     let alt = k.modifiers.contains(KeyModifiers::ALT);
     // A pending permission question takes the key.
-    // y: allow this call; a: allow this tool for the rest of the session; n, Enter, Esc or
-    // Ctrl+C: deny. Other keys leave the question open.
-    if let Some((req, answer)) = ui.asking.take() {
-        let choice = match k.code {
-            KeyCode::Char('y' | 'Y') if !ctrl => Some((true, "allowed")),
-            KeyCode::Char('a' | 'A') if !ctrl => {
-                ui.always.insert(req.tool_name.clone());
-                Some((true, "allowed for this session:"))
-            }
-            KeyCode::Char('n' | 'N') | KeyCode::Enter | KeyCode::Esc => Some((false, "denied")),
-            KeyCode::Char('c') if ctrl => Some((false, "denied")),
-            _ => None,
-        };
-        match choice {
-            Some((yes, word)) => {
-                let _ = answer.send(yes);
-                let label = truncate(&tool_label(&req.tool_name, &req.args), 80);
-                ui.print(&Style::Dim.paint(&format!("{word} {label}")));
-            }
-            None => {
-                ui.asking = Some((req, answer));
-                ui.redraw();
-            }
-        }
+    if let Some(dialog) = ui.asking.take() {
+        answer_dialog(ui, dialog, k);
         return false;
     }
     // A reverse search (Ctrl+R) takes the keys until it ends.
@@ -75,6 +56,11 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
                 command.cancel();
                 ui.hint = Some("stopping the command…".into());
             } else if ui.running {
+                // What was queued comes back to the input instead of waiting for a run that
+                // is not coming (pi's abort).
+                if ui.rt.agent.has_queued_messages() {
+                    dequeue(ui);
+                }
                 ui.rt.abort_by_user();
                 ui.armed = true;
                 ui.hint = Some("aborting… (Ctrl+C again to exit)".into());
@@ -92,6 +78,9 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
             }
             editor.delete();
         }
+        // Shift+Enter (where the terminal tells it apart) or Ctrl+J: a new line (pi's keys).
+        KeyCode::Enter if k.modifiers.contains(KeyModifiers::SHIFT) => editor.insert('\n'),
+        KeyCode::Char('j') if ctrl => editor.insert('\n'),
         KeyCode::Enter => {
             let text = editor.submit();
             if text.trim().is_empty() {
@@ -101,6 +90,8 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
             editor.remember(&text);
             return submit(ui, text, alt, ui_tx);
         }
+        // Alt+Up: the queued messages come back to the input, to edit and send again.
+        KeyCode::Up if alt => dequeue(ui),
         KeyCode::Tab => complete(ui),
         KeyCode::Char('r') if ctrl => editor.search_older(),
         KeyCode::Char('o') if ctrl => ui.expand_last_output(),
@@ -118,14 +109,6 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
         KeyCode::Char('a') if ctrl => editor.home(),
         KeyCode::Char('e') if ctrl => editor.end(),
         KeyCode::Char('u') if ctrl => editor.kill_to_start(),
-        KeyCode::Char('j') if ctrl => {
-            // Ctrl+J: some terminals send it for Alt/Shift+Enter; treat as follow-up.
-            let text = editor.take();
-            if !text.trim().is_empty() {
-                editor.push_history(text.clone());
-                return submit(ui, text, true, ui_tx);
-            }
-        }
         KeyCode::Char(c) if !ctrl => editor.insert(c),
         KeyCode::Backspace => editor.backspace(),
         KeyCode::Delete => editor.delete(),
@@ -133,12 +116,103 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
         KeyCode::Right => editor.right(),
         KeyCode::Home => editor.home(),
         KeyCode::End => editor.end(),
-        KeyCode::Up => editor.history_up(),
-        KeyCode::Down => editor.history_down(),
+        // Up and Down move between the input's lines, and walk the history past them.
+        KeyCode::Up if !editor.line_up() => editor.history_up(),
+        KeyCode::Down if !editor.line_down() => editor.history_down(),
         _ => {}
     }
     ui.redraw();
     false
+}
+
+/// Alt+Up: takes every queued message back (journaled as withdrawn, so a recovery does not
+/// deliver it) and puts their texts on the input before what it held, as pi's dequeue.
+fn dequeue(ui: &mut Ui) {
+    let (steer, follow) = ui.rt.agent.take_queued();
+    let taken: Vec<Message> = steer.into_iter().chain(follow).collect();
+    if taken.is_empty() {
+        ui.hint = Some("No queued messages to restore".into());
+        return;
+    }
+    let mut texts: Vec<String> = taken
+        .iter()
+        .filter_map(|m| match m {
+            Message::User(u) => Some(u.content.text("")),
+            _ => None,
+        })
+        .collect();
+    let current = ui.editor.text();
+    if !current.trim().is_empty() {
+        texts.push(current);
+    }
+    ui.editor.set_text(&texts.join("\n\n"));
+    let n = taken.len();
+    ui.hint = Some(format!(
+        "Restored {n} queued message{} to editor",
+        if n > 1 { "s" } else { "" }
+    ));
+    let rt = ui.rt.clone();
+    tokio::spawn(async move { rt.withdraw(&taken).await });
+}
+
+/// A key while a permission question is open. y: allow this call; a: allow this tool for
+/// the rest of the session; n: deny, after typing a reason for the model (Enter sends it,
+/// Esc denies without one); Esc or Ctrl+C: deny. Other keys leave the question open.
+fn answer_dialog(ui: &mut Ui, mut dialog: Dialog, k: KeyEvent) {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    let answer = match (&mut dialog.reason, k.code) {
+        (_, KeyCode::Char('c')) if ctrl => Some((Answer::Deny { reason: None }, "denied")),
+        (Some(_), KeyCode::Esc) => Some((Answer::Deny { reason: None }, "denied")),
+        (Some(reason), KeyCode::Enter) => Some((Answer::deny_because(reason.take()), "denied")),
+        (Some(reason), _) => {
+            edit(reason, k);
+            None
+        }
+        (None, KeyCode::Char('y' | 'Y')) if !ctrl => Some((Answer::Allow, "allowed")),
+        (None, KeyCode::Char('a' | 'A')) if !ctrl => {
+            ui.always.insert(dialog.question.0.tool_name.clone());
+            Some((Answer::Allow, "allowed for this session:"))
+        }
+        (None, KeyCode::Char('n' | 'N')) if !ctrl => {
+            dialog.reason = Some(LineEditor::default());
+            None
+        }
+        (None, KeyCode::Esc) => Some((Answer::Deny { reason: None }, "denied")),
+        _ => None,
+    };
+    let Some((answer, word)) = answer else {
+        ui.asking = Some(dialog);
+        ui.redraw();
+        return;
+    };
+    let (req, reply) = dialog.question;
+    let label = truncate(&tool_label(&req.tool_name, &req.args), 80);
+    let because = match &answer {
+        Answer::Deny {
+            reason: Some(reason),
+        } => format!(" ({})", truncate(&clean(reason), 80)),
+        _ => String::new(),
+    };
+    let _ = reply.send(answer);
+    ui.print(&Style::Dim.paint(&format!("{word} {label}{because}")));
+}
+
+/// The editing keys of a one-line field (a denial's reason).
+fn edit(field: &mut LineEditor, k: KeyEvent) {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    match k.code {
+        KeyCode::Char('a') if ctrl => field.home(),
+        KeyCode::Char('e') if ctrl => field.end(),
+        KeyCode::Char('u') if ctrl => field.kill_to_start(),
+        KeyCode::Char(c) if !ctrl => field.insert(c),
+        KeyCode::Backspace => field.backspace(),
+        KeyCode::Delete => field.delete(),
+        KeyCode::Left => field.left(),
+        KeyCode::Right => field.right(),
+        KeyCode::Home => field.home(),
+        KeyCode::End => field.end(),
+        _ => {}
+    }
 }
 
 /// Tab: completes the word before the cursor (a slash command, an `@` path); with several

@@ -1,6 +1,8 @@
-//! The input line: characters, a cursor, and the history that Up/Down walk.
+//! The input: characters (several lines of them), a cursor, and the history that Up/Down
+//! walk from the first or last line.
 
-/// A one-line editor with history.
+/// A multi-line editor with history: Shift+Enter or Ctrl+J start a new line (pi's keys), Up
+/// and Down move between lines and walk the history past the first and last.
 #[derive(Debug, Default)]
 pub struct LineEditor {
     input: Vec<char>,
@@ -57,20 +59,80 @@ impl LineEditor {
         self.cursor = (self.cursor + 1).min(self.input.len());
     }
 
-    /// Cursor to the start.
+    /// Where the cursor's line starts.
+    fn line_start(&self) -> usize {
+        self.input[..self.cursor]
+            .iter()
+            .rposition(|&c| c == '\n')
+            .map_or(0, |i| i + 1)
+    }
+
+    /// Where the cursor's line ends (its newline, or the end).
+    fn line_end(&self) -> usize {
+        self.input[self.cursor..]
+            .iter()
+            .position(|&c| c == '\n')
+            .map_or(self.input.len(), |i| self.cursor + i)
+    }
+
+    /// Cursor to the start of its line.
     pub fn home(&mut self) {
-        self.cursor = 0;
+        self.cursor = self.line_start();
     }
 
-    /// Cursor to the end.
+    /// Cursor to the end of its line.
     pub fn end(&mut self) {
-        self.cursor = self.input.len();
+        self.cursor = self.line_end();
     }
 
-    /// Deletes from the start to the cursor (Ctrl+U).
+    /// Deletes from the start of the cursor's line to the cursor (Ctrl+U).
     pub fn kill_to_start(&mut self) {
-        self.input.drain(..self.cursor);
-        self.cursor = 0;
+        let start = self.line_start();
+        self.input.drain(start..self.cursor);
+        self.cursor = start;
+    }
+
+    /// Cursor to the line above, at the same column or its end; `false` on the first line
+    /// (Up then walks the history).
+    pub fn line_up(&mut self) -> bool {
+        let start = self.line_start();
+        if start == 0 {
+            return false;
+        }
+        let column = self.cursor - start;
+        let above = self.input[..start - 1]
+            .iter()
+            .rposition(|&c| c == '\n')
+            .map_or(0, |i| i + 1);
+        self.cursor = above + column.min(start - 1 - above);
+        true
+    }
+
+    /// Cursor to the line below, at the same column or its end; `false` on the last line.
+    pub fn line_down(&mut self) -> bool {
+        let end = self.line_end();
+        if end == self.input.len() {
+            return false;
+        }
+        let column = self.cursor - self.line_start();
+        let below_end = self.input[end + 1..]
+            .iter()
+            .position(|&c| c == '\n')
+            .map_or(self.input.len(), |i| end + 1 + i);
+        self.cursor = (end + 1 + column).min(below_end);
+        true
+    }
+
+    /// Puts `text` on the input, the cursor at its end (queued messages taken back).
+    pub fn set_text(&mut self, text: &str) {
+        self.input = text.chars().collect();
+        self.cursor = self.input.len();
+        self.hist_pos = None;
+    }
+
+    /// The input's text.
+    pub fn text(&self) -> String {
+        self.input.iter().collect()
     }
 
     /// The word the cursor is at the end of (after the last white space before it), and
@@ -225,12 +287,42 @@ impl LineEditor {
         self.cursor = self.input.len();
     }
 
-    /// The part of the line that fits in `room` columns around the cursor, and the cursor's
-    /// column within it.
+    /// The input as rows of at most `room` characters, at most `max_rows` of them around
+    /// the cursor: the cursor's line scrolled to keep the cursor in view, the others cut.
+    /// Returns the rows, the cursor's row and its column.
+    pub fn rows(&self, room: usize, max_rows: usize) -> (Vec<String>, usize, usize) {
+        let room = room.max(1);
+        let mut rows = Vec::new();
+        let (mut cursor_row, mut cursor_col) = (0, 0);
+        let mut start = 0;
+        for (i, line) in self.input.split(|&c| c == '\n').enumerate() {
+            let end = start + line.len();
+            if (start..=end).contains(&self.cursor) {
+                let at = self.cursor - start;
+                let from = at.saturating_sub(room.saturating_sub(1));
+                rows.push(line[from..].iter().take(room).collect());
+                (cursor_row, cursor_col) = (i, at - from);
+            } else {
+                rows.push(line.iter().take(room).collect());
+            }
+            start = end + 1;
+        }
+        let max_rows = max_rows.max(1);
+        if rows.len() > max_rows {
+            // The window of rows that keeps the cursor's row, as low as it can.
+            let first = (cursor_row + 1).saturating_sub(max_rows);
+            rows = rows.split_off(first);
+            rows.truncate(max_rows);
+            cursor_row -= first;
+        }
+        (rows, cursor_row, cursor_col)
+    }
+
+    /// The input on one row of `room` characters around the cursor, and the cursor's column
+    /// (a one-line field: a denial's reason).
     pub fn window(&self, room: usize) -> (String, usize) {
-        let start = self.cursor.saturating_sub(room.saturating_sub(1));
-        let visible: String = self.input[start..].iter().take(room).collect();
-        (visible, self.cursor - start)
+        let (rows, _, col) = self.rows(room, 1);
+        (rows.into_iter().next().unwrap_or_default(), col)
     }
 }
 
@@ -301,6 +393,37 @@ mod tests {
         assert_eq!(e.window(80).0, "two");
         e.history_down();
         assert!(e.is_empty());
+    }
+
+    #[test]
+    fn several_lines_edit_and_show_around_the_cursor() {
+        let mut e = typed("first line\nsecond\nthird one");
+        assert_eq!(e.rows(80, 8).1, 2);
+        assert!(e.line_up());
+        // The column is kept where the line is long enough, else the line's end.
+        assert_eq!(e.rows(80, 8).1, 1);
+        assert_eq!(e.rows(80, 8).2, 6);
+        assert!(e.line_up());
+        assert_eq!((e.rows(80, 8).1, e.rows(80, 8).2), (0, 6));
+        assert!(!e.line_up(), "the first line: Up walks the history");
+        e.end();
+        e.insert('!');
+        e.home();
+        e.insert('>');
+        // Down keeps the column (1); Ctrl+U deletes to the start of that line only.
+        assert!(e.line_down());
+        e.kill_to_start();
+        assert_eq!(e.text(), ">first line!\necond\nthird one");
+        let (rows, row, col) = e.rows(80, 2);
+        assert_eq!(
+            (rows, row, col),
+            (vec![">first line!".into(), "econd".into()], 1, 0)
+        );
+        assert!(e.line_down());
+        assert!(!e.line_down(), "the last line: Down walks the history");
+        let (rows, row, _) = e.rows(80, 2);
+        assert_eq!((rows, row), (vec!["econd".into(), "third one".into()], 1));
+        assert_eq!(e.take(), ">first line!\necond\nthird one");
     }
 
     #[test]

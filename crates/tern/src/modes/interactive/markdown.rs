@@ -6,7 +6,8 @@
 //!   gone (inline Markdown is read by pulldown-cmark);
 //! - list items with `•` (numbers kept), quotes with a bar, rules as a line;
 //! - fenced code without its fences: a dim label with the language, then the lines as they
-//!   are, in one colour, cut (never wrapped at words) to the width;
+//!   are, coloured by the language's grammar (`highlight.rs`; one colour when no grammar
+//!   knows it), cut (never wrapped at words) to the width;
 //! - tables aligned by column, shown when the table ends (its column widths need all its
 //!   rows).
 //!
@@ -58,6 +59,8 @@ impl Look {
 pub struct Markdown {
     /// The fence of the open code block (its characters), if one is open.
     fence: Option<String>,
+    /// The open code block's highlighting, when its language is known.
+    code: Option<super::highlight::Highlighter>,
     /// The rows of the table being read: it shows, aligned, once it ends.
     table: Vec<String>,
 }
@@ -67,6 +70,7 @@ impl Markdown {
     /// forgotten.
     pub fn finish(&mut self, width: usize) -> Vec<String> {
         self.fence = None;
+        self.code = None;
         table(&std::mem::take(&mut self.table), width.max(10))
     }
 
@@ -89,11 +93,15 @@ impl Markdown {
         if let Some(fence) = &self.fence {
             if closes(fence, trimmed) {
                 self.fence = None;
+                self.code = None;
                 return vec![Look {
                     dim: true,
                     ..Look::default()
                 }
                 .paint(&"─".repeat(width.min(40)))];
+            }
+            if let Some(row) = self.code.as_mut().and_then(|h| h.line(line, width)) {
+                return vec![row];
             }
             let code = Look {
                 code: true,
@@ -104,6 +112,7 @@ impl Markdown {
         if let Some(fence) = fence_of(trimmed) {
             let lang = trimmed[fence.len()..].trim();
             self.fence = Some(fence);
+            self.code = super::highlight::Highlighter::for_language(lang);
             let label = if lang.is_empty() {
                 "code".to_string()
             } else {

@@ -6,23 +6,26 @@
 //! line. Finished output is printed above the live rows and scrolls away normally.
 //!
 //! Keys: Enter sends (a steering message while the agent works), Alt+Enter or `/follow TEXT`
-//! queues a follow-up, Up/Down walk the history, Ctrl+C aborts the running turn (the session
+//! queues a follow-up, Shift+Enter or Ctrl+J starts a new line, Alt+Up takes the queued
+//! messages back to edit, Up/Down move between lines and walk the history, Ctrl+C aborts the running turn (the session
 //! is kept), a second Ctrl+C or Ctrl+D on an empty line exits. `/help` lists the commands.
 //! A resumed session whose last run was cut off says so; `/recover` finishes that run.
 //!
 //! - `screen.rs`: the UI state and the live rows.
 //! - `agent_view.rs`: agent events on the screen, and a resumed session's conversation.
 //! - `markdown.rs`: answers rendered line by line and wrapped by display width.
+//! - `highlight.rs`: code blocks coloured by language.
 //! - `footer.rs`: the footer, as pi's.
 //! - `keys.rs`: what each key, `/command` and `!command` does.
 //! - `slash.rs`: the commands about the session and its model (`/model`, `/thinking`, ...).
 //! - `complete.rs`: Tab completion of slash commands and `@` paths.
-//! - `line_editor.rs`: the input line and its history.
+//! - `line_editor.rs`: the input (several lines) and its history.
 //! - here: the permission asker, the event loop, runs.
 
 mod agent_view;
 mod complete;
 mod footer;
+mod highlight;
 mod keys;
 mod line_editor;
 mod markdown;
@@ -38,7 +41,7 @@ use crossterm::terminal;
 use futures::StreamExt;
 use tern_agent::AgentEvent;
 use tern_ai::Message;
-use tern_tools::policy::{AskFn, AskRequest};
+use tern_tools::policy::{Answer, AskFn, AskRequest};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::Runtime;
@@ -47,7 +50,7 @@ use keys::{handle_key, HELP};
 use screen::Ui;
 
 /// A permission question on its way to the UI.
-pub type Question = (AskRequest, oneshot::Sender<bool>);
+pub type Question = (AskRequest, oneshot::Sender<Answer>);
 
 /// The permission gate's asker for interactive mode, and the UI's end of it.
 pub fn asker() -> (AskFn, mpsc::UnboundedReceiver<Question>) {
@@ -57,9 +60,9 @@ pub fn asker() -> (AskFn, mpsc::UnboundedReceiver<Question>) {
         Box::pin(async move {
             let (answer_tx, answer_rx) = oneshot::channel();
             if tx.send((req, answer_tx)).is_err() {
-                return false;
+                return Answer::Deny { reason: None };
             }
-            answer_rx.await.unwrap_or(false)
+            answer_rx.await.unwrap_or(Answer::Deny { reason: None })
         })
     });
     (ask, rx)
@@ -283,10 +286,7 @@ pub async fn run(
                         ui.paste(&text);
                         ui.redraw();
                     }
-                    Some(Ok(Event::Resize(w, _))) => {
-                        ui.width = w as usize;
-                        ui.redraw();
-                    }
+                    Some(Ok(Event::Resize(w, _))) => ui.resize(w as usize),
                     Some(Ok(_)) => {}
                     Some(Err(_)) | None => break,
                 }
@@ -303,10 +303,10 @@ pub async fn run(
                 if ui.always.contains(&q.0.tool_name) {
                     // Allowed for the rest of the session: answered without asking.
                     let label = crate::terminal_text::tool_label(&q.0.tool_name, &q.0.args);
-                    let _ = q.1.send(true);
+                    let _ = q.1.send(Answer::Allow);
                     ui.print(&Style::Dim.paint(&format!("allowed (this session) {label}")));
                 } else {
-                    ui.asking = Some(q);
+                    ui.asking = Some(screen::Dialog { question: q, reason: None });
                 }
                 ui.redraw();
             }

@@ -15,6 +15,9 @@ use crate::terminal_text::{clean, tail, truncate, Style};
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// The most rows the input takes; a longer input scrolls with its cursor.
+const INPUT_ROWS: usize = 8;
+
 /// The longest one-line paste that goes on the line as typed.
 const PASTE_INLINE: usize = 200;
 
@@ -31,6 +34,14 @@ fn expand_markers(line: &str, pastes: &[String]) -> String {
         .fold(line.to_string(), |out, (i, text)| {
             out.replace(&paste_marker(i + 1, text), text)
         })
+}
+
+/// A permission question on screen: it takes the keys until it is answered.
+pub struct Dialog {
+    /// The question and where its answer goes.
+    pub question: Question,
+    /// The reason being typed, after `n` (deny with a reason).
+    pub reason: Option<LineEditor>,
 }
 
 /// What the streamed partial line holds.
@@ -94,7 +105,7 @@ pub struct Ui {
     /// Cost so far, in dollars.
     pub cost: f64,
     /// The permission question waiting for an answer.
-    pub asking: Option<Question>,
+    pub asking: Option<Dialog>,
     /// Tools allowed for the rest of the session (answered `a`): not asked about again.
     pub always: std::collections::HashSet<String>,
     /// Ctrl+C was pressed once: another one exits.
@@ -103,6 +114,12 @@ pub struct Ui {
     pub hint: Option<String>,
     /// How many live rows are on the screen.
     pub drawn: u16,
+    /// The live row the cursor is on (the input's cursor row), from the first live row.
+    pub cursor_row: u16,
+    /// The display width of each live row drawn, to know how a terminal reflowed them.
+    pub drawn_widths: Vec<usize>,
+    /// The cursor's column on its row.
+    pub cursor_col: usize,
     /// Terminal width in columns.
     pub width: usize,
 }
@@ -136,14 +153,17 @@ impl Ui {
             armed: false,
             hint: None,
             drawn: 0,
+            cursor_row: 0,
+            drawn_widths: Vec::new(),
+            cursor_col: 0,
             width,
         }
     }
 
     /// Erases the live rows.
     pub fn clear_live(&mut self) {
-        if self.drawn > 1 {
-            let _ = queue!(self.out, cursor::MoveUp(self.drawn - 1));
+        if self.cursor_row > 0 {
+            let _ = queue!(self.out, cursor::MoveUp(self.cursor_row));
         }
         let _ = queue!(
             self.out,
@@ -151,9 +171,29 @@ impl Ui {
             terminal::Clear(terminal::ClearType::FromCursorDown)
         );
         self.drawn = 0;
+        self.cursor_row = 0;
     }
 
-    fn live_rows(&self) -> (Vec<String>, usize) {
+    /// The terminal is `width` columns wide now. A terminal that got narrower reflowed the
+    /// live rows wider than it: each takes as many rows as it wraps into, and the cursor
+    /// moved with its text; the live rows are erased from where the first one now starts,
+    /// so none is left behind in the scrollback, and drawn again.
+    pub fn resize(&mut self, width: usize) {
+        if width > 0 && width < self.width {
+            let row = self.cursor_row as usize;
+            let above: usize = self
+                .drawn_widths
+                .iter()
+                .take(row)
+                .map(|w| w.div_ceil(width).max(1))
+                .sum();
+            self.cursor_row = (above + self.cursor_col / width).min(u16::MAX as usize) as u16;
+        }
+        self.width = width;
+        self.redraw();
+    }
+
+    fn live_rows(&self) -> (Vec<String>, usize, usize) {
         let w = self.width.saturating_sub(1).max(10);
         let mut rows = Vec::new();
         if !self.partial.is_empty() {
@@ -176,14 +216,19 @@ impl Ui {
             ));
         }
         let (steer, follow) = self.rt.agent.queued();
+        let any_queued = !(steer.is_empty() && follow.is_empty());
         for (kind, ms) in [("steer", steer), ("follow-up", follow)] {
             for m in ms {
                 let text = match &m {
-                    Message::User(u) => u.content.text(" "),
+                    Message::User(u) => clean(&u.content.text(" ")).replace('\n', " "),
                     other => other.role().to_string(),
                 };
                 rows.push(Style::Yellow.paint(&truncate(&format!("  queued {kind}: {text}"), w)));
             }
+        }
+        if any_queued {
+            // pi's hint: the queue comes back to the input to be edited.
+            rows.push(Style::Dim.paint(&truncate("  ↳ Alt+Up to edit all queued messages", w)));
         }
         let state = self.rt.agent.state();
         let activity = if self.running {
@@ -208,39 +253,66 @@ impl Ui {
             hint: self.hint.as_deref(),
         };
         rows.extend(footer.rows(w));
-        if let Some((req, _)) = &self.asking {
+        if let Some(dialog) = &self.asking {
+            // The dialog has the focus: its question, its keys, and a reason being typed.
+            let (req, _) = &dialog.question;
             rows.push(Style::BoldYellow.paint(&truncate(
                 // The policy's question names the call and why it asks.
-                &format!(
-                    "{} [y] yes · [a] always this session · [N] no",
-                    clean(&req.prompt)
-                ),
+                &clean(&req.prompt),
                 w,
             )));
+            let Some(reason) = &dialog.reason else {
+                rows.push(Style::Yellow.paint(&truncate(
+                    "  [y] allow once · [a] always this session · [n] deny with a reason · [Esc] deny",
+                    w,
+                )));
+                return (rows.clone(), rows.len() - 1, 0);
+            };
+            let label = "  reason (Enter denies, Esc: no reason): ";
+            let room = w.saturating_sub(label.chars().count()).max(1);
+            let (visible, at) = reason.window(room);
+            rows.push(format!("{}{visible}", Style::Yellow.paint(label)));
+            return (rows.clone(), rows.len() - 1, label.chars().count() + at);
         }
         if let Some((query, found)) = self.editor.searching() {
             let label = format!("(search '{query}'): ");
             let shown = truncate(
-                &clean(found.unwrap_or("")),
+                &clean(found.unwrap_or("")).replace('\n', " "),
                 w.saturating_sub(label.chars().count()),
             );
             let col = label.chars().count() + shown.chars().count();
             rows.push(format!("{}{shown}", Style::BoldGreen.paint(&label)));
-            return (rows, col.min(w));
+            return (rows.clone(), rows.len() - 1, col.min(w));
         }
         let prompt = if self.running { "steer> " } else { "> " };
         let room = w.saturating_sub(prompt.len()).max(1);
-        let (visible, at) = self.editor.window(room);
-        let col = prompt.len() + at;
-        rows.push(format!("{}{visible}", Style::BoldGreen.paint(prompt)));
-        (rows, col)
+        let (lines, at_row, at) = self.editor.rows(room, INPUT_ROWS);
+        let first = rows.len();
+        for (i, line) in lines.into_iter().enumerate() {
+            let lead = match i {
+                0 => Style::BoldGreen.paint(prompt),
+                _ => " ".repeat(prompt.len()),
+            };
+            rows.push(format!("{lead}{line}"));
+        }
+        (rows, first + at_row, prompt.len() + at)
     }
 
     fn draw_live(&mut self) {
-        let (rows, col) = self.live_rows();
+        let (rows, row, col) = self.live_rows();
         let _ = queue!(self.out, style::Print(rows.join("\r\n")));
+        let below = rows.len().saturating_sub(row + 1) as u16;
+        if below > 0 {
+            let _ = queue!(self.out, cursor::MoveUp(below));
+        }
         let _ = queue!(self.out, cursor::MoveToColumn(col as u16));
         self.drawn = rows.len() as u16;
+        self.cursor_row = row as u16;
+        self.cursor_col = col;
+        self.drawn_widths = rows
+            .iter()
+            .map(|r| crate::terminal_text::shown_width(r))
+            .collect();
         let _ = self.out.flush();
     }
 

@@ -1,5 +1,5 @@
 //! The slash commands about the session and its model, as pi's: `/model`, `/thinking`,
-//! `/session`, `/name`, `/tools`, `/copy`, `/resume`.
+//! `/session`, `/name`, `/tools`, `/copy`, `/resume`, `/fork`.
 
 use base64::Engine;
 use tern_ai::providers::{clamp_thinking_level, supported_thinking_levels};
@@ -20,6 +20,7 @@ pub fn run(ui: &mut Ui, cmd: &str, rest: &str) -> bool {
         "/tools" => tools(ui),
         "/copy" => copy(ui),
         "/resume" => resume(ui, rest),
+        "/fork" => fork(ui, rest),
         _ => return false,
     }
     ui.redraw();
@@ -275,5 +276,62 @@ fn resume(ui: &mut Ui, rest: &str) {
             note(ui, &format!("resumed {}", chosen.path.display()));
         }
         Err(e) => ui.print(&Style::Red.paint(&format!("cannot resume: {e}"))),
+    }
+}
+
+/// `/fork`: the session's prompts, numbered; `/fork N` starts a new session holding the
+/// conversation before prompt N, whose text goes back on the input to edit and send (pi's).
+fn fork(ui: &mut Ui, rest: &str) {
+    if ui.running {
+        return warn(ui, "the agent is working; wait for it, then /fork");
+    }
+    let points = match crate::session_entries::active_branch(&ui.rt) {
+        Ok(branch) => crate::session_entries::fork_messages(&branch),
+        Err(e) => return ui.print(&Style::Red.paint(&format!("cannot fork: {e}"))),
+    };
+    if points.is_empty() {
+        return note(ui, "no prompt to fork from yet");
+    }
+    let rest = rest.trim();
+    if rest.is_empty() {
+        let w = ui.width.saturating_sub(8).max(10);
+        let rows: Vec<String> = points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let text = clean(p["text"].as_str().unwrap_or_default()).replace('\n', " ");
+                format!("{:>3}. {}", i + 1, truncate(&text, w))
+            })
+            .collect();
+        return note(
+            ui,
+            &format!(
+                "{}\n/fork N starts a new session from before prompt N",
+                rows.join("\n")
+            ),
+        );
+    }
+    let Some(point) = rest
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| points.get(i))
+    else {
+        return warn(
+            ui,
+            &format!("no prompt {rest}: /fork lists {}", points.len()),
+        );
+    };
+    let id = point["entryId"].as_str().unwrap_or_default();
+    match crate::session_entries::fork(&ui.rt, id) {
+        Ok(text) => {
+            ui.reset_totals();
+            let messages = ui.rt.agent.state().messages;
+            ui.show_history(&messages);
+            let file = ui.rt.session_file().unwrap_or_default();
+            note(ui, &format!("Forked to new session {file}"));
+            ui.editor.set_text(&text);
+        }
+        Err(e) => ui.print(&Style::Red.paint(&format!("cannot fork: {e}"))),
     }
 }
