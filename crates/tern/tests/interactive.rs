@@ -29,6 +29,24 @@ fn interactive_mode_in_tmux() {
             json!({"command": "echo again-$((2+3))"}),
         ),
         Reply::text("Ran again."),
+        // One call of each file tool, and a read that fails.
+        Reply::tool(
+            "call_write",
+            "write",
+            json!({"path": "new.txt", "content": "alpha\nbeta\ngamma\n"}),
+        ),
+        Reply::tool(
+            "call_edit",
+            "edit",
+            json!({"path": "new.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}),
+        ),
+        Reply::tool(
+            "call_read",
+            "read",
+            json!({"path": "new.txt", "offset": 2, "limit": 2}),
+        ),
+        Reply::tool("call_missing", "read", json!({"path": "missing.txt"})),
+        Reply::text("Files done."),
         Reply::Hang,
         Reply::text("before\x1b]2;owned\x07 after\x1b[2J end"),
         Reply::text(MARKDOWN),
@@ -60,25 +78,26 @@ fn interactive_mode_in_tmux() {
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
-        13,
-        "prompt, after steering, after the follow-up, a second command, after it, hung, \
-         escapes, markdown, thinking, flood, the denied call, after it, the long tool"
+        18,
+        "prompt, after steering, after the follow-up, a second command, after it, five file \
+         tool replies, hung, escapes, markdown, thinking, flood, the denied call, after it, the \
+         long tool"
     );
     // `-c` resumed the session: its first request carries the first run's history.
     assert!(
-        text_of(&reqs[10]).contains("Noted the banana"),
+        text_of(&reqs[15]).contains("Noted the banana"),
         "{}",
-        text_of(&reqs[10])
+        text_of(&reqs[15])
     );
     // The denied call's result gives the model the reason typed in the dialog.
-    let denied = text_of(&reqs[11]);
+    let denied = text_of(&reqs[16]);
     assert!(
         denied.contains("Permission denied: the user declined the call")
             && denied.contains("The user said: keep the build folder"),
         "{denied}"
     );
     // A prompt of two lines (Ctrl+J) went as one message holding both.
-    let last_user = reqs[7]["messages"]
+    let last_user = reqs[12]["messages"]
         .as_array()
         .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
         .map(|m| m["content"].to_string())
@@ -89,7 +108,7 @@ fn interactive_mode_in_tmux() {
         assert!(!text_of(r).contains("typo mesage"), "{}", text_of(r));
     }
     // `!echo` ran in a shell and went to the model with the next prompt; `!!echo` did not.
-    let resumed = text_of(&reqs[10]);
+    let resumed = text_of(&reqs[15]);
     assert!(
         resumed.contains("Ran `echo bang-$((6*7))`") && resumed.contains("bang-42"),
         "{resumed}"

@@ -56,7 +56,7 @@ wait_for() {
 start_tern() {
   tmux new-session -d -s "$S" -x 110 -y 36 \
     "cd '$WORK/cwd' && env HOME='$WORK/home' TERN_SESSION_DIR='$WORK/home/sessions' TERN_CONFIG=/dev/null \
-     '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash ${1:-}; \
+     '$TERN_BIN' --base-url '$TERN_TEST_URL' --model scripted --tools read,bash,write,edit ${1:-}; \
      echo \"TERN-EXIT=\$?\"; sleep 30"
 }
 
@@ -110,6 +110,25 @@ if tmux capture-pane -p -t "$S" | grep -qF "Allow bash \`echo again"; then
 fi
 tmux capture-pane -p -t "$S" | grep -qF "allowed (this session) bash echo again" \
   || { capture "FAILED-always-note"; echo "no note of the call allowed for the session" >&2; exit 1; }
+# A call of each file tool, as pi's rows name them: write with its line count, edit with its
+# diff, read with its line range, and a failed read in red with the reason.
+tmux send-keys -t "$S" "touch files" Enter
+wait_for "Allow write" "write-asked"
+tmux send-keys -t "$S" y
+wait_for "Allow edit" "edit-asked"
+tmux send-keys -t "$S" y
+wait_for "Files done." "file-tools"
+pane="$(tmux capture-pane -p -t "$S")"
+for shown in '✓ write new.txt (3 lines)' '✓ edit new.txt' '-beta' '+BETA' \
+             '✓ read new.txt:2-3 → BETA (2 lines)' '✗ read missing.txt → '; do
+  printf '%s\n' "$pane" | grep -qF -- "$shown" \
+    || { capture "FAILED-file-tools"; echo "not on screen: $shown" >&2; exit 1; }
+done
+[ "$(cat "$WORK/cwd/new.txt")" = "$(printf 'alpha\nBETA\ngamma')" ] \
+  || { echo "write and edit did not leave the file expected" >&2; exit 1; }
+# The footer: the folder, tokens in and out, the context used of the window, the model.
+printf '%s\n' "$pane" | grep -qE '^ready ↑[0-9.]+k? ↓[0-9.]+k? [0-9.]+%/128k \(auto\) +scripted$' \
+  || { capture "FAILED-footer"; echo "the footer lacks its fields" >&2; exit 1; }
 tmux send-keys -t "$S" "hang please" Enter
 wait_for "Thinking about it" "hung-turn"
 tmux send-keys -t "$S" C-c

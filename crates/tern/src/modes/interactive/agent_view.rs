@@ -264,8 +264,9 @@ fn tool_row(label: &str, tool: &str, result: &tern_agent::ToolResult, is_error: 
         .filter(|_| bash)
         .map(|c| format!(" · exit {c}"));
     let (style, mark) = result_mark(is_error);
+    let lines = if n == 1 { "line" } else { "lines" };
     let detail = format!(
-        "→ {} ({n} lines){}",
+        "→ {} ({n} {lines}){}",
         truncate(&shown, 60),
         exit.unwrap_or_default()
     );
