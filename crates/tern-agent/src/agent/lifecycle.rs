@@ -123,12 +123,37 @@ impl Agent {
             // Released here, not per call: within a run the list keeps its room, and an idle
             // agent keeps none.
             st.pending_tool_calls = Vec::new();
-            // Idle again: what the run appended joins the packed transcript.
-            st.transcript.end_run();
         }
         *self.inner.active.lock() = None;
         let _ = run.done.send(true);
+        self.pack_when_idle(outcome.messages.len());
         outcome
+    }
+
+    /// Idle again: what the run appended (`appended` messages) joins the packed transcript.
+    /// Encoding it and freeing the decoded messages costs about 0.15 µs a message: a short
+    /// run's are packed now, a long run's off the caller's path, in a task of its own (when
+    /// there is a runtime) that finds the agent idle, or leaves the work to the run that has
+    /// begun meanwhile. A task per run would cost more than it saves for a few messages.
+    fn pack_when_idle(&self, appended: usize) {
+        const PACK_NOW_UP_TO: usize = 64;
+        let pack = |inner: &Inner| {
+            let mut st = inner.state.lock();
+            if !st.is_streaming {
+                st.transcript.end_run();
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if appended > PACK_NOW_UP_TO => {
+                let inner = Arc::downgrade(&self.inner);
+                runtime.spawn(async move {
+                    if let Some(inner) = inner.upgrade() {
+                        pack(&inner);
+                    }
+                });
+            }
+            _ => pack(&self.inner),
+        }
     }
 
     async fn handle_run_failure(&self, error: AgentError, signal: &CancellationToken) {

@@ -4,9 +4,9 @@
 //! An idle agent's messages are only read, and rarely: held as a [`PackedTranscript`] they
 //! cost a few bytes each beyond their texts instead of hundreds (ten thousand idle
 //! conversations in one process is the case this serves). A run decodes them once when it
-//! begins and works on ordinary messages, so nothing is decoded per turn; when it ends, only
-//! the messages it appended are encoded (appended to the buffer) and the decoded ones are
-//! dropped.
+//! begins and works on ordinary messages, so nothing is decoded per turn; soon after it ends
+//! (off the run's path, see `Agent::pack_when_idle`), only the messages it appended are
+//! encoded (appended to the buffer) and the decoded ones are dropped.
 
 use tern_ai::message::{MessageKind, PackedTranscript};
 use tern_ai::Message;
