@@ -46,4 +46,6 @@ pub use stream::{
     assistant_stream, event_stream, AssistantMessageEventSender, AssistantMessageEventStream,
     EventSender, EventStream, StreamEvent,
 };
-pub use stream_fn::{BoxError, Context, StreamFn, StreamOptions, StreamStart, ThinkingBudgets};
+pub use stream_fn::{
+    BedrockOptions, BoxError, Context, StreamFn, StreamOptions, StreamStart, ThinkingBudgets,
+};

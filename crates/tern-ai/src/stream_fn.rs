@@ -84,6 +84,40 @@ pub struct StreamOptions {
     pub cache_retention: Option<String>,
     /// Request metadata (Anthropic uses `user_id`).
     pub metadata: Option<Map<String, Value>>,
+    /// What only Amazon Bedrock reads (pi-ai's `BedrockOptions`).
+    pub bedrock: BedrockOptions,
+}
+
+/// Options of one request that only `bedrock-converse-stream` reads (pi-ai's
+/// `BedrockOptions`). pi-ai takes them in its `stream` function only (its `streamSimple`, the
+/// one agents use, drops them); tern's providers honour them whenever they are set, and
+/// leave them unset otherwise.
+///
+/// ```
+/// use tern_ai::{BedrockOptions, StreamOptions};
+/// let options = StreamOptions {
+///     bedrock: BedrockOptions {
+///         region: Some("eu-west-1".into()),
+///         profile: Some("prod".into()),
+///         ..BedrockOptions::default()
+///     },
+///     ..StreamOptions::default()
+/// };
+/// assert_eq!(options.bedrock.region.as_deref(), Some("eu-west-1"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BedrockOptions {
+    /// The region to sign for and send to, before `AWS_REGION` / `AWS_DEFAULT_REGION` (an
+    /// inference-profile ARN's region still wins).
+    pub region: Option<String>,
+    /// The AWS profile whose credentials sign, before `AWS_PROFILE`; it also wins over the
+    /// environment's `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`.
+    pub profile: Option<String>,
+    /// A Bedrock API key sent as `Authorization: Bearer`, before `api_key` and
+    /// `AWS_BEARER_TOKEN_BEDROCK`.
+    pub bearer_token: Option<String>,
+    /// Key-value pairs sent as the request's `requestMetadata` (cost allocation tags).
+    pub request_metadata: Option<Map<String, Value>>,
 }
 
 /// A function that streams one assistant response.

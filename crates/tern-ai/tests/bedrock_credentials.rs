@@ -387,7 +387,8 @@ fn credential_process_output_signs_the_request() {
     let failing = home.write("fail.sh", "#!/bin/sh\necho 'sso expired, log in again' >&2\necho '{\"SecretAccessKey\":\"leak\"}'\nexit 3\n");
     home.write(
         ".aws/config",
-        &format!("[profile proc]\ncredential_process = sh {script}\n[profile bad]\ncredential_process = sh {failing}\n"),
+        // A profile names its region: without one the SDK fails first (`Region is missing`).
+        &format!("[profile proc]\nregion = us-east-1\ncredential_process = sh {script}\n[profile bad]\nregion = us-east-1\ncredential_process = sh {failing}\n"),
     );
     rt().block_on(async {
         let (m, sent) = bedrock_run().await;
@@ -615,7 +616,7 @@ fn a_role_sourced_from_the_container_and_a_silent_instance_metadata_service() {
         );
         home.write(
             ".aws/config",
-            "[profile task]\nrole_arn = arn:aws:iam::1:role/task\ncredential_source = EcsContainer\n",
+            "[profile task]\nregion = us-east-1\nrole_arn = arn:aws:iam::1:role/task\ncredential_source = EcsContainer\n",
         );
         let (m, sent) = bedrock_run().await;
         assert_eq!(m.error_message, None);
@@ -639,5 +640,116 @@ fn a_role_sourced_from_the_container_and_a_silent_instance_metadata_service() {
         assert!(e.contains("Could not load credentials from any providers"), "{e}");
         assert!(e.contains(&format!("instance metadata at {}: no instance role (HTTP 404", imds.origin)), "{e}");
         assert!(sent.is_empty());
+    });
+}
+
+/// Runs the case with `options` against a fresh Bedrock stand-in.
+async fn bedrock_run_with(options: StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
+    let case = bedrock_case();
+    let server = start_server(vec![case["response"].clone()]).await.unwrap();
+    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
+    model.base_url = server.origin.clone();
+    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
+    let mut sink = Final::default();
+    run(&model, &context, &options, &mut sink).await;
+    let sent = server.requests.lock().clone();
+    (sink.0.unwrap(), sent)
+}
+
+#[test]
+fn per_call_options_choose_the_profile_the_region_and_the_bearer_token() {
+    let _g = lock();
+    let home = Home::new(
+        "options",
+        &[
+            ("AWS_ACCESS_KEY_ID", "AKIENV"),
+            ("AWS_SECRET_ACCESS_KEY", "env-secret"),
+            ("AWS_REGION", "us-west-2"),
+        ],
+    );
+    home.write(
+        ".aws/credentials",
+        "[ops]\naws_access_key_id = AKIOPS\naws_secret_access_key = ops-secret\n",
+    );
+    rt().block_on(async {
+        // The `profile` option wins over the environment's keys (pi-ai's #6957), the
+        // `region` option over AWS_REGION.
+        let options = StreamOptions {
+            bedrock: tern_ai::BedrockOptions {
+                profile: Some("ops".into()),
+                region: Some("ap-south-1".into()),
+                ..Default::default()
+            },
+            ..StreamOptions::default()
+        };
+        let (m, sent) = bedrock_run_with(options).await;
+        assert_eq!(m.error_message, None);
+        let (key, region, _) = check_signature(&sent[0], "ops-secret");
+        assert_eq!((key.as_str(), region.as_str()), ("AKIOPS", "ap-south-1"));
+        // Without them, the environment's keys and region sign, as before.
+        let (_, sent) = bedrock_run_with(StreamOptions::default()).await;
+        let (key, region, _) = check_signature(&sent[0], "env-secret");
+        assert_eq!((key.as_str(), region.as_str()), ("AKIENV", "us-west-2"));
+        // The `bearerToken` option comes before `apiKey`; `requestMetadata` goes in the body.
+        let tags = json!({"team": "agents", "costCenter": "42"});
+        let options = StreamOptions {
+            api_key: Some("from-api-key".into()),
+            bedrock: tern_ai::BedrockOptions {
+                bearer_token: Some("from-bearer-option".into()),
+                request_metadata: tags.as_object().cloned(),
+                ..Default::default()
+            },
+            ..StreamOptions::default()
+        };
+        let (_, sent) = bedrock_run_with(options).await;
+        assert_eq!(
+            header(&sent[0], "authorization"),
+            Some("Bearer from-bearer-option")
+        );
+        let body: Value = serde_json::from_str(&sent[0].body).unwrap();
+        assert_eq!(body["requestMetadata"], tags);
+    });
+}
+
+/// `tests/data/bedrock-region-missing.reference.json` is the reference runner's output for
+/// `bedrock-region-missing.case.json`, run as its description says:
+///
+/// ```text
+/// cd tests/providers/reference && AWS_PROFILE=nore AWS_CONFIG_FILE=<"[profile nore]"> \
+///   node run.mjs ../../data/bedrock-region-missing.case.json
+/// ```
+#[test]
+fn a_profile_without_a_region_is_the_sdk_s_region_is_missing() {
+    let _g = lock();
+    let home = Home::new("noregion", &[("AWS_PROFILE", "nore")]);
+    home.write(".aws/config", "[profile nore]\n");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/");
+    let read = |f: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{data}{f}")).unwrap()).unwrap()
+    };
+    let (case, expected) = (
+        read("bedrock-region-missing.case.json"),
+        read("bedrock-region-missing.reference.json"),
+    );
+    rt().block_on(async {
+        let server = start_server(vec![case["response"].clone()]).await.unwrap();
+        let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
+        model.base_url = server.origin.clone();
+        let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
+        let options = StreamOptions {
+            api_key: Some("test-api-key-0001".into()),
+            ..StreamOptions::default()
+        };
+        let mut sink = Final::default();
+        run(&model, &context, &options, &mut sink).await;
+        let m = serde_json::to_value(sink.0.unwrap()).unwrap();
+        let want = &expected["message"];
+        for key in ["content", "stopReason", "errorMessage", "diagnostics"] {
+            assert_eq!(m.get(key), want.get(key), "{key}: {m}");
+        }
+        assert_eq!(
+            server.requests.lock().len() as u64,
+            expected["requestCount"].as_u64().unwrap()
+        );
     });
 }

@@ -98,6 +98,7 @@ impl CustomSettings {
             tool_choice,
             cache_retention,
             metadata,
+            bedrock,
         } = &self.stream_options;
         self.hooks.is_empty()
             && reasoning.is_none()
@@ -114,6 +115,7 @@ impl CustomSettings {
             && tool_choice.is_none()
             && cache_retention.is_none()
             && metadata.is_none()
+            && *bedrock == tern_ai::BedrockOptions::default()
     }
 }
 

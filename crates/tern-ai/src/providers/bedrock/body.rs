@@ -448,5 +448,8 @@ pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOp
     if let Some(fields) = thinking {
         body.insert("additionalModelRequestFields".into(), fields);
     }
+    if let Some(metadata) = &options.bedrock.request_metadata {
+        body.insert("requestMetadata".into(), Value::Object(metadata.clone()));
+    }
     Value::Object(body)
 }

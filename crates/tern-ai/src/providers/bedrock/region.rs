@@ -1,7 +1,8 @@
 //! Where a Bedrock request goes and for which region it is signed, resolved as the
-//! reference resolves it: the region of an inference-profile ARN, then `AWS_REGION` /
-//! `AWS_DEFAULT_REGION`, then the region of a standard endpoint, then (with `AWS_PROFILE`)
-//! the profile's `region`, then `us-east-1`.
+//! reference resolves it: the region of an inference-profile ARN, then the `region` option,
+//! `AWS_REGION` / `AWS_DEFAULT_REGION`, then the region of a standard endpoint, then (with
+//! `AWS_PROFILE`) the profile's `region` — none there is the SDK's `Region is missing` —,
+//! else `us-east-1`.
 
 use crate::model::Model;
 
@@ -57,18 +58,29 @@ pub(super) struct Target {
     pub endpoint: String,
     /// The signing region.
     pub region: String,
+    /// Nothing names the region while `AWS_PROFILE` is set: the SDK fails with `Region is
+    /// missing` (and `region` is a placeholder, never used).
+    pub missing: bool,
 }
+
+/// The SDK's words when no region can be found.
+pub(super) const REGION_MISSING: &str = "Region is missing";
 
 /// Resolves the target of `model` (the environment is read once, here); `profile_region`
 /// is the `region` of `AWS_PROFILE`'s profile, which the SDK uses when nothing else names
 /// one.
-pub(super) fn target(model: &Model, profile_region: Option<String>) -> Target {
+/// `option` is the request's `region` option, before the environment's.
+pub(super) fn target(
+    model: &Model,
+    option: Option<&str>,
+    profile_region: Option<String>,
+) -> Target {
     let profile = env("AWS_PROFILE").is_some();
-    resolve(
-        model,
-        configured_region(),
-        profile.then_some(profile_region),
-    )
+    let configured = option
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
+        .or_else(configured_region);
+    resolve(model, configured, profile.then_some(profile_region))
 }
 
 /// `profile`: `None` without `AWS_PROFILE`, else its profile's region if it has one.
@@ -77,18 +89,24 @@ fn resolve(model: &Model, configured: Option<String>, profile: Option<Option<Str
     // A custom endpoint (VPC, proxy) is always kept; a standard one only when nothing
     // configures the region.
     let explicit = from_endpoint.is_none() || (configured.is_none() && profile.is_none());
+    let with_profile = profile.is_some();
     let region = arn_region(&model.id)
         .map(str::to_string)
         .or(configured)
         .or(from_endpoint.filter(|_| explicit))
-        .or(profile.flatten())
-        .unwrap_or_else(|| "us-east-1".to_string());
+        .or(profile.flatten());
+    let missing = region.is_none() && with_profile;
+    let region = region.unwrap_or_else(|| "us-east-1".to_string());
     let endpoint = if explicit {
         model.base_url.trim_end_matches('/').to_string()
     } else {
         format!("https://bedrock-runtime.{region}.amazonaws.com")
     };
-    Target { endpoint, region }
+    Target {
+        endpoint,
+        region,
+        missing,
+    }
 }
 
 #[cfg(test)]
@@ -124,7 +142,8 @@ mod tests {
             resolve(&m, Some("eu-central-1".into()), None),
             Target {
                 endpoint: "https://bedrock-runtime.eu-central-1.amazonaws.com".into(),
-                region: "eu-central-1".into()
+                region: "eu-central-1".into(),
+                missing: false
             }
         );
         let m = model("anthropic.claude", "http://127.0.0.1:9000/");
@@ -132,7 +151,8 @@ mod tests {
             resolve(&m, Some("eu-central-1".into()), None),
             Target {
                 endpoint: "http://127.0.0.1:9000".into(),
-                region: "eu-central-1".into()
+                region: "eu-central-1".into(),
+                missing: false
             }
         );
     }
@@ -153,17 +173,22 @@ mod tests {
             t,
             Target {
                 endpoint: "https://bedrock-runtime.ap-northeast-1.amazonaws.com".into(),
-                region: "ap-northeast-1".into()
+                region: "ap-northeast-1".into(),
+                missing: false
             }
         );
-        // A configured region still wins; a profile without one falls back to us-east-1.
+        // A configured region still wins; a profile without one, with nothing else naming a
+        // region, is the SDK's "Region is missing" (a custom endpoint names none either).
         let t = resolve(
             &m,
             Some("eu-west-1".into()),
             Some(Some("ap-northeast-1".into())),
         );
         assert_eq!(t.region, "eu-west-1");
-        assert_eq!(resolve(&m, None, Some(None)).region, "us-east-1");
+        assert!(resolve(&m, None, Some(None)).missing);
+        assert!(resolve(&model("x", "http://127.0.0.1:9"), None, Some(None)).missing);
+        assert!(!resolve(&m, Some("eu-west-1".into()), Some(None)).missing);
+        assert!(!resolve(&m, None, None).missing, "no profile: us-east-1");
         let custom = model("x", "http://127.0.0.1:9");
         assert_eq!(
             resolve(&custom, None, Some(Some("sa-east-1".into()))).region,

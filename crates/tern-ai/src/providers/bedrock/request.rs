@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::credentials::{self, Env};
 use super::errors::http_failure;
-use super::region::{env, target};
+use super::region::{env, target, REGION_MISSING};
 use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
@@ -25,7 +25,8 @@ const SIGNING_SERVICE: &str = "bedrock";
 /// How a request authenticates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Auth {
-    /// `Authorization: Bearer` (the `apiKey` option or `AWS_BEARER_TOKEN_BEDROCK`).
+    /// `Authorization: Bearer` (the `bearerToken` option, the `apiKey` option or
+    /// `AWS_BEARER_TOKEN_BEDROCK`).
     Bearer(String),
     /// SigV4 with these credentials.
     SigV4(AwsCredentials),
@@ -37,9 +38,19 @@ fn skip_auth() -> bool {
     env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1")
 }
 
+/// The environment the credential chain reads for a request: the process's, with the
+/// `profile` option as its `AWS_PROFILE`.
+fn request_env(options: &StreamOptions) -> Env {
+    let env = Env::from_process();
+    match options.bedrock.profile.as_deref().filter(|p| !p.is_empty()) {
+        Some(profile) => env.with("AWS_PROFILE", profile),
+        None => env,
+    }
+}
+
 /// The environment's choice, as pi-ai makes it: no auth (dummy keys), a bearer token, the
-/// environment's keys (which win over `AWS_PROFILE`: pi-ai hands them to the client), else
-/// the SDK's default chain.
+/// environment's keys (which win over `AWS_PROFILE`: pi-ai hands them to the client, but
+/// not over the `profile` option), else the SDK's default chain.
 fn auth(options: &StreamOptions, chain: &Env) -> Auth {
     if skip_auth() {
         // Proxies that need no authentication still get a signed request.
@@ -49,15 +60,19 @@ fn auth(options: &StreamOptions, chain: &Env) -> Auth {
             session_token: None,
         });
     }
-    let bearer = options
-        .api_key
-        .clone()
-        .filter(|k| !k.is_empty())
+    let bearer = [&options.bedrock.bearer_token, &options.api_key]
+        .into_iter()
+        .find_map(|t| t.clone().filter(|t| !t.is_empty()))
         .or_else(|| env("AWS_BEARER_TOKEN_BEDROCK"));
     if let Some(token) = bearer {
         return Auth::Bearer(token);
     }
-    match credentials::env_keys(chain) {
+    let profile_option = options
+        .bedrock
+        .profile
+        .as_ref()
+        .is_some_and(|p| !p.is_empty());
+    match credentials::env_keys(chain).filter(|_| !profile_option) {
         Some(fresh) => Auth::SigV4(fresh.credentials),
         None => Auth::Chain,
     }
@@ -84,20 +99,25 @@ impl WireApi for super::Bedrock {
     type Stream = super::stream::State;
 
     async fn authorize(
-        _model: &Model,
+        model: &Model,
         options: &StreamOptions,
     ) -> Result<Vec<(String, String)>, String> {
         // Files and endpoints are read here, off the synchronous build; `build_request`
         // takes what this kept.
-        let chain = Env::from_process();
+        let chain = request_env(options);
         let needs_chain = auth(options, &chain) == Auth::Chain;
         credentials::prepare(&chain, needs_chain, options).await?;
+        let region = options.bedrock.region.as_deref();
+        if target(model, region, credentials::profile_region(&chain)).missing {
+            return Err(REGION_MISSING.into());
+        }
         Ok(Vec::new())
     }
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
-        let chain = Env::from_process();
-        let target = target(model, credentials::profile_region(&chain));
+        let chain = request_env(options);
+        let region = options.bedrock.region.as_deref();
+        let target = target(model, region, credentials::profile_region(&chain));
         let path = format!("/model/{}/converse-stream", uri_encode(&model.id));
         let url = format!("{}{path}", target.endpoint);
         let body = super::body::converse_body(model, context, options);

@@ -11,6 +11,9 @@ use syntect::highlighting::{FontStyle, Style, Theme, ThemeSet};
 use syntect::parsing::SyntaxSet;
 use unicode_width::UnicodeWidthChar;
 
+/// The longest line coloured, in bytes.
+const LONGEST_LINE: usize = 1_000;
+
 /// The theme code is painted in.
 const THEME: &str = "base16-ocean.dark";
 
@@ -65,8 +68,14 @@ impl Highlighter {
     }
 
     /// `line` painted, cut to `width` columns (never wrapped: code keeps its lines). `None`
-    /// when the grammar fails on it (the caller shows it plain).
+    /// when the grammar fails on it or the line is too long to colour (the caller shows it
+    /// plain).
     pub fn line(&mut self, line: &str, width: usize) -> Option<String> {
+        // A grammar's regexes backtrack: a huge line from a model could hold the screen for
+        // seconds. Such a line is shown plain; the state goes on from the lines around it.
+        if line.len() > LONGEST_LINE {
+            return None;
+        }
         let with_newline = format!("{line}\n");
         let pieces = self
             .lines
@@ -147,6 +156,10 @@ mod tests {
         assert!(shown_width(&row) <= 20, "{row:?}");
         assert!(strip_sgr(&row).starts_with("const wide"));
         assert!(Highlighter::for_language("no-such-language").is_none());
+        assert!(
+            h.line(&"x".repeat(LONGEST_LINE + 1), 20).is_none(),
+            "too long: plain"
+        );
         assert!(Highlighter::for_language("").is_none());
     }
 }

@@ -86,6 +86,14 @@ impl Env {
         Self { vars }
     }
 
+    /// This environment with `name` (one the chain reads) set to `value`.
+    pub(crate) fn with(mut self, name: &str, value: &str) -> Self {
+        if let Some(known) = VARS.iter().find(|n| **n == name) {
+            self.vars.insert(known, value.to_string());
+        }
+        self
+    }
+
     /// A variable, if set and not empty.
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str)
