@@ -86,6 +86,30 @@ pub struct StreamOptions {
     pub metadata: Option<Map<String, Value>>,
     /// What only Amazon Bedrock reads (pi-ai's `BedrockOptions`).
     pub bedrock: BedrockOptions,
+    /// Environment values for this request, read before the process environment's (pi-ai's
+    /// `env`): API keys (`OPENAI_API_KEY`, ...), Azure's `AZURE_OPENAI_*`, Vertex's
+    /// `GOOGLE_CLOUD_*` and `GOOGLE_APPLICATION_CREDENTIALS`, Bedrock's `AWS_*`. An empty
+    /// value counts as unset.
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+impl StreamOptions {
+    /// A provider setting: this request's [`env`](Self::env) value, else the process
+    /// environment's; empty counts as unset (pi-ai's `getProviderEnvValue`).
+    ///
+    /// ```
+    /// let mut options = tern_ai::StreamOptions::default();
+    /// options.env.insert("TERN_DOC_EXAMPLE_KEY".into(), "scoped".into());
+    /// assert_eq!(options.env_var("TERN_DOC_EXAMPLE_KEY").as_deref(), Some("scoped"));
+    /// assert_eq!(options.env_var("TERN_DOC_EXAMPLE_UNSET"), None);
+    /// ```
+    pub fn env_var(&self, name: &str) -> Option<String> {
+        self.env
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
 }
 
 /// Options of one request that only `bedrock-converse-stream` reads (pi-ai's

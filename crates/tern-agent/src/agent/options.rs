@@ -99,6 +99,7 @@ impl CustomSettings {
             cache_retention,
             metadata,
             bedrock,
+            env,
         } = &self.stream_options;
         self.hooks.is_empty()
             && reasoning.is_none()
@@ -116,6 +117,7 @@ impl CustomSettings {
             && cache_retention.is_none()
             && metadata.is_none()
             && *bedrock == tern_ai::BedrockOptions::default()
+            && env.is_empty()
     }
 }
 

@@ -111,10 +111,14 @@ pub fn env_api_key_vars(provider: &str) -> &'static [&'static str] {
 /// `GEMINI_API_KEY`, `OPENROUTER_API_KEY`, ...). `StreamOptions::api_key` overrides it per
 /// call.
 pub fn env_api_key(provider: &str) -> Option<String> {
+    env_api_key_in(provider, &crate::StreamOptions::default())
+}
+
+/// [`env_api_key`] with a request's scoped [`env`](StreamOptions::env) read first.
+pub(crate) fn env_api_key_in(provider: &str, options: &crate::StreamOptions) -> Option<String> {
     env_api_key_vars(provider)
         .iter()
-        .filter_map(|v| std::env::var(v).ok())
-        .find(|v| !v.is_empty())
+        .find_map(|v| options.env_var(v))
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ pub(crate) fn api_key(model: &Model, options: &StreamOptions) -> Option<String> 
         .api_key
         .clone()
         .filter(|k| !k.is_empty())
-        .or_else(|| catalog::env_api_key(&model.provider))
+        .or_else(|| catalog::env_api_key_in(&model.provider, options))
 }
 
 /// Model and option headers merged into `headers` (later wins; `null` removes).

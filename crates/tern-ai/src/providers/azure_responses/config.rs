@@ -2,20 +2,18 @@
 //! environment and the model.
 
 use crate::model::Model;
+use crate::stream_fn::StreamOptions;
 
 /// The API version when none is configured.
 const DEFAULT_API_VERSION: &str = "v1";
 
-/// A non-empty environment variable.
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
 /// The deployment for `model`: its entry in `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`
 /// (`model=deployment,...`), else the model id.
-pub(super) fn deployment_name(model: &Model) -> String {
+pub(super) fn deployment_name(model: &Model, options: &StreamOptions) -> String {
     deployment_from_map(
-        env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP").as_deref(),
+        options
+            .env_var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
+            .as_deref(),
         &model.id,
     )
     .unwrap_or_else(|| model.id.clone())
@@ -38,17 +36,22 @@ fn deployment_from_map(map: Option<&str>, id: &str) -> Option<String> {
 }
 
 /// The API version: `AZURE_OPENAI_API_VERSION`, else `v1`.
-pub(super) fn api_version() -> String {
-    env("AZURE_OPENAI_API_VERSION").unwrap_or_else(|| DEFAULT_API_VERSION.to_string())
+pub(super) fn api_version(options: &StreamOptions) -> String {
+    options
+        .env_var("AZURE_OPENAI_API_VERSION")
+        .unwrap_or_else(|| DEFAULT_API_VERSION.to_string())
 }
 
 /// The base URL, or what to set when there is none.
-pub(super) fn base_url(model: &Model) -> Result<String, String> {
-    let configured = env("AZURE_OPENAI_BASE_URL")
+pub(super) fn base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
+    let configured = options
+        .env_var("AZURE_OPENAI_BASE_URL")
         .map(|u| u.trim().to_string())
         .filter(|u| !u.is_empty());
     let from_resource = || {
-        env("AZURE_OPENAI_RESOURCE_NAME").map(|r| format!("https://{r}.openai.azure.com/openai/v1"))
+        options
+            .env_var("AZURE_OPENAI_RESOURCE_NAME")
+            .map(|r| format!("https://{r}.openai.azure.com/openai/v1"))
     };
     let url = configured
         .or_else(from_resource)

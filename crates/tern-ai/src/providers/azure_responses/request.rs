@@ -49,8 +49,8 @@ impl WireApi for super::AzureResponses {
 
     type Stream = State;
 
-    fn check(model: &Model, _options: &StreamOptions) -> Result<(), String> {
-        base_url(model).map(|_| ())
+    fn check(model: &Model, options: &StreamOptions) -> Result<(), String> {
+        base_url(model, options).map(|_| ())
     }
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
@@ -62,7 +62,7 @@ impl WireApi for super::AzureResponses {
         let mut providers = TOOL_CALL_PROVIDERS.to_vec();
         providers.push("azure");
         let mut body = stream_body(
-            &deployment_name(model),
+            &deployment_name(model, options),
             "input",
             convert_messages(model, &messages, &providers),
         );
@@ -100,9 +100,9 @@ impl WireApi for super::AzureResponses {
         ];
         merge_headers(&mut headers, model.headers.as_ref());
         merge_headers(&mut headers, Some(&options.headers));
-        let base = base_url(model).unwrap_or_default();
+        let base = base_url(model, options).unwrap_or_default();
         HttpRequest {
-            url: format!("{base}/responses?api-version={}", api_version()),
+            url: format!("{base}/responses?api-version={}", api_version(options)),
             headers,
             body: Value::Object(body),
             ignore_retry_headers: false,

@@ -90,9 +90,9 @@ fn newest_claude(model: &Model) -> bool {
     )
 }
 
-fn prompt_caching(model: &Model) -> bool {
+fn prompt_caching(model: &Model, options: &StreamOptions) -> bool {
     if !any_of(model, &["claude"]) {
-        return std::env::var("AWS_BEDROCK_FORCE_CACHE").is_ok_and(|v| v == "1");
+        return options.env_var("AWS_BEDROCK_FORCE_CACHE").as_deref() == Some("1");
     }
     any_of(
         model,
@@ -111,7 +111,7 @@ fn prompt_caching(model: &Model) -> bool {
 /// The cache point block, when caching applies.
 fn cache_point(model: &Model, options: &StreamOptions) -> Option<Value> {
     let retention = cache_retention(options);
-    if retention == "none" || !prompt_caching(model) {
+    if retention == "none" || !prompt_caching(model, options) {
         return None;
     }
     Some(match retention {
@@ -310,8 +310,8 @@ fn tool_config(messages: &[Message], tool_choice: Option<&Value>) -> Option<Valu
     Some(Value::Object(config))
 }
 
-fn region_is_gov(model: &Model) -> bool {
-    let region = super::region::configured_region();
+fn region_is_gov(model: &Model, options: &StreamOptions) -> bool {
+    let region = super::region::configured_region(options);
     let id = model.id.to_lowercase();
     region.is_some_and(|r| r.to_lowercase().starts_with("us-gov-"))
         || id.starts_with("us-gov.")
@@ -362,7 +362,7 @@ fn inference_and_thinking(
         };
         return (base, fields);
     }
-    let gov = region_is_gov(model);
+    let gov = region_is_gov(model, options);
     let binding = !gov && newest_claude(model);
     let mut thinking = Map::new();
     let mut fields = Map::new();

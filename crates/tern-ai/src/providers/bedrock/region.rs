@@ -5,15 +5,18 @@
 //! else `us-east-1`.
 
 use crate::model::Model;
+use crate::stream_fn::StreamOptions;
 
-/// A variable that is set and not empty.
-pub(super) fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
-/// `AWS_REGION`, else `AWS_DEFAULT_REGION`.
-pub(super) fn configured_region() -> Option<String> {
-    env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION"))
+/// The `region` option, else `AWS_REGION`, else `AWS_DEFAULT_REGION` (the request's `env`
+/// first, then the process's).
+pub(super) fn configured_region(options: &StreamOptions) -> Option<String> {
+    options
+        .bedrock
+        .region
+        .clone()
+        .filter(|r| !r.is_empty())
+        .or_else(|| options.env_var("AWS_REGION"))
+        .or_else(|| options.env_var("AWS_DEFAULT_REGION"))
 }
 
 /// The region of `arn:aws[-partition]:bedrock:REGION:...`.
@@ -68,19 +71,18 @@ pub(super) const REGION_MISSING: &str = "Region is missing";
 
 /// Resolves the target of `model` (the environment is read once, here); `profile_region`
 /// is the `region` of `AWS_PROFILE`'s profile, which the SDK uses when nothing else names
-/// one.
-/// `option` is the request's `region` option, before the environment's.
+/// one. Only the process's `AWS_PROFILE` counts as a configured profile here, as in pi-ai.
 pub(super) fn target(
     model: &Model,
-    option: Option<&str>,
+    options: &StreamOptions,
     profile_region: Option<String>,
 ) -> Target {
-    let profile = env("AWS_PROFILE").is_some();
-    let configured = option
-        .filter(|r| !r.is_empty())
-        .map(str::to_string)
-        .or_else(configured_region);
-    resolve(model, configured, profile.then_some(profile_region))
+    let profile = std::env::var("AWS_PROFILE").is_ok_and(|p| !p.is_empty());
+    resolve(
+        model,
+        configured_region(options),
+        profile.then_some(profile_region),
+    )
 }
 
 /// `profile`: `None` without `AWS_PROFILE`, else its profile's region if it has one.

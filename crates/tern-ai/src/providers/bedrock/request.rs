@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::credentials::{self, Env};
 use super::errors::http_failure;
-use super::region::{env, target, REGION_MISSING};
+use super::region::{target, REGION_MISSING};
 use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
@@ -34,25 +34,45 @@ enum Auth {
     Chain,
 }
 
-fn skip_auth() -> bool {
-    env("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1")
+fn skip_auth(options: &StreamOptions) -> bool {
+    options.env_var("AWS_BEDROCK_SKIP_AUTH").as_deref() == Some("1")
 }
 
-/// The environment the credential chain reads for a request: the process's, with the
-/// `profile` option as its `AWS_PROFILE`.
+/// The environment the credential chain reads for a request: the process's, under the
+/// request's `env`, with the `profile` option as its `AWS_PROFILE`.
 fn request_env(options: &StreamOptions) -> Env {
-    let env = Env::from_process();
-    match options.bedrock.profile.as_deref().filter(|p| !p.is_empty()) {
-        Some(profile) => env.with("AWS_PROFILE", profile),
+    let env = options
+        .env
+        .iter()
+        .fold(Env::from_process(), |env, (k, v)| env.with(k, v));
+    match option_profile(options) {
+        Some(profile) => env.with("AWS_PROFILE", &profile),
         None => env,
     }
+}
+
+/// A profile the request names (the `profile` option, else its `env`'s `AWS_PROFILE`): it
+/// wins over the environment's keys (pi-ai's #6957).
+fn option_profile(options: &StreamOptions) -> Option<String> {
+    options
+        .bedrock
+        .profile
+        .clone()
+        .filter(|p| !p.is_empty())
+        .or_else(|| {
+            options
+                .env
+                .get("AWS_PROFILE")
+                .filter(|p| !p.is_empty())
+                .cloned()
+        })
 }
 
 /// The environment's choice, as pi-ai makes it: no auth (dummy keys), a bearer token, the
 /// environment's keys (which win over `AWS_PROFILE`: pi-ai hands them to the client, but
 /// not over the `profile` option), else the SDK's default chain.
 fn auth(options: &StreamOptions, chain: &Env) -> Auth {
-    if skip_auth() {
+    if skip_auth(options) {
         // Proxies that need no authentication still get a signed request.
         return Auth::SigV4(AwsCredentials {
             access_key_id: "dummy-access-key".into(),
@@ -63,16 +83,11 @@ fn auth(options: &StreamOptions, chain: &Env) -> Auth {
     let bearer = [&options.bedrock.bearer_token, &options.api_key]
         .into_iter()
         .find_map(|t| t.clone().filter(|t| !t.is_empty()))
-        .or_else(|| env("AWS_BEARER_TOKEN_BEDROCK"));
+        .or_else(|| options.env_var("AWS_BEARER_TOKEN_BEDROCK"));
     if let Some(token) = bearer {
         return Auth::Bearer(token);
     }
-    let profile_option = options
-        .bedrock
-        .profile
-        .as_ref()
-        .is_some_and(|p| !p.is_empty());
-    match credentials::env_keys(chain).filter(|_| !profile_option) {
+    match credentials::env_keys(chain).filter(|_| option_profile(options).is_none()) {
         Some(fresh) => Auth::SigV4(fresh.credentials),
         None => Auth::Chain,
     }
@@ -107,8 +122,7 @@ impl WireApi for super::Bedrock {
         let chain = request_env(options);
         let needs_chain = auth(options, &chain) == Auth::Chain;
         credentials::prepare(&chain, needs_chain, options).await?;
-        let region = options.bedrock.region.as_deref();
-        if target(model, region, credentials::profile_region(&chain)).missing {
+        if target(model, options, credentials::profile_region(&chain)).missing {
             return Err(REGION_MISSING.into());
         }
         Ok(Vec::new())
@@ -116,8 +130,7 @@ impl WireApi for super::Bedrock {
 
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
         let chain = request_env(options);
-        let region = options.bedrock.region.as_deref();
-        let target = target(model, region, credentials::profile_region(&chain));
+        let target = target(model, options, credentials::profile_region(&chain));
         let path = format!("/model/{}/converse-stream", uri_encode(&model.id));
         let url = format!("{}{path}", target.endpoint);
         let body = super::body::converse_body(model, context, options);

@@ -25,11 +25,8 @@ struct Source {
     from: &'static str,
 }
 
-fn source() -> Result<Source, String> {
-    if let Some(path) = std::env::var("GOOGLE_APPLICATION_CREDENTIALS")
-        .ok()
-        .filter(|p| !p.is_empty())
-    {
+fn source(options: &StreamOptions) -> Result<Source, String> {
+    if let Some(path) = options.env_var("GOOGLE_APPLICATION_CREDENTIALS") {
         return Ok(Source {
             path,
             from: "GOOGLE_APPLICATION_CREDENTIALS",
@@ -53,7 +50,7 @@ fn tokens() -> &'static Mutex<HashMap<String, (String, Instant)>> {
 
 /// The `authorization` header for the Application Default Credentials.
 pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, String), String> {
-    let src = source()?;
+    let src = source(options)?;
     let where_ = format!("{} (from {})", src.path, src.from);
     if let Some((token, until)) = tokens().lock().get(&src.path).cloned() {
         if until > Instant::now() {

@@ -19,10 +19,6 @@ fn vertex_api_key(model: &Model, options: &StreamOptions) -> Option<String> {
     (!key.is_empty() && key != "gcp-vertex-credentials" && !placeholder).then(|| key.to_string())
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
-}
-
 /// The model's base URL when it is a concrete one (no `{location}` to fill in).
 fn custom_base_url(model: &Model) -> Option<&str> {
     let base = model.base_url.trim();
@@ -49,11 +45,12 @@ fn names_api_version(base: &str) -> bool {
 
 /// The project and location a run without an API key needs, or the reference's words for
 /// the first one missing.
-fn project_and_location() -> Result<(String, String), String> {
-    let project = env("GOOGLE_CLOUD_PROJECT")
-        .or_else(|| env("GCLOUD_PROJECT"))
+fn project_and_location(options: &StreamOptions) -> Result<(String, String), String> {
+    let project = options
+        .env_var("GOOGLE_CLOUD_PROJECT")
+        .or_else(|| options.env_var("GCLOUD_PROJECT"))
         .ok_or("Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options.")?;
-    let location = env("GOOGLE_CLOUD_LOCATION").ok_or(
+    let location = options.env_var("GOOGLE_CLOUD_LOCATION").ok_or(
         "Vertex AI requires a location. Set GOOGLE_CLOUD_LOCATION or pass location in options.",
     )?;
     Ok((project, location))
@@ -62,11 +59,11 @@ fn project_and_location() -> Result<(String, String), String> {
 /// Where the model's collection is: a concrete base URL (with `/v1` unless it names a
 /// version), else Vertex's regional host for the project and location (or the global one
 /// when there is an API key and no project).
-fn collection_url(model: &Model, keyed: bool) -> String {
+fn collection_url(model: &Model, keyed: bool, options: &StreamOptions) -> String {
     match custom_base_url(model) {
         Some(base) if names_api_version(base) => base.trim_end_matches('/').to_string(),
         Some(base) => format!("{}/v1", base.trim_end_matches('/')),
-        None => match (keyed, project_and_location()) {
+        None => match (keyed, project_and_location(options)) {
             (false, Ok((project, location))) => {
                 let host = match location.as_str() {
                     "global" => "aiplatform.googleapis.com".to_string(),
@@ -97,7 +94,7 @@ impl WireApi for super::Vertex {
     fn check(model: &Model, options: &StreamOptions) -> Result<(), String> {
         match vertex_api_key(model, options) {
             Some(_) => Ok(()),
-            None => project_and_location().map(|_| ()),
+            None => project_and_location(options).map(|_| ()),
         }
     }
 
@@ -114,7 +111,7 @@ impl WireApi for super::Vertex {
     fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
         let body = request_body(model, context, options);
         let key = vertex_api_key(model, options);
-        let base = collection_url(model, key.is_some());
+        let base = collection_url(model, key.is_some(), options);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         if let Some(key) = key {
             headers.push(("x-goog-api-key".into(), key));

@@ -96,6 +96,15 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default(),
+        env: o
+            .get("env")
+            .and_then(Value::as_object)
+            .map(|env| {
+                env.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default(),
         ..StreamOptions::default()
     };
     Ok((model, context, options))

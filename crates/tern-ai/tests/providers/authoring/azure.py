@@ -59,6 +59,14 @@ def main():
     c["abortAfterEvents"] = 3
     write(c)
 
+    c = azure(plain, "env-scoped-settings",
+              "The env option's values come before the process's: the API version and the deployment map.")
+    model_id = c["request"]["model"]["id"]
+    c["request"]["options"] = {"env": {
+        "AZURE_OPENAI_API_VERSION": "2025-04-01-preview",
+        "AZURE_OPENAI_DEPLOYMENT_NAME_MAP": f"other=unused, {model_id}=team-deployment"}}
+    write(c)
+
     c = azure(plain, "custom-headers", "Model and option headers are sent; the key stays in api-key.")
     c["request"]["model"]["headers"] = {"x-ms-client": "tern-test"}
     c["request"]["options"] = {"headers": {"x-request-tag": "t1"}}

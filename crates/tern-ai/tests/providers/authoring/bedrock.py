@@ -100,6 +100,12 @@ CASES = {
                           "options; stop_sequence.", ["request", "stop-reason"],
                           request(NOVA, system=None, options={"temperature": 0.5, "maxTokens": 300}),
                           stream([START, text(0, "Hi."), stop_block(0), stop("stop_sequence"), meta(4, 2)])),
+    "env-scoped-bearer-token": ("The env option's AWS_BEARER_TOKEN_BEDROCK is the Authorization header when the "
+                                "apiKey option is empty; its AWS_REGION moves nothing on a custom endpoint.",
+                                ["request"],
+                                request(NOVA, system=None, options={"apiKey": "", "env": {
+                                    "AWS_BEARER_TOKEN_BEDROCK": "scoped-bedrock-token", "AWS_REGION": "eu-west-1"}}),
+                                stream([START, text(0, "Hi."), stop_block(0), stop("end_turn"), meta(4, 2)])),
     "usage-cache": ("Cache read and write tokens priced; cacheRetention long puts 1h cache points.",
                     ["usage", "cost", "request"], request(options={"cacheRetention": "long"}),
                     stream([START, text(0, "Cached."), stop_block(0), stop("end_turn"),

@@ -86,8 +86,12 @@ impl Env {
         Self { vars }
     }
 
-    /// This environment with `name` (one the chain reads) set to `value`.
+    /// This environment with `name` (one the chain reads) set to `value` (an empty value
+    /// changes nothing, as an empty variable counts as unset).
     pub(crate) fn with(mut self, name: &str, value: &str) -> Self {
+        if value.is_empty() {
+            return self;
+        }
         if let Some(known) = VARS.iter().find(|n| **n == name) {
             self.vars.insert(known, value.to_string());
         }
