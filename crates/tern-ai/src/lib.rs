@@ -47,5 +47,6 @@ pub use stream::{
     EventSender, EventStream, StreamEvent,
 };
 pub use stream_fn::{
-    BedrockOptions, BoxError, Context, StreamFn, StreamOptions, StreamStart, ThinkingBudgets,
+    AzureOptions, BedrockOptions, BoxError, Context, StreamFn, StreamOptions, StreamStart,
+    ThinkingBudgets,
 };

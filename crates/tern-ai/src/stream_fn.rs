@@ -86,6 +86,8 @@ pub struct StreamOptions {
     pub metadata: Option<Map<String, Value>>,
     /// What only Amazon Bedrock reads (pi-ai's `BedrockOptions`).
     pub bedrock: BedrockOptions,
+    /// What only Azure OpenAI reads (pi-ai's `AzureOpenAIResponsesOptions`).
+    pub azure: AzureOptions,
     /// Environment values for this request, read before the process environment's (pi-ai's
     /// `env`): API keys (`OPENAI_API_KEY`, ...), Azure's `AZURE_OPENAI_*`, Vertex's
     /// `GOOGLE_CLOUD_*` and `GOOGLE_APPLICATION_CREDENTIALS`, Bedrock's `AWS_*`. An empty
@@ -110,6 +112,36 @@ impl StreamOptions {
             .cloned()
             .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
+}
+
+/// Options of one request that only `azure-openai-responses` reads (pi-ai's
+/// `AzureOpenAIResponsesOptions`). Like [`BedrockOptions`], pi-ai takes them in its `stream`
+/// function only; tern honours them whenever they are set. Each comes before its
+/// environment variable.
+///
+/// ```
+/// use tern_ai::{AzureOptions, StreamOptions};
+/// let options = StreamOptions {
+///     azure: AzureOptions {
+///         resource_name: Some("my-resource".into()),
+///         deployment_name: Some("gpt-4-1-prod".into()),
+///         ..AzureOptions::default()
+///     },
+///     ..StreamOptions::default()
+/// };
+/// assert!(options.azure.api_version.is_none());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AzureOptions {
+    /// The `api-version` query parameter (before `AZURE_OPENAI_API_VERSION`; default `v1`).
+    pub api_version: Option<String>,
+    /// The resource whose `https://NAME.openai.azure.com/openai/v1` is the base URL (before
+    /// `AZURE_OPENAI_RESOURCE_NAME`).
+    pub resource_name: Option<String>,
+    /// The base URL (before `AZURE_OPENAI_BASE_URL`, the resource name and the model's).
+    pub base_url: Option<String>,
+    /// The deployment (before `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` and the model id).
+    pub deployment_name: Option<String>,
 }
 
 /// Options of one request that only `bedrock-converse-stream` reads (pi-ai's

@@ -99,6 +99,7 @@ impl CustomSettings {
             cache_retention,
             metadata,
             bedrock,
+            azure,
             env,
         } = &self.stream_options;
         self.hooks.is_empty()
@@ -117,6 +118,7 @@ impl CustomSettings {
             && cache_retention.is_none()
             && metadata.is_none()
             && *bedrock == tern_ai::BedrockOptions::default()
+            && *azure == tern_ai::AzureOptions::default()
             && env.is_empty()
     }
 }

@@ -10,6 +10,14 @@ const DEFAULT_API_VERSION: &str = "v1";
 /// The deployment for `model`: its entry in `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`
 /// (`model=deployment,...`), else the model id.
 pub(super) fn deployment_name(model: &Model, options: &StreamOptions) -> String {
+    if let Some(name) = options
+        .azure
+        .deployment_name
+        .clone()
+        .filter(|d| !d.is_empty())
+    {
+        return name;
+    }
     deployment_from_map(
         options
             .env_var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
@@ -35,22 +43,30 @@ fn deployment_from_map(map: Option<&str>, id: &str) -> Option<String> {
     found.filter(|d| !d.is_empty())
 }
 
-/// The API version: `AZURE_OPENAI_API_VERSION`, else `v1`.
+/// The API version: the `azureApiVersion` option, `AZURE_OPENAI_API_VERSION`, else `v1`.
 pub(super) fn api_version(options: &StreamOptions) -> String {
-    options
-        .env_var("AZURE_OPENAI_API_VERSION")
+    (options.azure.api_version.clone())
+        .filter(|v| !v.is_empty())
+        .or_else(|| options.env_var("AZURE_OPENAI_API_VERSION"))
         .unwrap_or_else(|| DEFAULT_API_VERSION.to_string())
 }
 
 /// The base URL, or what to set when there is none.
 pub(super) fn base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
+    let trimmed = |u: String| Some(u.trim().to_string()).filter(|u| !u.is_empty());
     let configured = options
-        .env_var("AZURE_OPENAI_BASE_URL")
-        .map(|u| u.trim().to_string())
-        .filter(|u| !u.is_empty());
+        .azure
+        .base_url
+        .clone()
+        .and_then(trimmed)
+        .or_else(|| options.env_var("AZURE_OPENAI_BASE_URL").and_then(trimmed));
     let from_resource = || {
         options
-            .env_var("AZURE_OPENAI_RESOURCE_NAME")
+            .azure
+            .resource_name
+            .clone()
+            .filter(|r| !r.is_empty())
+            .or_else(|| options.env_var("AZURE_OPENAI_RESOURCE_NAME"))
             .map(|r| format!("https://{r}.openai.azure.com/openai/v1"))
     };
     let url = configured
@@ -89,6 +105,47 @@ fn normalize_base_url(base: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_come_before_the_environment_and_the_model() {
+        let model = Model {
+            id: "gpt-4.1".into(),
+            base_url: "https://model.openai.azure.com".into(),
+            ..Model::default()
+        };
+        let mut o = StreamOptions::default();
+        o.env
+            .insert("AZURE_OPENAI_API_VERSION".into(), "from-env".into());
+        o.env.insert(
+            "AZURE_OPENAI_DEPLOYMENT_NAME_MAP".into(),
+            "gpt-4.1=from-map".into(),
+        );
+        o.env
+            .insert("AZURE_OPENAI_RESOURCE_NAME".into(), "env-resource".into());
+        assert_eq!(api_version(&o), "from-env");
+        assert_eq!(deployment_name(&model, &o), "from-map");
+        assert_eq!(
+            base_url(&model, &o).unwrap(),
+            "https://env-resource.openai.azure.com/openai/v1"
+        );
+        o.azure = crate::AzureOptions {
+            api_version: Some("2025-04-01-preview".into()),
+            resource_name: Some("option-resource".into()),
+            base_url: None,
+            deployment_name: Some("option-deployment".into()),
+        };
+        assert_eq!(api_version(&o), "2025-04-01-preview");
+        assert_eq!(deployment_name(&model, &o), "option-deployment");
+        assert_eq!(
+            base_url(&model, &o).unwrap(),
+            "https://option-resource.openai.azure.com/openai/v1"
+        );
+        o.azure.base_url = Some(" https://gateway.example.com/azure/ ".into());
+        assert_eq!(
+            base_url(&model, &o).unwrap(),
+            "https://gateway.example.com/azure"
+        );
+    }
 
     #[test]
     fn azure_hosts_get_the_v1_path() {
