@@ -48,5 +48,5 @@ pub use stream::{
 };
 pub use stream_fn::{
     AzureOptions, BedrockOptions, BoxError, Context, StreamFn, StreamOptions, StreamStart,
-    ThinkingBudgets,
+    ThinkingBudgets, ThinkingDisplay,
 };

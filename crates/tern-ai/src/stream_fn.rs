@@ -174,6 +174,31 @@ pub struct BedrockOptions {
     pub bearer_token: Option<String>,
     /// Key-value pairs sent as the request's `requestMetadata` (cost allocation tags).
     pub request_metadata: Option<Map<String, Value>>,
+    /// How Claude returns its thinking (default: summarized; not sent on GovCloud).
+    pub thinking_display: Option<ThinkingDisplay>,
+    /// Whether budget-based Claude thinks between tool calls (the interleaved-thinking beta;
+    /// default on).
+    pub interleaved_thinking: Option<bool>,
+}
+
+/// How Claude on Bedrock returns its thinking (pi-ai's `BedrockThinkingDisplay`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThinkingDisplay {
+    /// Thinking blocks hold summarized thinking text.
+    #[default]
+    Summarized,
+    /// Thinking text is left out; the signature still travels back for the next turn.
+    Omitted,
+}
+
+impl ThinkingDisplay {
+    /// The wire value: `summarized` or `omitted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingDisplay::Summarized => "summarized",
+            ThinkingDisplay::Omitted => "omitted",
+        }
+    }
 }
 
 /// A function that streams one assistant response.

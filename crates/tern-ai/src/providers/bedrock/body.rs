@@ -364,12 +364,13 @@ fn inference_and_thinking(
     }
     let gov = region_is_gov(model, options);
     let binding = !gov && newest_claude(model);
+    let display = options.bedrock.thinking_display.unwrap_or_default();
     let mut thinking = Map::new();
     let mut fields = Map::new();
     let max_tokens = if adaptive_thinking(model) {
         thinking.insert("type".into(), json!("adaptive"));
         if !gov {
-            thinking.insert("display".into(), json!("summarized"));
+            thinking.insert("display".into(), json!(display.as_str()));
         }
         if binding {
             thinking.insert(
@@ -404,10 +405,12 @@ fn inference_and_thinking(
         thinking.insert("type".into(), json!("enabled"));
         thinking.insert("budget_tokens".into(), json!(b));
         if !gov {
-            thinking.insert("display".into(), json!("summarized"));
+            thinking.insert("display".into(), json!(display.as_str()));
         }
         fields.insert("thinking".into(), Value::Object(thinking));
-        fields.insert("anthropic_beta".into(), json!([INTERLEAVED_THINKING_BETA]));
+        if options.bedrock.interleaved_thinking.unwrap_or(true) {
+            fields.insert("anthropic_beta".into(), json!([INTERLEAVED_THINKING_BETA]));
+        }
         clamped
     };
     (max_tokens, Some(Value::Object(fields)))
@@ -452,4 +455,59 @@ pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOp
         body.insert("requestMetadata".into(), Value::Object(metadata.clone()));
     }
     Value::Object(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BedrockOptions, Message, ThinkingDisplay, ThinkingLevel};
+
+    fn claude(id: &str) -> Model {
+        Model {
+            id: id.into(),
+            api: "bedrock-converse-stream".into(),
+            reasoning: true,
+            max_tokens: 64_000,
+            context_window: 200_000,
+            ..Model::default()
+        }
+    }
+
+    fn fields(model: &Model, bedrock: BedrockOptions) -> Value {
+        let context = Context::new(vec![Message::user_text("hi")]);
+        let options = StreamOptions {
+            reasoning: Some(ThinkingLevel::Medium),
+            bedrock,
+            ..StreamOptions::default()
+        };
+        converse_body(model, &context, &options)["additionalModelRequestFields"].clone()
+    }
+
+    #[test]
+    fn thinking_display_and_interleaved_thinking_options() {
+        let budget = claude("anthropic.claude-3-7-sonnet-20250219-v1:0");
+        let f = fields(&budget, BedrockOptions::default());
+        assert_eq!(f["thinking"]["display"], "summarized");
+        assert_eq!(f["anthropic_beta"], json!([INTERLEAVED_THINKING_BETA]));
+        let f = fields(
+            &budget,
+            BedrockOptions {
+                thinking_display: Some(ThinkingDisplay::Omitted),
+                interleaved_thinking: Some(false),
+                ..BedrockOptions::default()
+            },
+        );
+        assert_eq!(f["thinking"]["display"], "omitted");
+        assert!(f.get("anthropic_beta").is_none(), "{f}");
+        let adaptive = claude("anthropic.claude-opus-4-6-v1");
+        let f = fields(
+            &adaptive,
+            BedrockOptions {
+                thinking_display: Some(ThinkingDisplay::Omitted),
+                ..BedrockOptions::default()
+            },
+        );
+        assert_eq!(f["thinking"]["type"], "adaptive");
+        assert_eq!(f["thinking"]["display"], "omitted");
+    }
 }
