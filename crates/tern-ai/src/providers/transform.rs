@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::message::{Content, ContentBlock, Message, StopReason, TextContent, ToolResultMessage};
+use crate::message::{
+    Content, ContentBlock, ImageContent, Message, StopReason, TextContent, ToolResultMessage,
+};
 use crate::model::Model;
 
 const NON_VISION_USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not support images)";
@@ -265,4 +267,35 @@ fn base36(mut n: u32) -> String {
     }
     out.reverse();
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// An error tool result's images taken out (Claude rejects error results holding anything
+/// but text): its content with a placeholder for them, the caption that goes before them,
+/// and the images, which follow all of the turn's tool results (pi-ai's
+/// `splitErrorToolResultImages`). `None` for a success or an error without images.
+pub(crate) fn split_error_images(
+    msg: &ToolResultMessage,
+) -> Option<(Vec<ContentBlock>, String, Vec<ImageContent>)> {
+    if !msg.is_error {
+        return None;
+    }
+    let images: Vec<ImageContent> = msg
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Image(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        return None;
+    }
+    Some((
+        replace_images_with_placeholder(&msg.content, ERROR_TOOL_IMAGE_PLACEHOLDER),
+        format!(
+            "Images from the error result of tool call {} ({}):",
+            msg.tool_call_id, msg.tool_name
+        ),
+        images,
+    ))
 }

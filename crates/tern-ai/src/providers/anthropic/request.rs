@@ -4,9 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::message::{
-    Content, ContentBlock, ImageContent, Message, ThinkingLevel, ToolResultMessage,
-};
+use crate::message::{Content, ContentBlock, ImageContent, Message, ThinkingLevel};
 use crate::model::Model;
 use crate::providers::driver::{Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
@@ -15,7 +13,7 @@ use crate::providers::model_options::{
     api_key, cache_retention, compat, merge_headers, resolve_max_tokens,
 };
 use crate::providers::thinking::{claude_budget, claude_effort, thinking_level_map};
-use crate::providers::transform::{transform_messages, ERROR_TOOL_IMAGE_PLACEHOLDER};
+use crate::providers::transform::transform_messages;
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::{
     collapse_system_messages, get_current_tools, get_initial_system_message,
@@ -60,36 +58,6 @@ fn normalize_tool_call_id(id: &str) -> String {
         .chars()
         .take(64)
         .collect()
-}
-
-fn split_error_images(
-    msg: &ToolResultMessage,
-) -> Option<(Vec<ContentBlock>, String, Vec<ImageContent>)> {
-    if !msg.is_error {
-        return None;
-    }
-    let images: Vec<ImageContent> = msg
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Image(i) => Some(i.clone()),
-            _ => None,
-        })
-        .collect();
-    if images.is_empty() {
-        return None;
-    }
-    Some((
-        crate::providers::transform::replace_images_with_placeholder(
-            &msg.content,
-            ERROR_TOOL_IMAGE_PLACEHOLDER,
-        ),
-        format!(
-            "Images from the error result of tool call {} ({}):",
-            msg.tool_call_id, msg.tool_name
-        ),
-        images,
-    ))
 }
 
 fn convert_messages(
@@ -174,7 +142,7 @@ fn convert_messages(
                 let mut results: Vec<Value> = Vec::new();
                 let mut images: Vec<Value> = Vec::new();
                 while let Some(Message::ToolResult(t)) = messages.get(i) {
-                    let split = split_error_images(t);
+                    let split = crate::providers::transform::split_error_images(t);
                     let content = match &split {
                         Some((c, _, _)) => convert_content_blocks(c),
                         None => convert_content_blocks(&t.content),

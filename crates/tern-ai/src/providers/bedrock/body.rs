@@ -253,17 +253,31 @@ fn convert_messages(model: &Model, messages: &[Message], cache: Option<&Value>) 
                 }
             }
             Message::ToolResult(_) => {
-                // A turn's tool results go in one user message.
+                // A turn's tool results go in one user message; for Claude, an error
+                // result's images follow all of them (it rejects them inside one).
                 let mut results = Vec::new();
+                let mut images = Vec::new();
                 while let Some(Message::ToolResult(r)) = transformed.get(i) {
+                    let split = is_claude(model)
+                        .then(|| crate::providers::transform::split_error_images(r))
+                        .flatten();
+                    let content = match &split {
+                        Some((kept, _, _)) => tool_result_content(kept),
+                        None => tool_result_content(&r.content),
+                    };
                     results.push(json!({"toolResult": {
                         "toolUseId": r.tool_call_id,
-                        "content": tool_result_content(&r.content),
+                        "content": content,
                         "status": if r.is_error { "error" } else { "success" },
                     }}));
+                    if let Some((_, caption, imgs)) = split {
+                        images.push(json!({"text": caption}));
+                        images.extend(imgs.iter().map(image));
+                    }
                     i += 1;
                 }
                 i -= 1;
+                results.extend(images);
                 out.push(json!({"role": "user", "content": results}));
             }
             _ => {}

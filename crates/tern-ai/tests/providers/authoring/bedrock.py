@@ -160,6 +160,27 @@ CASES = {
                           {"role": "toolResult", "toolCallId": "call2", "toolName": "get_weather",
                            "content": [{"type": "text", "text": ""}], "isError": True, "timestamp": T0 + 3},
                       ]), stream(HELLO)),
+    "error-result-images": ("Claude takes no image inside an error tool result: a placeholder stands there and "
+                            "the images follow all of the turn's results with a caption; a success keeps its image, "
+                            "and Nova keeps them in place.", ["request"],
+                            request(tools=[WEATHER], messages=[
+                                user("Show the radar for Oslo and Bergen."),
+                                {"role": "assistant", "api": API, "provider": "amazon-bedrock", "model": CLAUDE["id"],
+                                 "content": [{"type": "toolCall", "id": "c1", "name": "get_weather", "arguments": {"city": "Oslo"}},
+                                             {"type": "toolCall", "id": "c2", "name": "get_weather", "arguments": {"city": "Bergen"}}],
+                                 "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                                           "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                                 "stopReason": "toolUse", "timestamp": T0 + 1},
+                                {"role": "toolResult", "toolCallId": "c1", "toolName": "get_weather",
+                                 "content": [{"type": "text", "text": "radar failed"},
+                                             {"type": "image", "mimeType": "image/png", "data": PIXEL},
+                                             {"type": "image", "mimeType": "image/png", "data": PIXEL},
+                                             {"type": "text", "text": "see above"}],
+                                 "isError": True, "timestamp": T0 + 2},
+                                {"role": "toolResult", "toolCallId": "c2", "toolName": "get_weather",
+                                 "content": [{"type": "image", "mimeType": "image/png", "data": PIXEL}],
+                                 "isError": False, "timestamp": T0 + 3},
+                            ]), stream(HELLO)),
     "thinking-adaptive": ("Adaptive thinking on Claude Opus 4.6: effort, no budget, no beta.", ["thinking", "request"],
                           request(OPUS_46, options={"reasoning": "high"}), stream(HELLO)),
     "reasoning-gpt-history": ("A GPT model: reasoning.effort; its earlier reasoning replayed without a signature, "
