@@ -22,6 +22,40 @@ thread_local! {
     static SCOPED_MS: Cell<Option<u64>> = const { Cell::new(None) };
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a Unix time in milliseconds (JavaScript's `toISOString`).
+///
+/// ```
+/// assert_eq!(tern_ai::clock::iso_time(0), "1970-01-01T00:00:00.000Z");
+/// assert_eq!(tern_ai::clock::iso_time(1_733_234_400_123), "2024-12-03T14:00:00.123Z");
+/// ```
+pub fn iso_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// The proleptic Gregorian date (year, month, day) of a day count since 1970-01-01 (Howard
+/// Hinnant's `civil_from_days`).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 /// Milliseconds since the Unix epoch (the reference's `Date.now()`), or the time installed by
 /// [`with_time_ms`] on this thread.
 pub fn now_ms() -> u64 {

@@ -753,3 +753,124 @@ fn a_profile_without_a_region_is_the_sdk_s_region_is_missing() {
         );
     });
 }
+
+/// The SHA-1 of `s` in hex (as `sha1sum` prints it): an SSO cache file's name.
+fn sha1_hex(s: &str) -> String {
+    hex(digest::digest(&digest::SHA1_FOR_LEGACY_USE_ONLY, s.as_bytes()).as_ref())
+}
+
+#[test]
+fn a_session_token_about_to_expire_is_refreshed_at_sso_oidc_and_written_back() {
+    let _g = lock();
+    rt().block_on(async {
+        let in_ms = |secs: u64| {
+            (SystemTime::now() + Duration::from_secs(secs))
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        let role = |key: &str| {
+            json_answer(json!({"roleCredentials": {"accessKeyId": key, "secretAccessKey": "sso-secret",
+                                                   "sessionToken": "t", "expiration": in_ms(3600)}}))
+        };
+        let portal = start_server(vec![role("ASIAREFRESHED"), role("ASIAKEPT")])
+            .await
+            .unwrap();
+        let oidc = start_server(vec![
+            json_answer(json!({"accessToken": "refreshed-access", "expiresIn": 3600,
+                               "refreshToken": "new-refresh", "tokenType": "Bearer"})),
+            json!({"status": 400, "headers": {"content-type": "application/json"},
+                   "chunks": [json!({"error": "invalid_grant"}).to_string()]}),
+        ])
+        .await
+        .unwrap();
+        let home = Home::new(
+            "sso-refresh",
+            &[
+                ("AWS_PROFILE", "work"),
+                ("AWS_ENDPOINT_URL_SSO", &portal.origin),
+                ("AWS_ENDPOINT_URL_SSO_OIDC", &oidc.origin),
+            ],
+        );
+        let session = |name: &str| {
+            format!(
+                "[sso-session {name}]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = eu-west-1\n"
+            )
+        };
+        home.write(
+            ".aws/config",
+            &format!(
+                "[profile work]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\nregion = eu-north-1\n\
+                 [profile soon]\nsso_session = soon\nsso_account_id = 1\nsso_role_name = r\nregion = eu-north-1\n\
+                 [profile bare]\nsso_session = bare\nsso_account_id = 1\nsso_role_name = r\nregion = eu-north-1\n\
+                 {}{}{}",
+                session("corp"),
+                session("soon"),
+                session("bare")
+            ),
+        );
+        std::fs::create_dir_all(home.dir.join(".aws/sso/cache")).unwrap();
+        let cache = |name: &str| format!(".aws/sso/cache/{}.json", sha1_hex(name));
+        let cached = |secs_left: i64| {
+            let at = if secs_left >= 0 {
+                SystemTime::now() + Duration::from_secs(secs_left as u64)
+            } else {
+                SystemTime::now() - Duration::from_secs((-secs_left) as u64)
+            };
+            json!({"accessToken": "old-access", "expiresAt": iso(at), "clientId": "cid",
+                   "clientSecret": "csecret", "refreshToken": "old-refresh", "region": "eu-west-1"})
+        };
+        // Two minutes left: refreshed, and the cache file gets the new token.
+        home.write(&cache("corp"), &cached(120).to_string());
+        let (m, sent) = bedrock_run().await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(check_signature(&sent[0], "sso-secret").0, "ASIAREFRESHED");
+        let asked = oidc.requests.lock().clone();
+        assert_eq!((asked[0].method.as_str(), asked[0].path.as_str()), ("POST", "/token"));
+        let body: Value = serde_json::from_str(&asked[0].body).unwrap();
+        assert_eq!(
+            body,
+            json!({"clientId": "cid", "clientSecret": "csecret", "refreshToken": "old-refresh",
+                   "grantType": "refresh_token"})
+        );
+        assert_eq!(
+            header(&portal.requests.lock()[0], "x-amz-sso_bearer_token"),
+            Some("refreshed-access")
+        );
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(home.dir.join(cache("corp"))).unwrap())
+                .unwrap();
+        assert_eq!(written["accessToken"], "refreshed-access");
+        assert_eq!(written["refreshToken"], "new-refresh");
+        assert_eq!(written["clientId"], "cid", "the other fields are kept");
+        let expires = written["expiresAt"].as_str().unwrap();
+        assert!(expires.ends_with('Z') && expires > iso(SystemTime::now() + Duration::from_secs(3000)).as_str());
+
+        // A refresh the service refuses keeps a token that has not expired yet.
+        std::env::set_var("AWS_PROFILE", "soon");
+        home.write(&cache("soon"), &cached(120).to_string());
+        let (m, sent) = bedrock_run().await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(check_signature(&sent[0], "sso-secret").0, "ASIAKEPT");
+        assert_eq!(oidc.requests.lock().len(), 2);
+        assert_eq!(
+            header(&portal.requests.lock()[1], "x-amz-sso_bearer_token"),
+            Some("old-access")
+        );
+
+        // Without the refresh fields an expiring token cannot be refreshed (the SDK's words).
+        std::env::set_var("AWS_PROFILE", "bare");
+        home.write(
+            &cache("bare"),
+            &json!({"accessToken": "a", "expiresAt": iso(SystemTime::now() - Duration::from_secs(5))})
+                .to_string(),
+        );
+        let (m, _) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(
+            e.contains("Value not present for 'clientId' in SSO Token. Cannot refresh."),
+            "{e}"
+        );
+        assert_eq!(oidc.requests.lock().len(), 2, "nothing asked");
+    });
+}

@@ -2,34 +2,7 @@
 //! from the session's [`Environment`](tern_ai::environment::Environment) (by default
 //! [`tern_ai::clock::now_ms`], the one place tern reads the time).
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a Unix time in milliseconds (JavaScript's `toISOString`).
-///
-/// ```
-/// assert_eq!(tern_session::iso_time(0), "1970-01-01T00:00:00.000Z");
-/// assert_eq!(tern_session::iso_time(1_733_234_400_123), "2024-12-03T14:00:00.123Z");
-/// ```
-pub fn iso_time(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
+pub use tern_ai::clock::iso_time;
 
 /// The Unix time in milliseconds of a `YYYY-MM-DDTHH:MM:SS[.mmm]Z` timestamp (what
 /// [`iso_time`] writes), or None for any other text.

@@ -30,7 +30,7 @@ use crate::stream_fn::StreamOptions;
 const REFRESH_WINDOW: Duration = Duration::from_secs(5 * 60);
 
 /// The variables the chain reads.
-const VARS: [&str; 21] = [
+const VARS: [&str; 22] = [
     "HOME",
     "AWS_PROFILE",
     "AWS_SHARED_CREDENTIALS_FILE",
@@ -52,6 +52,7 @@ const VARS: [&str; 21] = [
     "AWS_EC2_METADATA_DISABLED",
     "AWS_ENDPOINT_URL_STS",
     "AWS_ENDPOINT_URL_SSO",
+    "AWS_ENDPOINT_URL_SSO_OIDC",
 ];
 
 /// The chain's view of the environment: the variables it reads that are set and not empty.

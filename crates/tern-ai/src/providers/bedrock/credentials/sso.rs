@@ -1,10 +1,19 @@
 //! IAM Identity Center (SSO) profiles: the access token `aws sso login` cached in
 //! `~/.aws/sso/cache/{sha1}.json` (the SHA-1 of the `sso_session` name, or of the legacy
 //! profile's `sso_start_url`), exchanged at the portal's `GetRoleCredentials` for the
-//! account's role credentials. An expired token is not refreshed here: the message says to
-//! log in again.
+//! account's role credentials.
+//!
+//! A session's token (`sso_session` profiles) within five minutes of expiring is refreshed
+//! as the SDK's `fromSso` does: SSO-OIDC `CreateToken` with the cached `clientId`,
+//! `clientSecret` and `refreshToken`, at most once every 30 seconds per session; the new
+//! token is written back to the cache file, and a failed refresh keeps a token not yet
+//! expired. A legacy profile's expired token is not refreshed: the message says to log in.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
 
 use ring::digest;
 use serde_json::Value;
@@ -16,6 +25,13 @@ use crate::stream_fn::StreamOptions;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const LOGIN: &str = "run `aws sso login` with the corresponding profile";
+/// The SDK's words after its token errors.
+const REFRESH_MESSAGE: &str =
+    "To refresh this SSO session run 'aws sso login' with the corresponding profile.";
+/// A token this close to expiring is refreshed.
+const EXPIRE_WINDOW: Duration = Duration::from_secs(5 * 60);
+/// A session's refreshes are this far apart at least.
+const REFRESH_PAUSE: Duration = Duration::from_secs(30);
 
 /// The SSO settings of one profile, its session's settings merged in.
 pub(crate) struct Sso<'a> {
@@ -70,11 +86,19 @@ pub(crate) async fn resolve(
         .and_then(Value::as_str)
         .and_then(parse_time)
         .ok_or_else(|| format!("SSO profile {profile}: {path} has no expiresAt; {LOGIN}"))?;
-    if expires <= SystemTime::now() {
-        return Err(format!(
-            "SSO profile {profile}: the token is expired; {LOGIN}"
-        ));
-    }
+    let refreshed;
+    let token = match sso.session {
+        Some((name, _)) => {
+            refreshed = session_token(env, name, region, &path, &cached, expires, options).await?;
+            refreshed.as_str()
+        }
+        None if expires <= SystemTime::now() => {
+            return Err(format!(
+                "SSO profile {profile}: the token is expired; {LOGIN}"
+            ));
+        }
+        None => token,
+    };
     let base = match env.get("AWS_ENDPOINT_URL_SSO") {
         Some(url) => url.trim_end_matches('/').to_string(),
         None => format!("https://portal.sso.{region}.amazonaws.com"),
@@ -107,6 +131,133 @@ pub(crate) async fn resolve(
     }
     parse_role_credentials(&body)
         .ok_or_else(|| format!("SSO GetRoleCredentials for account {account} role {role}: the answer has no roleCredentials"))
+}
+
+/// When each session's token was last refreshed, or tried.
+fn last_refreshes() -> &'static Mutex<HashMap<String, Instant>> {
+    static LAST: OnceLock<Mutex<HashMap<String, Instant>>> = OnceLock::new();
+    LAST.get_or_init(Default::default)
+}
+
+/// The access token of session `name` (the SDK's `fromSso`): the cached one while more than
+/// five minutes remain, else a refreshed one (written back to `path`), else the cached one
+/// while it has not expired.
+async fn session_token(
+    env: &Env,
+    name: &str,
+    region: &str,
+    path: &str,
+    cached: &Value,
+    expires: SystemTime,
+    options: &StreamOptions,
+) -> Result<String, String> {
+    let field = |k: &str| cached.get(k).and_then(Value::as_str).map(str::to_string);
+    let token = field("accessToken").unwrap_or_default();
+    let now = SystemTime::now();
+    let usable = || {
+        (expires > SystemTime::now())
+            .then(|| token.clone())
+            .ok_or_else(|| format!("Token is expired. {REFRESH_MESSAGE}"))
+    };
+    if expires
+        .duration_since(now)
+        .is_ok_and(|left| left > EXPIRE_WINDOW)
+    {
+        return Ok(token);
+    }
+    {
+        let mut last = last_refreshes().lock();
+        if last
+            .get(name)
+            .is_some_and(|at| at.elapsed() < REFRESH_PAUSE)
+        {
+            return usable();
+        }
+        for key in ["clientId", "clientSecret", "refreshToken"] {
+            if cached.get(key).is_none() {
+                return Err(format!(
+                    "Value not present for '{key}' in SSO Token. Cannot refresh. {REFRESH_MESSAGE}"
+                ));
+            }
+        }
+        last.insert(name.to_string(), Instant::now());
+    }
+    match create_token(env, region, cached, options).await {
+        Some((access, expires_in, refresh)) => {
+            let at = SystemTime::now() + Duration::from_secs(expires_in);
+            let ms = at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let mut updated = cached.clone();
+            if let Some(o) = updated.as_object_mut() {
+                o.insert("accessToken".into(), Value::String(access.clone()));
+                o.insert(
+                    "expiresAt".into(),
+                    Value::String(crate::clock::iso_time(ms)),
+                );
+                // The SDK writes what CreateToken answered: no refresh token drops it.
+                match refresh {
+                    Some(r) => o.insert("refreshToken".into(), Value::String(r)),
+                    None => o.remove("refreshToken"),
+                };
+            }
+            // As the SDK: a cache that cannot be written does not fail the request.
+            if let Ok(text) = serde_json::to_string_pretty(&updated) {
+                let _ = tokio::fs::write(path, text).await;
+            }
+            Ok(access)
+        }
+        None => usable(),
+    }
+}
+
+/// SSO-OIDC `CreateToken` with the cached client and refresh token: the new access token,
+/// its lifetime in seconds and the new refresh token; `None` when the service refused or
+/// answered something else.
+async fn create_token(
+    env: &Env,
+    region: &str,
+    cached: &Value,
+    options: &StreamOptions,
+) -> Option<(String, u64, Option<String>)> {
+    let base = match env.get("AWS_ENDPOINT_URL_SSO_OIDC") {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("https://oidc.{region}.amazonaws.com"),
+    };
+    let body = serde_json::json!({
+        "clientId": cached.get("clientId"),
+        "clientSecret": cached.get("clientSecret"),
+        "refreshToken": cached.get("refreshToken"),
+        "grantType": "refresh_token",
+    });
+    let (status, answer) = exchange(
+        Exchange {
+            method: "POST",
+            url: &format!("{base}/token"),
+            headers: &[("content-type".to_string(), "application/json".to_string())],
+            body: body.to_string(),
+            timeout: options.timeout_ms.map_or(TIMEOUT, Duration::from_millis),
+        },
+        options,
+    )
+    .await
+    .ok()?;
+    if status != 200 {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(&answer).ok()?;
+    let access = doc
+        .get("accessToken")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty() && !t.contains(['\r', '\n']))?;
+    let expires_in = doc
+        .get("expiresIn")
+        .and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f.max(0.0) as u64)))?;
+    let refresh = doc
+        .get("refreshToken")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Some((access.to_string(), expires_in, refresh))
 }
 
 /// `{"roleCredentials": {"accessKeyId", "secretAccessKey", "sessionToken", "expiration"}}`
