@@ -374,6 +374,23 @@ fn broken_or_looping_profiles_fail_clearly() {
         let (m, _) = bedrock_run().await;
         let e = m.error_message.unwrap();
         assert!(e.contains("source_profile nowhere is not in"), "{e}");
+        // A role that needs an MFA code: nothing can ask for one (the SDK's words).
+        home.write(
+            ".aws/config",
+            "[profile mfa]\nregion = us-east-1\nrole_arn = arn:aws:iam::1:role/m\n\
+             source_profile = keys\nmfa_serial = arn:aws:iam::1:mfa/me\n\
+             [profile keys]\naws_access_key_id = AKIK\naws_secret_access_key = s\n",
+        );
+        std::env::set_var("AWS_PROFILE", "mfa");
+        let (m, sent) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(
+            e.contains(
+                "Profile mfa requires multi-factor authentication, but no MFA code callback was provided."
+            ),
+            "{e}"
+        );
+        assert!(sent.is_empty());
     });
 }
 

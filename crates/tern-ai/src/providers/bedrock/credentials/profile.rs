@@ -118,8 +118,10 @@ pub(crate) async fn resolve(
         let first = roles.is_empty();
         if is_role(settings) && (first || static_keys(settings).is_none()) {
             if get(settings, "mfa_serial").is_some() {
+                // The SDK's words: pi-ai gives its credential chain no way to ask for a code.
                 return Err(format!(
-                    "profile {current} needs an MFA code (mfa_serial), which tern cannot ask for"
+                    "Profile {current} requires multi-factor authentication, but no MFA code \
+                     callback was provided."
                 ));
             }
             roles.push((current, settings));
