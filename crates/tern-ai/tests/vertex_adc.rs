@@ -166,3 +166,117 @@ fn application_default_credentials_become_a_bearer_token() {
         }
     });
 }
+
+fn json_response(v: Value) -> Value {
+    json!({"status": 200, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
+}
+
+/// Workload identity federation, its settings scoped to the request (`StreamOptions::env`,
+/// so this test shares nothing with the one above): a subject token from a file exchanged at
+/// a local STS, then a service account impersonated; and one from a URL answering JSON.
+#[test]
+fn an_external_account_exchanges_its_subject_token_at_the_sts() {
+    runtime().block_on(async {
+        let case = plain_text_case();
+        let sts = start_server(vec![
+            json_response(json!({"access_token": "federated-1", "expires_in": 3600,
+                                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})),
+            json_response(json!({"access_token": "federated-2", "expires_in": 3600})),
+        ])
+        .await
+        .unwrap();
+        let iam = start_server(vec![json_response(
+            json!({"accessToken": "impersonated", "expireTime": "2099-01-01T00:00:00Z"}),
+        )])
+        .await
+        .unwrap();
+        let subject_file =
+            std::env::temp_dir().join(format!("tern-vertex-{}-subject", std::process::id()));
+        std::fs::write(&subject_file, "oidc-subject-token").unwrap();
+        let creds = write_credentials(
+            "external",
+            &json!({"type": "external_account",
+                    "audience": "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                    "token_url": format!("{}/v1/token", sts.origin),
+                    "service_account_impersonation_url": format!("{}/v1/projects/-/serviceAccounts/sa@p.iam.gserviceaccount.com:generateAccessToken", iam.origin),
+                    "service_account_impersonation": {"token_lifetime_seconds": 1800},
+                    "credential_source": {"file": subject_file.display().to_string()}}),
+        );
+        let options = |creds: &str| {
+            let mut o = StreamOptions::default();
+            for (k, v) in [
+                ("GOOGLE_APPLICATION_CREDENTIALS", creds),
+                ("GOOGLE_CLOUD_PROJECT", "proj-wif"),
+                ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+            ] {
+                o.env.insert(k.into(), v.into());
+            }
+            o
+        };
+        let once_with = |o: StreamOptions| {
+            let case = case.clone();
+            async move {
+                let server = start_server(vec![case["response"].clone()]).await.unwrap();
+                let mut model: Model =
+                    serde_json::from_value(case["request"]["model"].clone()).unwrap();
+                model.api = "google-vertex".into();
+                model.base_url = server.origin.clone();
+                let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
+                let mut sink = Final::default();
+                run(&model, &context, &o, &mut sink).await;
+                let sent = server.requests.lock().clone();
+                (sink.0.unwrap(), sent)
+            }
+        };
+        let (m, sent) = once_with(options(&creds)).await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer impersonated"));
+        let exchange = sts.requests.lock()[0].clone();
+        let form: std::collections::HashMap<String, String> =
+            url_form(&exchange.body).into_iter().collect();
+        assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:token-exchange");
+        assert_eq!(form["subject_token"], "oidc-subject-token");
+        assert_eq!(form["subject_token_type"], "urn:ietf:params:oauth:token-type:jwt");
+        assert_eq!(form["requested_token_type"], "urn:ietf:params:oauth:token-type:access_token");
+        assert_eq!(form["scope"], "https://www.googleapis.com/auth/cloud-platform");
+        assert!(form["audience"].ends_with("/providers/q"));
+        let asked = iam.requests.lock()[0].clone();
+        assert_eq!(header(&asked, "authorization"), Some("Bearer federated-1"));
+        let body: Value = serde_json::from_str(&asked.body).unwrap();
+        assert_eq!(
+            body,
+            json!({"scope": ["https://www.googleapis.com/auth/cloud-platform"], "lifetime": "1800s"})
+        );
+
+        // A URL source answering JSON, no impersonation: the STS token is the bearer.
+        let metadata = start_server(vec![json_response(json!({"id_token": "from-url"}))])
+            .await
+            .unwrap();
+        let creds = write_credentials(
+            "external-url",
+            &json!({"type": "external_account", "audience": "aud",
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+                    "token_url": format!("{}/v1/token", sts.origin),
+                    "credential_source": {"url": format!("{}/token", metadata.origin),
+                                          "headers": {"Metadata": "True"},
+                                          "format": {"type": "json", "subject_token_field_name": "id_token"}}}),
+        );
+        let (m, sent) = once_with(options(&creds)).await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer federated-2"));
+        assert_eq!(header(&metadata.requests.lock()[0], "metadata"), Some("True"));
+        let form: std::collections::HashMap<String, String> =
+            url_form(&sts.requests.lock()[1].body).into_iter().collect();
+        assert_eq!(form["subject_token"], "from-url");
+    });
+}
+
+/// The pairs of an `application/x-www-form-urlencoded` body (a URL's query reads the same).
+fn url_form(body: &str) -> Vec<(String, String)> {
+    reqwest::Url::parse(&format!("http://form.invalid/?{body}"))
+        .unwrap()
+        .query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}

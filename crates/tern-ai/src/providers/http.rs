@@ -249,10 +249,36 @@ pub(crate) async fn post_form(
         .iter()
         .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
         .collect();
-    let mut builder = client()
-        .post(url)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body.join("&"));
+    let headers = [(
+        "content-type".to_string(),
+        "application/x-www-form-urlencoded".to_string(),
+    )];
+    send_plain(
+        reqwest::Method::POST,
+        url,
+        &headers,
+        body.join("&"),
+        options,
+    )
+    .await
+}
+
+/// One small request outside a model stream (a token exchange, a metadata read): its status
+/// and its body (capped), with the request's timeout, idle limit and abort.
+pub(crate) async fn send_plain(
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    options: &StreamOptions,
+) -> Result<(u16, String), SendError> {
+    let mut builder = client().request(method, url);
+    for (k, v) in headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    if !body.is_empty() {
+        builder = builder.body(body);
+    }
     if let Some(ms) = options.timeout_ms {
         builder = builder.timeout(Duration::from_millis(ms));
     }

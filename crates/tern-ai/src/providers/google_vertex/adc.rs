@@ -1,8 +1,10 @@
 //! Application Default Credentials: an OAuth access token from the credentials file that
 //! `GOOGLE_APPLICATION_CREDENTIALS` names, else gcloud's
 //! `~/.config/gcloud/application_default_credentials.json` — a user's refresh token
-//! (`authorized_user`) or a service account's key (`service_account`, an RS256-signed JWT
-//! exchanged for a token). Tokens are kept until a minute before they expire.
+//! (`authorized_user`), a service account's key (`service_account`, an RS256-signed JWT
+//! exchanged for a token), or workload identity federation (`external_account`: a subject
+//! token from a file or a URL exchanged at Google's STS, then, when the file names one, a
+//! service account impersonated). Tokens are kept until a minute before they expire.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -13,7 +15,7 @@ use base64::Engine as _;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::providers::http::{post_form, SendError};
+use crate::providers::http::{post_form, send_plain, SendError};
 use crate::stream_fn::StreamOptions;
 
 const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
@@ -67,6 +69,16 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
     let creds: Value = serde_json::from_str(&text)
         .map_err(|e| format!("Vertex AI credentials {where_} are not JSON: {e}"))?;
     let field = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or("");
+    if field("type") == "external_account" {
+        let (token, lifetime) = external_account(&creds, options)
+            .await
+            .map_err(|e| format!("Vertex AI credentials {where_}: {e}"))?;
+        let until = Instant::now() + Duration::from_secs(lifetime.saturating_sub(60));
+        tokens()
+            .lock()
+            .insert(src.path.clone(), (token.clone(), until));
+        return Ok(("authorization".into(), format!("Bearer {token}")));
+    }
     let token_uri = Some(field("token_uri"))
         .filter(|u| !u.is_empty())
         .unwrap_or(DEFAULT_TOKEN_URI)
@@ -94,7 +106,7 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
         other => {
             return Err(format!(
                 "Vertex AI credentials {where_} have type {other:?}; tern reads \
-                 \"authorized_user\" and \"service_account\" files"
+                 \"authorized_user\", \"service_account\" and \"external_account\" files"
             ))
         }
     }
@@ -122,6 +134,122 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
         .lock()
         .insert(src.path.clone(), (token.to_string(), until));
     Ok(("authorization".into(), format!("Bearer {token}")))
+}
+
+/// Google's STS, when the file names no `token_url`.
+const DEFAULT_STS_URL: &str = "https://sts.googleapis.com/v1/token";
+
+/// A token request's failure in words.
+fn send_error(url: &str, e: SendError) -> String {
+    match e {
+        SendError::Aborted => "Request was aborted".to_string(),
+        SendError::Network(m) | SendError::Message(m) => format!("request to {url} failed: {m}"),
+        SendError::Status(f) => format!("request to {url} failed: {}", f.status),
+    }
+}
+
+/// The answer of a token request as JSON, or its failure with what the server said.
+fn answered(url: &str, sent: Result<(u16, String), SendError>) -> Result<Value, String> {
+    let (status, body) = sent.map_err(|e| send_error(url, e))?;
+    if !(200..300).contains(&status) {
+        return Err(format!("{url} answered {status}: {}", body.trim()));
+    }
+    serde_json::from_str(&body).map_err(|e| format!("{url} answered something not JSON ({e})"))
+}
+
+/// Workload identity federation: the subject token (`credential_source.file` or `.url`,
+/// plain or a JSON field), exchanged at the STS for a Google access token, then traded for a
+/// service account's when the file names `service_account_impersonation_url`. Returns the
+/// token and its lifetime in seconds.
+async fn external_account(creds: &Value, options: &StreamOptions) -> Result<(String, u64), String> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let source = creds
+        .get("credential_source")
+        .ok_or("external_account has no credential_source")?;
+    let raw = match (text(source, "file"), text(source, "url")) {
+        (Some(file), _) => tokio::fs::read_to_string(&file)
+            .await
+            .map_err(|e| format!("the subject token file {file} cannot be read ({e})"))?,
+        (None, Some(url)) => {
+            let headers: Vec<(String, String)> = source
+                .get("headers")
+                .and_then(Value::as_object)
+                .map(|h| {
+                    h.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let sent =
+                send_plain(reqwest::Method::GET, &url, &headers, String::new(), options).await;
+            let (status, body) = sent.map_err(|e| send_error(&url, e))?;
+            if !(200..300).contains(&status) {
+                return Err(format!("the subject token URL {url} answered {status}"));
+            }
+            body
+        }
+        (None, None) => {
+            return Err(
+                "credential_source names neither a file nor a url (tern reads those two)".into(),
+            )
+        }
+    };
+    let format = source.get("format");
+    let subject = match format.and_then(|f| text(f, "type")).as_deref() {
+        Some("json") => {
+            let name = format
+                .and_then(|f| text(f, "subject_token_field_name"))
+                .ok_or("credential_source.format has no subject_token_field_name")?;
+            let doc: Value = serde_json::from_str(&raw)
+                .map_err(|e| format!("the subject token source is not JSON ({e})"))?;
+            text(&doc, &name).ok_or_else(|| format!("the subject token source has no {name}"))?
+        }
+        _ => raw,
+    };
+    if subject.is_empty() {
+        return Err("the subject token is empty".into());
+    }
+    let sts = text(creds, "token_url").unwrap_or_else(|| DEFAULT_STS_URL.to_string());
+    let audience = text(creds, "audience").unwrap_or_default();
+    let subject_type = text(creds, "subject_token_type").unwrap_or_default();
+    let form = [
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        ("audience", audience.as_str()),
+        ("scope", SCOPE),
+        (
+            "requested_token_type",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ),
+        ("subject_token", subject.as_str()),
+        ("subject_token_type", subject_type.as_str()),
+    ];
+    let exchanged = answered(&sts, post_form(&sts, &form, options).await)?;
+    let access = text(&exchanged, "access_token")
+        .ok_or_else(|| format!("{sts} answered no access_token"))?;
+    let lifetime = exchanged
+        .get("expires_in")
+        .and_then(Value::as_u64)
+        .unwrap_or(3600);
+    let Some(impersonate) = text(creds, "service_account_impersonation_url") else {
+        return Ok((access, lifetime));
+    };
+    let seconds = creds
+        .pointer("/service_account_impersonation/token_lifetime_seconds")
+        .and_then(Value::as_u64)
+        .unwrap_or(3600);
+    let headers = [
+        ("authorization".to_string(), format!("Bearer {access}")),
+        ("content-type".to_string(), "application/json".to_string()),
+    ];
+    let body = json!({"scope": [SCOPE], "lifetime": format!("{seconds}s")}).to_string();
+    let sent = send_plain(reqwest::Method::POST, &impersonate, &headers, body, options).await;
+    let doc = answered(&impersonate, sent)?;
+    let token = text(&doc, "accessToken")
+        .ok_or_else(|| format!("{impersonate} answered no accessToken"))?;
+    Ok((token, seconds))
 }
 
 /// The service account's JWT for the token endpoint, signed with its key (RS256).
