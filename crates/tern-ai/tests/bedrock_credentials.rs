@@ -891,3 +891,68 @@ fn a_session_token_about_to_expire_is_refreshed_at_sso_oidc_and_written_back() {
         assert_eq!(oidc.requests.lock().len(), 2, "nothing asked");
     });
 }
+
+#[test]
+fn a_console_login_session_s_cached_keys_sign_the_request() {
+    let _g = lock();
+    let home = Home::new("login", &[("AWS_PROFILE", "console")]);
+    home.write(
+        ".aws/config",
+        "[profile console]\nlogin_session = arn:aws:iam::111122223333:user/me\nregion = us-west-2\n\
+         [profile stale]\nlogin_session = stale-session\nregion = us-west-2\n\
+         [profile partial]\nlogin_session = partial-session\nregion = us-west-2\n",
+    );
+    std::fs::create_dir_all(home.dir.join(".aws/login/cache")).unwrap();
+    let sha256 = |s: &str| hex(digest::digest(&digest::SHA256, s.as_bytes()).as_ref());
+    let token = |expires: SystemTime| {
+        json!({"accessToken": {"accessKeyId": "ASIALOGIN", "secretAccessKey": "login-secret",
+                               "sessionToken": "login-token", "accountId": "111122223333",
+                               "expiresAt": iso(expires)},
+               "clientId": "arn:aws:signin:::devtools/same-device", "refreshToken": "r",
+               "dpopKey": "-----BEGIN EC PRIVATE KEY-----\nx\n-----END EC PRIVATE KEY-----\n",
+               "idToken": "i"})
+    };
+    home.write(
+        &format!(
+            ".aws/login/cache/{}.json",
+            sha256("arn:aws:iam::111122223333:user/me")
+        ),
+        &token(SystemTime::now() + Duration::from_secs(900)).to_string(),
+    );
+    rt().block_on(async {
+        let (m, sent) = bedrock_run().await;
+        assert_eq!(m.error_message, None);
+        let (key, region, _) = check_signature(&sent[0], "login-secret");
+        assert_eq!((key.as_str(), region.as_str()), ("ASIALOGIN", "us-west-2"));
+        assert_eq!(
+            header(&sent[0], "x-amz-security-token"),
+            Some("login-token")
+        );
+
+        // Expired keys: nothing sent, log in again.
+        home.write(
+            &format!(".aws/login/cache/{}.json", sha256("stale-session")),
+            &token(SystemTime::now() - Duration::from_secs(60)).to_string(),
+        );
+        std::env::set_var("AWS_PROFILE", "stale");
+        let (m, sent) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(e.contains("re-authenticate using aws login"), "{e}");
+        assert!(sent.is_empty());
+
+        // A cache file without the fields the SDK requires (its words).
+        let mut partial = token(SystemTime::now() + Duration::from_secs(900));
+        partial.as_object_mut().unwrap().remove("dpopKey");
+        home.write(
+            &format!(".aws/login/cache/{}.json", sha256("partial-session")),
+            &partial.to_string(),
+        );
+        std::env::set_var("AWS_PROFILE", "partial");
+        let (m, _) = bedrock_run().await;
+        let e = m.error_message.unwrap();
+        assert!(
+            e.contains("Token validation failed, missing fields: dpopKey"),
+            "{e}"
+        );
+    });
+}

@@ -10,6 +10,7 @@
 //! five minutes before they expire; the profile's region is kept with them.
 
 mod ini;
+mod login;
 mod process;
 mod profile;
 mod remote;
@@ -30,7 +31,7 @@ use crate::stream_fn::StreamOptions;
 const REFRESH_WINDOW: Duration = Duration::from_secs(5 * 60);
 
 /// The variables the chain reads.
-const VARS: [&str; 22] = [
+const VARS: [&str; 23] = [
     "HOME",
     "AWS_PROFILE",
     "AWS_SHARED_CREDENTIALS_FILE",
@@ -53,6 +54,7 @@ const VARS: [&str; 22] = [
     "AWS_ENDPOINT_URL_STS",
     "AWS_ENDPOINT_URL_SSO",
     "AWS_ENDPOINT_URL_SSO_OIDC",
+    "AWS_LOGIN_CACHE_DIRECTORY",
 ];
 
 /// The chain's view of the environment: the variables it reads that are set and not empty.

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::ini::{parse_file, FileKind, Settings};
 use super::sts::{assume_role, assume_role_with_web_identity, Role};
-use super::{process, remote, sso, Env, Fresh};
+use super::{login, process, remote, sso, Env, Fresh};
 use crate::stream_fn::StreamOptions;
 
 /// How many `source_profile` hops a chain may take.
@@ -96,6 +96,7 @@ enum Base<'a> {
     WebIdentity(&'a Settings),
     Process(&'a str, &'a str),
     Sso(&'a Settings),
+    Login(&'a str, &'a str),
 }
 
 /// The credentials of profile `name`; `Ok(None)` when the profile is missing or has no
@@ -158,6 +159,9 @@ pub(crate) async fn resolve(
         }
         if settings.keys().any(|k| k.starts_with("sso_")) {
             break Base::Sso(settings);
+        }
+        if let Some(session) = get(settings, "login_session") {
+            break Base::Login(current, session);
         }
         if first {
             return Ok(None);
@@ -225,6 +229,7 @@ pub(crate) async fn resolve(
             };
             sso::resolve(env, &request, options).await?
         }
+        Base::Login(profile, session) => login::resolve(env, profile, session).await?,
     };
     for (_, s) in roles.iter().rev() {
         let region = region(s);
