@@ -30,6 +30,7 @@ mod anthropic;
 mod azure_responses;
 mod bedrock;
 pub mod catalog;
+mod constrained;
 pub mod cost;
 mod custom_input;
 mod driver;

@@ -188,19 +188,67 @@ fn convert_messages(
     params
 }
 
+/// Keywords Anthropic's strict tools reject (pi-ai's `isAnthropicStrictUnsupportedKeyword`).
+fn anthropic_strict_rejects(key: &str, value: &Value) -> bool {
+    const UNSUPPORTED: [&str; 11] = [
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+        "minContains",
+        "maxContains",
+        "minProperties",
+        "maxProperties",
+    ];
+    const FORMATS: [&str; 10] = [
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "uri",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    ];
+    match key {
+        k if UNSUPPORTED.contains(&k) => true,
+        "minItems" => value != &json!(0) && value != &json!(1),
+        "format" => value.as_str().is_none_or(|f| !FORMATS.contains(&f)),
+        _ => false,
+    }
+}
+
 fn convert_tools(
     tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
     eager: bool,
     cache_control: Option<&Value>,
+    supports_strict: bool,
 ) -> Value {
+    use crate::providers::constrained;
     let n = tools.len();
     Value::Array(
         tools
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let p = &t.parameters;
-                let mut schema = Map::new();
+                let strict = constrained::strict_or_default(
+                    t,
+                    supports_strict,
+                    Some(anthropic_strict_rejects),
+                );
+                let strict_params = strict.then(|| constrained::parameters(t, true));
+                let p = strict_params.as_ref().unwrap_or(&t.parameters);
+                // A strict tool sends its whole strict schema; the legacy keys below are
+                // written over it (pi-ai's spread), in its key order.
+                let mut schema = match &strict_params {
+                    Some(Value::Object(o)) => o.clone(),
+                    _ => Map::new(),
+                };
                 schema.insert("type".into(), json!("object"));
                 schema.insert(
                     "properties".into(),
@@ -220,6 +268,9 @@ fn convert_tools(
                 def.insert("description".into(), json!(t.description));
                 if eager {
                     def.insert("eager_input_streaming".into(), json!(true));
+                }
+                if strict {
+                    def.insert("strict".into(), json!(true));
                 }
                 def.insert("input_schema".into(), Value::Object(schema));
                 if let (Some(cc), true) = (cache_control, i + 1 == n) {
@@ -310,7 +361,8 @@ impl WireApi for super::Anthropic {
             } else {
                 None
             };
-            body.insert("tools".into(), convert_tools(&tools, eager, tcc));
+            let strict = compat_bool(model, "supportsStrictTools", false);
+            body.insert("tools".into(), convert_tools(&tools, eager, tcc, strict));
         }
         let off_null = thinking_level_map(model, "off").is_some_and(Value::is_null);
         if model.reasoning && !thinking_enabled && !off_null {

@@ -294,18 +294,27 @@ fn convert_messages(model: &Model, messages: &[Message], cache: Option<&Value>) 
     out
 }
 
-fn tool_config(messages: &[Message], tool_choice: Option<&Value>) -> Option<Value> {
+fn tool_config(model: &Model, messages: &[Message], tool_choice: Option<&Value>) -> Option<Value> {
+    use crate::providers::constrained;
     let tools = get_current_tools(messages);
     if tools.is_empty() || tool_choice.and_then(Value::as_str) == Some("none") {
         return None;
     }
+    let supports_strict = crate::providers::model_options::compat(model, "supportsStrictMode")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let specs: Vec<Value> = tools
         .iter()
         .map(|t| {
-            json!({"toolSpec": {
+            let strict = constrained::strict_or_default(t, supports_strict, None);
+            let mut spec = json!({
                 "name": t.name, "description": t.description,
-                "inputSchema": {"json": t.parameters},
-            }})
+                "inputSchema": {"json": constrained::parameters(t, strict)},
+            });
+            if strict {
+                spec["strict"] = json!(true);
+            }
+            json!({"toolSpec": spec})
         })
         .collect();
     let mut config = Map::new();
@@ -459,7 +468,7 @@ pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOp
         inference.insert("temperature".into(), json!(t));
     }
     body.insert("inferenceConfig".into(), Value::Object(inference));
-    if let Some(tools) = tool_config(&messages, options.tool_choice.as_ref()) {
+    if let Some(tools) = tool_config(model, &messages, options.tool_choice.as_ref()) {
         body.insert("toolConfig".into(), tools);
     }
     if let Some(fields) = thinking {

@@ -375,17 +375,33 @@ pub(crate) fn request_body(
     }
     let tools = get_current_tools(&messages);
     if !tools.is_empty() {
+        use crate::providers::constrained;
+        // Gemini 3+ enforces required parameters in its validated mode: strict tools go there.
+        let supports_strict = gemini_major(&model.id).is_some_and(|v| v >= 3);
+        let strict: Vec<bool> = tools
+            .iter()
+            .map(|t| constrained::strict_or_default(t, supports_strict, None))
+            .collect();
         let decls: Vec<Value> = tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&t.parameters, false)}))
+                .zip(&strict)
+                .map(|(t, s)| json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&constrained::parameters(t, *s), false)}))
                 .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
-        if let Some(Value::String(choice)) = &options.tool_choice {
-            let mode = match choice.as_str() {
-                "none" => "NONE",
-                "any" => "ANY",
-                _ => "AUTO",
-            };
+        let choice = match &options.tool_choice {
+            Some(Value::String(c)) => Some(c.as_str()),
+            // Any other choice maps to AUTO, as the reference's `mapToolChoice` does.
+            Some(v) if !v.is_null() => Some(""),
+            _ => None,
+        };
+        let mode = match choice {
+            Some("none") => Some("NONE"),
+            Some("any") => Some("ANY"),
+            _ if strict.contains(&true) => Some("VALIDATED"),
+            Some(_) => Some("AUTO"),
+            None => None,
+        };
+        if let Some(mode) = mode {
             body.insert(
                 "toolConfig".into(),
                 json!({"functionCallingConfig": {"mode": mode}}),

@@ -293,14 +293,19 @@ impl WireApi for super::Mistral {
         );
         let tools = get_current_tools(&messages);
         if !tools.is_empty() {
+            let supports_strict = compat(model, "supportsStrictMode")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             let tools: Vec<Value> = tools
                 .iter()
                 .map(|t| {
+                    use crate::providers::constrained;
+                    let strict = constrained::strict_or_default(t, supports_strict, None);
                     json!({"type": "function", "function": {
                         "name": t.name,
                         "description": t.description,
-                        "parameters": t.parameters,
-                        "strict": false,
+                        "parameters": constrained::parameters(t, strict),
+                        "strict": strict,
                     }})
                 })
                 .collect();

@@ -9,7 +9,7 @@ use crate::providers::driver::{Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
 use crate::providers::openai_responses::request::{
-    convert_input, InputOptions, TOOL_CALL_PROVIDERS,
+    convert_input, responses_tool, InputOptions, TOOL_CALL_PROVIDERS,
 };
 use crate::providers::thinking::{clamp_thinking_level, thinking_level_map};
 use crate::stream_fn::{Context, StreamOptions};
@@ -149,10 +149,13 @@ impl WireApi for super::Codex {
             collapse_system_messages(&context.messages)
         };
         let tool_changes = mid_system && flag(model, "supportsAdditionalTools", false);
+        // Codex's tools carry `strict: null` unless constrained sampling makes them strict;
+        // none at all where the model's compat says the server takes no such field.
+        let strict_field = flag(model, "supportsStrictMode", true).then_some(Value::Null);
         let update = configuration_update_effort(model, options);
         let opts = InputOptions {
             tool_changes,
-            tool_strict: Some(Value::Null),
+            tool_strict: strict_field.clone(),
             configuration_update: update.as_deref(),
         };
         let session = cache_session(options);
@@ -186,7 +189,7 @@ impl WireApi for super::Codex {
             if !tools.is_empty() {
                 let list: Vec<Value> = tools
                     .iter()
-                    .map(|t| json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": null}))
+                    .map(|t| responses_tool(t, strict_field.as_ref()))
                     .collect();
                 body.insert("tools".into(), Value::Array(list));
             }

@@ -182,13 +182,7 @@ pub(crate) fn convert_input(
                         declared_tools = true;
                         let tools: Vec<Value> = added
                             .iter()
-                            .map(|t| {
-                                let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
-                                if let Some(strict) = &opts.tool_strict {
-                                    f["strict"] = strict.clone();
-                                }
-                                f
-                            })
+                            .map(|t| responses_tool(t, opts.tool_strict.as_ref()))
                             .collect();
                         out.push(json!({"type": "additional_tools", "role": "developer", "tools": tools}));
                     }
@@ -332,24 +326,42 @@ pub(crate) fn convert_input(
     out
 }
 
-/// The body's `tools`: each tool the transcript declares as a Responses function, with
-/// `strict: false` where the server takes the field.
-pub(crate) fn insert_tools(body: &mut Map<String, Value>, messages: &[Message], strict: bool) {
+/// The body's `tools`: each tool the transcript declares as a Responses function, with its
+/// `strict` where the server takes the field (`supports_strict`).
+pub(crate) fn insert_tools(
+    body: &mut Map<String, Value>,
+    messages: &[Message],
+    supports_strict: bool,
+) {
     let tools = get_current_tools(messages);
     if tools.is_empty() {
         return;
     }
+    let default = supports_strict.then_some(Value::Bool(false));
     let list: Vec<Value> = tools
         .iter()
-        .map(|t| {
-            let mut f = json!({"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters});
-            if strict {
-                f["strict"] = json!(false);
-            }
-            f
-        })
+        .map(|t| responses_tool(t, default.as_ref()))
         .collect();
     body.insert("tools".into(), Value::Array(list));
+}
+
+/// One tool as a Responses function (pi-ai's `convertResponsesTools`). `strict` is `None`
+/// where the server takes no `strict` field, else the value a tool gets unless its
+/// constrained sampling makes it strict (`false`, or `null` for Codex); a strict tool sends
+/// its schema's strict form.
+pub(crate) fn responses_tool(t: &crate::message::ToolDeclaration, strict: Option<&Value>) -> Value {
+    use crate::providers::constrained;
+    let constrained = strict.is_some() && constrained::strict_or_default(t, true, None);
+    let mut f = json!({"type": "function", "name": t.name, "description": t.description,
+                       "parameters": constrained::parameters(t, constrained)});
+    if let Some(default) = strict {
+        f["strict"] = if constrained {
+            Value::Bool(true)
+        } else {
+            default.clone()
+        };
+    }
+    f
 }
 
 /// A reasoning model's `reasoning` (and `include`): the level's effort with summaries, or,
