@@ -336,6 +336,27 @@ impl AgentTool {
         self.map_inner(|i| i.label = label)
     }
 
+    /// Sets the tool's constrained-sampling preference (pi's `constrainedSampling`), e.g.
+    /// `{"type": "json_schema", "strict": "prefer"}`: providers that support strict tools
+    /// then send this one strict, its schema in the strict subset, where the schema fits.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tern_agent::{AgentTool, ToolResult};
+    /// let tool = AgentTool::dynamic("t", "A tool.", json!({"type": "object"}), |_| async {
+    ///     Ok(ToolResult::text("ok"))
+    /// })
+    /// .with_constrained_sampling(json!({"type": "json_schema", "strict": "prefer"}));
+    /// assert!(tool.declaration().constrained_sampling.is_some());
+    /// ```
+    pub fn with_constrained_sampling(self, config: Value) -> Self {
+        self.map_inner(|i| {
+            let mut declaration = (*i.shared.declaration).clone();
+            declaration.constrained_sampling = Some(config);
+            i.shared = share(declaration);
+        })
+    }
+
     /// Sets the execution mode (`Sequential` makes every batch containing this tool sequential).
     pub fn with_execution_mode(self, mode: ToolExecutionMode) -> Self {
         self.map_inner(|i| i.execution_mode = Some(mode))
