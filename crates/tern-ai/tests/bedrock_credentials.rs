@@ -73,15 +73,7 @@ fn bedrock_case() -> Value {
 
 /// Runs the case against a fresh Bedrock stand-in; the message and what it received.
 async fn bedrock_run() -> (AssistantMessage, Vec<CapturedRequest>) {
-    let case = bedrock_case();
-    let server = start_server(vec![case["response"].clone()]).await.unwrap();
-    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
-    model.base_url = server.origin.clone();
-    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
-    let mut sink = Final::default();
-    run(&model, &context, &StreamOptions::default(), &mut sink).await;
-    let sent = server.requests.lock().clone();
-    (sink.0.unwrap(), sent)
+    bedrock_run_with(StreamOptions::default()).await
 }
 
 fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {

@@ -76,16 +76,22 @@ pub fn user_text(e: &Value) -> Option<String> {
     if e["type"] != "message" || m["role"] != "user" {
         return None;
     }
-    Some(match &m["content"] {
+    Some(content_text(&m["content"], ""))
+}
+
+/// The text of a message's JSON content: a string, or its text blocks joined by `sep` (pi's
+/// `contentText`, on an entry as the session file holds it).
+pub fn content_text(content: &Value, sep: &str) -> String {
+    match content {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks
             .iter()
             .filter(|b| b["type"] == "text")
             .filter_map(|b| b["text"].as_str())
             .collect::<Vec<_>>()
-            .join(""),
+            .join(sep),
         _ => String::new(),
-    })
+    }
 }
 
 /// `get_fork_messages`: the user messages of the branch, `{entryId, text}`.

@@ -9,23 +9,10 @@ use tern_ai::{Context, Message, Model, StopReason, StreamFn, StreamOptions, Usag
 use super::estimate::js_len;
 use super::prompts;
 use super::CompactError;
+use crate::session_entries::content_text;
 
 /// Characters of a tool result kept in the serialized conversation.
 const TOOL_RESULT_MAX_CHARS: usize = 2000;
-
-/// The text of text blocks (or a string content), joined by `sep` (pi's `contentText`).
-fn content_text(content: &Value, sep: &str) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(sep),
-        _ => String::new(),
-    }
-}
 
 /// The first `max` UTF-16 units of `text`, then a marker naming how many were cut.
 fn truncate(text: &str, max: usize) -> String {
