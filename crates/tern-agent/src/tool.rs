@@ -336,6 +336,26 @@ impl AgentTool {
         self.map_inner(|i| i.label = label)
     }
 
+    /// Replaces the JSON Schema the model sees and the arguments are validated against (a
+    /// typed tool keeps deserializing its type from the validated arguments).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tern_agent::{AgentTool, ToolResult};
+    /// let tool = AgentTool::dynamic("t", "A tool.", json!({"type": "object"}), |_| async {
+    ///     Ok(ToolResult::text("ok"))
+    /// })
+    /// .with_parameters(json!({"type": "object", "properties": {"q": {"type": "string"}}}));
+    /// assert_eq!(tool.declaration().parameters["properties"]["q"]["type"], "string");
+    /// ```
+    pub fn with_parameters(self, parameters: Value) -> Self {
+        self.map_inner(|i| {
+            let mut declaration = (*i.shared.declaration).clone();
+            declaration.parameters = parameters;
+            i.shared = share(declaration);
+        })
+    }
+
     /// Sets the tool's constrained-sampling preference (pi's `constrainedSampling`), e.g.
     /// `{"type": "json_schema", "strict": "prefer"}`: providers that support strict tools
     /// then send this one strict, its schema in the strict subset, where the schema fits.

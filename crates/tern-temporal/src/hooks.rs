@@ -626,7 +626,7 @@ fn local_context(c: WireContext, tools: &[AgentTool]) -> AgentContext {
 
 fn absent_tool(spec: &ToolSpec) -> AgentTool {
     let name = spec.name.clone();
-    AgentTool::dynamic(
+    let tool = AgentTool::dynamic(
         &spec.name,
         &spec.description,
         spec.parameters.clone(),
@@ -634,8 +634,8 @@ fn absent_tool(spec: &ToolSpec) -> AgentTool {
             let message = format!("Tool {name} is not available on this worker");
             async move { Err(message.into()) }
         },
-    )
-    .with_replay(spec.replay)
+    );
+    spec.declare(tool).with_replay(spec.replay)
 }
 
 /// `prepare_request`'s answer in the loop's type; `tools` makes the loop's tools of a

@@ -18,6 +18,9 @@ pub struct ToolSpec {
     pub description: String,
     /// The JSON schema of its arguments (validated in the workflow, as the loop does).
     pub parameters: Value,
+    /// Its constrained-sampling preference (strict JSON-schema sampling), as declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constrained_sampling: Option<Value>,
     /// `sequential` makes the whole batch sequential, as in the core.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<ToolExecutionMode>,
@@ -27,6 +30,14 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// `tool` with this spec's constrained sampling, as the session declared it.
+    pub(crate) fn declare(&self, tool: tern_agent::AgentTool) -> tern_agent::AgentTool {
+        match &self.constrained_sampling {
+            Some(config) => tool.with_constrained_sampling(config.clone()),
+            None => tool,
+        }
+    }
+
     /// A short, stable digest of the declaration (name, description, parameters): how a
     /// workflow names the version of a tool it calls, so that a worker hosting two tools of
     /// one name (a tool redefined between runs) runs the one the session declared.
@@ -48,6 +59,7 @@ impl ToolSpec {
             name: tool.name().to_string(),
             description: tool.description().to_string(),
             parameters: tool.parameters().clone(),
+            constrained_sampling: tool.declaration().constrained_sampling.clone(),
             execution_mode: tool.execution_mode(),
             replay: tool.replay(),
         }

@@ -142,6 +142,27 @@ fn default_shell() -> PathBuf {
 
 /// A typed tool `name` whose calls all share one copy of `config`: each call gets a handle to
 /// it with its arguments and input.
+/// pi's declarations of its built-in tools (`tests/pi/schemas.mjs` prints them from
+/// pi-coding-agent; `tests/pi_schemas.rs` checks this copy against it).
+const PI_SCHEMAS: &str = include_str!("pi_schemas.json");
+
+/// `tool` declared as pi declares its tool of the same name: pi's parameters schema (the
+/// model sees the same tool; the typed arguments still deserialize from what validates) and
+/// its constrained sampling (`read`, `write`, `edit` and `bash` prefer strict sampling).
+fn as_pi_declares(tool: AgentTool) -> AgentTool {
+    let Ok(all) = serde_json::from_str::<serde_json::Value>(PI_SCHEMAS) else {
+        return tool;
+    };
+    let Some(pi) = all.get(tool.name()) else {
+        return tool;
+    };
+    let tool = tool.with_parameters(pi["parameters"].clone());
+    match &pi["constrainedSampling"] {
+        serde_json::Value::Null => tool,
+        config => tool.with_constrained_sampling(config.clone()),
+    }
+}
+
 pub(crate) fn config_tool<A, F, Fut>(
     config: &ToolConfig,
     name: &str,
@@ -154,7 +175,7 @@ where
     Fut: Future<Output = ToolOutput> + Send + 'static,
 {
     let config = Arc::new(config.clone());
-    AgentTool::typed(name, description, move |args: A, call| {
+    as_pi_declares(AgentTool::typed(name, description, move |args: A, call| {
         execute(config.clone(), args, call)
-    })
+    }))
 }

@@ -142,3 +142,28 @@ async fn empty_file_reads_as_empty() {
     let r = ok(&read_tool(&sb.config), json!({"path": "empty.txt"})).await;
     assert_eq!(text(&r), "");
 }
+
+/// `read` prefers strict sampling (as pi's does), so a model in strict mode sends `null` for
+/// each optional argument it leaves out: validation drops those nulls and the call runs as
+/// if they were absent.
+#[tokio::test]
+async fn strict_mode_nulls_for_optional_arguments_are_dropped() {
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\ntwo\n");
+    let tool = read_tool(&sb.config);
+    let declaration = tool.declaration();
+    assert_eq!(
+        declaration.constrained_sampling,
+        Some(json!({"type": "json_schema", "strict": "prefer"}))
+    );
+    let args = tern_ai::schema::validate_tool_arguments(
+        "read",
+        &declaration.parameters,
+        &json!({"path": "a.txt", "offset": null, "limit": null}),
+        None,
+    )
+    .expect("nulls for optional arguments pass");
+    assert_eq!(args, json!({"path": "a.txt"}));
+    let r = ok(&tool, args).await;
+    assert_eq!(text(&r), "one\ntwo");
+}

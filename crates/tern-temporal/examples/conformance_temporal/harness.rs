@@ -404,6 +404,7 @@ fn tool_spec(def: &spec::ToolDef) -> ToolSpec {
         name: def.name.clone(),
         description: def.description.clone(),
         parameters: def.parameters.clone(),
+        constrained_sampling: None,
         execution_mode: def.execution_mode,
         replay: Default::default(),
     }

@@ -263,6 +263,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
     // The worker ran the tool's `prepareArguments` when the response came (the code is
     // there); the loop asks here, before it validates.
     .with_prepare_arguments(move |raw| prepared.of(&prepare_name, &prepare_fingerprint, raw));
+    let tool = spec.declare(tool);
     match spec.execution_mode {
         Some(mode) => tool.with_execution_mode(mode),
         None => tool,
