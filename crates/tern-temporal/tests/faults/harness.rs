@@ -119,6 +119,7 @@ fn tool_specs() -> Vec<ToolSpec> {
             name: name.into(),
             description: "Counts one effect.".into(),
             parameters: serde_json::json!({"type": "object", "properties": {"what": {"type": "string"}}}),
+            constrained_sampling: None,
             execution_mode: None,
             replay: if name == "tally" {
                 tern_agent::Replay::Safe
