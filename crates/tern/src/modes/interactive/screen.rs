@@ -112,8 +112,6 @@ pub struct Ui {
     pub armed: bool,
     /// A note after the status line.
     pub hint: Option<String>,
-    /// How many live rows are on the screen.
-    pub drawn: u16,
     /// The live row the cursor is on (the input's cursor row), from the first live row.
     pub cursor_row: u16,
     /// The display width of each live row drawn, to know how a terminal reflowed them.
@@ -152,7 +150,6 @@ impl Ui {
             always: Default::default(),
             armed: false,
             hint: None,
-            drawn: 0,
             cursor_row: 0,
             drawn_widths: Vec::new(),
             cursor_col: 0,
@@ -170,7 +167,6 @@ impl Ui {
             cursor::MoveToColumn(0),
             terminal::Clear(terminal::ClearType::FromCursorDown)
         );
-        self.drawn = 0;
         self.cursor_row = 0;
     }
 
@@ -306,7 +302,6 @@ impl Ui {
             let _ = queue!(self.out, cursor::MoveUp(below));
         }
         let _ = queue!(self.out, cursor::MoveToColumn(col as u16));
-        self.drawn = rows.len() as u16;
         self.cursor_row = row as u16;
         self.cursor_col = col;
         self.drawn_widths = rows
