@@ -13,8 +13,18 @@ use super::command::Command;
 use super::line_reader::{self, Next};
 use super::parse::{failure, read_command_bytes};
 
+/// What [`Commands::next_command`] gives: a command, or why there are no more.
+pub(super) enum Input {
+    /// A command: its kind (`type`) and `id`.
+    Command(Command, String, Option<Value>),
+    /// Stdin closed (or could not be read).
+    End,
+    /// SIGINT, SIGTERM or SIGHUP arrived.
+    Interrupted,
+}
+
 /// What [`Commands::next`] read.
-pub(super) enum Read {
+enum Read {
     /// A command: its kind (`type`) and `id`.
     Command(Command, String, Option<Value>),
     /// A line that is no command: the failure response to send instead.
@@ -41,8 +51,21 @@ impl Commands {
         }
     }
 
+    /// The next command, end, or signal; a line that is no command gets its failure
+    /// response through `answer`, and reading goes on.
+    pub(super) async fn next_command(&mut self, mut answer: impl FnMut(Value)) -> Input {
+        loop {
+            match self.next().await {
+                Read::Command(c, kind, id) => return Input::Command(c, kind, id),
+                Read::Failure(response) => answer(response),
+                Read::End => return Input::End,
+                Read::Interrupted => return Input::Interrupted,
+            }
+        }
+    }
+
     /// The next command, failure to answer, end, or signal (blank lines are skipped).
-    pub(super) async fn next(&mut self) -> Read {
+    async fn next(&mut self) -> Read {
         loop {
             let next = tokio::select! {
                 n = line_reader::next_line(&mut self.stdin, self.max) => n,

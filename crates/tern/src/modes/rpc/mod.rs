@@ -37,7 +37,7 @@ use serde_json::json;
 use crate::event_lines;
 use crate::runtime::Runtime;
 use handler::Rpc;
-use io::Read;
+use io::Input;
 use parse::failure;
 
 /// Runs RPC mode until stdin closes and the last run settles; returns the exit code.
@@ -67,15 +67,11 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
     let mut commands = io::Commands::new(max_line_bytes);
     let mut signalled = false;
     loop {
-        let (command, kind, id) = match commands.next().await {
-            Read::Command(c, kind, id) => (c, kind, id),
-            Read::Failure(resp) => {
-                rpc.send(resp);
-                continue;
-            }
-            Read::End => break,
+        let (command, kind, id) = match commands.next_command(|r| rpc.send(r)).await {
+            Input::Command(c, kind, id) => (c, kind, id),
+            Input::End => break,
             // SIGINT, SIGTERM, SIGHUP: abort the running prompt, let it settle, and exit.
-            Read::Interrupted => {
+            Input::Interrupted => {
                 signalled = true;
                 rpc.rt.abort_by_user();
                 break;

@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::command::{Command, Level, Mode, StreamingBehavior};
 use super::handler::{texts, BUSY};
-use super::io::Read;
+use super::io::Input;
 use super::response;
 use crate::secrets::eprintln_redacted;
 
@@ -96,14 +96,10 @@ pub async fn run(
     let mut commands = super::io::Commands::new(max_line_bytes);
     let mut signalled = false;
     loop {
-        let (command, kind, id) = match commands.next().await {
-            Read::Command(c, kind, id) => (c, kind, id),
-            Read::Failure(resp) => {
-                rpc.send(resp);
-                continue;
-            }
-            Read::End => break,
-            Read::Interrupted => {
+        let (command, kind, id) = match commands.next_command(|r| rpc.send(r)).await {
+            Input::Command(c, kind, id) => (c, kind, id),
+            Input::End => break,
+            Input::Interrupted => {
                 signalled = true;
                 // The run stops; the session stays for a later attach.
                 if let Err(e) = rpc.abort().await {
