@@ -129,39 +129,36 @@ async fn hooks_run_on_the_worker_once_per_call_across_replays() {
         .register_activities(activities)
         .max_cached_workflows(0)
         .build();
-    let mut worker = Worker::new(&rt, client, options).expect("a worker");
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async move {
-            tokio::task::spawn_local(async move { worker.run().await });
-            let input = SessionInput {
-                model: support::faux_model(),
-                tools: vec![ToolSpec::of(&echo())],
-                hooks: names,
-                ..SessionInput::default()
-            };
-            let session = sessions.start("hooked", input).await.expect("started");
-            session.prompt(vec![prompt]).await.expect("prompt accepted");
-            tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
-                .await
-                .expect("the run ends within 60 s")
-                .expect("events");
-            let output = session.close().await.expect("closed");
-            assert_eq!(
-                support::normalized(&output.messages),
-                support::normalized(&local_messages)
-            );
-            let results: Vec<Value> = output
-                .messages
-                .iter()
-                .filter(|m| matches!(m, Message::ToolResult(_)))
-                .map(|m| serde_json::to_value(m).expect("serializes"))
-                .collect();
-            assert_eq!(results[0]["content"][0]["text"], "HI");
-            assert_eq!(results[1]["content"][0]["text"], "not allowed");
-            assert_eq!(results[1]["isError"], true);
-        })
-        .await;
+    let worker = Worker::new(&rt, client, options).expect("a worker");
+    support::with_worker(worker, async move {
+        let input = SessionInput {
+            model: support::faux_model(),
+            tools: vec![ToolSpec::of(&echo())],
+            hooks: names,
+            ..SessionInput::default()
+        };
+        let session = sessions.start("hooked", input).await.expect("started");
+        session.prompt(vec![prompt]).await.expect("prompt accepted");
+        tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
+            .await
+            .expect("the run ends within 60 s")
+            .expect("events");
+        let output = session.close().await.expect("closed");
+        assert_eq!(
+            support::normalized(&output.messages),
+            support::normalized(&local_messages)
+        );
+        let results: Vec<Value> = output
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::ToolResult(_)))
+            .map(|m| serde_json::to_value(m).expect("serializes"))
+            .collect();
+        assert_eq!(results[0]["content"][0]["text"], "HI");
+        assert_eq!(results[1]["content"][0]["text"], "not allowed");
+        assert_eq!(results[1]["isError"], true);
+    })
+    .await;
     let want: BTreeMap<&str, u32> = [
         ("after_tool_call", 1),
         ("before_tool_call", 2),

@@ -81,60 +81,56 @@ async fn a_run_in_a_workflow_matches_the_same_run_in_process() {
     let server = DevServer::start();
     let queue = "loop-in-workflow";
     let sessions = support::sessions(&server.address, queue).await;
-    let (_rt, mut worker) =
-        support::worker(&server.address, queue, Arc::new(script()), tools()).await;
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async move {
-            tokio::task::spawn_local(async move { worker.run().await });
-            let input = SessionInput {
-                model: support::faux_model(),
-                tools: tools().iter().map(ToolSpec::of).collect(),
-                ..SessionInput::default()
-            };
-            let session = sessions.start("session-1", input).await.expect("started");
-            session.prompt(vec![prompt]).await.expect("prompt accepted");
-            let events = tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
-                .await
-                .expect("the run ends within 60 s")
-                .expect("events");
-            let state = session.state().await.expect("state");
-            assert!(!state.is_streaming && state.pending_tool_calls.is_empty());
-            let output = session.close().await.expect("closed");
+    let (_rt, worker) = support::worker(&server.address, queue, Arc::new(script()), tools()).await;
+    support::with_worker(worker, async move {
+        let input = SessionInput {
+            model: support::faux_model(),
+            tools: tools().iter().map(ToolSpec::of).collect(),
+            ..SessionInput::default()
+        };
+        let session = sessions.start("session-1", input).await.expect("started");
+        session.prompt(vec![prompt]).await.expect("prompt accepted");
+        let events = tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
+            .await
+            .expect("the run ends within 60 s")
+            .expect("events");
+        let state = session.state().await.expect("state");
+        assert!(!state.is_streaming && state.pending_tool_calls.is_empty());
+        let output = session.close().await.expect("closed");
 
-            let kinds = |es: &[Value]| -> Vec<String> {
-                es.iter()
-                    .map(|e| e["type"].as_str().unwrap_or("?").to_string())
-                    .collect()
-            };
-            let expected = support::comparable(&local_events);
-            let got = support::comparable(&events);
-            assert_eq!(kinds(&got), kinds(&expected), "the same event sequence");
-            assert_eq!(got, expected, "the same events");
-            // The slower call of the batch ends last, results stay in source order.
-            let ends: Vec<_> = got
-                .iter()
-                .filter(|e| e["type"] == "tool_execution_end")
-                .map(|e| e["toolCallId"].clone())
-                .collect();
-            assert_eq!(
-                ends,
-                vec![json!("call_1"), json!("call_3"), json!("call_2")]
-            );
+        let kinds = |es: &[Value]| -> Vec<String> {
+            es.iter()
+                .map(|e| e["type"].as_str().unwrap_or("?").to_string())
+                .collect()
+        };
+        let expected = support::comparable(&local_events);
+        let got = support::comparable(&events);
+        assert_eq!(kinds(&got), kinds(&expected), "the same event sequence");
+        assert_eq!(got, expected, "the same events");
+        // The slower call of the batch ends last, results stay in source order.
+        let ends: Vec<_> = got
+            .iter()
+            .filter(|e| e["type"] == "tool_execution_end")
+            .map(|e| e["toolCallId"].clone())
+            .collect();
+        assert_eq!(
+            ends,
+            vec![json!("call_1"), json!("call_3"), json!("call_2")]
+        );
 
-            // A new session: the transcript is what the run added (the tool declaration,
-            // the prompt, the turns).
-            let expected_messages = local_messages;
-            assert_eq!(
-                support::normalized(&output.messages),
-                support::normalized(&expected_messages)
-            );
-            assert_eq!(
-                support::normalized(&state.messages),
-                support::normalized(&expected_messages)
-            );
-        })
-        .await;
+        // A new session: the transcript is what the run added (the tool declaration,
+        // the prompt, the turns).
+        let expected_messages = local_messages;
+        assert_eq!(
+            support::normalized(&output.messages),
+            support::normalized(&expected_messages)
+        );
+        assert_eq!(
+            support::normalized(&state.messages),
+            support::normalized(&expected_messages)
+        );
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,61 +143,57 @@ async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() 
         "add",
         json!({"a": 1, "b": 2, "delay_ms": 60_000}),
     )]);
-    let (_rt, mut worker) =
-        support::worker(&server.address, queue, Arc::new(script), tools()).await;
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async move {
-            tokio::task::spawn_local(async move { worker.run().await });
-            let input = SessionInput {
-                model: support::faux_model(),
-                tools: tools().iter().map(ToolSpec::of).collect(),
-                ..SessionInput::default()
-            };
-            let session = sessions
-                .start("session-abort", input)
-                .await
-                .expect("started");
-            session
-                .prompt(vec![Message::user_text("Add slowly.")])
-                .await
-                .expect("prompt accepted");
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while session
-                .state()
-                .await
-                .expect("state")
-                .pending_tool_calls
-                .is_empty()
-            {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the tool never started"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            session.abort().await.expect("cancelled");
-            let output = tokio::time::timeout(Duration::from_secs(30), session.result())
-                .await
-                .expect("the session ends within 30 s")
-                .expect("a transcript");
-            let json: Vec<Value> = output
-                .messages
-                .iter()
-                .map(|m| serde_json::to_value(m).expect("serializes"))
-                .collect();
-            let result = json
-                .iter()
-                .find(|m| m["role"] == "toolResult")
-                .expect("the call's result");
-            assert_eq!(result["isError"], true);
-            assert_eq!(result["content"][0]["text"], "Operation aborted");
-            // As in the core: the next request sees the abort and the run ends aborted.
-            let last = json.last().expect("messages");
-            assert_eq!(last["role"], "assistant");
-            assert_eq!(last["stopReason"], "aborted");
-        })
-        .await;
+    let (_rt, worker) = support::worker(&server.address, queue, Arc::new(script), tools()).await;
+    support::with_worker(worker, async move {
+        let input = SessionInput {
+            model: support::faux_model(),
+            tools: tools().iter().map(ToolSpec::of).collect(),
+            ..SessionInput::default()
+        };
+        let session = sessions
+            .start("session-abort", input)
+            .await
+            .expect("started");
+        session
+            .prompt(vec![Message::user_text("Add slowly.")])
+            .await
+            .expect("prompt accepted");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while session
+            .state()
+            .await
+            .expect("state")
+            .pending_tool_calls
+            .is_empty()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the tool never started"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        session.abort().await.expect("cancelled");
+        let output = tokio::time::timeout(Duration::from_secs(30), session.result())
+            .await
+            .expect("the session ends within 30 s")
+            .expect("a transcript");
+        let json: Vec<Value> = output
+            .messages
+            .iter()
+            .map(|m| serde_json::to_value(m).expect("serializes"))
+            .collect();
+        let result = json
+            .iter()
+            .find(|m| m["role"] == "toolResult")
+            .expect("the call's result");
+        assert_eq!(result["isError"], true);
+        assert_eq!(result["content"][0]["text"], "Operation aborted");
+        // As in the core: the next request sees the abort and the run ends aborted.
+        let last = json.last().expect("messages");
+        assert_eq!(last["role"], "assistant");
+        assert_eq!(last["stopReason"], "aborted");
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,79 +209,76 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
     ]);
     // Every workflow task replays the history: the abort's commands must be the same each
     // time (a nondeterministic one fails the task, and the run never ends).
-    let (_rt, mut worker) =
+    let (_rt, worker) =
         support::replaying_worker(&server.address, queue, Arc::new(script), tools()).await;
-    let local = tokio::task::LocalSet::new();
-    local
-        .run_until(async move {
-            tokio::task::spawn_local(async move { worker.run().await });
-            let input = SessionInput {
-                model: support::faux_model(),
-                tools: tools().iter().map(ToolSpec::of).collect(),
-                ..SessionInput::default()
-            };
-            let session = sessions
-                .start("session-abort-run", input)
-                .await
-                .expect("started");
-            // While idle an abort does nothing.
-            session.abort_run().await.expect("abort while idle");
-            session
-                .prompt(vec![Message::user_text("Add slowly.")])
-                .await
-                .expect("prompt accepted");
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while session
-                .state()
-                .await
-                .expect("state")
-                .pending_tool_calls
-                .is_empty()
-            {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the tool never started"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            session.abort_run().await.expect("aborted");
-            let events = tokio::time::timeout(Duration::from_secs(30), session.wait_idle(0))
-                .await
-                .expect("the run ends within 30 s")
-                .expect("events");
-            let end = events
-                .iter()
-                .find(|e| e["type"] == "tool_execution_end")
-                .expect("the call ended");
-            assert_eq!(end["isError"], true);
-            assert_eq!(end["result"]["content"][0]["text"], "Operation aborted");
-            let last = events.last().expect("events");
-            assert_eq!(last["type"], "agent_end");
-            let answer = last["messages"].as_array().and_then(|m| m.last());
-            assert_eq!(answer.map(|m| &m["stopReason"]), Some(&json!("aborted")));
+    support::with_worker(worker, async move {
+        let input = SessionInput {
+            model: support::faux_model(),
+            tools: tools().iter().map(ToolSpec::of).collect(),
+            ..SessionInput::default()
+        };
+        let session = sessions
+            .start("session-abort-run", input)
+            .await
+            .expect("started");
+        // While idle an abort does nothing.
+        session.abort_run().await.expect("abort while idle");
+        session
+            .prompt(vec![Message::user_text("Add slowly.")])
+            .await
+            .expect("prompt accepted");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while session
+            .state()
+            .await
+            .expect("state")
+            .pending_tool_calls
+            .is_empty()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the tool never started"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        session.abort_run().await.expect("aborted");
+        let events = tokio::time::timeout(Duration::from_secs(30), session.wait_idle(0))
+            .await
+            .expect("the run ends within 30 s")
+            .expect("events");
+        let end = events
+            .iter()
+            .find(|e| e["type"] == "tool_execution_end")
+            .expect("the call ended");
+        assert_eq!(end["isError"], true);
+        assert_eq!(end["result"]["content"][0]["text"], "Operation aborted");
+        let last = events.last().expect("events");
+        assert_eq!(last["type"], "agent_end");
+        let answer = last["messages"].as_array().and_then(|m| m.last());
+        assert_eq!(answer.map(|m| &m["stopReason"]), Some(&json!("aborted")));
 
-            // The session stays: the next prompt runs.
-            let offset = session.state().await.expect("state").event_count;
-            session
-                .prompt(vec![Message::user_text("Again?")])
-                .await
-                .expect("the session takes the next prompt");
-            let events = session.wait_idle(offset).await.expect("events");
-            let last = events.last().expect("events");
-            let answer = last["messages"].as_array().and_then(|m| m.last());
-            assert_eq!(
-                answer.map(|m| &m["content"][0]["text"]),
-                Some(&json!("Back again."))
-            );
-            let output = session.close().await.expect("closed");
-            assert_eq!(
-                output
-                    .messages
-                    .iter()
-                    .filter(|m| matches!(m, Message::User(_)))
-                    .count(),
-                2
-            );
-        })
-        .await;
+        // The session stays: the next prompt runs.
+        let offset = session.state().await.expect("state").event_count;
+        session
+            .prompt(vec![Message::user_text("Again?")])
+            .await
+            .expect("the session takes the next prompt");
+        let events = session.wait_idle(offset).await.expect("events");
+        let last = events.last().expect("events");
+        let answer = last["messages"].as_array().and_then(|m| m.last());
+        assert_eq!(
+            answer.map(|m| &m["content"][0]["text"]),
+            Some(&json!("Back again."))
+        );
+        let output = session.close().await.expect("closed");
+        assert_eq!(
+            output
+                .messages
+                .iter()
+                .filter(|m| matches!(m, Message::User(_)))
+                .count(),
+            2
+        );
+    })
+    .await;
 }

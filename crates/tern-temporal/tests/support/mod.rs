@@ -27,8 +27,8 @@ pub async fn sessions(address: &str, task_queue: &str) -> Sessions {
     }
 }
 
-/// A worker of this process; run it with `tokio::task::spawn_local(worker.run())` (its
-/// workflows are not `Send`). Keep the runtime alive while it runs.
+/// A worker of this process; run it beside a test with [`with_worker`]. Keep the runtime
+/// alive while it runs.
 pub async fn worker(
     address: &str,
     task_queue: &str,
@@ -60,6 +60,17 @@ pub async fn replaying_worker(
         .build();
     let worker = Worker::new(&rt, client, options).expect("a worker");
     (rt, worker)
+}
+
+/// Runs `body` while `worker` runs beside it on this thread (its workflows are not `Send`).
+pub async fn with_worker<F: std::future::Future>(mut worker: Worker, body: F) -> F::Output {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async move {
+            tokio::task::spawn_local(async move { worker.run().await });
+            body.await
+        })
+        .await
 }
 
 /// The model the tests' faux scripts answer as.
