@@ -42,7 +42,7 @@ capture() {
 wait_for() {
   local text="$1" name="$2" secs="${3:-15}"
   for _ in $(seq 1 $((secs * 10))); do
-    if tmux capture-pane -p -t "$S" | grep -qF -- "$text"; then capture "$name"; return 0; fi
+    if on_screen "$text"; then capture "$name"; return 0; fi
     sleep 0.1
   done
   capture "FAILED-$name"
@@ -50,6 +50,13 @@ wait_for() {
   cat "$OUT/pane-$step-FAILED-$name.txt" >&2
   exit 1
 }
+
+# on_screen TEXT: the pane shows TEXT now.
+on_screen() { tmux capture-pane -p -t "$S" | grep -qF -- "$1"; }
+# expect TEXT NAME WHY / refuse TEXT NAME WHY: unless (if) the pane shows TEXT now, save it as
+# FAILED-NAME, say WHY and fail.
+expect() { on_screen "$1" || { capture "FAILED-$2"; echo "$3" >&2; exit 1; }; }
+refuse() { if on_screen "$1"; then capture "FAILED-$2"; echo "$3" >&2; exit 1; fi; }
 
 # start_tern [FLAG]: tern against the scripted server in a new pane; the pane then shows
 # tern's exit code and stays a while.
@@ -81,9 +88,7 @@ wait_for "queued steer: typo mesage" "typo-queued"
 wait_for "↳ Alt+Up to edit all queued messages" "queue-hint"
 tmux send-keys -t "$S" M-Up
 wait_for "steer> typo mesage" "dequeued"
-if tmux capture-pane -p -t "$S" | grep -qF "queued steer: typo"; then
-  capture "FAILED-dequeue"; echo "the message taken back is still queued" >&2; exit 1
-fi
+refuse "queued steer: typo" "dequeue" "the message taken back is still queued"
 tmux send-keys -t "$S" C-u
 tmux send-keys -t "$S" "also mention banana" Enter
 wait_for "queued steer: also mention banana" "steer-queued"
@@ -97,19 +102,14 @@ tmux send-keys -t "$S" C-o
 wait_for "── output of bash echo warming up; sleep 5; echo slept ──" "output-expanded"
 tmux capture-pane -p -t "$S" | grep -qx "warming up" \
   || { capture "FAILED-output-lines"; echo "the expanded output lacks its lines" >&2; exit 1; }
-if tmux capture-pane -p -t "$S" | grep -qF '{"command"'; then
-  capture "FAILED-tool-json"; echo "a tool call is shown as raw JSON" >&2; exit 1
-fi
+refuse '{"command"' "tool-json" "a tool call is shown as raw JSON"
 wait_for "Summary done." "answer-after-follow-up" 20
 wait_for "ready" "idle-again"
 # bash was allowed for the session: the next call runs without a question.
 tmux send-keys -t "$S" "run it again" Enter
 wait_for "Ran again." "always-allowed"
-if tmux capture-pane -p -t "$S" | grep -qF "Allow bash \`echo again"; then
-  capture "FAILED-asked-again"; echo "asked again after 'always this session'" >&2; exit 1
-fi
-tmux capture-pane -p -t "$S" | grep -qF "allowed (this session) bash echo again" \
-  || { capture "FAILED-always-note"; echo "no note of the call allowed for the session" >&2; exit 1; }
+refuse "Allow bash \`echo again" "asked-again" "asked again after 'always this session'"
+expect "allowed (this session) bash echo again" "always-note" "no note of the call allowed for the session"
 # A call of each file tool, as pi's rows name them: write with its line count, edit with its
 # diff, read with its line range, and a failed read in red with the reason.
 tmux send-keys -t "$S" "touch files" Enter
@@ -140,9 +140,7 @@ tmux send-keys -t "$S" C-u
 printf 'line one\nline two\nline three\n' | tmux load-buffer -
 tmux paste-buffer -p -t "$S"
 wait_for "> [paste #1 +3 lines]" "paste-marker"
-if tmux capture-pane -p -t "$S" | grep -qF "› line one"; then
-  capture "FAILED-paste-sent"; echo "a pasted newline sent the line" >&2; exit 1
-fi
+refuse "› line one" "paste-sent" "a pasted newline sent the line"
 tmux send-keys -t "$S" C-u
 # Ctrl+R searches the history; Enter puts the match on the line.
 tmux send-keys -t "$S" C-r "banana"
@@ -200,11 +198,8 @@ tmux resize-window -t "$S" -x 110
 tmux send-keys -t "$S" C-t
 tmux send-keys -t "$S" "think please" Enter
 wait_for "Thought it through." "thinking-hidden"
-if tmux capture-pane -p -t "$S" | grep -qF "secret musing"; then
-  capture "FAILED-thinking-shown"; echo "hidden thinking on screen" >&2; exit 1
-fi
-tmux capture-pane -p -t "$S" | grep -qF "thinking… (Ctrl+T shows it)" \
-  || { capture "FAILED-thinking-note"; echo "no line stands for the hidden thinking" >&2; exit 1; }
+refuse "secret musing" "thinking-shown" "hidden thinking on screen"
+expect "thinking… (Ctrl+T shows it)" "thinking-note" "no line stands for the hidden thinking"
 tmux send-keys -t "$S" C-t
 # Keystroke echo while the model streams 1,000 deltas a second: the time from a key sent to
 # the pane showing it, reported (not asserted).
@@ -216,7 +211,7 @@ for i in $(seq 1 10); do
   typed="${typed}k"
   t0=$EPOCHREALTIME
   tmux send-keys -t "$S" "k"
-  until tmux capture-pane -p -t "$S" | grep -qF "steer> $typed"; do :; done
+  until on_screen "steer> $typed"; do :; done
   t1=$EPOCHREALTIME
   times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')")
   sleep 0.1
