@@ -106,20 +106,10 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
                 .into(),
             );
         }
-        KeyCode::Char('a') if ctrl => editor.home(),
-        KeyCode::Char('e') if ctrl => editor.end(),
-        KeyCode::Char('u') if ctrl => editor.kill_to_start(),
-        KeyCode::Char(c) if !ctrl => editor.insert(c),
-        KeyCode::Backspace => editor.backspace(),
-        KeyCode::Delete => editor.delete(),
-        KeyCode::Left => editor.left(),
-        KeyCode::Right => editor.right(),
-        KeyCode::Home => editor.home(),
-        KeyCode::End => editor.end(),
         // Up and Down move between the input's lines, and walk the history past them.
         KeyCode::Up if !editor.line_up() => editor.history_up(),
         KeyCode::Down if !editor.line_down() => editor.history_down(),
-        _ => {}
+        _ => edit(editor, k),
     }
     ui.redraw();
     false
@@ -197,7 +187,7 @@ fn answer_dialog(ui: &mut Ui, mut dialog: Dialog, k: KeyEvent) {
     ui.print(&Style::Dim.paint(&format!("{word} {label}{because}")));
 }
 
-/// The editing keys of a one-line field (a denial's reason).
+/// The editing keys of a line: the input's (its cursor line) and a denial's reason.
 fn edit(field: &mut LineEditor, k: KeyEvent) {
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
     match k.code {

@@ -257,26 +257,44 @@ fn resume(ui: &mut Ui, rest: &str) {
         let rows = crate::session_picker::lines(&sessions);
         return note(ui, &format!("{}\n/resume N continues one", rows.join("\n")));
     }
-    let Some(chosen) = rest
+    let Some(chosen) = numbered(ui, rest, &sessions, "session", "/resume") else {
+        return;
+    };
+    match ui.rt.open_session(&chosen.path) {
+        Ok(()) => opened(ui, &format!("resumed {}", chosen.path.display())),
+        Err(e) => ui.print(&Style::Red.paint(&format!("cannot resume: {e}"))),
+    }
+}
+
+/// Item `rest` (counted from 1) of the numbered list `cmd` shows, or a warning that says how
+/// many it lists.
+fn numbered<'a, T>(
+    ui: &mut Ui,
+    rest: &str,
+    items: &'a [T],
+    what: &str,
+    cmd: &str,
+) -> Option<&'a T> {
+    let item = rest
         .parse::<usize>()
         .ok()
         .and_then(|n| n.checked_sub(1))
-        .and_then(|i| sessions.get(i))
-    else {
-        return warn(
+        .and_then(|i| items.get(i));
+    if item.is_none() {
+        warn(
             ui,
-            &format!("no session {rest}: /resume lists {}", sessions.len()),
+            &format!("no {what} {rest}: {cmd} lists {}", items.len()),
         );
-    };
-    match ui.rt.open_session(&chosen.path) {
-        Ok(()) => {
-            ui.reset_totals();
-            let messages = ui.rt.agent.state().messages;
-            ui.show_history(&messages);
-            note(ui, &format!("resumed {}", chosen.path.display()));
-        }
-        Err(e) => ui.print(&Style::Red.paint(&format!("cannot resume: {e}"))),
     }
+    item
+}
+
+/// Another session is open: its totals start over, its conversation shows again.
+fn opened(ui: &mut Ui, line: &str) {
+    ui.reset_totals();
+    let messages = ui.rt.agent.state().messages;
+    ui.show_history(&messages);
+    note(ui, line);
 }
 
 /// `/fork`: the session's prompts, numbered; `/fork N` starts a new session holding the
@@ -311,25 +329,14 @@ fn fork(ui: &mut Ui, rest: &str) {
             ),
         );
     }
-    let Some(point) = rest
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_sub(1))
-        .and_then(|i| points.get(i))
-    else {
-        return warn(
-            ui,
-            &format!("no prompt {rest}: /fork lists {}", points.len()),
-        );
+    let Some(point) = numbered(ui, rest, &points, "prompt", "/fork") else {
+        return;
     };
     let id = point["entryId"].as_str().unwrap_or_default();
     match crate::session_entries::fork(&ui.rt, id) {
         Ok(text) => {
-            ui.reset_totals();
-            let messages = ui.rt.agent.state().messages;
-            ui.show_history(&messages);
             let file = ui.rt.session_file().unwrap_or_default();
-            note(ui, &format!("Forked to new session {file}"));
+            opened(ui, &format!("Forked to new session {file}"));
             ui.editor.set_text(&text);
         }
         Err(e) => ui.print(&Style::Red.paint(&format!("cannot fork: {e}"))),
