@@ -16,7 +16,7 @@ use tern_agent::{
 };
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Message;
-use tern_temporal::{SessionInput, ToolSpec};
+use tern_temporal::{SessionHandle, SessionInput, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 use support::dev_server::DevServer;
@@ -158,20 +158,7 @@ async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() 
             .prompt(vec![Message::user_text("Add slowly.")])
             .await
             .expect("prompt accepted");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while session
-            .state()
-            .await
-            .expect("state")
-            .pending_tool_calls
-            .is_empty()
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the tool never started"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        until_a_tool_runs(&session).await;
         session.abort().await.expect("cancelled");
         let output = tokio::time::timeout(Duration::from_secs(30), session.result())
             .await
@@ -227,20 +214,7 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
             .prompt(vec![Message::user_text("Add slowly.")])
             .await
             .expect("prompt accepted");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while session
-            .state()
-            .await
-            .expect("state")
-            .pending_tool_calls
-            .is_empty()
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the tool never started"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        until_a_tool_runs(&session).await;
         session.abort_run().await.expect("aborted");
         let events = tokio::time::timeout(Duration::from_secs(30), session.wait_idle(0))
             .await
@@ -281,4 +255,22 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
         );
     })
     .await;
+}
+
+/// Waits (30 s at most) until `session` has a tool call running.
+async fn until_a_tool_runs(session: &SessionHandle) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while session
+        .state()
+        .await
+        .expect("state")
+        .pending_tool_calls
+        .is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
