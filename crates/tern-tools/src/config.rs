@@ -150,9 +150,9 @@ const PI_SCHEMAS: &str = include_str!("pi_schemas.json");
 /// model sees the same tool; the typed arguments still deserialize from what validates) and
 /// its constrained sampling (`read`, `write`, `edit` and `bash` prefer strict sampling).
 fn as_pi_declares(tool: AgentTool) -> AgentTool {
-    let Ok(all) = serde_json::from_str::<serde_json::Value>(PI_SCHEMAS) else {
-        return tool;
-    };
+    // Parsed once: a service builds the tools for every agent it starts.
+    static ALL: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| serde_json::from_str(PI_SCHEMAS).unwrap_or_default());
     let Some(pi) = all.get(tool.name()) else {
         return tool;
     };

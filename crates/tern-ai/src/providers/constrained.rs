@@ -188,21 +188,21 @@ fn json_schema_config(tool: &ToolDeclaration) -> Option<&Value> {
         .filter(|c| c.get("type") == Some(&json!("json_schema")))
 }
 
-/// Whether `tool` goes in strict mode (pi-ai's `resolveJsonSchemaStrictSampling`):
-/// `Some(true)` strict, `None` as the provider's default; an error for a `require` tool that
-/// cannot have it.
-pub(crate) fn resolve_strict(
+/// `tool`'s strict schema when it goes in strict mode (pi-ai's
+/// `resolveJsonSchemaStrictSampling` and `getJsonSchemaToolParameters`), `None` when it goes
+/// as the provider's default; an error for a `require` tool that cannot have it.
+fn strict_form(
     tool: &ToolDeclaration,
     supports_strict: bool,
     extra: Option<UnsupportedKeyword>,
-) -> Result<Option<bool>, String> {
+) -> Result<Option<Value>, String> {
     let Some(config) = json_schema_config(tool) else {
         return Ok(None);
     };
     let require = config.get("strict") == Some(&json!("require"));
     if supports_strict {
         return match make_strict(&tool.parameters, extra) {
-            Ok(_) => Ok(Some(true)),
+            Ok(strict) => Ok(Some(strict)),
             Err(_) if !require => Ok(None),
             Err(Unsupported(why)) => Err(format!(
                 "Tool \"{}\" requires JSON-schema constrained sampling, but {why}.",
@@ -219,24 +219,17 @@ pub(crate) fn resolve_strict(
     Ok(None)
 }
 
-/// Whether `tool` goes strict, for a request that cannot fail here: a `require` tool that
-/// cannot have it goes as the provider's default (pi-ai fails the request instead).
-pub(crate) fn strict_or_default(
+/// What a request sends for `tool`: whether it goes strict, and its parameters (their strict
+/// form then). A `require` tool that cannot go strict goes as declared (pi-ai fails the
+/// request instead).
+pub(crate) fn sent(
     tool: &ToolDeclaration,
     supports_strict: bool,
     extra: Option<UnsupportedKeyword>,
-) -> bool {
-    resolve_strict(tool, supports_strict, extra)
-        .ok()
-        .flatten()
-        .unwrap_or(false)
-}
-
-/// The parameters sent for `tool`: the strict form when `strict`, else as declared.
-pub(crate) fn parameters(tool: &ToolDeclaration, strict: bool) -> Value {
-    match strict {
-        true => make_strict(&tool.parameters, None).unwrap_or_else(|_| tool.parameters.clone()),
-        false => tool.parameters.clone(),
+) -> (bool, Value) {
+    match strict_form(tool, supports_strict, extra) {
+        Ok(Some(strict)) => (true, strict),
+        _ => (false, tool.parameters.clone()),
     }
 }
 
@@ -279,21 +272,20 @@ mod tests {
     fn prefer_falls_back_and_require_fails() {
         let loose = json!({"type": "object", "properties": {"x": {}}});
         assert_eq!(
-            resolve_strict(&tool(loose.clone(), "prefer"), true, None),
+            strict_form(&tool(loose.clone(), "prefer"), true, None),
             Ok(None)
         );
-        let e = resolve_strict(&tool(loose, "require"), true, None).unwrap_err();
+        let e = strict_form(&tool(loose, "require"), true, None).unwrap_err();
         assert!(e.contains("schemas without a type are unsupported"), "{e}");
         let fine = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        let (strict, sent_schema) = sent(&tool(fine.clone(), "prefer"), true, None);
+        assert!(strict);
+        assert_eq!(sent_schema["additionalProperties"], false);
         assert_eq!(
-            resolve_strict(&tool(fine.clone(), "prefer"), true, None),
-            Ok(Some(true))
-        );
-        assert_eq!(
-            resolve_strict(&tool(fine.clone(), "prefer"), false, None),
+            strict_form(&tool(fine.clone(), "prefer"), false, None),
             Ok(None)
         );
-        assert!(resolve_strict(&tool(fine, "require"), false, None).is_err());
+        assert!(strict_form(&tool(fine, "require"), false, None).is_err());
         for bad in [
             json!({"type": "object", "additionalProperties": true}),
             json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}}),

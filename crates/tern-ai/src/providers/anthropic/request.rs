@@ -236,17 +236,13 @@ fn convert_tools(
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                let strict = constrained::strict_or_default(
-                    t,
-                    supports_strict,
-                    Some(anthropic_strict_rejects),
-                );
-                let strict_params = strict.then(|| constrained::parameters(t, true));
-                let p = strict_params.as_ref().unwrap_or(&t.parameters);
+                let (strict, parameters) =
+                    constrained::sent(t, supports_strict, Some(anthropic_strict_rejects));
+                let p = &parameters;
                 // A strict tool sends its whole strict schema; the legacy keys below are
                 // written over it (pi-ai's spread), in its key order.
-                let mut schema = match &strict_params {
-                    Some(Value::Object(o)) => o.clone(),
+                let mut schema = match (strict, p) {
+                    (true, Value::Object(o)) => o.clone(),
                     _ => Map::new(),
                 };
                 schema.insert("type".into(), json!("object"));

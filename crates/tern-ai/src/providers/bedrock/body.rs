@@ -306,10 +306,10 @@ fn tool_config(model: &Model, messages: &[Message], tool_choice: Option<&Value>)
     let specs: Vec<Value> = tools
         .iter()
         .map(|t| {
-            let strict = constrained::strict_or_default(t, supports_strict, None);
+            let (strict, parameters) = constrained::sent(t, supports_strict, None);
             let mut spec = json!({
                 "name": t.name, "description": t.description,
-                "inputSchema": {"json": constrained::parameters(t, strict)},
+                "inputSchema": {"json": parameters},
             });
             if strict {
                 spec["strict"] = json!(true);

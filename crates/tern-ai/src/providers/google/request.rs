@@ -378,14 +378,14 @@ pub(crate) fn request_body(
         use crate::providers::constrained;
         // Gemini 3+ enforces required parameters in its validated mode: strict tools go there.
         let supports_strict = gemini_major(&model.id).is_some_and(|v| v >= 3);
-        let strict: Vec<bool> = tools
-            .iter()
-            .map(|t| constrained::strict_or_default(t, supports_strict, None))
-            .collect();
+        let mut any_strict = false;
         let decls: Vec<Value> = tools
                 .iter()
-                .zip(&strict)
-                .map(|(t, s)| json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&constrained::parameters(t, *s), false)}))
+                .map(|t| {
+                    let (strict, parameters) = constrained::sent(t, supports_strict, None);
+                    any_strict |= strict;
+                    json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&parameters, false)})
+                })
                 .collect();
         body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
         let choice = match &options.tool_choice {
@@ -397,7 +397,7 @@ pub(crate) fn request_body(
         let mode = match choice {
             Some("none") => Some("NONE"),
             Some("any") => Some("ANY"),
-            _ if strict.contains(&true) => Some("VALIDATED"),
+            _ if any_strict => Some("VALIDATED"),
             Some(_) => Some("AUTO"),
             None => None,
         };

@@ -300,11 +300,11 @@ impl WireApi for super::Mistral {
                 .iter()
                 .map(|t| {
                     use crate::providers::constrained;
-                    let strict = constrained::strict_or_default(t, supports_strict, None);
+                    let (strict, parameters) = constrained::sent(t, supports_strict, None);
                     json!({"type": "function", "function": {
                         "name": t.name,
                         "description": t.description,
-                        "parameters": constrained::parameters(t, strict),
+                        "parameters": parameters,
                         "strict": strict,
                     }})
                 })

@@ -54,18 +54,12 @@ fn convert_tools(tools: &[std::sync::Arc<crate::message::ToolDeclaration>], c: &
         tools
             .iter()
             .map(|t| {
-                let strict = crate::providers::constrained::strict_or_default(
-                    t,
-                    c.supports_strict_mode,
-                    None,
-                );
+                let (strict, parameters) =
+                    crate::providers::constrained::sent(t, c.supports_strict_mode, None);
                 let mut f = Map::new();
                 f.insert("name".into(), json!(t.name));
                 f.insert("description".into(), json!(t.description));
-                f.insert(
-                    "parameters".into(),
-                    crate::providers::constrained::parameters(t, strict),
-                );
+                f.insert("parameters".into(), parameters);
                 if c.supports_strict_mode {
                     f.insert("strict".into(), json!(strict));
                 }

@@ -351,9 +351,9 @@ pub(crate) fn insert_tools(
 /// its schema's strict form.
 pub(crate) fn responses_tool(t: &crate::message::ToolDeclaration, strict: Option<&Value>) -> Value {
     use crate::providers::constrained;
-    let constrained = strict.is_some() && constrained::strict_or_default(t, true, None);
+    let (constrained, parameters) = constrained::sent(t, strict.is_some(), None);
     let mut f = json!({"type": "function", "name": t.name, "description": t.description,
-                       "parameters": constrained::parameters(t, constrained)});
+                       "parameters": parameters});
     if let Some(default) = strict {
         f["strict"] = if constrained {
             Value::Bool(true)
