@@ -199,11 +199,27 @@ pub fn sanitize(s: &str) -> String {
 /// The columns a terminal gives `s`: its SGR escape sequences take none, wide characters
 /// two.
 pub fn shown_width(s: &str) -> usize {
-    use unicode_width::UnicodeWidthStr;
-    strip_sgr(s).width()
+    use unicode_width::UnicodeWidthChar;
+    // Counted in one pass, no copy: the live rows are measured on every redraw.
+    let mut in_escape = false;
+    s.chars()
+        .map(|c| match (in_escape, c) {
+            (_, '\x1b') => {
+                in_escape = true;
+                0
+            }
+            (true, 'm') => {
+                in_escape = false;
+                0
+            }
+            (true, _) => 0,
+            (false, c) => c.width().unwrap_or(0),
+        })
+        .sum()
 }
 
-/// `s` without its SGR escape sequences: what a terminal shows of it.
+/// `s` without its SGR escape sequences: what a terminal shows of it (tests compare it).
+#[cfg(test)]
 pub fn strip_sgr(s: &str) -> String {
     let mut out = String::new();
     let mut in_escape = false;
@@ -230,6 +246,16 @@ pub fn result_mark(is_error: bool) -> (Style, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_width_skips_escapes_and_counts_wide_characters_twice() {
+        let row = format!("{}表x", Style::Bold.paint("ab"));
+        assert_eq!(shown_width(&row), 5);
+        assert_eq!(
+            shown_width(&row),
+            unicode_width::UnicodeWidthStr::width(strip_sgr(&row).as_str())
+        );
+    }
 
     #[test]
     fn truncate_and_tail_count_characters() {
