@@ -207,7 +207,9 @@ impl Ui {
     }
 
     /// Shows that the run ended, and why when a limit or the user ended it.
-    pub fn on_settled(&mut self) {
+    /// The run (or compaction, or `!` command) ended; returns whether it ended on its own
+    /// (not aborted, refused, timed out or stopped by a limit).
+    pub fn on_settled(&mut self) -> bool {
         self.running = false;
         self.bash = None;
         self.hint = None;
@@ -229,10 +231,12 @@ impl Ui {
         } else {
             None
         };
+        let on_its_own = note.is_none();
         match note {
             Some(n) => self.print(&Style::Yellow.paint(&n)),
             None => self.redraw(),
         }
+        on_its_own
     }
 }
 

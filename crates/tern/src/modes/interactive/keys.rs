@@ -117,7 +117,7 @@ pub fn handle_key(ui: &mut Ui, k: KeyEvent, ui_tx: &UiSender) -> bool {
 
 /// Alt+Up: takes every queued message back (journaled as withdrawn, so a recovery does not
 /// deliver it) and puts their texts on the input before what it held, as pi's dequeue.
-fn dequeue(ui: &mut Ui) {
+pub(super) fn dequeue(ui: &mut Ui) {
     let (steer, follow) = ui.rt.agent.take_queued();
     let taken: Vec<Message> = steer.into_iter().chain(follow).collect();
     if taken.is_empty() {

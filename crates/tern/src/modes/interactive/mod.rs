@@ -98,6 +98,32 @@ fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
     });
 }
 
+/// Messages still queued when a run settles (typed after its last look at its queues, or
+/// during a compaction or a `!` command) would wait for a run that is not coming: after a
+/// run that ended on its own they run now, as the next prompt (taken back from the ended
+/// run's journal first); after an abort or a limit they come back to the input.
+fn run_left_over(ui: &mut Ui, on_its_own: bool, ui_tx: &UiSender) {
+    if ui.running || !ui.rt.agent.has_queued_messages() {
+        return;
+    }
+    if !on_its_own {
+        keys::dequeue(ui);
+        ui.redraw();
+        return;
+    }
+    let (steer, follow) = ui.rt.agent.take_queued();
+    let messages: Vec<Message> = steer.into_iter().chain(follow).collect();
+    ui.running = true;
+    let rt = ui.rt.clone();
+    let tx = ui_tx.clone();
+    tokio::spawn(async move {
+        rt.withdraw(&messages).await;
+        let _ = rt.run_prompt(messages).await;
+        let _ = tx.send(UiEvent::Settled);
+    });
+    ui.redraw();
+}
+
 /// Compacts the transcript in its own task (`/compact [instructions]`); the compaction's
 /// note comes from the observer, then the UI hears `Settled`.
 fn start_compaction(rt: &Arc<Runtime>, instructions: String, ui_tx: &UiSender) {
@@ -297,7 +323,10 @@ pub async fn run(
                     ui.print(&n);
                     ui.redraw();
                 }
-                UiEvent::Settled => ui.on_settled(),
+                UiEvent::Settled => {
+                    let on_its_own = ui.on_settled();
+                    run_left_over(&mut ui, on_its_own, &ui_tx);
+                }
             },
             Some(q) = questions.recv() => {
                 if ui.always.contains(&q.0.tool_name) {
