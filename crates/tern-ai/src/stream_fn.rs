@@ -36,16 +36,21 @@ impl Context {
     }
 }
 
-/// Per-level thinking token budgets for token-budget providers.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Per-level thinking token budgets for token-budget providers. As JSON (pi's
+/// `thinkingBudgets`), the levels set: `{"minimal"?, "low"?, "medium"?, "high"?}`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ThinkingBudgets {
     /// Budget for `minimal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimal: Option<u64>,
     /// Budget for `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low: Option<u64>,
     /// Budget for `medium`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub medium: Option<u64>,
     /// Budget for `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<u64>,
 }
 

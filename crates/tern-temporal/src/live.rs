@@ -412,95 +412,42 @@ impl LiveMerge {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use serde_json::json;
+    use tern_ai::faux::{FauxModel, FauxResponse};
     use tern_ai::{
-        assistant_stream, AssistantMessage, AssistantMessageEvent as E, ContentBlock, Delta,
-        PartialMessage, StopReason, ThinkingContent, ToolCall,
+        assistant_stream, AssistantMessage, AssistantMessageEvent as E, Context, Model, StreamFn,
+        StreamOptions,
     };
 
     use super::*;
     use crate::stream_record::{replay, Recorder};
 
     /// A response with thinking, text and a tool call, event by event, as a provider
-    /// streams it (the partial message advancing with each event).
-    fn streamed() -> (Vec<E>, AssistantMessage) {
-        let p = PartialMessage::new(AssistantMessage {
-            timestamp: 7,
-            ..AssistantMessage::default()
-        });
-        let mut events = vec![E::Start { partial: p.clone() }];
-        let thinking = ContentBlock::Thinking(ThinkingContent {
-            thinking: String::new(),
-            thinking_signature: Some("sig".into()),
-            redacted: None,
-            extra: None,
-        });
-        p.update(|m| m.content.push(thinking));
-        events.push(E::ThinkingStart {
-            content_index: 0,
-            partial: p.clone(),
-        });
-        events.push(E::ThinkingDelta {
-            content_index: 0,
-            delta: Delta::from("Hm.".to_string()),
-            partial: p.clone(),
-        });
-        events.push(E::ThinkingEnd {
-            content_index: 0,
-            content: "Hm.".into(),
-            partial: p.clone(),
-        });
-        p.update(|m| m.content.push(ContentBlock::text("")));
-        events.push(E::TextStart {
-            content_index: 1,
-            partial: p.clone(),
-        });
-        events.push(E::TextDelta {
-            content_index: 1,
-            delta: Delta::from("Hi".to_string()),
-            partial: p.clone(),
-        });
-        events.push(E::TextEnd {
-            content_index: 1,
-            content: "Hi".into(),
-            partial: p.clone(),
-        });
-        let call = ToolCall {
-            id: "c1".into(),
-            name: "read".into(),
-            arguments: json!({"path": "a"}),
-            extra: None,
-        };
-        p.update(|m| {
-            m.content.push(ContentBlock::ToolCall(Arc::new(ToolCall {
-                arguments: json!({}),
-                ..call.clone()
-            })))
-        });
-        events.push(E::ToolcallStart {
-            content_index: 2,
-            partial: p.clone(),
-        });
-        events.push(E::ToolcallDelta {
-            content_index: 2,
-            delta: Delta::from("{\"path\":\"a\"}".to_string()),
-            partial: p.clone(),
-        });
-        events.push(E::ToolcallEnd {
-            content_index: 2,
-            tool_call: Arc::new(call),
-            partial: p.clone(),
-        });
-        let mut end = p.snapshot();
-        end.stop_reason = StopReason::ToolUse;
+    /// streams it (the scripted model's events), and its final message.
+    async fn streamed() -> (Vec<E>, AssistantMessage) {
+        let response = FauxResponse::tool_call("c1", "read", json!({"path": "a"}))
+            .with_text_first("Hi")
+            .with_thinking("Hm.");
+        let mut stream = FauxModel::new(vec![response])
+            .stream(
+                &Model::default(),
+                Context::default(),
+                StreamOptions::default(),
+            )
+            .expect("the scripted model starts");
+        let mut events = Vec::new();
+        while let Some(e) = stream.next().await {
+            events.push(e);
+        }
+        let end = events.pop().expect("a final event");
+        assert!(matches!(end, E::Done { .. }), "{end:?}");
+        let end = AssistantMessage::clone(&*stream.result().await);
         (events, end)
     }
 
     #[tokio::test]
     async fn live_lines_are_the_lines_of_the_events_the_log_replays() {
-        let (events, end) = streamed();
+        let (events, end) = streamed().await;
         let mut recorder = Recorder::default();
         let live: Vec<String> = events
             .iter()

@@ -285,7 +285,7 @@ pub struct RequestOptions {
     pub max_retry_delay_ms: Option<u64>,
     /// Per-level thinking budgets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thinking_budgets: Option<WireBudgets>,
+    pub thinking_budgets: Option<ThinkingBudgets>,
     /// Request timeout in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
@@ -306,24 +306,6 @@ pub struct RequestOptions {
     pub metadata: Option<serde_json::Map<String, Value>>,
 }
 
-/// [`ThinkingBudgets`] as they cross.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WireBudgets {
-    /// Budget for `minimal`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minimal: Option<u64>,
-    /// Budget for `low`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub low: Option<u64>,
-    /// Budget for `medium`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub medium: Option<u64>,
-    /// Budget for `high`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub high: Option<u64>,
-}
-
 impl RequestOptions {
     /// The options of `o` that cross (not its key, headers, reasoning or signal).
     ///
@@ -340,12 +322,7 @@ impl RequestOptions {
             max_tokens: o.max_tokens,
             temperature: o.temperature,
             max_retry_delay_ms: o.max_retry_delay_ms,
-            thinking_budgets: o.thinking_budgets.as_ref().map(|b| WireBudgets {
-                minimal: b.minimal,
-                low: b.low,
-                medium: b.medium,
-                high: b.high,
-            }),
+            thinking_budgets: o.thinking_budgets.clone(),
             timeout_ms: o.timeout_ms,
             idle_timeout_ms: o.idle_timeout_ms,
             max_retries: o.max_retries,
@@ -362,12 +339,7 @@ impl RequestOptions {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             max_retry_delay_ms: self.max_retry_delay_ms,
-            thinking_budgets: self.thinking_budgets.as_ref().map(|b| ThinkingBudgets {
-                minimal: b.minimal,
-                low: b.low,
-                medium: b.medium,
-                high: b.high,
-            }),
+            thinking_budgets: self.thinking_budgets.clone(),
             timeout_ms: self.timeout_ms,
             idle_timeout_ms: self.idle_timeout_ms,
             max_retries: self.max_retries,

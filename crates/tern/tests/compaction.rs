@@ -373,15 +373,22 @@ fn failure_after_one_exchange(
     (home, session, server, o)
 }
 
-#[test]
-fn an_overflow_compacts_and_retries_once() {
-    let (_home, session, server, o) = overflow_after_one_exchange(Reply::text("recovered answer"));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o).trim(), "recovered answer");
-    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
+/// Checks a compact-and-retry that recovered: the answer is the retry's, the retry holds
+/// the summary and the prompt that failed (not the failed answer), and the failed answer,
+/// whose `stopReason` is `stop_reason`, is omitted in the file too (pi's `context_edit`),
+/// so a resume agrees.
+fn assert_recovered(
+    session: &Path,
+    server: &Server,
+    o: &std::process::Output,
+    answer: &str,
+    stop_reason: &str,
+) {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    assert_eq!(stdout(o).trim(), answer);
+    assert_contains(&stderr(o), "compacted the conversation (overflow)");
     let requests = server.wait_requests(4);
     assert_eq!(requests.len(), 4);
-    // The retry holds the summary and the prompt that overflowed, not the failed answer.
     assert_eq!(
         conversation(&requests[3]),
         pairs(&[
@@ -389,15 +396,20 @@ fn an_overflow_compacts_and_retries_once() {
             ("user", "second question"),
         ])
     );
-    // The failed answer is omitted in the file too (pi's context_edit), so a resume agrees.
-    let lines = json_lines(&session);
+    let lines = json_lines(session);
     let failed = lines
         .iter()
-        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "error")
+        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == stop_reason)
         .expect("the failed answer is kept in the file");
     assert!(lines.iter().any(|e| e["type"] == "context_edit"
         && e["targetId"] == failed["id"]
         && e["replacement"].is_null()));
+}
+
+#[test]
+fn an_overflow_compacts_and_retries_once() {
+    let (_home, session, server, o) = overflow_after_one_exchange(Reply::text("recovered answer"));
+    assert_recovered(&session, &server, &o, "recovered answer", "error");
     let loaded = tern_session::load(&session).expect("load");
     assert_eq!(
         loaded.messages.len(),
@@ -430,26 +442,7 @@ fn an_answer_cut_below_the_output_limit_compacts_and_retries_once() {
     // pi's `isRecoverableLength`: omitted (context_edit), compacted, continued.
     let (_home, session, server, o) =
         failure_after_one_exchange(cut_short(), Reply::text("the whole answer"));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o).trim(), "the whole answer");
-    assert_contains(&stderr(&o), "compacted the conversation (overflow)");
-    let requests = server.wait_requests(4);
-    assert_eq!(requests.len(), 4);
-    assert_eq!(
-        conversation(&requests[3]),
-        pairs(&[
-            ("user", &wrapped("## Goal\nShort.")),
-            ("user", "second question"),
-        ])
-    );
-    let lines = json_lines(&session);
-    let cut = lines
-        .iter()
-        .find(|e| e["type"] == "message" && e["message"]["stopReason"] == "length")
-        .expect("the cut answer stays in the file");
-    assert!(lines.iter().any(|e| e["type"] == "context_edit"
-        && e["targetId"] == cut["id"]
-        && e["replacement"].is_null()));
+    assert_recovered(&session, &server, &o, "the whole answer", "length");
 }
 
 #[test]

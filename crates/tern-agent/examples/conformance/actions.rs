@@ -13,9 +13,9 @@ use tern_ai::{Content, ContentBlock, Message, ThinkingLevel, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::model::make_model;
+use super::norm::outcome_entry;
 use super::norm::{norm_of, strict_equal};
 use super::spec::ActionSpec;
-use super::tools::outcome_entry;
 use super::{entry, sleep_ms, Harness};
 
 pub(super) struct LowLevel {

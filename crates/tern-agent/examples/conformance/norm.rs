@@ -210,3 +210,17 @@ pub fn entry(pairs: Vec<(&str, Value)>) -> Value {
 pub fn or_null(v: Option<Value>) -> Value {
     v.unwrap_or(Value::Null)
 }
+
+/// A `runToolCall` entry of the trace.
+pub fn outcome_entry(parent: Value, o: &tern_agent::ToolCallOutcome) -> Value {
+    let mut e = Map::new();
+    e.insert("kind".into(), json!("runToolCall"));
+    e.insert("parent".into(), parent);
+    e.insert("toolCallId".into(), json!(o.tool_call.id));
+    e.insert("result".into(), norm_of(&o.result));
+    e.insert("isError".into(), json!(o.is_error));
+    if o.duration_ms.is_some() {
+        e.insert("durationMs".into(), json!(true));
+    }
+    Value::Object(e)
+}

@@ -36,6 +36,44 @@ pub struct ToolDef {
     pub calls: HashMap<String, Arc<Behaviour>>,
 }
 
+impl ToolDef {
+    /// FORMAT.md 1.2's `prepareArguments` ops, applied to a shallow copy; `None` when none
+    /// changed anything.
+    pub fn prepare_arguments(&self, args: &Value) -> Option<Value> {
+        let ops = self.prepare.as_deref().unwrap_or_default();
+        let Value::Object(original) = args else {
+            return None;
+        };
+        let mut out: Option<Map<String, Value>> = None;
+        for op in ops {
+            let cur = out.as_ref().unwrap_or(original);
+            match op {
+                PrepOp::Rename { from, to } => {
+                    if cur.contains_key(from) && !cur.contains_key(to) {
+                        let m = out.get_or_insert_with(|| original.clone());
+                        let v = m.get(from).cloned().unwrap_or(Value::Null);
+                        m.insert(to.clone(), v);
+                        m.shift_remove(from);
+                    }
+                }
+                PrepOp::Default { key, value } => {
+                    if !cur.contains_key(key) {
+                        let m = out.get_or_insert_with(|| original.clone());
+                        m.insert(key.clone(), value.clone());
+                    }
+                }
+                PrepOp::Drop { key } => {
+                    if cur.contains_key(key) {
+                        let m = out.get_or_insert_with(|| original.clone());
+                        m.shift_remove(key);
+                    }
+                }
+            }
+        }
+        out.map(Value::Object)
+    }
+}
+
 pub enum PrepOp {
     Rename { from: String, to: String },
     Default { key: String, value: Value },

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tern_agent::{
     run_tool_call, AgentContext, AgentTool, RunToolCallOptions, ToolCallInput, ToolCallOutcome,
     ToolOutput, ToolResult,
@@ -11,8 +11,8 @@ use tern_agent::{
 use tern_ai::{AssistantMessage, BoxError, ContentBlock, StopReason, ToolCall, Usage};
 use tokio_util::sync::CancellationToken;
 
-use super::norm::{norm, norm_of};
-use super::spec::{self, CallSpec, PrepOp, Step, ToolDef};
+use super::norm::{norm, norm_of, outcome_entry};
+use super::spec::{self, CallSpec, Step, ToolDef};
 use super::{abortable_sleep, entry, sleep_ms, Harness, Place};
 
 impl Harness {
@@ -44,9 +44,7 @@ impl Harness {
         }
         if def.prepare.is_some() {
             let d = def.clone();
-            tool = tool.with_prepare_arguments(move |args: &Value| {
-                apply_prepare_ops(d.prepare.as_deref().unwrap_or(&[]), args)
-            });
+            tool = tool.with_prepare_arguments(move |args: &Value| d.prepare_arguments(args));
         }
         self.built_tools.lock().insert(id.to_string(), tool.clone());
         Some(tool)
@@ -184,50 +182,4 @@ fn synthetic_assistant(call: &ToolCall) -> AssistantMessage {
         timestamp: 0,
         ..AssistantMessage::default()
     }
-}
-
-fn apply_prepare_ops(ops: &[PrepOp], args: &Value) -> Option<Value> {
-    let Value::Object(original) = args else {
-        return None;
-    };
-    let mut out: Option<Map<String, Value>> = None;
-    for op in ops {
-        let cur = out.as_ref().unwrap_or(original);
-        match op {
-            PrepOp::Rename { from, to } => {
-                if cur.contains_key(from) && !cur.contains_key(to) {
-                    let m = out.get_or_insert_with(|| original.clone());
-                    let v = m.get(from).cloned().unwrap_or(Value::Null);
-                    m.insert(to.clone(), v);
-                    m.shift_remove(from);
-                }
-            }
-            PrepOp::Default { key, value } => {
-                if !cur.contains_key(key) {
-                    let m = out.get_or_insert_with(|| original.clone());
-                    m.insert(key.clone(), value.clone());
-                }
-            }
-            PrepOp::Drop { key } => {
-                if cur.contains_key(key) {
-                    let m = out.get_or_insert_with(|| original.clone());
-                    m.shift_remove(key);
-                }
-            }
-        }
-    }
-    out.map(Value::Object)
-}
-
-pub(super) fn outcome_entry(parent: Value, o: &ToolCallOutcome) -> Value {
-    let mut e = Map::new();
-    e.insert("kind".into(), json!("runToolCall"));
-    e.insert("parent".into(), parent);
-    e.insert("toolCallId".into(), json!(o.tool_call.id));
-    e.insert("result".into(), norm_of(&o.result));
-    e.insert("isError".into(), json!(o.is_error));
-    if o.duration_ms.is_some() {
-        e.insert("durationMs".into(), json!(true));
-    }
-    Value::Object(e)
 }

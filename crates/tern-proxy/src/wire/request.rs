@@ -78,44 +78,9 @@ pub struct ProxyRequestOptions {
     pub max_retry_delay_ms: Option<u64>,
 }
 
-/// Per-level thinking token budgets as JSON (`{"minimal"?, "low"?, "medium"?, "high"?}`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Budgets {
-    /// Budget for `minimal`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minimal: Option<u64>,
-    /// Budget for `low`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub low: Option<u64>,
-    /// Budget for `medium`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub medium: Option<u64>,
-    /// Budget for `high`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub high: Option<u64>,
-}
-
-impl From<&ThinkingBudgets> for Budgets {
-    fn from(b: &ThinkingBudgets) -> Self {
-        Budgets {
-            minimal: b.minimal,
-            low: b.low,
-            medium: b.medium,
-            high: b.high,
-        }
-    }
-}
-
-impl From<Budgets> for ThinkingBudgets {
-    fn from(b: Budgets) -> Self {
-        ThinkingBudgets {
-            minimal: b.minimal,
-            low: b.low,
-            medium: b.medium,
-            high: b.high,
-        }
-    }
-}
+/// Per-level thinking token budgets as JSON (`{"minimal"?, "low"?, "medium"?, "high"?}`):
+/// tern's own [`ThinkingBudgets`], whose serde form is pi's.
+pub type Budgets = ThinkingBudgets;
 
 impl ProxyRequestOptions {
     /// The forwarded part of `options`. tern's [`StreamOptions`] has no sampling parameters,
@@ -133,7 +98,7 @@ impl ProxyRequestOptions {
             headers: (!options.headers.is_empty()).then(|| options.headers.clone()),
             metadata: options.metadata.clone(),
             transport: None,
-            thinking_budgets: options.thinking_budgets.as_ref().map(Budgets::from),
+            thinking_budgets: options.thinking_budgets.clone(),
             max_retry_delay_ms: options.max_retry_delay_ms,
         }
     }
@@ -150,7 +115,7 @@ impl ProxyRequestOptions {
             temperature: self.temperature,
             headers: self.headers.unwrap_or_default(),
             max_retry_delay_ms: self.max_retry_delay_ms,
-            thinking_budgets: self.thinking_budgets.map(ThinkingBudgets::from),
+            thinking_budgets: self.thinking_budgets,
             cache_retention: self.cache_retention,
             metadata: self.metadata,
             ..StreamOptions::default()

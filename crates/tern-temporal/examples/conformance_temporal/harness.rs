@@ -305,7 +305,7 @@ async fn drive(
                 }
                 let hooks = hooks::build_hooks(&Arc::downgrade(side));
                 let outcome = scripted::run_tool_call(c, tools, hooks, signal, trace).await;
-                trace.here(scripted::outcome_entry(Value::Null, &outcome));
+                trace.here(norm::outcome_entry(Value::Null, &outcome));
                 Ok(())
             }
             "snapshot" => {

@@ -21,8 +21,8 @@ use tern_temporal::SessionState;
 
 use super::hooks::{HookCounts, HookHost};
 use super::model::Script;
-use super::norm::{js_template, norm, norm_of, strict_equal, truthy};
-use super::spec::{ActionSpec, CallSpec, HooksSpec, PrepOp, ResponseSpec, Scenario, Step, ToolDef};
+use super::norm::{js_template, norm, norm_of, outcome_entry, strict_equal, truthy};
+use super::spec::{ActionSpec, CallSpec, HooksSpec, ResponseSpec, Scenario, Step, ToolDef};
 use super::trace::Trace;
 
 /// The worker's side of a scenario: its scripted responses, one per model request, its
@@ -410,45 +410,7 @@ fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
     if def.prepare.is_none() {
         return tool;
     }
-    tool.with_prepare_arguments(move |args| {
-        apply_prepare_ops(def.prepare.as_deref().unwrap_or_default(), args)
-    })
-}
-
-/// FORMAT.md 1.2's `prepareArguments` ops, applied to a shallow copy; `None` when none
-/// changed anything. (The in-process runner's copy lives in its tools module, which is
-/// bound to its harness.)
-fn apply_prepare_ops(ops: &[PrepOp], args: &Value) -> Option<Value> {
-    let Value::Object(original) = args else {
-        return None;
-    };
-    let mut out: Option<serde_json::Map<String, Value>> = None;
-    for op in ops {
-        let cur = out.as_ref().unwrap_or(original);
-        match op {
-            PrepOp::Rename { from, to } => {
-                if cur.contains_key(from) && !cur.contains_key(to) {
-                    let m = out.get_or_insert_with(|| original.clone());
-                    let v = m.get(from).cloned().unwrap_or(Value::Null);
-                    m.insert(to.clone(), v);
-                    m.shift_remove(from);
-                }
-            }
-            PrepOp::Default { key, value } => {
-                if !cur.contains_key(key) {
-                    out.get_or_insert_with(|| original.clone())
-                        .insert(key.clone(), value.clone());
-                }
-            }
-            PrepOp::Drop { key } => {
-                if cur.contains_key(key) {
-                    out.get_or_insert_with(|| original.clone())
-                        .shift_remove(key);
-                }
-            }
-        }
-    }
-    out.map(Value::Object)
+    tool.with_prepare_arguments(move |args| def.prepare_arguments(args))
 }
 
 /// FORMAT.md 1.2's behaviour on a worker. Late updates are not sent: the activity's updater
@@ -566,20 +528,6 @@ pub async fn run_tool_call(
         },
     )
     .await
-}
-
-/// A `runToolCall` entry.
-pub fn outcome_entry(parent: Value, o: &ToolCallOutcome) -> Value {
-    let mut e = serde_json::Map::new();
-    e.insert("kind".into(), json!("runToolCall"));
-    e.insert("parent".into(), parent);
-    e.insert("toolCallId".into(), json!(o.tool_call.id));
-    e.insert("result".into(), norm_of(&o.result));
-    e.insert("isError".into(), json!(o.is_error));
-    if o.duration_ms.is_some() {
-        e.insert("durationMs".into(), json!(true));
-    }
-    Value::Object(e)
 }
 
 async fn sleep_ms(ms: f64) {
