@@ -128,16 +128,9 @@ fn main() {
     let args = Args { worker, ..args };
     // Before the runtime: the exporter's HTTP client must not live inside it.
     let (traces, export_guard) = telemetry::start();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln_redacted!("tern: cannot start the async runtime: {e}");
-            std::process::exit(exit::ERROR);
-        }
+    let runtime = match runtime() {
+        Some(r) => r,
+        None => std::process::exit(exit::ERROR),
     };
     let code = runtime.block_on(async move {
         match run(args, traces).await {
@@ -154,6 +147,17 @@ fn main() {
     std::process::exit(code);
 }
 
+/// The CLI's async runtime (two workers: a run is mostly waiting); `None`, said on stderr,
+/// when the system refuses it.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln_redacted!("tern: cannot start the async runtime: {e}"))
+        .ok()
+}
+
 /// `tern mcp ...` (its own arguments); returns the exit code.
 fn run_mcp_command(argv: Vec<std::ffi::OsString>) -> i32 {
     let args = match mcp::McpArgs::try_parse_from(argv) {
@@ -167,16 +171,9 @@ fn run_mcp_command(argv: Vec<std::ffi::OsString>) -> i32 {
             };
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln_redacted!("tern: cannot start the async runtime: {e}");
-            return exit::ERROR;
-        }
+    let runtime = match runtime() {
+        Some(r) => r,
+        None => return exit::ERROR,
     };
     let code = runtime.block_on(async move {
         mcp::run_command(args)

@@ -286,7 +286,7 @@ impl ToolSelection {
 mod tests {
     use super::*;
 
-    fn pick(tools: Option<&str>, exclude: Option<&str>, no: NoTools) -> Vec<&'static str> {
+    fn select(tools: Option<&str>, exclude: Option<&str>, no: NoTools) -> ToolSelection {
         ToolSelection::resolve(&ToolFlags {
             tools,
             defaults: None,
@@ -294,7 +294,10 @@ mod tests {
             no_tools: no,
         })
         .expect("valid")
-        .builtins
+    }
+
+    fn pick(tools: Option<&str>, exclude: Option<&str>, no: NoTools) -> Vec<&'static str> {
+        select(tools, exclude, no).builtins
     }
 
     #[test]
@@ -341,15 +344,7 @@ mod tests {
 
     #[test]
     fn mcp_tools_are_kept_unless_an_entry_names_them() {
-        let sel = |tools: Option<&str>, exclude: Option<&str>, no| {
-            ToolSelection::resolve(&ToolFlags {
-                tools,
-                defaults: None,
-                exclude,
-                no_tools: no,
-            })
-            .expect("valid")
-        };
+        let sel = select;
         assert!(sel(Some("read"), None, NoTools::Keep).declares_mcp("mcp__a__x"));
         let only_a = sel(Some("read,mcp__a__*"), None, NoTools::Keep);
         assert!(only_a.declares_mcp("mcp__a__x") && !only_a.declares_mcp("mcp__b__x"));

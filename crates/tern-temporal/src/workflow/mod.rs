@@ -200,14 +200,7 @@ impl AgentWorkflow {
         _ctx: &WorkflowContextView,
         _input: &(),
     ) -> Result<(), HandlerError> {
-        let s = self.shared.0.lock();
-        if s.closed {
-            return Err("The session is closed".into());
-        }
-        match s.cannot_continue() {
-            Some(e) => Err(e.to_string().into()),
-            None => Ok(()),
-        }
+        open_and(self, Session::cannot_continue)
     }
 
     /// Continues from the transcript as it is, as `Agent::continue_run` does (an assistant
@@ -241,14 +234,7 @@ impl AgentWorkflow {
 
     #[update_validator(reset)]
     fn validate_reset(&self, _ctx: &WorkflowContextView, _input: &()) -> Result<(), HandlerError> {
-        let s = self.shared.0.lock();
-        if s.closed {
-            return Err("The session is closed".into());
-        }
-        match s.cannot_reset() {
-            Some(e) => Err(e.to_string().into()),
-            None => Ok(()),
-        }
+        open_and(self, Session::cannot_reset)
     }
 
     /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
@@ -336,10 +322,22 @@ impl AgentWorkflow {
 }
 
 fn open(w: &AgentWorkflow) -> Result<(), HandlerError> {
-    if w.shared.0.lock().closed {
+    open_and(w, |_| None)
+}
+
+/// Refuses an update on a closed session, or with the error `refused` finds in its state.
+fn open_and(
+    w: &AgentWorkflow,
+    refused: impl FnOnce(&Session) -> Option<AgentError>,
+) -> Result<(), HandlerError> {
+    let s = w.shared.0.lock();
+    if s.closed {
         return Err("The session is closed".into());
     }
-    Ok(())
+    match refused(&s) {
+        Some(e) => Err(e.to_string().into()),
+        None => Ok(()),
+    }
 }
 
 async fn accept(ctx: &mut WorkflowContext<AgentWorkflow>, input: Input, m: SessionMessages) -> Seq {
