@@ -13,7 +13,7 @@ mod dev_server;
 
 use std::process::{Child, Command, Stdio};
 
-use common::killed::{spawn, wait_for_pid, BASH};
+use common::killed::{spawn, BASH};
 use common::{command, run, stderr, stdout, Reply, Server};
 use serde_json::{json, Value};
 
@@ -194,10 +194,32 @@ fn a_worker_killed_mid_tool_leaves_the_outcome_unknown_and_another_finishes() {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let client = c.spawn().expect("spawn the client");
+    let mut client = c.spawn().expect("spawn the client");
 
     // Once the tool runs, SIGKILL the worker running it (the shell's parent's parent).
-    let shell = wait_for_pid(&pid_file, std::time::Duration::from_secs(60));
+    // Should it never run, say what the client and the model saw.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let shell = loop {
+        let pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            break pid.trim().to_string();
+        }
+        let exited = matches!(client.try_wait(), Ok(Some(_)));
+        if exited || std::time::Instant::now() > deadline {
+            let alive: Vec<bool> = workers
+                .iter_mut()
+                .map(|w| matches!(w.0.try_wait(), Ok(None)))
+                .collect();
+            let o = common::wait_output(client, std::time::Duration::ZERO);
+            panic!(
+                "the tool never started (client exited: {exited}, workers alive: {alive:?}, \
+                 model requests: {}); client stderr: {}",
+                model.requests().len(),
+                stderr(&o)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let mut running = None;
     let mut p = parent_of(&shell);
     while let Some(pid) = p.filter(|p| *p > 1) {
