@@ -206,6 +206,35 @@ impl<E: StreamEvent> EventSender<E> {
         }
     }
 
+    /// Pushes events in order under one lock, waking the consumer once: what
+    /// [`push`](Self::push) does for each, for a producer that has several at once (a network
+    /// read, a scripted block). Events after one that completes the stream are ignored.
+    pub fn push_all(&self, events: impl IntoIterator<Item = E>) {
+        let (consumer, waiters) = {
+            let mut st = self.shared.state.lock();
+            let mut waiters = Vec::new();
+            for event in events {
+                if st.done {
+                    break;
+                }
+                if let Some(r) = event.completes() {
+                    st.done = true;
+                    st.result = Some(r);
+                    waiters = std::mem::take(&mut st.result_waiters);
+                }
+                st.queue.push(event);
+            }
+            let consumer = match st.queue.is_empty() && !st.done {
+                true => None,
+                false => st.consumer.take(),
+            };
+            (consumer, waiters)
+        };
+        for w in waiters.into_iter().chain(consumer) {
+            w.wake();
+        }
+    }
+
     /// Ends the stream, optionally with a result (when no event gave one).
     pub fn end(&self, result: Option<E::Output>) {
         self.shared.finish(result);
@@ -329,32 +358,70 @@ pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEvent
 impl AssistantMessageEventSender {
     fn time(&self, message: &mut Arc<AssistantMessage>) {
         // A message that already has a duration, or that started before this stream (a
-        // forwarded response), stays untimed.
-        if self.inner.is_done()
-            || message.duration_ms.is_some()
-            || message.timestamp < self.started_at_ms
-        {
+        // forwarded response), stays untimed. (Once the stream is done the push is ignored.)
+        if message.duration_ms.is_some() || message.timestamp < self.started_at_ms {
             return;
         }
         // Unshared at push time in every producer, so this copies nothing.
         Arc::make_mut(message).duration_ms = Some(self.started.elapsed_ms());
     }
 
-    /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.
-    pub fn push(&self, mut event: AssistantMessageEvent) {
-        match &mut event {
+    /// Gives a `done`/`error` event its `durationMs`.
+    #[inline]
+    fn time_final(&self, event: &mut AssistantMessageEvent) {
+        match event {
             AssistantMessageEvent::Done { message, .. } => self.time(message),
             AssistantMessageEvent::Error { error, .. } => self.time(error),
             _ => {}
         }
-        self.inner.push(event);
+    }
+
+    /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.
+    pub fn push(&self, event: AssistantMessageEvent) {
+        // A final event pushed after the end is ignored: it is not timed (nor copied).
+        let ignored = matches!(
+            event,
+            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. }
+        ) && self.inner.is_done();
+        if !ignored {
+            let mut event = event;
+            self.time_final(&mut event);
+            self.inner.push(event);
+        }
+    }
+
+    /// Pushes events in order under one lock, as [`push`](Self::push) each: for a producer
+    /// with several at once (the records of one network read, a scripted block).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use tern_ai::{assistant_stream, AssistantMessage, AssistantMessageEvent as E, PartialMessage};
+    /// let (tx, mut stream) = assistant_stream();
+    /// let partial = PartialMessage::new(AssistantMessage::default());
+    /// tx.push_all([E::Start { partial: partial.clone() }, E::Start { partial }]);
+    /// drop(tx);
+    /// let mut n = 0;
+    /// while stream.next().await.is_some() {
+    ///     n += 1;
+    /// }
+    /// assert_eq!(n, 2);
+    /// # });
+    /// ```
+    pub fn push_all(&self, events: impl IntoIterator<Item = AssistantMessageEvent>) {
+        self.inner.push_all(events.into_iter().map(|mut e| {
+            self.time_final(&mut e);
+            e
+        }));
     }
 
     /// Ends the stream with a final message when no `done`/`error` event gave one.
     pub fn end(&self, result: Option<AssistantMessage>) {
+        let done = self.inner.is_done();
         let result = result.map(|m| {
             let mut m = Arc::new(m);
-            self.time(&mut m);
+            if !done {
+                self.time(&mut m);
+            }
             m
         });
         self.inner.end(result);
@@ -433,5 +500,57 @@ impl futures::Stream for AssistantMessageEventStream {
     type Item = AssistantMessageEvent;
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.get_mut().inner.poll_next_event(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::PartialMessage;
+
+    fn text_delta(partial: &PartialMessage, d: &str) -> AssistantMessageEvent {
+        AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: d.into(),
+            partial: partial.clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn push_all_wakes_a_waiting_consumer_and_stops_at_the_final_event() {
+        let (tx, mut rx) = assistant_stream();
+        let partial = PartialMessage::new(AssistantMessage::default());
+        // The consumer waits first, so only the batch's wake-up can bring it back.
+        let consumer = tokio::spawn(async move {
+            let mut deltas = String::new();
+            while let Some(e) = rx.next().await {
+                if let AssistantMessageEvent::TextDelta { delta, .. } = &e {
+                    deltas.push_str(delta);
+                }
+            }
+            (deltas, rx.result().await)
+        });
+        tokio::task::yield_now().await;
+        let done = AssistantMessageEvent::Done {
+            reason: StopReason::Stop,
+            message: Arc::new(AssistantMessage {
+                timestamp: now_ms(),
+                ..AssistantMessage::default()
+            }),
+        };
+        tx.push_all([
+            text_delta(&partial, "a"),
+            text_delta(&partial, "b"),
+            done,
+            text_delta(&partial, "after the end"),
+        ]);
+        tx.push_all([text_delta(&partial, "later still")]);
+        let (deltas, result) = tokio::time::timeout(std::time::Duration::from_secs(10), consumer)
+            .await
+            .expect("the batch woke the consumer")
+            .expect("the consumer ends");
+        assert_eq!(deltas, "ab");
+        assert_eq!(result.stop_reason, StopReason::Stop);
+        assert!(result.duration_ms.is_some(), "the final message is timed");
     }
 }

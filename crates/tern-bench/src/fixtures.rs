@@ -11,8 +11,8 @@ use tern_agent::{Agent, AgentOptions, AgentTool, ToolResult};
 use tern_ai::clock::now_ms;
 use tern_ai::{
     assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
-    ContentBlock, Context, Model, ModelCost, PartialMessage, StopReason, StreamFn, StreamOptions,
-    ToolCall, Usage,
+    ContentBlock, Context, Delta, Model, ModelCost, PartialMessage, StopReason, StreamFn,
+    StreamOptions, ToolCall, Usage,
 };
 
 /// The system prompt of every agent (26 bytes).
@@ -123,24 +123,30 @@ pub fn scripted_response(
                     m.content.push(ContentBlock::text(""));
                     m.content.len() - 1
                 });
+                // The block at once, as a provider pushes the records of one network read:
+                // the partial takes the whole text in one update and the queue takes the
+                // events in one lock. The stream is pre-filled, so its consumer sees the
+                // same partial either way.
+                let content = partial.update(|m| match &mut m.content[idx] {
+                    ContentBlock::Text(t) => {
+                        t.text.reserve(delta.len() * repeat);
+                        for _ in 0..repeat {
+                            t.text.push_str(&delta);
+                        }
+                        t.text.clone()
+                    }
+                    _ => String::new(),
+                });
                 tx.push(E::TextStart {
                     content_index: idx,
                     partial: partial.clone(),
                 });
-                for _ in 0..repeat {
-                    partial.update(|m| {
-                        if let ContentBlock::Text(t) = &mut m.content[idx] {
-                            t.text.push_str(&delta);
-                        }
-                    });
-                    tx.push(E::TextDelta {
-                        content_index: idx,
-                        delta: delta.as_str().into(),
-                        partial: partial.clone(),
-                    });
-                }
-                let content =
-                    partial.with(|m| m.content[idx].as_text().unwrap_or_default().to_string());
+                let d = Delta::from(delta.as_str());
+                tx.push_all((0..repeat).map(|_| E::TextDelta {
+                    content_index: idx,
+                    delta: d.clone(),
+                    partial: partial.clone(),
+                }));
                 tx.push(E::TextEnd {
                     content_index: idx,
                     content,
