@@ -49,6 +49,7 @@ pub mod overflow;
 #[cfg(feature = "testing")]
 pub mod replay;
 mod retry;
+mod strict_limits;
 mod thinking;
 mod transform;
 mod typed_json;
@@ -62,6 +63,7 @@ use driver::{boxed_run, RunFuture, WireApi};
 use output::Output;
 
 pub use overflow::is_context_overflow;
+pub use strict_limits::{cleanup_session_resources, MAX_SESSIONS as MAX_STRICT_LIMIT_SESSIONS};
 
 /// Entry points for differential tests of the provider internals (the `testing` feature).
 #[cfg(feature = "testing")]
