@@ -1,12 +1,24 @@
-//! JSON-schema constrained sampling (pi-ai's `constrained-sampling.js`): a tool whose
-//! `constrainedSampling` is `{"type": "json_schema", "strict": "prefer" | "require"}` is sent
-//! in a provider's strict mode, its schema rewritten to the strict subset (every property
-//! required, an optional one made nullable, no additional properties), when the provider
-//! supports strict tools and the schema fits; a `prefer` tool falls back to non-strict
-//! otherwise, a `require` tool fails the request.
+//! Constrained sampling (pi-ai's `constrained-sampling.js`; the config's typed view is
+//! [`ConstrainedSampling`](crate::message::ConstrainedSampling)).
 //!
-//! Grammar-constrained tools (`{"type": "grammar"}`, OpenAI's custom tools) are not sent as
-//! such: they go as ordinary function tools.
+//! JSON schema: a tool whose `constrainedSampling` is `{"type": "json_schema", "strict":
+//! "prefer" | "require"}` is sent in a provider's strict mode, its schema rewritten to the
+//! strict subset (every property required, an optional one made nullable, no additional
+//! properties), when the provider supports strict tools and the schema fits; a `prefer` tool
+//! falls back to non-strict otherwise, a `require` tool fails the request before it is sent
+//! (`Tool "x" requires JSON-schema constrained sampling, but <why>.`). On Claude (Anthropic,
+//! Bedrock) a session over the strict-tool limits sends `prefer` tools non-strict
+//! (`strict_limits`).
+//!
+//! Grammar: a tool whose config is `{"type": "grammar", "variants": {"openai_lark"?,
+//! "openai_regex"?}}` goes as an OpenAI custom tool with its grammar (the Lark variant, else
+//! the regex; blank ones do not count) on a model whose compat sets
+//! `supportsOpenAIGrammarTools` (Responses, Azure, Codex, Chat Completions), else as an
+//! ordinary function tool. Its parameters must be an object schema with exactly one required
+//! string property, the input property: a custom call's input text is that argument, when
+//! it streams (`custom_input`) and when an earlier call is replayed as a custom call. Every
+//! grammar tool the transcript declares is checked up front; a bad one fails the request
+//! with the reference's message.
 
 use std::collections::HashMap;
 
@@ -429,6 +441,7 @@ pub(crate) fn grammar_call_input(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{ConstrainedSampling, GrammarVariants};
 
     fn tool(parameters: Value, strict: &str) -> ToolDeclaration {
         ToolDeclaration {
@@ -488,5 +501,141 @@ mod tests {
         ] {
             assert!(make_strict(&bad, None).is_err(), "{bad}");
         }
+    }
+
+    fn grammar_tool(variants: Value, parameters: Value) -> ToolDeclaration {
+        ToolDeclaration {
+            name: "sql".into(),
+            description: String::new(),
+            parameters,
+            constrained_sampling: Some(json!({"type": "grammar", "variants": variants})),
+        }
+    }
+
+    fn one_string(name: &str) -> Value {
+        json!({"type": "object", "properties": {name: {"type": "string"}}, "required": [name]})
+    }
+
+    #[test]
+    fn grammar_tools_take_lark_then_regex_and_their_input_property() {
+        let lark = grammar_tool(
+            json!({"openai_lark": "start: x", "openai_regex": "x"}),
+            one_string("q"),
+        );
+        let g = grammar(&lark, true).unwrap().unwrap();
+        assert_eq!(
+            (g.syntax, g.definition.as_str(), g.input_property.as_str()),
+            ("lark", "start: x", "q")
+        );
+        let regex = grammar_tool(
+            json!({"openai_lark": " \n\u{feff}", "openai_regex": "x+"}),
+            one_string("q"),
+        );
+        assert_eq!(grammar(&regex, true).unwrap().unwrap().syntax, "regex");
+        // Without support the tool goes as a function; non-grammar tools are not grammar tools.
+        assert_eq!(grammar(&lark, false), Ok(None));
+        assert_eq!(grammar(&tool(one_string("q"), "prefer"), true), Ok(None));
+        assert_eq!(
+            ConstrainedSampling::from_json(lark.constrained_sampling.as_ref().unwrap()),
+            Some(ConstrainedSampling::Grammar {
+                variants: GrammarVariants {
+                    openai_lark: Some("start: x".into()),
+                    openai_regex: Some("x".into()),
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn bad_grammar_tools_fail_with_the_reference_messages() {
+        let prefix = "Tool \"sql\" cannot use grammar constrained sampling: ";
+        let fails = |variants: Value, parameters: Value| {
+            grammar(&grammar_tool(variants, parameters), true).unwrap_err()
+        };
+        let ok = json!({"openai_regex": "x"});
+        assert_eq!(
+            fails(json!({"openai_lark": ""}), one_string("q")),
+            format!("{prefix}no supported grammar variant was provided.")
+        );
+        assert_eq!(
+            fails(ok.clone(), json!({"type": "string"})),
+            format!("{prefix}grammar constrained sampling requires an object parameter schema.")
+        );
+        assert_eq!(
+            fails(ok.clone(), json!({"type": "object", "required": ["a", "b"]})),
+            format!("{prefix}grammar constrained sampling requires exactly one required string property.")
+        );
+        assert_eq!(
+            fails(
+                ok.clone(),
+                json!({"type": "object", "properties": {"q": false}, "required": ["q"]})
+            ),
+            format!("{prefix}grammar constrained sampling requires a properties entry for q.")
+        );
+        assert_eq!(
+            fails(
+                ok,
+                json!({"type": "object", "properties": {"q": {"type": "number"}}, "required": ["q"]})
+            ),
+            format!("{prefix}grammar constrained sampling property q must have type string.")
+        );
+        let no_variants = ToolDeclaration {
+            constrained_sampling: Some(json!({"type": "grammar"})),
+            ..grammar_tool(json!({}), one_string("q"))
+        };
+        assert!(grammar(&no_variants, true)
+            .unwrap_err()
+            .contains("reading 'openai_lark'"));
+    }
+
+    #[test]
+    fn declared_grammar_tools_map_to_their_input_properties() {
+        use crate::message::SystemMessage;
+        use std::sync::Arc;
+        let sql = grammar_tool(json!({"openai_regex": "x"}), one_string("query"));
+        let system = |tools: Vec<ToolDeclaration>| {
+            Message::from(SystemMessage {
+                tools_added: Some(tools.into_iter().map(Arc::new).collect()),
+                ..SystemMessage::default()
+            })
+        };
+        let redeclared = ToolDeclaration {
+            parameters: one_string("text"),
+            ..sql.clone()
+        };
+        let messages = [
+            system(vec![sql, tool(one_string("p"), "prefer")]),
+            system(vec![redeclared]),
+        ];
+        let inputs = grammar_inputs(&messages, true).unwrap();
+        assert_eq!(inputs.len(), 1);
+        assert_eq!(inputs["sql"], "text");
+        assert!(grammar_inputs(&messages, false).unwrap().is_empty());
+        assert_eq!(
+            grammar_call_input("sql", &json!({"text": 3}), "text").unwrap_err(),
+            "Grammar tool call \"sql\" requires argument \"text\" to be a string."
+        );
+        assert_eq!(
+            grammar_call_input("sql", &json!({"text": "a"}), "text"),
+            Ok("a".into())
+        );
+    }
+
+    #[test]
+    fn preferred_tools_go_as_declared_when_turned_off() {
+        let fine = json!({"type": "object", "properties": {"x": {"type": "string"}}});
+        let prefer = tool(fine.clone(), "prefer");
+        assert!(prefers_strict(&prefer));
+        assert_eq!(
+            sent_unless_preferred_off(&prefer, true, None, true),
+            Ok((false, fine.clone()))
+        );
+        let require = tool(fine, "require");
+        assert!(!prefers_strict(&require));
+        assert!(
+            sent_unless_preferred_off(&require, true, None, true)
+                .unwrap()
+                .0
+        );
     }
 }
