@@ -149,8 +149,9 @@ def grammar_cases():
                  "Grammar tools on Azure: custom tools and custom calls as on OpenAI Responses.",
                  on, ["call_g1|ctc_g1", "call_g2|fc_g2", "call_g3|fc_g3"], responses_custom_call_chunks())
     grammar_case("openai-codex-responses", "plain-text", "grammar-tools",
-                 "Grammar tools on Codex: custom tools inside the additional_tools item, custom calls replayed.",
-                 on, ["call_g1|ctc_g1", "call_g2|fc_g2", "call_g3|fc_g3"])
+                 "Grammar tools on Codex: custom tools inside the additional_tools item, custom calls replayed, "
+                 "the reply's custom call keyed by the input property.",
+                 on, ["call_g1|ctc_g1", "call_g2|fc_g2", "call_g3|fc_g3"], responses_custom_call_chunks())
     grammar_case("openai-completions", "plain-text", "grammar-tools",
                  "Grammar tools on Chat Completions with OpenAI grammar tools: custom tools with the grammar "
                  "under format.grammar, earlier grammar calls replayed as type custom; streamed custom calls keyed "
