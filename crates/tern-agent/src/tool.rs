@@ -359,6 +359,9 @@ impl AgentTool {
     /// Sets the tool's constrained-sampling preference (pi's `constrainedSampling`), e.g.
     /// `{"type": "json_schema", "strict": "prefer"}`: providers that support strict tools
     /// then send this one strict, its schema in the strict subset, where the schema fits.
+    /// [`tern_ai::message::ConstrainedSampling`] converts into this JSON; its `Grammar`
+    /// variant makes the tool an OpenAI custom tool with that grammar on models that take
+    /// them (its parameters then have exactly one required string property, the input).
     ///
     /// ```
     /// use serde_json::json;

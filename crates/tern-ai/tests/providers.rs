@@ -100,8 +100,10 @@ fn compare(path: &str, a: &Value, b: &Value, diffs: &mut Vec<String>) {
 fn differences(expected: &Value, actual: &Value) -> Vec<String> {
     let mut diffs = Vec::new();
     let mut keys = vec!["request", "requestCount", "events", "message", "overflow"];
-    if expected.get("extraRequests").is_some() || actual.get("extraRequests").is_some() {
-        keys.push("extraRequests");
+    for optional in ["extraRequests", "laterCalls"] {
+        if expected.get(optional).is_some() || actual.get(optional).is_some() {
+            keys.push(optional);
+        }
     }
     for k in keys {
         let mut e = expected.get(k).cloned().unwrap_or(Value::Null);

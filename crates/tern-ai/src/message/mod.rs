@@ -14,6 +14,7 @@
 //! ```
 
 mod assistant;
+mod constrained_sampling;
 mod content;
 mod extra;
 mod name;
@@ -32,6 +33,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub use assistant::{AssistantExtra, AssistantMessage, StopReason};
+pub use constrained_sampling::{ConstrainedSampling, GrammarVariants, Strictness};
 pub use content::{
     content_text, Content, ContentBlock, ImageContent, TextContent, ThinkingContent,
 };

@@ -47,9 +47,20 @@ pub struct ToolDeclaration {
     /// JSON Schema of the arguments.
     #[serde(default)]
     pub parameters: Value,
-    /// Constrained-sampling preference, kept as JSON.
+    /// Constrained-sampling preference, kept as JSON (pi-ai's `constrainedSampling`; the
+    /// typed view is [`ToolDeclaration::constrained_sampling_config`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constrained_sampling: Option<Value>,
+}
+
+impl ToolDeclaration {
+    /// The typed constrained-sampling config, when the declared JSON is one of the forms
+    /// providers act on.
+    pub fn constrained_sampling_config(&self) -> Option<super::ConstrainedSampling> {
+        self.constrained_sampling
+            .as_ref()
+            .and_then(super::ConstrainedSampling::from_json)
+    }
 }
 
 /// `{"name": ...}`: a tool referred to by name.

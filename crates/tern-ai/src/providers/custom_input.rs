@@ -1,17 +1,26 @@
 //! Freeform ("custom") tool input as both OpenAI APIs stream it: the input text is shown as
-//! the arguments `{input: <text>}`, and the deltas are the pieces of that object's JSON text
-//! (`{"input":"` once, the escaped pieces, `"}` at the close), as pi-ai's grammar-tool
-//! helpers produce them.
+//! the arguments `{<property>: <text>}`, and the deltas are the pieces of that object's JSON
+//! text (`{"<property>":"` once, the escaped pieces, `"}` at the close), as pi-ai's
+//! grammar-tool helpers produce them. The property is the declared grammar tool's input
+//! property (`constrained::grammar_inputs`), else [`FALLBACK_PROPERTY`].
 
 use serde_json::{Map, Value};
 
-/// The argument key of a freeform tool's input. The reference looks the key up among the
-/// grammar tools it declared; tern declares none, so its fallback applies.
-pub(crate) const INPUT_PROPERTY: &str = "input";
+use super::constrained::GrammarInputs;
+
+/// The argument key of a custom tool call whose tool is not a declared grammar tool.
+pub(crate) const FALLBACK_PROPERTY: &str = "input";
+
+/// The argument key of a custom call of tool `name`.
+pub(crate) fn property_of<'a>(inputs: &'a GrammarInputs, name: &str) -> &'a str {
+    inputs.get(name).map_or(FALLBACK_PROPERTY, String::as_str)
+}
 
 /// The stream state of one custom tool call.
 #[derive(Debug, Default)]
 pub(crate) struct CustomInput {
+    /// The argument key of the input.
+    property: String,
     input: String,
     started: bool,
     closed: bool,
@@ -29,10 +38,13 @@ fn escaped(s: &str) -> String {
 }
 
 impl CustomInput {
-    /// A custom input that starts with `initial`; its JSON opening is held until the first
-    /// delta the caller sends.
-    pub(crate) fn new(initial: &str) -> Self {
-        let mut c = CustomInput::default();
+    /// A custom input under argument `property` that starts with `initial`; its JSON
+    /// opening is held until the first delta the caller sends.
+    pub(crate) fn new(property: &str, initial: &str) -> Self {
+        let mut c = CustomInput {
+            property: property.to_string(),
+            ..CustomInput::default()
+        };
         c.unsent = c.append_raw(initial).unwrap_or(None).unwrap_or_default();
         c
     }
@@ -40,7 +52,7 @@ impl CustomInput {
     /// The arguments object the block shows.
     pub(crate) fn arguments(&self) -> Value {
         let mut m = Map::new();
-        m.insert(INPUT_PROPERTY.into(), Value::String(self.input.clone()));
+        m.insert(self.property.clone(), Value::String(self.input.clone()));
         Value::Object(m)
     }
 
@@ -51,13 +63,13 @@ impl CustomInput {
         self.started = true;
         format!(
             "{{{}:\"",
-            serde_json::to_string(INPUT_PROPERTY).unwrap_or_default()
+            serde_json::to_string(&self.property).unwrap_or_default()
         )
     }
 
     fn append_raw(&mut self, delta: &str) -> Result<Option<String>, String> {
         if self.closed {
-            return Err(changed_after_close());
+            return Err(self.changed_after_close());
         }
         if delta.is_empty() {
             return Ok(None);
@@ -71,7 +83,7 @@ impl CustomInput {
             return match final_input {
                 None => Ok(None),
                 Some(f) if f == self.input => Ok(None),
-                Some(_) => Err(changed_after_close()),
+                Some(_) => Err(self.changed_after_close()),
             };
         }
         let rest = match final_input {
@@ -79,7 +91,8 @@ impl CustomInput {
                 Some(rest) => rest.to_string(),
                 None => {
                     return Err(format!(
-                        "grammar tool input for property \"{INPUT_PROPERTY}\" changed non-monotonically"
+                        "grammar tool input for property \"{}\" changed non-monotonically",
+                        self.property
                     ))
                 }
             },
@@ -115,8 +128,13 @@ impl CustomInput {
     }
 }
 
-fn changed_after_close() -> String {
-    format!("grammar tool input for property \"{INPUT_PROPERTY}\" changed after it was closed")
+impl CustomInput {
+    fn changed_after_close(&self) -> String {
+        format!(
+            "grammar tool input for property \"{}\" changed after it was closed",
+            self.property
+        )
+    }
 }
 
 #[cfg(test)]
@@ -125,7 +143,7 @@ mod tests {
 
     #[test]
     fn pieces_form_the_arguments_json() {
-        let mut c = CustomInput::new("");
+        let mut c = CustomInput::new("input", "");
         let mut text = String::new();
         for d in ["a\"b", "\n", ""] {
             if let Ok(Some(p)) = c.append(d) {
@@ -143,11 +161,14 @@ mod tests {
 
     #[test]
     fn initial_input_is_sent_with_the_first_piece() {
-        let mut c = CustomInput::new("ab");
+        let mut c = CustomInput::new("input", "ab");
         assert_eq!(c.close(Some("abc")), Ok(Some(r#"{"input":"abc"}"#.into())));
-        let mut d = CustomInput::new("");
+        let mut d = CustomInput::new("input", "");
         assert_eq!(d.close(None), Ok(Some(r#"{"input":""}"#.into())));
-        let mut e = CustomInput::new("x");
+        let mut e = CustomInput::new("input", "x");
         assert!(e.close(Some("y")).is_err());
+        let mut f = CustomInput::new("query", "a");
+        assert_eq!(f.close(None), Ok(Some(r#"{"query":"a"}"#.into())));
+        assert_eq!(f.arguments(), serde_json::json!({"query": "a"}));
     }
 }

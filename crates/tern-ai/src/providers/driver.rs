@@ -146,8 +146,39 @@ pub(crate) trait WireApi: 'static {
         async { Ok(Vec::new()) }
     }
 
-    /// The request the reference would send.
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest;
+    /// The request the reference would send; `Err` fails the run with that message before
+    /// anything is sent (a tool the request cannot declare).
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String>;
+
+    /// [`build_request`](WireApi::build_request) with `prefer` strict tools sent non-strict
+    /// when `preferred_strict_off`, and whether the request sends any `prefer` tool strict.
+    /// Only the APIs that retry after Claude's strict-tool limits
+    /// ([`strict_limit_rejection`](WireApi::strict_limit_rejection)) tell the two apart.
+    fn build_request_with(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+        _preferred_strict_off: bool,
+    ) -> Result<(HttpRequest, bool), String> {
+        Self::build_request(model, context, options).map(|r| (r, false))
+    }
+
+    /// When `failure` is Claude's rejection of too many or too complex strict tools: the
+    /// diagnostic type of the retry without `prefer` strict tools and the SDK error's
+    /// message; `None` (the default) never retries.
+    fn strict_limit_rejection(_failure: &HttpFailure) -> Option<(&'static str, String)> {
+        None
+    }
+
+    /// The mapper of a response to this request (by default a fresh one; the OpenAI APIs
+    /// tell theirs the declared grammar tools).
+    fn new_stream(_model: &Model, _context: &Context) -> Self::Stream {
+        Self::Stream::default()
+    }
 
     /// The SDK's error message for an HTTP failure (also the text of a refused retry delay);
     /// by default the OpenAI SDK's, which most hosts share.
@@ -237,6 +268,13 @@ pub(crate) trait Variant: Send + 'static {
 /// The [`WireStream`] of a [`Variant`]: every step is the base mapper's but the settle.
 pub(crate) struct VariantStream<V: Variant>(V::Base);
 
+impl<V: Variant> VariantStream<V> {
+    /// The variant's stream over this base mapper.
+    pub(crate) fn with_base(base: V::Base) -> Self {
+        VariantStream(base)
+    }
+}
+
 impl<V: Variant> Default for VariantStream<V> {
     fn default() -> Self {
         VariantStream(V::base())
@@ -286,8 +324,6 @@ pub(crate) async fn run<A: WireApi>(
             return;
         }
     };
-    let mut request = A::build_request(model, context, options);
-    request.headers.extend(authorization);
     let without_retries;
     let send_options = match (A::RETRIES, A::MAX_RETRIES) {
         (true, None) => options,
@@ -299,19 +335,43 @@ pub(crate) async fn run<A: WireApi>(
             &without_retries
         }
     };
-    let response = match http::send(&request, send_options, &A::sdk_message).await {
-        Ok(response) => response,
-        Err(e) => {
-            if let SendError::Status(f) = &e {
-                out.update(|m| A::on_status_failure(f, m));
+    let session = options.session_id.as_deref();
+    let mut preferred_strict_off = super::strict_limits::exceeded(session);
+    let response = loop {
+        let (mut request, preferred_strict) =
+            match A::build_request_with(model, context, options, preferred_strict_off) {
+                Ok(built) => built,
+                Err(message) => {
+                    out.fail(message, false);
+                    return;
+                }
+            };
+        request.headers.extend(authorization.iter().cloned());
+        let e = match http::send(&request, send_options, &A::sdk_message).await {
+            Ok(response) => break response,
+            Err(e) => e,
+        };
+        if let SendError::Status(f) = &e {
+            // Claude rejected the strict tools: once per request, only when `prefer` tools
+            // went strict, and the session sends them non-strict from now on.
+            let retry =
+                (preferred_strict && !preferred_strict_off && !options.signal.is_cancelled())
+                    .then(|| A::strict_limit_rejection(f))
+                    .flatten();
+            if let Some((kind, message)) = retry {
+                preferred_strict_off = true;
+                super::strict_limits::mark_exceeded(session);
+                out.update(|m| super::strict_limits::append_fallback(m, kind, &message));
+                continue;
             }
-            let (message, aborted) =
-                send_failure(e, A::ABORT_MESSAGE, |f| A::status_message(model, f));
-            out.fail(message, aborted || options.signal.is_cancelled());
-            return;
+            out.update(|m| A::on_status_failure(f, m));
         }
+        let (message, aborted) = send_failure(e, A::ABORT_MESSAGE, |f| A::status_message(model, f));
+        out.fail(message, aborted || options.signal.is_cancelled());
+        return;
     };
-    read_body::<A>(model, options, &mut out, Body::Http(response)).await;
+    let stream = A::new_stream(model, context);
+    read_body::<A>(model, options, &mut out, Body::Http(response), stream).await;
 }
 
 /// The message of a failed send or read, and whether it was an abort.
@@ -334,12 +394,12 @@ pub(crate) async fn read_body<A: WireApi>(
     options: &StreamOptions,
     out: &mut Output<'_>,
     mut body: Body,
+    mut api: A::Stream,
 ) {
     if A::Stream::STARTS_ON_BODY {
         out.start();
     }
     let content_type = body.content_type();
-    let mut api = A::Stream::default();
     api.on_response(&body);
     let mut reader = RecordReader::new(A::Stream::FRAMING);
     let result =
@@ -620,6 +680,14 @@ pub(crate) fn boxed_map_body<'a, A: WireApi>(
 ) -> RunFuture<'a> {
     Box::pin(async move {
         let mut out = Output::new(model, sink);
-        read_body::<A>(model, options, &mut out, Body::Chunks(chunks.into())).await;
+        let stream = A::Stream::default();
+        read_body::<A>(
+            model,
+            options,
+            &mut out,
+            Body::Chunks(chunks.into()),
+            stream,
+        )
+        .await;
     })
 }

@@ -20,7 +20,9 @@
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
 //!   `transform` (history transforms), `model_options`, `thinking`, `typed_json`,
 //!   `openai_sdk` (what both OpenAI APIs share), `custom_input` (freeform tool input as both
-//!   OpenAI APIs stream it). `README.md` lists every wire shape and how it maps.
+//!   OpenAI APIs stream it), `constrained` (strict JSON-schema and grammar tools),
+//!   `strict_limits` (Claude's strict-tool limits: the retry without `prefer` strict tools
+//!   and the sessions that went over them). `README.md` lists every wire shape and how it maps.
 //! - Public: [`catalog`] (models as data), [`cost`], [`overflow`], [`js_json`] (JSON as
 //!   JavaScript sees it), the thinking-level
 //!   helpers; with the `testing` feature, `replay` (a local replay server), `map_body` and
@@ -49,6 +51,7 @@ pub mod overflow;
 #[cfg(feature = "testing")]
 pub mod replay;
 mod retry;
+mod strict_limits;
 mod thinking;
 mod transform;
 mod typed_json;
@@ -62,6 +65,7 @@ use driver::{boxed_run, RunFuture, WireApi};
 use output::Output;
 
 pub use overflow::is_context_overflow;
+pub use strict_limits::{cleanup_session_resources, MAX_SESSIONS as MAX_STRICT_LIMIT_SESSIONS};
 
 /// Entry points for differential tests of the provider internals (the `testing` feature).
 #[cfg(feature = "testing")]

@@ -12,6 +12,7 @@ use crate::providers::js_json::compact;
 use crate::providers::model_options::{
     api_key, cache_retention, compat, merge_headers, resolve_max_tokens,
 };
+use crate::providers::strict_limits;
 use crate::providers::thinking::{claude_budget, claude_effort, thinking_level_map};
 use crate::providers::transform::transform_messages;
 use crate::stream_fn::{Context, StreamOptions};
@@ -223,59 +224,68 @@ fn anthropic_strict_rejects(key: &str, value: &Value) -> bool {
     }
 }
 
+/// The body's `tools`, and whether a `prefer` tool among them went strict; with
+/// `preferred_off`, `prefer` tools go as declared (the session went over Claude's strict-tool
+/// limits). `Err` for a `require` tool that cannot go strict.
 fn convert_tools(
     tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
     eager: bool,
     cache_control: Option<&Value>,
     supports_strict: bool,
-) -> Value {
+    preferred_off: bool,
+) -> Result<(Value, bool), String> {
     use crate::providers::constrained;
     let n = tools.len();
-    Value::Array(
-        tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let (strict, parameters) =
-                    constrained::sent(t, supports_strict, Some(anthropic_strict_rejects));
-                let p = &parameters;
-                // A strict tool sends its whole strict schema; the legacy keys below are
-                // written over it (pi-ai's spread), in its key order.
-                let mut schema = match (strict, p) {
-                    (true, Value::Object(o)) => o.clone(),
-                    _ => Map::new(),
-                };
-                schema.insert("type".into(), json!("object"));
-                schema.insert(
-                    "properties".into(),
-                    p.get("properties").cloned().unwrap_or(json!({})),
-                );
-                schema.insert(
-                    "required".into(),
-                    p.get("required").cloned().unwrap_or(json!([])),
-                );
-                for k in ["additionalProperties", "$defs", "definitions"] {
-                    if let Some(v) = p.get(k) {
-                        schema.insert(k.into(), v.clone());
-                    }
+    let mut preferred_strict = false;
+    let list = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (strict, parameters) = constrained::sent_unless_preferred_off(
+                t,
+                supports_strict,
+                Some(anthropic_strict_rejects),
+                preferred_off,
+            )?;
+            preferred_strict |= strict && constrained::prefers_strict(t);
+            let p = &parameters;
+            // A strict tool sends its whole strict schema; the legacy keys below are
+            // written over it (pi-ai's spread), in its key order.
+            let mut schema = match (strict, p) {
+                (true, Value::Object(o)) => o.clone(),
+                _ => Map::new(),
+            };
+            schema.insert("type".into(), json!("object"));
+            schema.insert(
+                "properties".into(),
+                p.get("properties").cloned().unwrap_or(json!({})),
+            );
+            schema.insert(
+                "required".into(),
+                p.get("required").cloned().unwrap_or(json!([])),
+            );
+            for k in ["additionalProperties", "$defs", "definitions"] {
+                if let Some(v) = p.get(k) {
+                    schema.insert(k.into(), v.clone());
                 }
-                let mut def = Map::new();
-                def.insert("name".into(), json!(t.name));
-                def.insert("description".into(), json!(t.description));
-                if eager {
-                    def.insert("eager_input_streaming".into(), json!(true));
-                }
-                if strict {
-                    def.insert("strict".into(), json!(true));
-                }
-                def.insert("input_schema".into(), Value::Object(schema));
-                if let (Some(cc), true) = (cache_control, i + 1 == n) {
-                    def.insert("cache_control".into(), cc.clone());
-                }
-                Value::Object(def)
-            })
-            .collect(),
-    )
+            }
+            let mut def = Map::new();
+            def.insert("name".into(), json!(t.name));
+            def.insert("description".into(), json!(t.description));
+            if eager {
+                def.insert("eager_input_streaming".into(), json!(true));
+            }
+            if strict {
+                def.insert("strict".into(), json!(true));
+            }
+            def.insert("input_schema".into(), Value::Object(schema));
+            if let (Some(cc), true) = (cache_control, i + 1 == n) {
+                def.insert("cache_control".into(), cc.clone());
+            }
+            Ok(Value::Object(def))
+        })
+        .collect::<Result<Vec<Value>, String>>()?;
+    Ok((Value::Array(list), preferred_strict))
 }
 
 impl WireApi for super::Anthropic {
@@ -284,7 +294,20 @@ impl WireApi for super::Anthropic {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
+        Self::build_request_with(model, context, options, false).map(|(request, _)| request)
+    }
+
+    fn build_request_with(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+        preferred_strict_off: bool,
+    ) -> Result<(HttpRequest, bool), String> {
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
         let cache_control = if retention == "none" {
@@ -351,6 +374,7 @@ impl WireApi for super::Anthropic {
             }
         }
         let tools = get_current_tools(&messages);
+        let mut preferred_strict = false;
         if !tools.is_empty() {
             let tcc = if compat_bool(model, "supportsCacheControlOnTools", true) {
                 cache_control.as_ref()
@@ -358,7 +382,10 @@ impl WireApi for super::Anthropic {
                 None
             };
             let strict = compat_bool(model, "supportsStrictTools", false);
-            body.insert("tools".into(), convert_tools(&tools, eager, tcc, strict));
+            let (list, preferred) =
+                convert_tools(&tools, eager, tcc, strict, preferred_strict_off)?;
+            preferred_strict = preferred;
+            body.insert("tools".into(), list);
         }
         let off_null = thinking_level_map(model, "off").is_some_and(Value::is_null);
         if model.reasoning && !thinking_enabled && !off_null {
@@ -470,7 +497,19 @@ impl WireApi for super::Anthropic {
         }
         headers.push(("anthropic-version".into(), "2023-06-01".into()));
         headers.push(("content-type".into(), "application/json".into()));
-        HttpRequest::to_base_url(model, "/v1/messages?beta=true", headers, body)
+        let request = HttpRequest::to_base_url(model, "/v1/messages?beta=true", headers, body);
+        Ok((request, preferred_strict))
+    }
+
+    /// A `400` `invalid_request_error` whose SDK message names one of Claude's strict-tool
+    /// limits.
+    fn strict_limit_rejection(f: &HttpFailure) -> Option<(&'static str, String)> {
+        let body: Value = serde_json::from_str(&f.body).ok()?;
+        let invalid =
+            body.pointer("/error/type").and_then(Value::as_str) == Some("invalid_request_error");
+        let message = Self::sdk_message(f);
+        (f.status == 400 && invalid && strict_limits::is_limit_message(&message))
+            .then_some(("anthropic_strict_tools_fallback", message))
     }
 
     /// `"<status> <message or compact JSON body>"` or `"<status> <text>"`.

@@ -6,13 +6,15 @@ use serde_json::{json, Value};
 
 use super::config::{api_version, base_url, deployment_name};
 use crate::model::Model;
+use crate::providers::constrained;
 use crate::providers::driver::{Credentials, ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{
     api_key, compat, merge_headers, resolve_max_tokens, stream_body,
 };
 use crate::providers::openai_responses::request::{
-    convert_messages, insert_reasoning, insert_tools, TOOL_CALL_PROVIDERS,
+    convert_messages, grammar_tools, insert_reasoning, insert_tools, stream_grammar_inputs,
+    TOOL_CALL_PROVIDERS,
 };
 use crate::providers::openai_responses::stream::State as ResponsesState;
 use crate::providers::openai_sdk::http_error_message;
@@ -53,7 +55,11 @@ impl WireApi for super::AzureResponses {
         base_url(model, options).map(|_| ())
     }
 
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
         let messages = if flag(model, "supportsMidConvoSystemMessages", false) {
             context.messages.to_vec()
         } else {
@@ -61,10 +67,12 @@ impl WireApi for super::AzureResponses {
         };
         let mut providers = TOOL_CALL_PROVIDERS.to_vec();
         providers.push("azure");
+        let grammar_tools = grammar_tools(model);
+        let grammar_inputs = constrained::grammar_inputs(&messages, grammar_tools)?;
         let mut body = stream_body(
             &deployment_name(model, options),
             "input",
-            convert_messages(model, &messages, &providers),
+            convert_messages(model, &messages, &providers, &grammar_inputs)?,
         );
         let key_mode = compat(model, "promptCacheKeyMode").and_then(Value::as_str);
         if let (Some(session), false) = (&options.session_id, key_mode == Some("disabled")) {
@@ -85,7 +93,8 @@ impl WireApi for super::AzureResponses {
             &mut body,
             &messages,
             flag(model, "supportsStrictMode", true),
-        );
+            grammar_tools,
+        )?;
         if let Some(choice) = &options.tool_choice {
             body.insert("tool_choice".into(), choice.clone());
         }
@@ -101,12 +110,22 @@ impl WireApi for super::AzureResponses {
         merge_headers(&mut headers, model.headers.as_ref());
         merge_headers(&mut headers, Some(&options.headers));
         let base = base_url(model, options).unwrap_or_default();
-        HttpRequest {
+        Ok(HttpRequest {
             url: format!("{base}/responses?api-version={}", api_version(options)),
             headers,
             body: Value::Object(body),
             ignore_retry_headers: false,
-        }
+        })
+    }
+
+    fn new_stream(model: &Model, context: &Context) -> State {
+        let mut base = <Self as Variant>::base();
+        base.grammar_inputs = stream_grammar_inputs(
+            model,
+            &context.messages,
+            flag(model, "supportsMidConvoSystemMessages", false),
+        );
+        State::with_base(base)
     }
 
     fn status_message(_model: &Model, f: &HttpFailure) -> String {

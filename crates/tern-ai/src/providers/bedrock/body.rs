@@ -294,19 +294,31 @@ fn convert_messages(model: &Model, messages: &[Message], cache: Option<&Value>) 
     out
 }
 
-fn tool_config(model: &Model, messages: &[Message], tool_choice: Option<&Value>) -> Option<Value> {
+/// The body's `toolConfig` (none without tools or with tool choice `none`), and whether a
+/// `prefer` tool went strict; with `preferred_off`, `prefer` tools go as declared (the
+/// session went over Claude's strict-tool limits). `Err` for a `require` tool that cannot go
+/// strict.
+fn tool_config(
+    model: &Model,
+    messages: &[Message],
+    tool_choice: Option<&Value>,
+    preferred_off: bool,
+) -> Result<(Option<Value>, bool), String> {
     use crate::providers::constrained;
     let tools = get_current_tools(messages);
     if tools.is_empty() || tool_choice.and_then(Value::as_str) == Some("none") {
-        return None;
+        return Ok((None, false));
     }
     let supports_strict = crate::providers::model_options::compat(model, "supportsStrictMode")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let specs: Vec<Value> = tools
+    let mut preferred_strict = false;
+    let specs = tools
         .iter()
         .map(|t| {
-            let (strict, parameters) = constrained::sent(t, supports_strict, None);
+            let (strict, parameters) =
+                constrained::sent_unless_preferred_off(t, supports_strict, None, preferred_off)?;
+            preferred_strict |= strict && constrained::prefers_strict(t);
             let mut spec = json!({
                 "name": t.name, "description": t.description,
                 "inputSchema": {"json": parameters},
@@ -314,9 +326,9 @@ fn tool_config(model: &Model, messages: &[Message], tool_choice: Option<&Value>)
             if strict {
                 spec["strict"] = json!(true);
             }
-            json!({"toolSpec": spec})
+            Ok(json!({"toolSpec": spec}))
         })
-        .collect();
+        .collect::<Result<Vec<Value>, String>>()?;
     let mut config = Map::new();
     config.insert("tools".into(), Value::Array(specs));
     let choice = match tool_choice {
@@ -330,7 +342,7 @@ fn tool_config(model: &Model, messages: &[Message], tool_choice: Option<&Value>)
     if let Some(c) = choice {
         config.insert("toolChoice".into(), c);
     }
-    Some(Value::Object(config))
+    Ok((Some(Value::Object(config)), preferred_strict))
 }
 
 fn region_is_gov(model: &Model, options: &StreamOptions) -> bool {
@@ -439,8 +451,14 @@ fn inference_and_thinking(
     (max_tokens, Some(Value::Object(fields)))
 }
 
-/// The ConverseStream body of this request.
-pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+/// The ConverseStream body of this request (`prefer` strict tools as declared when
+/// `preferred_off`), and whether a `prefer` tool went strict.
+pub(super) fn converse_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    preferred_off: bool,
+) -> Result<(Value, bool), String> {
     let messages = collapse_system_messages(&context.messages);
     let initial = get_initial_system_message(&messages);
     let conversation = match initial {
@@ -468,7 +486,13 @@ pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOp
         inference.insert("temperature".into(), json!(t));
     }
     body.insert("inferenceConfig".into(), Value::Object(inference));
-    if let Some(tools) = tool_config(model, &messages, options.tool_choice.as_ref()) {
+    let (tools, preferred_strict) = tool_config(
+        model,
+        &messages,
+        options.tool_choice.as_ref(),
+        preferred_off,
+    )?;
+    if let Some(tools) = tools {
         body.insert("toolConfig".into(), tools);
     }
     if let Some(fields) = thinking {
@@ -477,7 +501,7 @@ pub(super) fn converse_body(model: &Model, context: &Context, options: &StreamOp
     if let Some(metadata) = &options.bedrock.request_metadata {
         body.insert("requestMetadata".into(), Value::Object(metadata.clone()));
     }
-    Value::Object(body)
+    Ok((Value::Object(body), preferred_strict))
 }
 
 #[cfg(test)]
@@ -503,7 +527,8 @@ mod tests {
             bedrock,
             ..StreamOptions::default()
         };
-        converse_body(model, &context, &options)["additionalModelRequestFields"].clone()
+        converse_body(model, &context, &options, false).unwrap().0["additionalModelRequestFields"]
+            .clone()
     }
 
     #[test]

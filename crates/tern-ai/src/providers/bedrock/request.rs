@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use serde_json::{json, Value};
 
 use super::credentials::{self, Env};
-use super::errors::http_failure;
+use super::errors::{http_error_code, http_failure};
 use super::region::{target, REGION_MISSING};
 use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signable};
 use super::stream::diagnostic_value;
@@ -17,6 +17,7 @@ use crate::model::Model;
 use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::output::append_diagnostic;
+use crate::providers::strict_limits;
 use crate::stream_fn::{Context, StreamOptions};
 
 /// The SDK's signing name of Bedrock runtime.
@@ -128,12 +129,26 @@ impl WireApi for super::Bedrock {
         Ok(Vec::new())
     }
 
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
+        Self::build_request_with(model, context, options, false).map(|(request, _)| request)
+    }
+
+    fn build_request_with(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+        preferred_strict_off: bool,
+    ) -> Result<(HttpRequest, bool), String> {
         let chain = request_env(options);
         let target = target(model, options, credentials::profile_region(&chain));
         let path = format!("/model/{}/converse-stream", uri_encode(&model.id));
         let url = format!("{}{path}", target.endpoint);
-        let body = super::body::converse_body(model, context, options);
+        let (body, preferred_strict) =
+            super::body::converse_body(model, context, options, preferred_strict_off)?;
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         for (k, v) in &options.headers {
             if !reserved(k) {
@@ -175,12 +190,28 @@ impl WireApi for super::Bedrock {
             );
             headers.extend(signature.headers);
         }
-        HttpRequest {
+        let request = HttpRequest {
             url,
             headers,
             body,
             ignore_retry_headers: false,
+        };
+        Ok((request, preferred_strict))
+    }
+
+    /// A `ValidationException` whose message names one of Claude's strict-tool limits.
+    fn strict_limit_rejection(f: &HttpFailure) -> Option<(&'static str, String)> {
+        let body: Value = serde_json::from_str(&f.body).unwrap_or(Value::Null);
+        if http_error_code(f, &body).as_deref() != Some("ValidationException") {
+            return None;
         }
+        let message = body
+            .get("message")
+            .or_else(|| body.get("Message"))
+            .and_then(Value::as_str)
+            .unwrap_or("ValidationException");
+        strict_limits::is_limit_message(message)
+            .then(|| ("bedrock_strict_tools_fallback", message.to_string()))
     }
 
     fn sdk_message(failure: &HttpFailure) -> String {

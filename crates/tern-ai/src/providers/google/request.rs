@@ -357,7 +357,7 @@ pub(crate) fn request_body(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
-) -> Map<String, Value> {
+) -> Result<Map<String, Value>, String> {
     let messages = collapse_system_messages(&context.messages);
     let mut body = Map::new();
     body.insert(
@@ -379,14 +379,14 @@ pub(crate) fn request_body(
         // Gemini 3+ enforces required parameters in its validated mode: strict tools go there.
         let supports_strict = gemini_major(&model.id).is_some_and(|v| v >= 3);
         let mut any_strict = false;
-        let decls: Vec<Value> = tools
+        let decls = tools
                 .iter()
                 .map(|t| {
-                    let (strict, parameters) = constrained::sent(t, supports_strict, None);
+                    let (strict, parameters) = constrained::sent(t, supports_strict, None)?;
                     any_strict |= strict;
-                    json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&parameters, false)})
+                    Ok(json!({"name": t.name, "description": t.description, "parametersJsonSchema": rewrite_const_as_enum(&parameters, false)}))
                 })
-                .collect();
+                .collect::<Result<Vec<Value>, String>>()?;
         body.insert("tools".into(), json!([{"functionDeclarations": decls}]));
         let choice = match &options.tool_choice {
             Some(Value::String(c)) => Some(c.as_str()),
@@ -455,7 +455,7 @@ pub(crate) fn request_body(
         gen.insert("thinkingConfig".into(), cfg);
     }
     body.insert("generationConfig".into(), Value::Object(gen));
-    body
+    Ok(body)
 }
 
 /// The Gemini SDK's error message: the compact JSON of the body (non-JSON bodies wrapped).
@@ -475,8 +475,12 @@ impl WireApi for super::Google {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
-        let body = request_body(model, context, options);
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
+        let body = request_body(model, context, options)?;
         let mut headers: Vec<(String, String)> =
             vec![("Content-Type".into(), "application/json".into())];
         if let Some(key) = api_key(model, options) {
@@ -484,7 +488,7 @@ impl WireApi for super::Google {
         }
         merge_headers(&mut headers, model.headers.as_ref());
         merge_headers(&mut headers, Some(&options.headers));
-        HttpRequest {
+        Ok(HttpRequest {
             // The Gemini SDK's errors carry no headers.
             ignore_retry_headers: true,
             ..HttpRequest::to_base_url(
@@ -493,7 +497,7 @@ impl WireApi for super::Google {
                 headers,
                 body,
             )
-        }
+        })
     }
 
     /// The compact JSON of the body (non-JSON bodies wrapped).

@@ -108,8 +108,12 @@ impl WireApi for super::Vertex {
         }
     }
 
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
-        let body = request_body(model, context, options);
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
+        let body = request_body(model, context, options)?;
         let key = vertex_api_key(model, options);
         let base = collection_url(model, key.is_some(), options);
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
@@ -118,7 +122,7 @@ impl WireApi for super::Vertex {
         }
         merge_headers(&mut headers, model.headers.as_ref());
         merge_headers(&mut headers, Some(&options.headers));
-        HttpRequest {
+        Ok(HttpRequest {
             url: format!(
                 "{base}/publishers/google/models/{}:streamGenerateContent?alt=sse",
                 model.id
@@ -127,7 +131,7 @@ impl WireApi for super::Vertex {
             body: Value::Object(body),
             // The Gemini SDK's errors carry no headers.
             ignore_retry_headers: true,
-        }
+        })
     }
 
     fn sdk_message(f: &HttpFailure) -> String {

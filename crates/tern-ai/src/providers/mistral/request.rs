@@ -270,7 +270,11 @@ impl WireApi for super::Mistral {
 
     type Stream = super::stream::State;
 
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
         let mid_conversation_system = compat(model, "supportsMidConvoSystemMessages")
             .and_then(Value::as_bool)
             .unwrap_or(false);
@@ -296,19 +300,19 @@ impl WireApi for super::Mistral {
             let supports_strict = compat(model, "supportsStrictMode")
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            let tools: Vec<Value> = tools
+            let tools = tools
                 .iter()
                 .map(|t| {
                     use crate::providers::constrained;
-                    let (strict, parameters) = constrained::sent(t, supports_strict, None);
-                    json!({"type": "function", "function": {
+                    let (strict, parameters) = constrained::sent(t, supports_strict, None)?;
+                    Ok(json!({"type": "function", "function": {
                         "name": t.name,
                         "description": t.description,
                         "parameters": parameters,
                         "strict": strict,
-                    }})
+                    }}))
                 })
-                .collect();
+                .collect::<Result<Vec<Value>, String>>()?;
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(t) = options.temperature {
@@ -349,7 +353,12 @@ impl WireApi for super::Mistral {
         if let (Some(session), false) = (caches(options), explicit_affinity) {
             headers.push(("x-affinity".into(), session.to_string()));
         }
-        HttpRequest::to_base_url(model, "/v1/chat/completions", headers, body)
+        Ok(HttpRequest::to_base_url(
+            model,
+            "/v1/chat/completions",
+            headers,
+            body,
+        ))
     }
 
     fn sdk_message(f: &HttpFailure) -> String {

@@ -5,11 +5,13 @@ use serde_json::{json, Map, Value};
 
 use crate::message::ThinkingLevel;
 use crate::model::Model;
+use crate::providers::constrained;
 use crate::providers::driver::{Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
 use crate::providers::openai_responses::request::{
-    convert_input, responses_tool, InputOptions, TOOL_CALL_PROVIDERS,
+    convert_input, grammar_tools, responses_tool, stream_grammar_inputs, InputOptions,
+    TOOL_CALL_PROVIDERS,
 };
 use crate::providers::thinking::{clamp_thinking_level, thinking_level_map};
 use crate::stream_fn::{Context, StreamOptions};
@@ -141,7 +143,11 @@ impl WireApi for super::Codex {
         account_id(&api_key(model, options).unwrap_or_default()).map(|_| ())
     }
 
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
         let mid_system = flag(model, "supportsMidConvoSystemMessages", false);
         let messages = if mid_system {
             context.messages.to_vec()
@@ -153,10 +159,14 @@ impl WireApi for super::Codex {
         // none at all where the model's compat says the server takes no such field.
         let strict_field = flag(model, "supportsStrictMode", true).then_some(Value::Null);
         let update = configuration_update_effort(model, options);
+        let grammar_tools = grammar_tools(model);
+        let grammar_inputs = constrained::grammar_inputs(&messages, grammar_tools)?;
         let opts = InputOptions {
             tool_changes,
             tool_strict: strict_field.clone(),
             configuration_update: update.as_deref(),
+            grammar_inputs: Some(&grammar_inputs),
+            grammar_tools,
         };
         let session = cache_session(options);
         let mut body = Map::new();
@@ -165,7 +175,12 @@ impl WireApi for super::Codex {
         body.insert("stream".into(), json!(true));
         body.insert(
             "input".into(),
-            Value::Array(convert_input(model, &messages, &TOOL_CALL_PROVIDERS, &opts)),
+            Value::Array(convert_input(
+                model,
+                &messages,
+                &TOOL_CALL_PROVIDERS,
+                &opts,
+            )?),
         );
         body.insert("text".into(), json!({"verbosity": "low"}));
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
@@ -187,10 +202,10 @@ impl WireApi for super::Codex {
         if !tool_changes {
             let tools = get_current_tools(&messages);
             if !tools.is_empty() {
-                let list: Vec<Value> = tools
+                let list = tools
                     .iter()
-                    .map(|t| responses_tool(t, strict_field.as_ref()))
-                    .collect();
+                    .map(|t| responses_tool(t, strict_field.as_ref(), grammar_tools))
+                    .collect::<Result<Vec<Value>, String>>()?;
                 body.insert("tools".into(), Value::Array(list));
             }
         }
@@ -234,12 +249,21 @@ impl WireApi for super::Codex {
             set("session-id", s.clone());
             set("x-client-request-id", s);
         }
-        HttpRequest {
+        Ok(HttpRequest {
             url: codex_url(model),
             headers,
             body: Value::Object(body),
             ignore_retry_headers: false,
-        }
+        })
+    }
+
+    fn new_stream(model: &Model, context: &Context) -> super::stream::State {
+        let keeps_system_messages = flag(model, "supportsMidConvoSystemMessages", false);
+        super::stream::State::new(stream_grammar_inputs(
+            model,
+            &context.messages,
+            keeps_system_messages,
+        ))
     }
 
     /// The body's error message, or ChatGPT's usage limit in words.

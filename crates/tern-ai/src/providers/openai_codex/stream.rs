@@ -32,6 +32,13 @@ fn text(v: Option<&Value>) -> Option<&str> {
 }
 
 impl State {
+    /// A mapper whose custom tool calls take the declared grammar tools' input properties.
+    pub(super) fn new(grammar_inputs: crate::providers::constrained::GrammarInputs) -> Self {
+        let mut state = State::default();
+        state.responses.grammar_inputs = grammar_inputs;
+        state
+    }
+
     fn forward(&mut self, out: &mut Output<'_>, event: &Value) -> Result<(), String> {
         let data = compact(event);
         self.responses.record(

@@ -35,6 +35,8 @@ pub(crate) struct Compat {
     pub(crate) thinking_format: String,
     /// Send `strict` on tools.
     pub(crate) supports_strict_mode: bool,
+    /// Grammar tools go as OpenAI custom tools (`supportsOpenAIGrammarTools`, default off).
+    pub(crate) supports_openai_grammar_tools: bool,
     /// Send session-affinity headers.
     pub(crate) send_session_affinity_headers: bool,
     /// `openrouter` or `openai` header names.
@@ -139,6 +141,7 @@ pub(crate) fn get_compat(model: &Model) -> Compat {
         ),
         thinking_format: s("thinkingFormat", thinking_format),
         supports_strict_mode: b("supportsStrictMode", false),
+        supports_openai_grammar_tools: b("supportsOpenAIGrammarTools", false),
         send_session_affinity_headers: b("sendSessionAffinityHeaders", is_openrouter),
         session_affinity_format: s(
             "sessionAffinityFormat",

@@ -8,6 +8,7 @@ use super::compat::{get_compat, Compat};
 use super::reasoning::{parse_legacy_encrypted, parse_reasoning_details, REASONING_FIELDS};
 use crate::message::{Content, ContentBlock, Message, ThinkingContent, ToolCall};
 use crate::model::Model;
+use crate::providers::constrained::{self, grammar_call_input, GrammarInputs};
 use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
@@ -49,28 +50,44 @@ fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
-fn convert_tools(tools: &[std::sync::Arc<crate::message::ToolDeclaration>], c: &Compat) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|t| {
-                let (strict, parameters) =
-                    crate::providers::constrained::sent(t, c.supports_strict_mode, None);
-                let mut f = Map::new();
-                f.insert("name".into(), json!(t.name));
-                f.insert("description".into(), json!(t.description));
-                f.insert("parameters".into(), parameters);
-                if c.supports_strict_mode {
-                    f.insert("strict".into(), json!(strict));
-                }
-                json!({"type": "function", "function": Value::Object(f)})
-            })
-            .collect(),
-    )
+/// The body's `tools`: functions, strict where constrained sampling makes them so, and
+/// grammar tools as custom tools where the compat takes them; `Err` for a tool that cannot
+/// go as it asks.
+fn convert_tools(
+    tools: &[std::sync::Arc<crate::message::ToolDeclaration>],
+    c: &Compat,
+) -> Result<Value, String> {
+    let list = tools
+        .iter()
+        .map(|t| {
+            if let Some(g) = constrained::grammar(t, c.supports_openai_grammar_tools)? {
+                return Ok(json!({"type": "custom", "custom": {
+                    "name": t.name, "description": t.description,
+                    "format": {"type": "grammar",
+                               "grammar": {"syntax": g.syntax, "definition": g.definition}}}}));
+            }
+            let (strict, parameters) = constrained::sent(t, c.supports_strict_mode, None)?;
+            let mut f = Map::new();
+            f.insert("name".into(), json!(t.name));
+            f.insert("description".into(), json!(t.description));
+            f.insert("parameters".into(), parameters);
+            if c.supports_strict_mode {
+                f.insert("strict".into(), json!(strict));
+            }
+            Ok(json!({"type": "function", "function": Value::Object(f)}))
+        })
+        .collect::<Result<Vec<Value>, String>>()?;
+    Ok(Value::Array(list))
 }
 
-/// Converts a transcript into Chat Completions `messages`.
-pub(super) fn convert_messages(model: &Model, messages: &[Message], c: &Compat) -> Vec<Value> {
+/// Converts a transcript into Chat Completions `messages`; the calls of the declared grammar
+/// tools (`grammar_inputs`) go back as custom calls, `Err` for one without its input.
+pub(super) fn convert_messages(
+    model: &Model,
+    messages: &[Message],
+    c: &Compat,
+    grammar_inputs: &GrammarInputs,
+) -> Result<Vec<Value>, String> {
     let messages = transform_messages(messages, model, &|id| normalize_tool_call_id(model, id));
     let instruction_role = if model.reasoning && c.supports_developer_role {
         "developer"
@@ -196,10 +213,16 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message], c: &Compat) 
                     m.insert("content".into(), json!(text));
                 }
                 if !calls.is_empty() {
-                    let tc: Vec<Value> = calls
+                    let tc = calls
                         .iter()
-                        .map(|t| json!({"id": t.id, "type": "function", "function": {"name": t.name, "arguments": compact(&t.arguments)}}))
-                        .collect();
+                        .map(|t| match grammar_inputs.get(&t.name) {
+                            Some(property) => {
+                                let input = grammar_call_input(&t.name, &t.arguments, property)?;
+                                Ok(json!({"id": t.id, "type": "custom", "custom": {"name": t.name, "input": input}}))
+                            }
+                            None => Ok(json!({"id": t.id, "type": "function", "function": {"name": t.name, "arguments": compact(&t.arguments)}})),
+                        })
+                        .collect::<Result<Vec<Value>, String>>()?;
                     m.insert("tool_calls".into(), Value::Array(tc));
                 }
                 if let Some(p) = preserved {
@@ -277,7 +300,7 @@ pub(super) fn convert_messages(model: &Model, messages: &[Message], c: &Compat) 
         }
         i += 1;
     }
-    params
+    Ok(params)
 }
 
 fn mapped_effort(model: &Model, level: &str) -> Value {
@@ -293,14 +316,20 @@ impl WireApi for super::Completions {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
         let c = get_compat(model);
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
+        let grammar_inputs =
+            constrained::grammar_inputs(&messages, c.supports_openai_grammar_tools)?;
         let mut body = stream_body(
             &model.id,
             "messages",
-            convert_messages(model, &messages, &c),
+            convert_messages(model, &messages, &c, &grammar_inputs)?,
         );
         let key_ok = c.prompt_cache_key_mode == "enabled"
             || (c.prompt_cache_key_mode == "auto"
@@ -330,7 +359,7 @@ impl WireApi for super::Completions {
         }
         let tools = get_current_tools(&messages);
         if !tools.is_empty() {
-            body.insert("tools".into(), convert_tools(&tools, &c));
+            body.insert("tools".into(), convert_tools(&tools, &c)?);
         }
         if let Some(tc) = &options.tool_choice {
             body.insert("tool_choice".into(), tc.clone());
@@ -424,7 +453,24 @@ impl WireApi for super::Completions {
             }
         }
         merge_headers(&mut headers, Some(&options.headers));
-        HttpRequest::to_base_url(model, "/chat/completions", headers, body)
+        Ok(HttpRequest::to_base_url(
+            model,
+            "/chat/completions",
+            headers,
+            body,
+        ))
+    }
+
+    fn new_stream(model: &Model, context: &Context) -> super::stream::State {
+        let c = get_compat(model);
+        let tools = get_current_tools(context.messages.iter());
+        let grammar_inputs = constrained::grammar_inputs_of(
+            tools.iter().map(|t| &**t),
+            c.supports_openai_grammar_tools,
+        );
+        let mut state = super::stream::State::default();
+        state.grammar_inputs = grammar_inputs.unwrap_or_default();
+        state
     }
 
     fn status_message(_model: &Model, f: &HttpFailure) -> String {

@@ -12,8 +12,9 @@ use super::reasoning::{append_reasoning_detail, is_reasoning_detail};
 use crate::json_parse::ToolCallArgumentsStream;
 use crate::message::{ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage};
 use crate::model::Model;
+use crate::providers::constrained::GrammarInputs;
 use crate::providers::cost;
-use crate::providers::custom_input::CustomInput;
+use crate::providers::custom_input::{property_of, CustomInput};
 use crate::providers::driver::{Framing, SseRecord, WireStream};
 use crate::providers::js_json::compact;
 use crate::providers::openai_sdk::{
@@ -70,6 +71,8 @@ pub(crate) fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
 
 struct ToolState {
     index: usize,
+    /// The call's tool name (its first non-empty one).
+    name: String,
     args: ToolCallArgumentsStream,
     /// The input of a freeform (`custom`) tool call; `args` is unused then.
     custom: Option<CustomInput>,
@@ -92,6 +95,8 @@ pub(crate) struct State {
     /// `responseId` / `responseModel` are set and can no longer change.
     has_response_id: bool,
     has_response_model: bool,
+    /// The input property of each declared grammar tool (custom tool calls' argument key).
+    pub(crate) grammar_inputs: GrammarInputs,
 }
 
 /// Maps one chunk's fields, in the reference's order.
@@ -250,7 +255,8 @@ pub(crate) fn tool_call_delta(
     let slot = match slot {
         Some(s) => s,
         None => {
-            let custom_input = is_custom.then(|| CustomInput::new(""));
+            let custom_input = is_custom
+                .then(|| CustomInput::new(property_of(&st.grammar_inputs, name.unwrap_or("")), ""));
             let index = out.push_block(ContentBlock::tool_call(ToolCall {
                 id: id.unwrap_or("").to_string(),
                 name: name.unwrap_or("").to_string(),
@@ -261,15 +267,21 @@ pub(crate) fn tool_call_delta(
             }));
             st.tools.push(ToolState {
                 index,
+                name: name.unwrap_or("").to_string(),
                 args: ToolCallArgumentsStream::new(),
                 custom: custom_input,
             });
             st.tools.len() - 1
         }
     };
+    if st.tools[slot].name.is_empty() {
+        if let Some(n) = name {
+            st.tools[slot].name = n.to_string();
+        }
+    }
     // A call that turns freeform later starts its input over.
     if is_custom && st.tools[slot].custom.is_none() {
-        let c = CustomInput::new("");
+        let c = CustomInput::new(property_of(&st.grammar_inputs, &st.tools[slot].name), "");
         out.set_tool_arguments(st.tools[slot].index, c.arguments());
         st.tools[slot].custom = Some(c);
     }

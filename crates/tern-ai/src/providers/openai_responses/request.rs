@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::message::{Content, ContentBlock, Message};
 use crate::model::Model;
+use crate::providers::constrained::{self, grammar_call_input, GrammarInputs};
 use crate::providers::driver::WireApi;
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
@@ -92,32 +93,45 @@ pub(crate) struct InputOptions<'a> {
     /// The effort sent in `configuration_update` items (after same-model turns that carried
     /// one, and at the end).
     pub configuration_update: Option<&'a str>,
+    /// The input property of each declared grammar tool: their calls are replayed as
+    /// `custom_tool_call` items, their results as `custom_tool_call_output`.
+    pub grammar_inputs: Option<&'a GrammarInputs>,
+    /// The model takes OpenAI grammar (custom) tools (in `additional_tools` items).
+    pub grammar_tools: bool,
 }
 
 const INCREMENTAL_TOOLS_NOTICE: &str = "This is an incremental tools update. Previously declared tools remain available unless explicitly marked unavailable. A tool declared again here is available again, and its latest definition replaces the earlier one.";
 
 /// Converts a transcript into Responses `input` items; `tool_call_providers` are the
-/// providers whose paired tool-call ids are kept.
+/// providers whose paired tool-call ids are kept, `grammar_inputs` the declared grammar
+/// tools' input properties.
 pub(crate) fn convert_messages(
     model: &Model,
     messages: &[Message],
     tool_call_providers: &[&str],
-) -> Vec<Value> {
+    grammar_inputs: &GrammarInputs,
+) -> Result<Vec<Value>, String> {
     convert_input(
         model,
         messages,
         tool_call_providers,
-        &InputOptions::default(),
+        &InputOptions {
+            grammar_inputs: Some(grammar_inputs),
+            ..InputOptions::default()
+        },
     )
 }
 
-/// [`convert_messages`] with the host's ways of announcing tools and effort.
+/// [`convert_messages`] with the host's ways of announcing tools and effort; `Err` for a
+/// tool or a replayed grammar call the request cannot carry.
 pub(crate) fn convert_input(
     model: &Model,
     messages: &[Message],
     tool_call_providers: &[&str],
     opts: &InputOptions<'_>,
-) -> Vec<Value> {
+) -> Result<Vec<Value>, String> {
+    let no_grammar_inputs = GrammarInputs::new();
+    let grammar_inputs = opts.grammar_inputs.unwrap_or(&no_grammar_inputs);
     let allowed = tool_call_providers.contains(&model.provider.as_str());
     // The source message decides whether a call is foreign; transform passes only the id, so
     // foreignness is decided per assistant message below.
@@ -180,10 +194,12 @@ pub(crate) fn convert_input(
                             out.push(json!({"role": instruction_role, "content": notice}));
                         }
                         declared_tools = true;
-                        let tools: Vec<Value> = added
+                        let tools = added
                             .iter()
-                            .map(|t| responses_tool(t, opts.tool_strict.as_ref()))
-                            .collect();
+                            .map(|t| {
+                                responses_tool(t, opts.tool_strict.as_ref(), opts.grammar_tools)
+                            })
+                            .collect::<Result<Vec<Value>, String>>()?;
                         out.push(json!({"type": "additional_tools", "role": "developer", "tools": tools}));
                     }
                 }
@@ -277,18 +293,37 @@ pub(crate) fn convert_input(
                         ContentBlock::ToolCall(c) => {
                             let mut parts = c.id.splitn(2, '|');
                             let call_id = parts.next().unwrap_or("").to_string();
+                            // A grammar tool's call goes back as a custom call, whose item ids
+                            // are `ctc_*` (function calls' `fc_*`); a call whose id does not
+                            // match its type (grammar support changed) goes without one.
+                            let custom = grammar_inputs.get(&c.name);
+                            let prefix = if custom.is_some() { "ctc_" } else { "fc_" };
                             let item_id = parts
                                 .next()
                                 .map(str::to_string)
-                                .filter(|i| !different_model && i.starts_with("fc_"));
+                                .filter(|i| !different_model && i.starts_with(prefix));
                             let mut item = Map::new();
-                            item.insert("type".into(), json!("function_call"));
+                            let kind = if custom.is_some() {
+                                "custom_tool_call"
+                            } else {
+                                "function_call"
+                            };
+                            item.insert("type".into(), json!(kind));
                             if let Some(i) = item_id {
                                 item.insert("id".into(), json!(i));
                             }
                             item.insert("call_id".into(), json!(call_id));
                             item.insert("name".into(), json!(c.name));
-                            item.insert("arguments".into(), json!(compact(&c.arguments)));
+                            match custom {
+                                Some(property) => {
+                                    let input =
+                                        grammar_call_input(&c.name, &c.arguments, property)?;
+                                    item.insert("input".into(), json!(input));
+                                }
+                                None => {
+                                    item.insert("arguments".into(), json!(compact(&c.arguments)));
+                                }
+                            }
                             if same_model {
                                 if let Some(ns) = &c.extra().namespace {
                                     item.insert("namespace".into(), json!(ns));
@@ -312,7 +347,12 @@ pub(crate) fn convert_input(
             }
             Message::ToolResult(t) => {
                 let call_id = t.tool_call_id.split('|').next().unwrap_or("").to_string();
-                out.push(json!({"type": "function_call_output", "call_id": call_id, "output": tool_result_output(model, &t.content)}));
+                let kind = if grammar_inputs.contains_key(&t.tool_name) {
+                    "custom_tool_call_output"
+                } else {
+                    "function_call_output"
+                };
+                out.push(json!({"type": kind, "call_id": call_id, "output": tool_result_output(model, &t.content)}));
             }
             Message::Custom(_) => {}
         }
@@ -323,35 +363,48 @@ pub(crate) fn convert_input(
     if let Some(effort) = opts.configuration_update {
         out.push(json!({"type": "configuration_update", "reasoning": {"effort": effort}}));
     }
-    out
+    Ok(out)
 }
 
-/// The body's `tools`: each tool the transcript declares as a Responses function, with its
-/// `strict` where the server takes the field (`supports_strict`).
+/// The body's `tools`: each tool the transcript declares as a Responses function (a custom
+/// tool for a grammar tool when `grammar_tools`), with its `strict` where the server takes
+/// the field (`supports_strict`).
 pub(crate) fn insert_tools(
     body: &mut Map<String, Value>,
     messages: &[Message],
     supports_strict: bool,
-) {
+    grammar_tools: bool,
+) -> Result<(), String> {
     let tools = get_current_tools(messages);
     if tools.is_empty() {
-        return;
+        return Ok(());
     }
     let default = supports_strict.then_some(Value::Bool(false));
-    let list: Vec<Value> = tools
+    let list = tools
         .iter()
-        .map(|t| responses_tool(t, default.as_ref()))
-        .collect();
+        .map(|t| responses_tool(t, default.as_ref(), grammar_tools))
+        .collect::<Result<Vec<Value>, String>>()?;
     body.insert("tools".into(), Value::Array(list));
+    Ok(())
 }
 
 /// One tool as a Responses function (pi-ai's `convertResponsesTools`). `strict` is `None`
 /// where the server takes no `strict` field, else the value a tool gets unless its
 /// constrained sampling makes it strict (`false`, or `null` for Codex); a strict tool sends
-/// its schema's strict form.
-pub(crate) fn responses_tool(t: &crate::message::ToolDeclaration, strict: Option<&Value>) -> Value {
-    use crate::providers::constrained;
-    let (constrained, parameters) = constrained::sent(t, strict.is_some(), None);
+/// its schema's strict form. A grammar tool goes as a custom tool with its grammar when the
+/// model takes them (`grammar_tools`). `Err` for a tool that cannot go as it asks.
+pub(crate) fn responses_tool(
+    t: &crate::message::ToolDeclaration,
+    strict: Option<&Value>,
+    grammar_tools: bool,
+) -> Result<Value, String> {
+    if let Some(g) = constrained::grammar(t, grammar_tools)? {
+        return Ok(
+            json!({"type": "custom", "name": t.name, "description": t.description,
+            "format": {"type": "grammar", "syntax": g.syntax, "definition": g.definition}}),
+        );
+    }
+    let (constrained, parameters) = constrained::sent(t, strict.is_some(), None)?;
     let mut f = json!({"type": "function", "name": t.name, "description": t.description,
                        "parameters": parameters});
     if let Some(default) = strict {
@@ -361,7 +414,33 @@ pub(crate) fn responses_tool(t: &crate::message::ToolDeclaration, strict: Option
             default.clone()
         };
     }
-    f
+    Ok(f)
+}
+
+/// Whether the model takes OpenAI grammar (custom) tools (`supportsOpenAIGrammarTools`).
+pub(crate) fn grammar_tools(model: &Model) -> bool {
+    compat(model, "supportsOpenAIGrammarTools")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// The grammar tools' input properties a response's custom calls are read with: those the
+/// request's transcript declares (all of `messages` when it keeps later system messages,
+/// else the current tools, as the collapsed transcript has them); empty when a grammar tool
+/// is bad: such a request fails before it is sent.
+pub(crate) fn stream_grammar_inputs(
+    model: &Model,
+    messages: &[Message],
+    keeps_system_messages: bool,
+) -> GrammarInputs {
+    let supported = grammar_tools(model);
+    let inputs = if keeps_system_messages {
+        constrained::grammar_inputs(messages, supported)
+    } else {
+        let tools = get_current_tools(messages);
+        constrained::grammar_inputs_of(tools.iter().map(|t| &**t), supported)
+    };
+    inputs.unwrap_or_default()
 }
 
 /// A reasoning model's `reasoning` (and `include`): the level's effort with summaries, or,
@@ -402,15 +481,21 @@ impl WireApi for super::Responses {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> HttpRequest {
+    fn build_request(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<HttpRequest, String> {
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
         let cs = |k: &str| compat(model, k).and_then(Value::as_str).map(str::to_string);
         let cb = |k: &str, d: bool| compat(model, k).and_then(Value::as_bool).unwrap_or(d);
+        let grammar_tools = grammar_tools(model);
+        let grammar_inputs = constrained::grammar_inputs(&messages, grammar_tools)?;
         let mut body = stream_body(
             &model.id,
             "input",
-            convert_messages(model, &messages, &TOOL_CALL_PROVIDERS),
+            convert_messages(model, &messages, &TOOL_CALL_PROVIDERS, &grammar_inputs)?,
         );
         let key_mode = cs("promptCacheKeyMode").unwrap_or_else(|| "auto".into());
         if retention != "none" && key_mode != "disabled" {
@@ -441,7 +526,12 @@ impl WireApi for super::Responses {
         if let Some(t) = options.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        insert_tools(&mut body, &messages, cb("supportsStrictMode", false));
+        insert_tools(
+            &mut body,
+            &messages,
+            cb("supportsStrictMode", false),
+            grammar_tools,
+        )?;
         if let Some(tc) = &options.tool_choice {
             body.insert("tool_choice".into(), tc.clone());
         }
@@ -478,7 +568,13 @@ impl WireApi for super::Responses {
             }
         }
         merge_headers(&mut headers, Some(&options.headers));
-        HttpRequest::to_base_url(model, "/responses", headers, body)
+        Ok(HttpRequest::to_base_url(model, "/responses", headers, body))
+    }
+
+    fn new_stream(model: &Model, context: &Context) -> super::stream::State {
+        let mut state = super::stream::State::default();
+        state.grammar_inputs = stream_grammar_inputs(model, &context.messages, false);
+        state
     }
 
     fn status_message(model: &Model, f: &HttpFailure) -> String {

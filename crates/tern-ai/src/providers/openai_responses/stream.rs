@@ -13,8 +13,9 @@ use crate::message::{
     ToolCallExtra, Usage,
 };
 use crate::model::Model;
+use crate::providers::constrained::GrammarInputs;
 use crate::providers::cost;
-use crate::providers::custom_input::CustomInput;
+use crate::providers::custom_input::{property_of, CustomInput};
 use crate::providers::driver::{settle_stop_reason, Framing, SseRecord, WireStream};
 use crate::providers::js_json::{compact, js_join_item, js_text, json_truthy};
 use crate::providers::openai_sdk::{is_wrapped_event, parse_record, sdk_record_error};
@@ -63,6 +64,8 @@ pub(crate) struct State {
     pub(super) terminal: bool,
     /// The host bills every service tier alike (Azure): costs are not scaled by the tier.
     pub(crate) flat_tier_pricing: bool,
+    /// The input property of each declared grammar tool (custom tool calls' argument key).
+    pub(crate) grammar_inputs: GrammarInputs,
 }
 
 fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &Value) {
@@ -108,7 +111,8 @@ fn create_slot(out: &mut Output<'_>, st: &mut State, output_index: i64, item: &V
         }
         "custom_tool_call" => {
             let initial = item.get("input").and_then(Value::as_str).unwrap_or("");
-            let custom = CustomInput::new(initial);
+            let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+            let custom = CustomInput::new(property_of(&st.grammar_inputs, name), initial);
             let arguments = custom.arguments();
             open_tool_call(out, st, output_index, item, arguments, None, Some(custom));
         }

@@ -131,12 +131,59 @@ fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
     json!({"method": r.method, "path": r.path, "headers": headers, "body": body})
 }
 
-/// Runs a case end to end and returns the output document of FORMAT.md.
+/// The final message of a call as the output document shows it: without clocks, tool-call
+/// ids normalized.
+fn normalized_message(api: &str, message: Option<&crate::message::AssistantMessage>) -> Value {
+    let Some(m) = message else {
+        return Value::Null;
+    };
+    let mut v = serde_json::to_value(Message::from(m.clone())).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("timestamp");
+        o.remove("durationMs");
+        // Diagnostics carry their own clock readings and error stacks.
+        if let Some(Value::Array(diagnostics)) = o.get_mut("diagnostics") {
+            for d in diagnostics.iter_mut().filter_map(Value::as_object_mut) {
+                d.remove("timestamp");
+                if let Some(e) = d.get_mut("error").and_then(Value::as_object_mut) {
+                    e.remove("stack");
+                }
+            }
+        }
+        if let Some(Value::Array(content)) = o.get_mut("content") {
+            for b in content.iter_mut() {
+                if b.get("type").and_then(Value::as_str) == Some("toolCall") {
+                    *b = normalize_tool_call(api, b);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Cases with a session run one at a time, each from a clean slate: the reference runs every
+/// case in a fresh process, while the providers keep some state per session for the whole
+/// process (sessions over Claude's strict-tool limits).
+static SESSION_CASES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs a case end to end and returns the output document of FORMAT.md. `calls: N` streams
+/// the same request N times in a row; calls after the first are reported in `laterCalls`.
 pub async fn run_case(case: &Value) -> Result<Value, String> {
     let server = start_server(responses_of(case))
         .await
         .map_err(|e| e.to_string())?;
     let (model, context, mut options) = case_inputs(case, &server.origin)?;
+    let session = options.session_id.clone();
+    let _one_at_a_time = match &session {
+        Some(_) => Some(SESSION_CASES.lock().await),
+        None => None,
+    };
+    let clean = || {
+        if let Some(id) = session.as_deref().filter(|s| !s.is_empty()) {
+            crate::providers::cleanup_session_resources(Some(id));
+        }
+    };
+    clean();
     let api = model.api.clone();
     let mut sink = RecordingSink::new(&api);
     // `abortAfterEvents: N`: the caller aborts right after the N-th event.
@@ -145,6 +192,17 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
         sink.abort_after(n as usize, options.signal.clone());
     }
     crate::providers::run(&model, &context, &options, &mut sink).await;
+    let mut later_calls = Vec::new();
+    let calls = case.get("calls").and_then(Value::as_u64).unwrap_or(1);
+    for _ in 1..calls {
+        let mut later = RecordingSink::new(&api);
+        crate::providers::run(&model, &context, &options, &mut later).await;
+        later_calls.push(json!({
+            "events": later.events,
+            "message": normalized_message(&api, later.message.as_ref()),
+        }));
+    }
+    clean();
     let requests = server.requests.lock().clone();
     let req = case.get("request").cloned().unwrap_or(Value::Null);
     let mut extra: Vec<String> = headers_of_api(&api).iter().map(|h| h.to_string()).collect();
@@ -163,30 +221,7 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
         .message
         .as_ref()
         .is_some_and(|m| is_context_overflow(m, model.context_window));
-    let message = sink.message.as_ref().map(|m| {
-        let mut v = serde_json::to_value(Message::from(m.clone())).unwrap_or(Value::Null);
-        if let Some(o) = v.as_object_mut() {
-            o.remove("timestamp");
-            o.remove("durationMs");
-            // Diagnostics carry their own clock readings and error stacks.
-            if let Some(Value::Array(diagnostics)) = o.get_mut("diagnostics") {
-                for d in diagnostics.iter_mut().filter_map(Value::as_object_mut) {
-                    d.remove("timestamp");
-                    if let Some(e) = d.get_mut("error").and_then(Value::as_object_mut) {
-                        e.remove("stack");
-                    }
-                }
-            }
-            if let Some(Value::Array(content)) = o.get_mut("content") {
-                for b in content.iter_mut() {
-                    if b.get("type").and_then(Value::as_str) == Some("toolCall") {
-                        *b = normalize_tool_call(&api, b);
-                    }
-                }
-            }
-        }
-        v
-    });
+    let message = normalized_message(&api, sink.message.as_ref());
     let mut out = Map::new();
     out.insert(
         "case".into(),
@@ -213,7 +248,10 @@ pub async fn run_case(case: &Value) -> Result<Value, String> {
         );
     }
     out.insert("events".into(), Value::Array(sink.events));
-    out.insert("message".into(), message.unwrap_or(Value::Null));
+    out.insert("message".into(), message);
     out.insert("overflow".into(), json!(overflow));
+    if !later_calls.is_empty() {
+        out.insert("laterCalls".into(), Value::Array(later_calls));
+    }
     Ok(Value::Object(out))
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Reference runner for the provider streaming oracle (the copy of shared/providers/reference,
-// grown for the project's cases: more APIs, their own auth headers, `abortAfterEvents`).
+// grown for the project's cases: more APIs, their own auth headers, `abortAfterEvents`,
+// `calls`).
 //
 //   node run.mjs CASE.json            -> prints one JSON document (see ../FORMAT.md)
 //
@@ -233,7 +234,10 @@ export async function runCase(testCase) {
 
 	// Capture every event at the moment the provider pushes it, so toolcall argument snapshots
 	// reflect the partial message at that instant (the partial object is shared and keeps changing).
-	const events = [];
+	// `calls: N` (project extension): the same request is streamed N times in a row in this process
+	// (state a provider keeps per session carries over); calls after the first are reported in
+	// `laterCalls` as `{events, message}`.
+	let events = [];
 	let target = null;
 	const originalPush = AssistantMessageEventStream.prototype.push;
 	AssistantMessageEventStream.prototype.push = function (event) {
@@ -244,17 +248,36 @@ export async function runCase(testCase) {
 		return result;
 	};
 
+	const callOnce = async () => {
+		events = [];
+		target = null;
+		let message = null;
+		let thrownMessage;
+		try {
+			const stream = impl.streamSimple(model, normalizeContext(clone(input.context)), options);
+			target = stream;
+			for await (const _event of stream) {
+				// events are recorded in push()
+			}
+			message = await stream.result();
+		} catch (error) {
+			thrownMessage = error instanceof Error ? error.message : String(error);
+		}
+		return { events, message, thrown: thrownMessage };
+	};
+
 	let finalMessage = null;
 	let thrown;
+	const laterCalls = [];
 	try {
-		const stream = impl.streamSimple(model, normalizeContext(clone(input.context)), options);
-		target = stream;
-		for await (const _event of stream) {
-			// events are recorded in push()
+		const first = await callOnce();
+		events = first.events;
+		finalMessage = first.message;
+		thrown = first.thrown;
+		for (let i = 1; i < (testCase.calls ?? 1); i++) {
+			const later = await callOnce();
+			laterCalls.push({ events: later.events, message: normalizeMessage(api, later.message) });
 		}
-		finalMessage = await stream.result();
-	} catch (error) {
-		thrown = error instanceof Error ? error.message : String(error);
 	} finally {
 		AssistantMessageEventStream.prototype.push = originalPush;
 		server.close();
@@ -275,6 +298,7 @@ export async function runCase(testCase) {
 		message: normalizeMessage(api, finalMessage),
 		overflow: finalMessage ? isContextOverflow(finalMessage, model.contextWindow) : false,
 	};
+	if (laterCalls.length > 0) result.laterCalls = laterCalls;
 	if (requests.length > 1) {
 		result.extraRequests = requests.slice(1).map((r) => describeRequest(r, extraHeaderNames));
 	}
