@@ -322,6 +322,7 @@ impl Runtime {
             _ => SessionFile::in_memory(&self.cwd),
         };
         let prefix = self.agent.with_messages(|m| m.to_vec());
+        self.switch_session_id(file.id());
         self.recorder.lock().switch_to(file, prefix);
         *self.memory_journal.lock() = Default::default();
         *self.compaction.previous.lock() = None;
@@ -340,9 +341,23 @@ impl Runtime {
         messages.extend(loaded.messages);
         self.agent.set_messages(messages);
         // Nothing to write ahead: the file already holds the branch.
+        self.switch_session_id(file.id());
         self.recorder.lock().switch_to(file, Vec::new());
         *self.memory_journal.lock() = Default::default();
         Ok(())
+    }
+
+    /// The requests of the next session carry its id; what the providers kept for the
+    /// session left is freed (pi's `cleanupSessionResources` when a session is replaced).
+    fn switch_session_id(&self, id: &str) {
+        let left = self.agent.session_id();
+        if left.as_deref() == Some(id) {
+            return;
+        }
+        self.agent.set_session_id(Some(id.to_string()));
+        if let Some(left) = left {
+            tern_ai::providers::cleanup_session_resources(Some(&left));
+        }
     }
 
     /// The session's journal: its file, or the in-memory session's.

@@ -258,3 +258,43 @@ fn rpc_answers_bad_bytes_and_oversized_lines_and_goes_on() {
     assert_eq!(r["data"]["text"], "still here");
     assert_eq!(rpc.finish(), Some(0));
 }
+
+/// A new session's requests carry its id (here as OpenAI's `prompt_cache_key`, which the
+/// model's compat turns on), not the id of the session it replaced.
+#[test]
+fn a_new_session_sends_its_own_session_id() {
+    let (home, cwd) = dirs();
+    let server = Server::start(vec![Reply::text("one"), Reply::text("two")]);
+    let models = json!({"providers": {"lab": {
+        "baseUrl": server.url, "api": "openai-completions", "apiKey": "lab-key-123456",
+        "compat": {"promptCacheKeyMode": "enabled"},
+        "models": [{"id": "m"}]}}});
+    let config = home.path().join(".config/tern");
+    std::fs::create_dir_all(&config).expect("config folder");
+    std::fs::write(config.join("models.json"), models.to_string()).expect("models.json");
+    let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--model", "lab/m"]);
+    let mut ids = Vec::new();
+    for (i, text) in ["first", "second"].iter().enumerate() {
+        let state = rpc.call(&format!("s{i}"), json!({"type": "get_state"}));
+        ids.push(
+            state["data"]["sessionId"]
+                .as_str()
+                .expect("a session id")
+                .to_string(),
+        );
+        rpc.call(&format!("p{i}"), json!({"type": "prompt", "message": text}));
+        rpc.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+        if i == 0 {
+            let r = rpc.call("n", json!({"type": "new_session"}));
+            assert_eq!(r["success"], true, "{r}");
+        }
+    }
+    assert_ne!(ids[0], ids[1]);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for (request, id) in requests.iter().zip(&ids) {
+        let expected: String = id.chars().take(64).collect();
+        assert_eq!(request["prompt_cache_key"], json!(expected), "{request}");
+    }
+    assert_eq!(rpc.finish(), Some(0));
+}

@@ -225,6 +225,29 @@ impl Agent {
         self.inner.settings.lock().tool_execution = mode;
     }
 
+    /// The session id every request carries (pi's `agent.sessionId`): providers key their
+    /// prompt caches and per-session state by it.
+    pub fn session_id(&self) -> Option<String> {
+        let settings = self.inner.settings.lock();
+        settings.custom.as_ref()?.stream_options.session_id.clone()
+    }
+
+    /// Sets the session id of the next requests (a new or resumed session).
+    ///
+    /// ```
+    /// use tern_agent::Agent;
+    /// use tern_ai::{faux::FauxModel, Model};
+    /// let agent = Agent::builder(Model::new("m", "p", "api", ""), FauxModel::new(vec![])).build();
+    /// assert_eq!(agent.session_id(), None);
+    /// agent.set_session_id(Some("session-2".into()));
+    /// assert_eq!(agent.session_id().as_deref(), Some("session-2"));
+    /// ```
+    pub fn set_session_id(&self, id: Option<String>) {
+        let mut settings = self.inner.settings.lock();
+        let custom = settings.custom.get_or_insert_with(Default::default);
+        custom.stream_options.session_id = id;
+    }
+
     /// Sets how queued steering messages are drained.
     pub fn set_steering_mode(&self, mode: QueueMode) {
         self.inner.steering.lock().mode = mode;
