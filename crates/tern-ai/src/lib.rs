@@ -47,6 +47,6 @@ pub use stream::{
     EventSender, EventStream, StreamEvent,
 };
 pub use stream_fn::{
-    AzureOptions, BedrockOptions, BoxError, Context, StreamFn, StreamOptions, StreamStart,
-    ThinkingBudgets, ThinkingDisplay,
+    AzureOptions, AzureTokenProvider, BedrockOptions, BoxError, Context, StreamFn, StreamOptions,
+    StreamStart, ThinkingBudgets, ThinkingDisplay,
 };

@@ -147,6 +147,63 @@ pub struct AzureOptions {
     pub base_url: Option<String>,
     /// The deployment (before `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` and the model id).
     pub deployment_name: Option<String>,
+    /// A Microsoft Entra ID access token, sent as `Authorization: Bearer` when there is no
+    /// API key (neither `api_key` nor `AZURE_OPENAI_API_KEY`). A tern addition: pi-ai sends
+    /// API keys only.
+    pub ad_token: Option<String>,
+    /// Called before each request for a Microsoft Entra ID access token (the `openai`
+    /// package's `azureADTokenProvider`), when there is no API key and no
+    /// [`ad_token`](Self::ad_token). Caching is the provider's business. A tern addition.
+    pub ad_token_provider: Option<AzureTokenProvider>,
+}
+
+/// An async source of Microsoft Entra ID access tokens for Azure OpenAI
+/// ([`AzureOptions::ad_token_provider`]); clones share the closure.
+///
+/// ```
+/// use tern_ai::{AzureOptions, AzureTokenProvider};
+/// let provider = AzureTokenProvider::new(|| async {
+///     // Ask your identity library for a token for https://cognitiveservices.azure.com/.default.
+///     Ok::<_, tern_ai::BoxError>("eyJ0eXAi...".to_string())
+/// });
+/// let options = AzureOptions {
+///     ad_token_provider: Some(provider.clone()),
+///     ..AzureOptions::default()
+/// };
+/// assert_eq!(options.ad_token_provider, Some(provider));
+/// ```
+#[derive(Clone)]
+pub struct AzureTokenProvider(
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<String, BoxError>> + Send + Sync>,
+);
+
+impl AzureTokenProvider {
+    /// Wraps a closure returning a future of the token.
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<String, BoxError>> + Send + 'static,
+    {
+        AzureTokenProvider(Arc::new(move || Box::pin(f())))
+    }
+
+    /// A fresh token (the closure's answer).
+    pub async fn token(&self) -> Result<String, BoxError> {
+        (self.0)().await
+    }
+}
+
+impl std::fmt::Debug for AzureTokenProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AzureTokenProvider(..)")
+    }
+}
+
+impl PartialEq for AzureTokenProvider {
+    /// The same closure (a clone of the same provider).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// Options of one request that only `bedrock-converse-stream` reads (pi-ai's

@@ -921,7 +921,8 @@ fn a_console_login_session_s_cached_keys_sign_the_request() {
             Some("login-token")
         );
 
-        // Expired keys: nothing sent, log in again.
+        // Expired keys that cannot be refreshed (this dpopKey is no key): nothing sent, log
+        // in again. (`tests/bedrock_login_refresh.rs` refreshes real ones.)
         home.write(
             &format!(".aws/login/cache/{}.json", sha256("stale-session")),
             &token(SystemTime::now() - Duration::from_secs(60)).to_string(),

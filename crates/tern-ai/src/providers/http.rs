@@ -272,6 +272,21 @@ pub(crate) async fn send_plain(
     body: String,
     options: &StreamOptions,
 ) -> Result<(u16, String), SendError> {
+    send_plain_headers(method, url, headers, body, None, options)
+        .await
+        .map(|(status, _, text)| (status, text))
+}
+
+/// [`send_plain`] with the response's headers; `limit`, when set, bounds the whole
+/// exchange instead of the request's timeout (a probe that must give up quickly).
+pub(crate) async fn send_plain_headers(
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    limit: Option<Duration>,
+    options: &StreamOptions,
+) -> Result<(u16, HeaderMap, String), SendError> {
     let mut builder = client().request(method, url);
     for (k, v) in headers {
         builder = builder.header(k.as_str(), v.as_str());
@@ -279,8 +294,10 @@ pub(crate) async fn send_plain(
     if !body.is_empty() {
         builder = builder.body(body);
     }
-    if let Some(ms) = options.timeout_ms {
-        builder = builder.timeout(Duration::from_millis(ms));
+    match (limit, options.timeout_ms) {
+        (Some(limit), _) => builder = builder.timeout(limit),
+        (None, Some(ms)) => builder = builder.timeout(Duration::from_millis(ms)),
+        (None, None) => {}
     }
     let response = tokio::select! {
         biased;
@@ -291,12 +308,13 @@ pub(crate) async fn send_plain(
         },
     };
     let status = response.status().as_u16();
+    let headers = response.headers().clone();
     let text = tokio::select! {
         biased;
         _ = options.signal.cancelled() => return Err(SendError::Aborted),
         t = capped_body(response) => t,
     };
-    Ok((status, text))
+    Ok((status, headers, text))
 }
 
 /// `application/x-www-form-urlencoded` encoding of one name or value.

@@ -133,6 +133,7 @@ mod tests {
             resource_name: Some("option-resource".into()),
             base_url: None,
             deployment_name: Some("option-deployment".into()),
+            ..crate::AzureOptions::default()
         };
         assert_eq!(api_version(&o), "2025-04-01-preview");
         assert_eq!(deployment_name(&model, &o), "option-deployment");

@@ -1,17 +1,17 @@
 //! The Azure request: the Responses body with the deployment as `model`, tool-call ids of
 //! Azure's own history kept, the prompt-cache key whatever the retention, `strict` on tools by
-//! default; the key in `api-key`; the API version in the query.
+//! default; the key in `api-key`, else a Microsoft Entra ID token as `Authorization: Bearer`
+//! ([`super::entra`]); the API version in the query.
 
 use serde_json::{json, Value};
 
 use super::config::{api_version, base_url, deployment_name};
+use super::entra::{self, Auth};
 use crate::model::Model;
 use crate::providers::constrained;
-use crate::providers::driver::{Credentials, ErrorText, Variant, VariantStream, WireApi};
+use crate::providers::driver::{ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
-use crate::providers::model_options::{
-    api_key, compat, merge_headers, resolve_max_tokens, stream_body,
-};
+use crate::providers::model_options::{compat, merge_headers, resolve_max_tokens, stream_body};
 use crate::providers::openai_responses::request::{
     convert_messages, grammar_tools, insert_reasoning, insert_tools, stream_grammar_inputs,
     TOOL_CALL_PROVIDERS,
@@ -45,14 +45,27 @@ fn flag(model: &Model, key: &str, default: bool) -> bool {
 }
 
 impl WireApi for super::AzureResponses {
-    const CREDENTIALS: Credentials = Credentials::ApiKey;
     // The OpenAI SDK's stream swallows the abort and just ends.
     const ABORT_ENDS_BODY: bool = true;
 
     type Stream = State;
 
     fn check(model: &Model, options: &StreamOptions) -> Result<(), String> {
+        entra::auth(model, options)?;
         base_url(model, options).map(|_| ())
+    }
+
+    async fn authorize(
+        model: &Model,
+        options: &StreamOptions,
+    ) -> Result<Vec<(String, String)>, String> {
+        match entra::auth(model, options)? {
+            Auth::Key(_) => Ok(Vec::new()),
+            Auth::Entra(source) => {
+                let token = entra::token(source, options).await?;
+                Ok(vec![("authorization".into(), format!("Bearer {token}"))])
+            }
+        }
     }
 
     fn build_request(
@@ -102,11 +115,12 @@ impl WireApi for super::AzureResponses {
             insert_reasoning(&mut body, model, options, true);
         }
 
-        let key = api_key(model, options).unwrap_or_default();
-        let mut headers = vec![
-            ("api-key".to_string(), key),
-            ("content-type".to_string(), "application/json".to_string()),
-        ];
+        let mut headers = Vec::new();
+        // Without a key, `authorize` adds the Entra ID token instead.
+        if let Ok(Auth::Key(key)) = entra::auth(model, options) {
+            headers.push(("api-key".to_string(), key));
+        }
+        headers.push(("content-type".to_string(), "application/json".to_string()));
         merge_headers(&mut headers, model.headers.as_ref());
         merge_headers(&mut headers, Some(&options.headers));
         let base = base_url(model, options).unwrap_or_default();

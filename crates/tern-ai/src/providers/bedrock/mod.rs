@@ -13,7 +13,7 @@ mod errors;
 pub(crate) mod event_stream;
 mod region;
 mod request;
-mod sigv4;
+pub(crate) mod sigv4;
 mod stream;
 
 /// The `bedrock-converse-stream` API.

@@ -229,7 +229,7 @@ fn canonical_query(query: &str) -> String {
 }
 
 /// The `host` header of `url`: its host, with the port when it is not the scheme's default.
-pub(super) fn host_header(url: &reqwest::Url) -> Option<String> {
+pub(crate) fn host_header(url: &reqwest::Url) -> Option<String> {
     let host = url.host_str()?;
     Some(match url.port() {
         Some(p) => format!("{host}:{p}"),
@@ -239,7 +239,7 @@ pub(super) fn host_header(url: &reqwest::Url) -> Option<String> {
 
 /// RFC 3986 encoding: everything but unreserved characters, upper-case hex (also the
 /// SDK's encoding of a path label: `encodeURIComponent` plus `!'()*`).
-pub(super) fn uri_encode(s: &str) -> String {
+pub(crate) fn uri_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {

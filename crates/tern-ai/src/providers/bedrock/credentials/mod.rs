@@ -9,6 +9,7 @@
 //! the chain with its error, as in the SDK. Credentials are kept per environment until
 //! five minutes before they expire; the profile's region is kept with them.
 
+mod dpop;
 mod ini;
 mod login;
 mod process;
@@ -31,7 +32,7 @@ use crate::stream_fn::StreamOptions;
 const REFRESH_WINDOW: Duration = Duration::from_secs(5 * 60);
 
 /// The variables the chain reads.
-const VARS: [&str; 23] = [
+const VARS: [&str; 24] = [
     "HOME",
     "AWS_PROFILE",
     "AWS_SHARED_CREDENTIALS_FILE",
@@ -54,6 +55,7 @@ const VARS: [&str; 23] = [
     "AWS_ENDPOINT_URL_STS",
     "AWS_ENDPOINT_URL_SSO",
     "AWS_ENDPOINT_URL_SSO_OIDC",
+    "AWS_ENDPOINT_URL_SIGNIN",
     "AWS_LOGIN_CACHE_DIRECTORY",
 ];
 

@@ -96,7 +96,7 @@ enum Base<'a> {
     WebIdentity(&'a Settings),
     Process(&'a str, &'a str),
     Sso(&'a Settings),
-    Login(&'a str, &'a str),
+    Login(&'a str, &'a str, Option<&'a str>),
 }
 
 /// The credentials of profile `name`; `Ok(None)` when the profile is missing or has no
@@ -161,7 +161,7 @@ pub(crate) async fn resolve(
             break Base::Sso(settings);
         }
         if let Some(session) = get(settings, "login_session") {
-            break Base::Login(current, session);
+            break Base::Login(current, session, get(settings, "region"));
         }
         if first {
             return Ok(None);
@@ -229,7 +229,14 @@ pub(crate) async fn resolve(
             };
             sso::resolve(env, &request, options).await?
         }
-        Base::Login(profile, session) => login::resolve(env, profile, session).await?,
+        Base::Login(profile, session, region) => {
+            let login = login::Login {
+                profile,
+                session,
+                region,
+            };
+            login::resolve(env, &login, options).await?
+        }
     };
     for (_, s) in roles.iter().rev() {
         let region = region(s);

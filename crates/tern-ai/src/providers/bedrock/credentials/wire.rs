@@ -43,6 +43,16 @@ pub(crate) async fn exchange(
     x: Exchange<'_>,
     options: &StreamOptions,
 ) -> Result<(u16, String), String> {
+    exchange_with_headers(x, options)
+        .await
+        .map(|(status, _, body)| (status, body))
+}
+
+/// [`exchange`] with the answer's headers (an AWS error's type travels in one).
+pub(crate) async fn exchange_with_headers(
+    x: Exchange<'_>,
+    options: &StreamOptions,
+) -> Result<(u16, reqwest::header::HeaderMap, String), String> {
     let method = reqwest::Method::from_bytes(x.method.as_bytes())
         .map_err(|_| format!("bad method {}", x.method))?;
     let mut builder = client().request(method, x.url).timeout(x.timeout);
@@ -55,6 +65,7 @@ pub(crate) async fn exchange(
     let work = async {
         let mut response = builder.send().await.map_err(describe)?;
         let status = response.status().as_u16();
+        let headers = response.headers().clone();
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(describe)? {
             let room = MAX_BODY.saturating_sub(body.len());
@@ -63,7 +74,7 @@ pub(crate) async fn exchange(
                 break;
             }
         }
-        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+        Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
     };
     tokio::select! {
         biased;
