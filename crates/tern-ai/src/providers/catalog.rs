@@ -121,6 +121,50 @@ pub(crate) fn env_api_key_in(provider: &str, options: &crate::StreamOptions) -> 
         .find_map(|v| options.env_var(v))
 }
 
+/// Whether `provider` has credentials in the environment other than an API key (pi-ai's
+/// `getEnvApiKey` answering `<authenticated>`): Amazon Bedrock with `AWS_PROFILE`, access
+/// keys, `AWS_BEARER_TOKEN_BEDROCK`, container or web-identity credentials; Google Vertex with
+/// an application-default credentials file (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's)
+/// and `GOOGLE_CLOUD_PROJECT` (or `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION`. And, a tern
+/// addition, Azure OpenAI (`azure`) with a Microsoft Entra ID client secret or federated token
+/// (`AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, and `AZURE_CLIENT_SECRET` or
+/// `AZURE_FEDERATED_TOKEN_FILE`). A front end counts such a provider as usable.
+///
+/// ```
+/// assert!(!tern_ai::providers::catalog::has_ambient_credentials("openai"));
+/// ```
+pub fn has_ambient_credentials(provider: &str) -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    match provider {
+        "amazon-bedrock" => {
+            set("AWS_PROFILE")
+                || (set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY"))
+                || set("AWS_BEARER_TOKEN_BEDROCK")
+                || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                || set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        }
+        "google-vertex" => {
+            let file = match std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS") {
+                Some(path) if !path.is_empty() => Some(std::path::PathBuf::from(path)),
+                _ => std::env::var_os("HOME").map(|home| {
+                    std::path::Path::new(&home)
+                        .join(".config/gcloud/application_default_credentials.json")
+                }),
+            };
+            file.is_some_and(|f| f.exists())
+                && (set("GOOGLE_CLOUD_PROJECT") || set("GCLOUD_PROJECT"))
+                && set("GOOGLE_CLOUD_LOCATION")
+        }
+        "azure" => {
+            set("AZURE_TENANT_ID")
+                && set("AZURE_CLIENT_ID")
+                && (set("AZURE_CLIENT_SECRET") || set("AZURE_FEDERATED_TOKEN_FILE"))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

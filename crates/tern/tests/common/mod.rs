@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod killed;
+pub mod pi;
 pub mod tmux;
 
 use std::collections::VecDeque;
