@@ -105,6 +105,12 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
                     .collect()
             })
             .unwrap_or_default(),
+        transport: o
+            .get("transport")
+            .and_then(Value::as_str)
+            .and_then(crate::stream_fn::Transport::parse),
+        websocket_connect_timeout_ms: o.get("websocketConnectTimeoutMs").and_then(Value::as_u64),
+        timeout_ms: o.get("timeoutMs").and_then(Value::as_u64),
         ..StreamOptions::default()
     };
     Ok((model, context, options))
