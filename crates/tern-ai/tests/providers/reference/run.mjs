@@ -5,6 +5,8 @@
 //
 //   node run.mjs CASE.json            -> prints one JSON document (see ../FORMAT.md)
 //
+// A case with a `websocket` script (ws/streams/) runs through run_ws.mjs instead.
+//
 // It starts a local HTTP server on 127.0.0.1 (random port) that replays the case's recorded
 // response(s) chunk by chunk, points the @earendil-works/pi-ai API implementation for the
 // case's api at it (model.baseUrl override, dummy API key), runs streamSimple(), and prints
@@ -16,7 +18,7 @@ import { isContextOverflow } from "@earendil-works/pi-ai/utils/overflow";
 import { normalizeContext } from "@earendil-works/pi-ai/utils/transcript";
 import { EventStreamCodec } from "@smithy/core/event-streams";
 
-const API_MODULES = {
+export const API_MODULES = {
 	"openai-completions": "@earendil-works/pi-ai/api/openai-completions",
 	"openai-responses": "@earendil-works/pi-ai/api/openai-responses",
 	"anthropic-messages": "@earendil-works/pi-ai/api/anthropic-messages",
@@ -29,7 +31,7 @@ const API_MODULES = {
 };
 
 // Headers that matter for one API only (its auth and session headers).
-const HEADERS_BY_API = {
+export const HEADERS_BY_API = {
 	"mistral-conversations": ["x-affinity"],
 	"azure-openai-responses": ["api-key"],
 	"openai-codex-responses": ["chatgpt-account-id", "originator", "openai-beta"],
@@ -51,7 +53,7 @@ const HEADERS_THAT_MATTER = [
 	"x-session-id",
 ];
 
-const DEFAULT_API_KEY = "test-api-key-0001";
+export const DEFAULT_API_KEY = "test-api-key-0001";
 const DEFAULT_CHUNK_DELAY_MS = 3;
 
 function sleep(ms) {
@@ -95,7 +97,7 @@ function frameToBuffer(chunk) {
 	return chunk.truncate === undefined ? bytes : bytes.subarray(0, chunk.truncate);
 }
 
-function chunkToBuffer(chunk) {
+export function chunkToBuffer(chunk) {
 	if (typeof chunk === "string") return Buffer.from(chunk, "utf8");
 	if (chunk && typeof chunk === "object") {
 		if (["event", "exception", "error", "frame"].some((k) => chunk[k] !== undefined)) return frameToBuffer(chunk);
@@ -106,12 +108,12 @@ function chunkToBuffer(chunk) {
 	throw new Error(`Bad chunk in case file: ${JSON.stringify(chunk)}`);
 }
 
-function responsesOf(testCase) {
+export function responsesOf(testCase) {
 	if (Array.isArray(testCase.responses)) return testCase.responses;
 	return [testCase.response];
 }
 
-function startServer(testCase) {
+export function startServer(testCase) {
 	const requests = [];
 	const responses = responsesOf(testCase);
 	const server = http.createServer((req, res) => {
@@ -141,7 +143,7 @@ function startServer(testCase) {
 	});
 }
 
-function clone(value) {
+export function clone(value) {
 	return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
@@ -162,7 +164,7 @@ function normalizeToolCall(api, toolCall) {
 	return out;
 }
 
-function normalizeMessage(api, message) {
+export function normalizeMessage(api, message) {
 	if (!message) return null;
 	const m = clone(message);
 	delete m.timestamp;
@@ -177,7 +179,7 @@ function normalizeMessage(api, message) {
 	return m;
 }
 
-function recordEvent(api, event) {
+export function recordEvent(api, event) {
 	const out = { type: event.type };
 	if (event.contentIndex !== undefined) out.contentIndex = event.contentIndex;
 	if (event.delta !== undefined) out.delta = event.delta;
@@ -199,7 +201,7 @@ function parseBody(raw) {
 	}
 }
 
-function describeRequest(req, extraHeaderNames) {
+export function describeRequest(req, extraHeaderNames) {
 	if (!req) return null;
 	const wanted = new Set([...HEADERS_THAT_MATTER, ...extraHeaderNames.map((h) => h.toLowerCase())]);
 	const headers = {};
@@ -310,6 +312,10 @@ function stableStringify(value) {
 	return JSON.stringify(value, null, 2);
 }
 
+// What run_ws.mjs shares with this runner (passed in: importing this module from there would
+// wait on this module's own top-level await).
+const helpers = { API_MODULES, HEADERS_BY_API, HEADERS_THAT_MATTER, DEFAULT_API_KEY, startServer, clone, normalizeMessage, recordEvent, describeRequest };
+
 const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("run.mjs");
 if (isMain) {
 	const file = process.argv[2];
@@ -318,7 +324,8 @@ if (isMain) {
 		process.exit(2);
 	}
 	const testCase = JSON.parse(readFileSync(file, "utf8"));
-	const result = await runCase(testCase);
+	// Cases with a `websocket` script run against a WebSocket server (run_ws.mjs).
+	const result = testCase.websocket ? await (await import("./run_ws.mjs")).runWsCase(testCase, helpers) : await runCase(testCase);
 	// Exit once stdout has drained: an immediate exit cuts a large document at the pipe buffer.
 	process.stdout.write(`${stableStringify(result)}\n`, () => process.exit(0));
 }
