@@ -116,7 +116,9 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
     Ok((model, context, options))
 }
 
-fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
+/// A request as the output document reports it: method, path, the headers that matter
+/// (plus `extra`, lower-cased) and the parsed body (`{"$raw": text}` when not JSON).
+pub fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
     let mut wanted: Vec<String> = HEADERS_THAT_MATTER.iter().map(|s| s.to_string()).collect();
     wanted.extend(extra.iter().map(|h| h.to_ascii_lowercase()));
     wanted.sort();

@@ -120,10 +120,11 @@ export function startServer(testCase) {
 		const parts = [];
 		req.on("data", (d) => parts.push(d));
 		req.on("end", async () => {
-			const rawBody = Buffer.concat(parts).toString("utf8");
+			const bodyBytes = Buffer.concat(parts);
+			const rawBody = bodyBytes.toString("utf8");
 			const headers = {};
 			for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
-			requests.push({ method: req.method, path: req.url, headers, rawBody });
+			requests.push({ method: req.method, path: req.url, headers, rawBody, bodyBytes });
 			const response = responses[Math.min(requests.length - 1, responses.length - 1)];
 			res.socket?.setNoDelay(true);
 			const outHeaders = { ...(response.headers ?? {}) };

@@ -24,8 +24,9 @@
 //
 // Output: {case, api, connections: [{path, headers, refused?, sent: [JSON...]}],
 // httpRequests: [...], turns: [{events, message, overflow}]}. A UUIDv7 in a header (the
-// request id of a request without a session) reads "<uuidv7>".
+// request id of a request without a session) reads "<uuidv7>"; a zstd body is decoded.
 import { STATUS_CODES } from "node:http";
+import zlib from "node:zlib";
 import { AssistantMessageEventStream } from "@earendil-works/pi-ai/utils/event-stream";
 import { isContextOverflow } from "@earendil-works/pi-ai/utils/overflow";
 import { normalizeContext } from "@earendil-works/pi-ai/utils/transcript";
@@ -108,6 +109,14 @@ function attachWebSocket(server, testCase, connections, wanted) {
 	return wss;
 }
 
+// Under Node 22.15+ the reference compresses its SSE request bodies with zstd
+// (`content-encoding: zstd`); the body is compared decoded, as the server reads it, and the
+// encoding is not compared (tern sends SSE bodies uncompressed).
+function decoded(request) {
+	if (request.headers["content-encoding"] !== "zstd") return request;
+	return { ...request, rawBody: zlib.zstdDecompressSync(request.bodyBytes).toString("utf8") };
+}
+
 export async function runWsCase(testCase, helpers) {
 	if (typeof globalThis.WebSocket !== "function") {
 		throw new Error("WebSocket cases need Node 22+ (the reference uses the global WebSocket)");
@@ -173,7 +182,7 @@ export async function runWsCase(testCase, helpers) {
 		case: testCase.id,
 		api,
 		connections,
-		httpRequests: requests.map((r) => describeRequest(r, extraHeaderNames)),
+		httpRequests: requests.map((r) => describeRequest(decoded(r), extraHeaderNames)),
 		turns,
 	};
 }
