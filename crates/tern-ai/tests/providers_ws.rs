@@ -102,6 +102,8 @@ async fn run_ws_case(case: &Value) -> Value {
     let mut last: Option<tern_ai::message::AssistantMessage> = None;
     for t in 0..=extra_turns.len() {
         if t > 0 {
+            let wait = extra_turns[t - 1]["waitMs"].as_u64().unwrap_or(0);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
             if let Some(m) = last.take() {
                 messages.push(Message::Assistant(Arc::new(m)));
             }

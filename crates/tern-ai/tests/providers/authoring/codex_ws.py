@@ -115,6 +115,15 @@ def main():
     c["websocket"] = [replies(text, second)]
     write(c)
 
+    c = ws_case("plain-text", "ws-idle-socket-closed-by-server",
+                "The server closes the session's socket after the first turn: the second opens a "
+                "new one with the whole context, no failure.", {"sessionId": SESSION, "transport": "auto"})
+    c["request"]["model"]["compat"]["supportsMidConvoEffort"] = False
+    c["turns"] = [{"messages": follow_up, "waitMs": 400}]
+    c["websocket"] = [replies(text + [{"$wait": 20}, {"$close": {"code": 1000, "reason": "bye"}}]),
+                      replies(second)]
+    write(c)
+
     c = ws_case("plain-text", "ws-previous-response-not-found",
                 "The server lost the previous response: the request is retried once on a new "
                 "socket with the whole context.", {"sessionId": SESSION, "transport": "auto"})
@@ -181,7 +190,7 @@ def main():
 
     c = ws_case("plain-text", "ws-connect-timeout",
                 "The upgrade is never answered: the connect timeout, then SSE.",
-                {"websocketConnectTimeoutMs": 300})
+                {"websocketConnectTimeoutMs": 1000})
     c["websocket"] = [{"hang": True}]
     write(c)
 

@@ -18,8 +18,10 @@
 //                                 message in several frames), {"$close": {"code", "reason"}},
 //                                 {"$terminate": true} (drop the TCP connection), {"$wait": MS}
 //     "delayMs": N                pause after each message (default 3)
-//   turns: [{"messages": [...]}]  more requests in the same process: each appends the last
-//                                 turn's final message and these messages to the context
+//   turns: [{"messages": [...], "waitMs": N}]
+//                                 more requests in the same process, each N ms (default 0)
+//                                 after the last: each appends the last turn's final message
+//                                 and these messages to the context
 //   abortAfterEvents: N           the caller aborts the first turn right after its N-th event
 //
 // Output: {case, api, connections: [{path, headers, refused?, sent: [JSON...]}],
@@ -148,6 +150,7 @@ export async function runWsCase(testCase, helpers) {
 	try {
 		for (let t = 0; t <= extraTurns.length; t++) {
 			if (t > 0) {
+				await sleep(extraTurns[t - 1].waitMs ?? 0);
 				context = { ...context, messages: [...context.messages, ...(last ? [last] : []), ...clone(extraTurns[t - 1].messages ?? [])] };
 			}
 			const options = { apiKey: DEFAULT_API_KEY, ...clone(input.options ?? {}) };
