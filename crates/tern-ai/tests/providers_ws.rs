@@ -117,8 +117,21 @@ async fn run_ws_case(case: &Value) -> Value {
         if let (0, Some(n)) = (t, case.get("abortAfterEvents").and_then(Value::as_u64)) {
             sink.abort_after(n as usize, options.signal.clone());
         }
+        let timer = match (t, case.get("abortAfterMs").and_then(Value::as_u64)) {
+            (0, Some(ms)) => {
+                let signal = options.signal.clone();
+                Some(tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                    signal.cancel();
+                }))
+            }
+            _ => None,
+        };
         let context = Context::new(messages.clone());
         tern_ai::providers::run(&model, &context, &options, &mut sink).await;
+        if let Some(timer) = timer {
+            timer.abort();
+        }
         let overflow = sink
             .message
             .as_ref()

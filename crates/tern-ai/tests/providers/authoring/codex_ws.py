@@ -107,6 +107,19 @@ def main():
     c["websocket"] = [replies(text, second)]
     write(c)
 
+    call = next(e for e in tool if e["type"] == "response.output_item.done")["item"]
+    result = [{"role": "toolResult", "toolCallId": f"{call['call_id']}|{call['id']}", "toolName": call["name"],
+               "content": [{"type": "text", "text": "Wrote 42 bytes."}], "isError": False,
+               "timestamp": 1767225700000}]
+    c = ws_case("tool-call-fragmented", "ws-continuation-after-tool-call",
+                "A tool call, then its result on the same socket: the second request sends only "
+                "the function_call_output with previous_response_id.",
+                {"sessionId": SESSION, "transport": "websocket-cached"})
+    c["request"]["model"]["compat"]["supportsMidConvoEffort"] = False
+    c["turns"] = [{"messages": result}]
+    c["websocket"] = [replies(tool, response_id(text, "resp_after_tool_0003"))]
+    write(c)
+
     c = ws_case("plain-text", "ws-session-default-full-context",
                 "Two turns of one session with the transport unset: the socket is reused but the "
                 "second request carries the whole context.", {"sessionId": SESSION})
@@ -199,6 +212,13 @@ def main():
                 "no diagnostic.", {"sessionId": SESSION})
     c["abortAfterEvents"] = 3
     c["websocket"] = [replies(text[:4] + [{"$wait": 1500}] + text[4:])]
+    write(c)
+
+    c = ws_case("plain-text", "ws-abort-while-connecting",
+                "The caller aborts while the upgrade is unanswered: aborted, no diagnostic, no "
+                "fallback.", {"sessionId": SESSION})
+    c["abortAfterMs"] = 300
+    c["websocket"] = [{"hang": True}]
     write(c)
 
 

@@ -23,6 +23,7 @@
 //                                 after the last: each appends the last turn's final message
 //                                 and these messages to the context
 //   abortAfterEvents: N           the caller aborts the first turn right after its N-th event
+//   abortAfterMs: N               ... or N ms after it started
 //
 // Output: {case, api, connections: [{path, headers, refused?, sent: [JSON...]}],
 // httpRequests: [...], turns: [{events, message, overflow}]}. A UUIDv7 in a header (the
@@ -156,7 +157,9 @@ export async function runWsCase(testCase, helpers) {
 			const options = { apiKey: DEFAULT_API_KEY, ...clone(input.options ?? {}) };
 			const abortAfter = t === 0 ? testCase.abortAfterEvents : undefined;
 			const controller = new AbortController();
-			if (abortAfter !== undefined) options.signal = controller.signal;
+			const abortAfterMs = t === 0 ? testCase.abortAfterMs : undefined;
+			if (abortAfter !== undefined || abortAfterMs !== undefined) options.signal = controller.signal;
+			const timer = abortAfterMs === undefined ? undefined : setTimeout(() => controller.abort(), abortAfterMs);
 			const events = [];
 			let target = null;
 			AssistantMessageEventStream.prototype.push = function (event) {
@@ -172,6 +175,7 @@ export async function runWsCase(testCase, helpers) {
 				// recorded in push()
 			}
 			last = await stream.result();
+			clearTimeout(timer);
 			turns.push({ events, message: normalizeMessage(api, last), overflow: last ? isContextOverflow(last, model.contextWindow) : false });
 		}
 	} finally {
