@@ -217,7 +217,7 @@ def main():
     c = ws_case("plain-text", "ws-abort-while-connecting",
                 "The caller aborts while the upgrade is unanswered: aborted, no diagnostic, no "
                 "fallback.", {"sessionId": SESSION})
-    c["abortAfterMs"] = 300
+    c["abortAfterMs"] = 1500
     c["websocket"] = [{"hang": True}]
     write(c)
 
