@@ -14,13 +14,14 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
@@ -350,5 +351,122 @@ async fn watch(key: Key, mut socket: Socket, mut commands: oneshot::Receiver<Com
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+    use tokio_tungstenite::tungstenite::Message;
+
+    /// A connected client socket and the server's end of it.
+    async fn pair() -> (Socket, WebSocketStream<TcpStream>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let client =
+            WebSocketStream::from_raw_socket(MaybeTlsStream::Plain(client), Role::Client, None)
+                .await;
+        let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+        (client, server)
+    }
+
+    fn cached(session: &str) -> bool {
+        CACHE.lock().contains_key(session)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_socket_past_its_maximum_age_is_closed_not_leased() {
+        let (tx, mut rx) = oneshot::channel();
+        CACHE.lock().entry("age-test".into()).or_default().insert(
+            "acct".into(),
+            Entry {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                created: Instant::now(),
+                continuation: None,
+                slot: Slot::Idle(tx),
+            },
+        );
+        tokio::time::advance(MAX_AGE - Duration::from_secs(1)).await;
+        assert!(matches!(find("age-test", "acct"), Found::Idle(..)));
+        // Leased and given back: idle again, one second short of the limit.
+        if let Some(e) = CACHE
+            .lock()
+            .get_mut("age-test")
+            .and_then(|m| m.get_mut("acct"))
+        {
+            let (tx, rx2) = oneshot::channel();
+            e.slot = Slot::Idle(tx);
+            rx = rx2;
+        }
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(matches!(find("age-test", "acct"), Found::Fresh));
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Command::Close("connection_age_limit"))
+        ));
+        assert!(!cached("age-test"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_released_socket_is_reused_then_closed_after_the_idle_ttl() {
+        let (client, mut server) = pair().await;
+        let lease = acquire(Some("ttl-test"), "acct", || async { Ok::<_, ()>(client) })
+            .await
+            .unwrap();
+        assert!(lease.cached());
+        release(lease, true);
+        // The next request of the session gets the same socket back, without connecting.
+        let lease = acquire(Some("ttl-test"), "acct", || async {
+            Err::<Socket, _>("no second connection")
+        })
+        .await
+        .unwrap();
+        // While it is leased, another request of the session gets a socket of its own.
+        let (other, _other_server) = pair().await;
+        let own = acquire(Some("ttl-test"), "acct", || async { Ok::<_, ()>(other) })
+            .await
+            .unwrap();
+        assert!(!own.cached());
+        release(own, false);
+        release(lease, true);
+        tokio::time::sleep(IDLE_TTL + Duration::from_secs(1)).await;
+        let closed = server.next().await;
+        let reason = match closed {
+            Some(Ok(Message::Close(Some(frame)))) => frame.reason.to_string(),
+            other => panic!("expected a close frame, got {other:?}"),
+        };
+        assert_eq!(reason, "idle_timeout");
+        assert!(!cached("ttl-test"));
+    }
+
+    #[tokio::test]
+    async fn a_socket_the_server_closed_while_idle_is_replaced() {
+        let (client, mut server) = pair().await;
+        let lease = acquire(Some("closed-test"), "acct", || async {
+            Ok::<_, ()>(client)
+        })
+        .await
+        .unwrap();
+        release(lease, true);
+        server.close(None).await.unwrap();
+        // The watcher notices the close and drops the entry.
+        for _ in 0..200 {
+            if !cached("closed-test") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!cached("closed-test"));
+        let (fresh, _fresh_server) = pair().await;
+        let lease = acquire(Some("closed-test"), "acct", || async { Ok::<_, ()>(fresh) })
+            .await
+            .unwrap();
+        assert!(lease.cached());
+        release(lease, false);
+        assert!(!cached("closed-test"));
     }
 }
