@@ -297,6 +297,11 @@ pub(super) fn release(lease: Lease, keep: bool) {
         close_socket(socket, "done");
         return;
     }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        // No runtime to keep it waiting on: not cached.
+        forget(&key);
+        return;
+    };
     let mut cache = CACHE.lock();
     let entry = cache
         .get_mut(&key.session)
@@ -311,7 +316,7 @@ pub(super) fn release(lease: Lease, keep: bool) {
     entry.continuation = continuation;
     entry.slot = Slot::Idle(tx);
     drop(cache);
-    tokio::spawn(watch(key, socket, rx));
+    runtime.spawn(watch(key, socket, rx));
 }
 
 enum Wake {
