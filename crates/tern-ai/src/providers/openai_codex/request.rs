@@ -179,6 +179,16 @@ pub(super) fn grammar_inputs(model: &Model, context: &Context) -> GrammarInputs 
     stream_grammar_inputs(model, &context.messages, keeps_system_messages)
 }
 
+/// The key of the WebSocket session cache and of the fallback memory: the whole `sessionId`
+/// (not cut to 64 characters), unless it is empty or the cache retention is `none`.
+pub(super) fn websocket_session(options: &StreamOptions) -> Option<String> {
+    let retention = options.cache_retention.as_deref().unwrap_or("short");
+    options
+        .session_id
+        .clone()
+        .filter(|s| !s.is_empty() && retention != "none")
+}
+
 /// The session id sent as the prompt cache key and the session headers (the first 64
 /// characters of `sessionId`), unless the cache retention is `none`; it also keys the
 /// WebSocket session cache.

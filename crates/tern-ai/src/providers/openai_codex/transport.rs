@@ -6,7 +6,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::request::{account_id, cache_session, grammar_inputs, websocket_headers, websocket_url};
+use super::request::{
+    account_id, cache_session, grammar_inputs, websocket_headers, websocket_session, websocket_url,
+};
 use super::session;
 use super::stream::State;
 use super::websocket::{self, Exchange, Failure, FailureKind, Progress};
@@ -81,12 +83,14 @@ pub(super) async fn run(
     request: &HttpRequest,
     out: &mut Output<'_>,
 ) -> Outcome {
-    let session = cache_session(options);
+    let session = websocket_session(options);
     if session.as_deref().is_some_and(session::fallback_active) {
         return Outcome::FallBack;
     }
     let account = account_id(&api_key(model, options).unwrap_or_default()).unwrap_or_default();
-    let request_id = session.clone().unwrap_or_else(uuid_v7);
+    let request_id = cache_session(options)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(uuid_v7);
     let headers = websocket_headers(model, options, &request_id);
     let url = websocket_url(model);
     let grammar = grammar_inputs(model, context);

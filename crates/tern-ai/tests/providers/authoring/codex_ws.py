@@ -92,7 +92,8 @@ def main():
     frag[i] = {"$fragments": [whole[:10], whole[10:25], whole[25:]]}
     c = ws_case("tool-call-fragmented", "ws-tool-call-fragmented",
                 "A tool call whose arguments arrive in many deltas (one of them in three frames), "
-                "in a session: session headers, toolUse.", {"sessionId": SESSION})
+                "in a session whose id is longer than 64 characters: the session headers carry its "
+                "first 64, toolUse.", {"sessionId": SESSION + "-" + "x" * 60})
     c["websocket"] = [replies(frag)]
     write(c)
 
