@@ -16,7 +16,8 @@
 //!   loop every API shares: prologue, reading, abort and idle handling, end-of-stream checks.
 //! - `anthropic/`, `azure_responses/`, `bedrock/`, `google/`, `google_vertex/`, `mistral/`, `openai_codex/`, `openai_completions/`, `openai_responses/`: one folder per API,
 //!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
-//!   `reasoning` and `chunk`).
+//!   `reasoning` and `chunk`; Codex adds its WebSocket transport: `websocket`, `session`,
+//!   `transport`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
 //!   `transform` (history transforms), `model_options`, `thinking`, `typed_json`,
 //!   `openai_sdk` (what both OpenAI APIs share), `custom_input` (freeform tool input as both
