@@ -48,5 +48,5 @@ pub use stream::{
 };
 pub use stream_fn::{
     AzureOptions, AzureTokenProvider, BedrockOptions, BoxError, Context, StreamFn, StreamOptions,
-    StreamStart, ThinkingBudgets, ThinkingDisplay,
+    StreamStart, ThinkingBudgets, ThinkingDisplay, Transport,
 };

@@ -98,6 +98,60 @@ pub struct StreamOptions {
     /// `GOOGLE_CLOUD_*` and `GOOGLE_APPLICATION_CREDENTIALS`, Bedrock's `AWS_*`. An empty
     /// value counts as unset.
     pub env: std::collections::BTreeMap<String, String>,
+    /// The transport of a provider that has more than one (pi-ai's `transport`; only
+    /// `openai-codex-responses` does, WebSocket or SSE). `None` is the reference's unset
+    /// option: a WebSocket first, like [`Transport::Auto`], but each request sends the whole
+    /// context; `Auto` and `WebSocketCached` continue from the socket's previous response.
+    pub transport: Option<Transport>,
+    /// How long a WebSocket handshake may take, in ms (pi-ai's `websocketConnectTimeoutMs`;
+    /// `None` means 15 000, `Some(0)` waits as long as the connection does).
+    pub websocket_connect_timeout_ms: Option<u64>,
+}
+
+/// The transport of a provider that has more than one (pi-ai's `Transport`).
+///
+/// ```
+/// use tern_ai::Transport;
+/// assert_eq!(Transport::parse("websocket-cached"), Some(Transport::WebSocketCached));
+/// assert_eq!(Transport::Sse.as_str(), "sse");
+/// assert_eq!(Transport::default(), Transport::Auto);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// A WebSocket, falling back to SSE when it fails before the stream starts; a socket
+    /// reused within a session continues from its previous response.
+    #[default]
+    Auto,
+    /// A WebSocket (the same fallback to SSE), sending the whole context each time.
+    WebSocket,
+    /// A WebSocket continuing from the socket's previous response, as `Auto` does.
+    WebSocketCached,
+    /// Server-sent events over HTTP only.
+    Sse,
+}
+
+impl Transport {
+    /// The option's wire name: `auto`, `websocket`, `websocket-cached` or `sse`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Auto => "auto",
+            Transport::WebSocket => "websocket",
+            Transport::WebSocketCached => "websocket-cached",
+            Transport::Sse => "sse",
+        }
+    }
+
+    /// The transport a wire name names; `None` for anything else.
+    pub fn parse(name: &str) -> Option<Transport> {
+        [
+            Transport::Auto,
+            Transport::WebSocket,
+            Transport::WebSocketCached,
+            Transport::Sse,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == name)
+    }
 }
 
 impl StreamOptions {

@@ -9,8 +9,11 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tern_ai::providers::replay::run_case;
 
+#[path = "support/compare.rs"]
+mod compare;
 #[path = "support/runtime.rs"]
 mod runtime;
+use compare::compare;
 use runtime::runtime;
 
 fn root() -> PathBuf {
@@ -42,59 +45,6 @@ fn cases() -> Vec<(String, Value, Value)> {
         }
     }
     out
-}
-
-fn args_tail(s: &str) -> &str {
-    s.find("Received arguments:\n")
-        .map(|i| &s[i..])
-        .unwrap_or(s)
-}
-
-fn compare(path: &str, a: &Value, b: &Value, diffs: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let kx: std::collections::BTreeSet<_> = x.keys().collect();
-            let ky: std::collections::BTreeSet<_> = y.keys().collect();
-            if kx != ky {
-                diffs.push(format!("{path}: keys {kx:?} != {ky:?}"));
-                return;
-            }
-            for (k, v) in x {
-                if k == "argumentsError" {
-                    match (v.as_str(), y[k].as_str()) {
-                        (Some(p), Some(q)) if args_tail(p) == args_tail(q) => {}
-                        _ => diffs.push(format!("{path}.{k}: {v} != {}", y[k])),
-                    }
-                    continue;
-                }
-                compare(&format!("{path}.{k}"), v, &y[k], diffs);
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            if x.len() != y.len() {
-                diffs.push(format!("{path}: length {} != {}", x.len(), y.len()));
-                return;
-            }
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                compare(&format!("{path}[{i}]"), p, q, diffs);
-            }
-        }
-        (Value::Number(p), Value::Number(q)) => {
-            let (p, q) = (
-                p.as_f64().unwrap_or(f64::NAN),
-                q.as_f64().unwrap_or(f64::NAN),
-            );
-            let tol = 1e-12f64.max(1e-9 * p.abs().max(q.abs()));
-            if (p - q).abs() > tol {
-                diffs.push(format!("{path}: {p} != {q}"));
-            }
-        }
-        _ => {
-            if a != b {
-                diffs.push(format!("{path}: {a} != {b}"));
-            }
-        }
-    }
 }
 
 fn differences(expected: &Value, actual: &Value) -> Vec<String> {

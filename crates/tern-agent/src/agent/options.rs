@@ -101,6 +101,8 @@ impl CustomSettings {
             bedrock,
             azure,
             env,
+            transport,
+            websocket_connect_timeout_ms,
         } = &self.stream_options;
         self.hooks.is_empty()
             && reasoning.is_none()
@@ -120,6 +122,8 @@ impl CustomSettings {
             && *bedrock == tern_ai::BedrockOptions::default()
             && *azure == tern_ai::AzureOptions::default()
             && env.is_empty()
+            && transport.is_none()
+            && websocket_connect_timeout_ms.is_none()
     }
 }
 

@@ -2,6 +2,8 @@
 //! implements, and [`run`] / [`read_body`], which own the run prologue (credentials, request,
 //! sending), the read loop (framing, abort and idle handling, decode failures) and the
 //! end-of-stream checks, so an API only maps records and says how a stream may end.
+//! [`prepare`] and [`send_and_read`] are the two halves of [`run`], for an API that may send
+//! its request another way first (Codex's WebSocket).
 
 use std::future::Future;
 
@@ -309,21 +311,46 @@ pub(crate) async fn run<A: WireApi>(
     sink: &mut dyn ProviderSink,
 ) {
     let mut out = Output::new(model, sink);
+    if let Some(authorization) = prepare::<A>(model, options, &mut out).await {
+        send_and_read::<A>(model, context, options, &mut out, &authorization).await;
+    }
+}
+
+/// The run prologue of API `A`: the initial message fields, the credentials and
+/// configuration checks and the authorization round trip, whose headers it returns. `None`
+/// when the run already ended (its `error` event reported).
+pub(crate) async fn prepare<A: WireApi>(
+    model: &Model,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+) -> Option<Vec<(String, String)>> {
     out.update(|m| A::initial_message(model, options, m));
     if let Err(message) = A::CREDENTIALS
         .check(model, options)
         .and_then(|()| A::check(model, options))
     {
         out.fail(message, false);
-        return;
+        return None;
     }
-    let authorization = match A::authorize(model, options).await {
-        Ok(headers) => headers,
+    match A::authorize(model, options).await {
+        Ok(headers) => Some(headers),
         Err(message) => {
             out.fail(message, options.signal.is_cancelled());
-            return;
+            None
         }
-    };
+    }
+}
+
+/// Builds the request, sends it over HTTP (retrying before the first byte as `A` says, and
+/// once without `prefer` strict tools after Claude's strict-tool limits) and maps the
+/// streaming response with [`read_body`]; a failure ends the run with `error`.
+pub(crate) async fn send_and_read<A: WireApi>(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    out: &mut Output<'_>,
+    authorization: &[(String, String)],
+) {
     let without_retries;
     let send_options = match (A::RETRIES, A::MAX_RETRIES) {
         (true, None) => options,
@@ -371,7 +398,7 @@ pub(crate) async fn run<A: WireApi>(
         return;
     };
     let stream = A::new_stream(model, context);
-    read_body::<A>(model, options, &mut out, Body::Http(response), stream).await;
+    read_body::<A>(model, options, out, Body::Http(response), stream).await;
 }
 
 /// The message of a failed send or read, and whether it was an abort.

@@ -16,7 +16,8 @@
 //!   loop every API shares: prologue, reading, abort and idle handling, end-of-stream checks.
 //! - `anthropic/`, `azure_responses/`, `bedrock/`, `google/`, `google_vertex/`, `mistral/`, `openai_codex/`, `openai_completions/`, `openai_responses/`: one folder per API,
 //!   each with its `request.rs` and its `stream.rs` (the completions API adds `compat`,
-//!   `reasoning` and `chunk`).
+//!   `reasoning` and `chunk`; Codex adds its WebSocket transport: `websocket`, `session`,
+//!   `transport`).
 //! - `output` (the message being built), `http` (client, sending, body chunks), `retry`,
 //!   `transform` (history transforms), `model_options`, `thinking`, `typed_json`,
 //!   `openai_sdk` (what both OpenAI APIs share), `custom_input` (freeform tool input as both
@@ -64,6 +65,7 @@ use crate::stream_fn::{Context, StreamFn, StreamOptions, StreamStart};
 use driver::{boxed_run, RunFuture, WireApi};
 use output::Output;
 
+pub use openai_codex::{close_codex_websocket_sessions, reset_codex_websocket_fallback};
 pub use overflow::is_context_overflow;
 pub use strict_limits::{cleanup_session_resources, MAX_SESSIONS as MAX_STRICT_LIMIT_SESSIONS};
 
@@ -130,6 +132,24 @@ impl Api {
             map_body: driver::boxed_map_body::<A>,
         }
     }
+
+    /// An API whose run is its own (`run`), its bodies mapped as `A` maps them.
+    const fn with_run<A: WireApi>(
+        name: &'static str,
+        run: for<'a> fn(
+            &'a Model,
+            &'a Context,
+            &'a StreamOptions,
+            &'a mut dyn ProviderSink,
+        ) -> RunFuture<'a>,
+    ) -> Api {
+        Api {
+            name,
+            run,
+            #[cfg(feature = "testing")]
+            map_body: driver::boxed_map_body::<A>,
+        }
+    }
 }
 
 /// Provider selection: the one place that names the built-in APIs.
@@ -141,7 +161,7 @@ const TABLE: [Api; 9] = [
     Api::of::<mistral::Mistral>("mistral-conversations"),
     Api::of::<azure_responses::AzureResponses>("azure-openai-responses"),
     Api::of::<google_vertex::Vertex>("google-vertex"),
-    Api::of::<openai_codex::Codex>("openai-codex-responses"),
+    Api::with_run::<openai_codex::Codex>("openai-codex-responses", openai_codex::boxed_run),
     Api::of::<bedrock::Bedrock>("bedrock-converse-stream"),
 ];
 

@@ -233,9 +233,23 @@ pub(crate) fn has_tool_call(m: &AssistantMessage) -> bool {
 
 /// Appends a provider diagnostic (`{type, timestamp, details}`) to the message.
 pub(crate) fn append_diagnostic(m: &mut AssistantMessage, kind: &str, details: Value) {
+    append_error_diagnostic(m, kind, None, details);
+}
+
+/// Appends a provider diagnostic with the error it reports (`{type, timestamp, error,
+/// details}`) to the message.
+pub(crate) fn append_error_diagnostic(
+    m: &mut AssistantMessage,
+    kind: &str,
+    error: Option<Value>,
+    details: Value,
+) {
     let mut d = serde_json::Map::new();
     d.insert("type".into(), Value::String(kind.into()));
     d.insert("timestamp".into(), Value::from(crate::clock::now_ms()));
+    if let Some(error) = error {
+        d.insert("error".into(), error);
+    }
     d.insert("details".into(), details);
     let list = m
         .extra_mut()

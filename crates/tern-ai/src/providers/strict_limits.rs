@@ -107,12 +107,14 @@ pub(crate) fn append_fallback(m: &mut AssistantMessage, kind: &str, message: &st
 
 /// Frees what the providers keep for `session` (pi-ai's `cleanupSessionResources`): call it
 /// when a session ends. `None` frees what they keep for every session. Today that is the
-/// memory of sessions whose strict tools went over Claude's limits.
+/// memory of sessions whose strict tools went over Claude's limits, and the session's cached
+/// Codex WebSockets (closed; the memory of a fallback to SSE stays, as in the reference).
 ///
 /// ```
 /// tern_ai::providers::cleanup_session_resources(Some("session-1"));
 /// ```
 pub fn cleanup_session_resources(session: Option<&str>) {
+    super::close_codex_websocket_sessions(session.filter(|s| !s.is_empty()));
     let mut guard = sessions();
     let Some(s) = guard.as_mut() else { return };
     match session {

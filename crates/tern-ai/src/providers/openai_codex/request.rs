@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::message::ThinkingLevel;
 use crate::model::Model;
-use crate::providers::constrained;
+use crate::providers::constrained::{self, GrammarInputs};
 use crate::providers::driver::{Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
@@ -41,6 +41,20 @@ fn codex_url(model: &Model) -> String {
         format!("{base}/responses")
     } else {
         format!("{base}/codex/responses")
+    }
+}
+
+/// The WebSocket URL of the Codex endpoint: [`codex_url`] with `https` as `wss` and `http`
+/// as `ws`.
+pub(super) fn websocket_url(model: &Model) -> String {
+    let url = codex_url(model);
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        format!("wss://{}", &url["https://".len()..])
+    } else if lower.starts_with("http://") {
+        format!("ws://{}", &url["http://".len()..])
+    } else {
+        url
     }
 }
 
@@ -115,7 +129,70 @@ pub(super) fn configuration_update_effort(
     }
 }
 
-fn cache_session(options: &StreamOptions) -> Option<String> {
+/// Sets a header, replacing any of the same name (names compare without case).
+fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: String) {
+    headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+    headers.push((name.to_string(), value));
+}
+
+/// The headers both transports start from: `originator`, the model's and the caller's
+/// headers, then the token and its account id.
+fn base_headers(model: &Model, options: &StreamOptions) -> Vec<(String, String)> {
+    let token = api_key(model, options).unwrap_or_default();
+    let account = account_id(&token).unwrap_or_default();
+    let mut headers = vec![("originator".to_string(), "pi".to_string())];
+    merge_headers(&mut headers, model.headers.as_ref());
+    merge_headers(&mut headers, Some(&options.headers));
+    set_header(&mut headers, "authorization", format!("Bearer {token}"));
+    set_header(&mut headers, "chatgpt-account-id", account);
+    headers
+}
+
+/// The WebSocket handshake headers: the base headers without `accept`, `content-type` and
+/// the SSE beta, with the WebSocket beta and `request_id` (the session id, else a fresh
+/// UUIDv7) as `x-client-request-id` and `session-id`.
+pub(super) fn websocket_headers(
+    model: &Model,
+    options: &StreamOptions,
+    request_id: &str,
+) -> Vec<(String, String)> {
+    let mut headers = base_headers(model, options);
+    headers.retain(|(k, _)| {
+        !["accept", "content-type", "openai-beta"]
+            .iter()
+            .any(|n| k.eq_ignore_ascii_case(n))
+    });
+    set_header(
+        &mut headers,
+        "openai-beta",
+        "responses_websockets=2026-02-06".into(),
+    );
+    set_header(&mut headers, "x-client-request-id", request_id.into());
+    set_header(&mut headers, "session-id", request_id.into());
+    headers
+}
+
+/// The input property of each grammar tool the request declares (their calls map to and
+/// from custom tool calls).
+pub(super) fn grammar_inputs(model: &Model, context: &Context) -> GrammarInputs {
+    let keeps_system_messages = flag(model, "supportsMidConvoSystemMessages", false);
+    stream_grammar_inputs(model, &context.messages, keeps_system_messages)
+}
+
+/// The key of the WebSocket session cache and of the fallback memory: the whole `sessionId`
+/// (not cut to 64 characters), unless it is empty or the cache retention is `none`.
+pub(super) fn websocket_session(options: &StreamOptions) -> Option<String> {
+    let retention = options.cache_retention.as_deref().unwrap_or("short");
+    options
+        .session_id
+        .clone()
+        .filter(|s| !s.is_empty() && retention != "none")
+}
+
+/// The session id sent as the prompt cache key and the session headers (the first 64
+/// characters of `sessionId`), unless the cache retention is `none`; it also keys the
+/// WebSocket session cache.
+pub(super) fn cache_session(options: &StreamOptions) -> Option<String> {
     let retention = options.cache_retention.as_deref().unwrap_or("short");
     options
         .session_id
@@ -231,23 +308,13 @@ impl WireApi for super::Codex {
             None => {}
         }
 
-        let token = api_key(model, options).unwrap_or_default();
-        let account = account_id(&token).unwrap_or_default();
-        let mut headers = vec![("originator".to_string(), "pi".to_string())];
-        merge_headers(&mut headers, model.headers.as_ref());
-        merge_headers(&mut headers, Some(&options.headers));
-        let mut set = |name: &str, value: String| {
-            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-            headers.push((name.to_string(), value));
-        };
-        set("authorization", format!("Bearer {token}"));
-        set("chatgpt-account-id", account);
-        set("openai-beta", "responses=experimental".into());
-        set("accept", "text/event-stream".into());
-        set("content-type", "application/json".into());
+        let mut headers = base_headers(model, options);
+        set_header(&mut headers, "openai-beta", "responses=experimental".into());
+        set_header(&mut headers, "accept", "text/event-stream".into());
+        set_header(&mut headers, "content-type", "application/json".into());
         if let Some(s) = session {
-            set("session-id", s.clone());
-            set("x-client-request-id", s);
+            set_header(&mut headers, "session-id", s.clone());
+            set_header(&mut headers, "x-client-request-id", s);
         }
         Ok(HttpRequest {
             url: codex_url(model),
@@ -258,12 +325,7 @@ impl WireApi for super::Codex {
     }
 
     fn new_stream(model: &Model, context: &Context) -> super::stream::State {
-        let keeps_system_messages = flag(model, "supportsMidConvoSystemMessages", false);
-        super::stream::State::new(stream_grammar_inputs(
-            model,
-            &context.messages,
-            keeps_system_messages,
-        ))
+        super::stream::State::new(grammar_inputs(model, context))
     }
 
     /// The body's error message, or ChatGPT's usage limit in words.

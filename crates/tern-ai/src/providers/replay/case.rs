@@ -105,12 +105,20 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
                     .collect()
             })
             .unwrap_or_default(),
+        transport: o
+            .get("transport")
+            .and_then(Value::as_str)
+            .and_then(crate::stream_fn::Transport::parse),
+        websocket_connect_timeout_ms: o.get("websocketConnectTimeoutMs").and_then(Value::as_u64),
+        timeout_ms: o.get("timeoutMs").and_then(Value::as_u64),
         ..StreamOptions::default()
     };
     Ok((model, context, options))
 }
 
-fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
+/// A request as the output document reports it: method, path, the headers that matter
+/// (plus `extra`, lower-cased) and the parsed body (`{"$raw": text}` when not JSON).
+pub fn describe_request(r: &CapturedRequest, extra: &[String]) -> Value {
     let mut wanted: Vec<String> = HEADERS_THAT_MATTER.iter().map(|s| s.to_string()).collect();
     wanted.extend(extra.iter().map(|h| h.to_ascii_lowercase()));
     wanted.sort();

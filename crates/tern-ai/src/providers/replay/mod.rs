@@ -8,7 +8,7 @@ pub mod case;
 pub mod recording;
 pub mod server;
 
-pub use case::{case_inputs, run_case, HEADERS_THAT_MATTER};
+pub use case::{case_inputs, describe_request, headers_of_api, run_case, HEADERS_THAT_MATTER};
 pub use recording::RecordingSink;
 pub use server::{
     base64_decode, chunk_bytes, responses_of, start_server, CapturedRequest, ReplayServer,

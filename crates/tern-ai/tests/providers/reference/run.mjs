@@ -5,6 +5,8 @@
 //
 //   node run.mjs CASE.json            -> prints one JSON document (see ../FORMAT.md)
 //
+// A case with a `websocket` script (ws/streams/) runs through run_ws.mjs instead.
+//
 // It starts a local HTTP server on 127.0.0.1 (random port) that replays the case's recorded
 // response(s) chunk by chunk, points the @earendil-works/pi-ai API implementation for the
 // case's api at it (model.baseUrl override, dummy API key), runs streamSimple(), and prints
@@ -16,7 +18,7 @@ import { isContextOverflow } from "@earendil-works/pi-ai/utils/overflow";
 import { normalizeContext } from "@earendil-works/pi-ai/utils/transcript";
 import { EventStreamCodec } from "@smithy/core/event-streams";
 
-const API_MODULES = {
+export const API_MODULES = {
 	"openai-completions": "@earendil-works/pi-ai/api/openai-completions",
 	"openai-responses": "@earendil-works/pi-ai/api/openai-responses",
 	"anthropic-messages": "@earendil-works/pi-ai/api/anthropic-messages",
@@ -29,7 +31,7 @@ const API_MODULES = {
 };
 
 // Headers that matter for one API only (its auth and session headers).
-const HEADERS_BY_API = {
+export const HEADERS_BY_API = {
 	"mistral-conversations": ["x-affinity"],
 	"azure-openai-responses": ["api-key"],
 	"openai-codex-responses": ["chatgpt-account-id", "originator", "openai-beta"],
@@ -51,7 +53,7 @@ const HEADERS_THAT_MATTER = [
 	"x-session-id",
 ];
 
-const DEFAULT_API_KEY = "test-api-key-0001";
+export const DEFAULT_API_KEY = "test-api-key-0001";
 const DEFAULT_CHUNK_DELAY_MS = 3;
 
 function sleep(ms) {
@@ -95,7 +97,7 @@ function frameToBuffer(chunk) {
 	return chunk.truncate === undefined ? bytes : bytes.subarray(0, chunk.truncate);
 }
 
-function chunkToBuffer(chunk) {
+export function chunkToBuffer(chunk) {
 	if (typeof chunk === "string") return Buffer.from(chunk, "utf8");
 	if (chunk && typeof chunk === "object") {
 		if (["event", "exception", "error", "frame"].some((k) => chunk[k] !== undefined)) return frameToBuffer(chunk);
@@ -106,22 +108,23 @@ function chunkToBuffer(chunk) {
 	throw new Error(`Bad chunk in case file: ${JSON.stringify(chunk)}`);
 }
 
-function responsesOf(testCase) {
+export function responsesOf(testCase) {
 	if (Array.isArray(testCase.responses)) return testCase.responses;
 	return [testCase.response];
 }
 
-function startServer(testCase) {
+export function startServer(testCase) {
 	const requests = [];
 	const responses = responsesOf(testCase);
 	const server = http.createServer((req, res) => {
 		const parts = [];
 		req.on("data", (d) => parts.push(d));
 		req.on("end", async () => {
-			const rawBody = Buffer.concat(parts).toString("utf8");
+			const bodyBytes = Buffer.concat(parts);
+			const rawBody = bodyBytes.toString("utf8");
 			const headers = {};
 			for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
-			requests.push({ method: req.method, path: req.url, headers, rawBody });
+			requests.push({ method: req.method, path: req.url, headers, rawBody, bodyBytes });
 			const response = responses[Math.min(requests.length - 1, responses.length - 1)];
 			res.socket?.setNoDelay(true);
 			const outHeaders = { ...(response.headers ?? {}) };
@@ -141,7 +144,7 @@ function startServer(testCase) {
 	});
 }
 
-function clone(value) {
+export function clone(value) {
 	return value === undefined ? undefined : JSON.parse(JSON.stringify(value));
 }
 
@@ -162,7 +165,7 @@ function normalizeToolCall(api, toolCall) {
 	return out;
 }
 
-function normalizeMessage(api, message) {
+export function normalizeMessage(api, message) {
 	if (!message) return null;
 	const m = clone(message);
 	delete m.timestamp;
@@ -177,7 +180,7 @@ function normalizeMessage(api, message) {
 	return m;
 }
 
-function recordEvent(api, event) {
+export function recordEvent(api, event) {
 	const out = { type: event.type };
 	if (event.contentIndex !== undefined) out.contentIndex = event.contentIndex;
 	if (event.delta !== undefined) out.delta = event.delta;
@@ -199,7 +202,7 @@ function parseBody(raw) {
 	}
 }
 
-function describeRequest(req, extraHeaderNames) {
+export function describeRequest(req, extraHeaderNames) {
 	if (!req) return null;
 	const wanted = new Set([...HEADERS_THAT_MATTER, ...extraHeaderNames.map((h) => h.toLowerCase())]);
 	const headers = {};
@@ -310,6 +313,10 @@ function stableStringify(value) {
 	return JSON.stringify(value, null, 2);
 }
 
+// What run_ws.mjs shares with this runner (passed in: importing this module from there would
+// wait on this module's own top-level await).
+const helpers = { API_MODULES, HEADERS_BY_API, HEADERS_THAT_MATTER, DEFAULT_API_KEY, startServer, clone, normalizeMessage, recordEvent, describeRequest };
+
 const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("run.mjs");
 if (isMain) {
 	const file = process.argv[2];
@@ -318,7 +325,8 @@ if (isMain) {
 		process.exit(2);
 	}
 	const testCase = JSON.parse(readFileSync(file, "utf8"));
-	const result = await runCase(testCase);
+	// Cases with a `websocket` script run against a WebSocket server (run_ws.mjs).
+	const result = testCase.websocket ? await (await import("./run_ws.mjs")).runWsCase(testCase, helpers) : await runCase(testCase);
 	// Exit once stdout has drained: an immediate exit cuts a large document at the pipe buffer.
 	process.stdout.write(`${stableStringify(result)}\n`, () => process.exit(0));
 }
