@@ -239,6 +239,12 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     pub idle_timeout: Option<f64>,
 
+    /// The transport of providers that speak two (OpenAI Codex): auto (a WebSocket, SSE when
+    /// it fails before the answer starts), sse, websocket or websocket-cached; pi's
+    /// `transport` setting.
+    #[arg(long, value_name = "NAME")]
+    pub transport: Option<String>,
+
     /// Retry a request that failed with 408, 409, 429, a 5xx or a connection error up to N
     /// times, with backoff and the server's Retry-After (default 3; 0 disables).
     #[arg(long, value_name = "N")]

@@ -24,6 +24,8 @@
 //! idle_timeout = 120      # seconds; 0 waits forever
 //! max_retries = 3         # 0 disables retries
 //! max_retry_delay = 60    # seconds
+//! # transport = "auto"  # "sse", "websocket", "websocket-cached": for providers with two
+//!                       # (OpenAI Codex), pi's `transport` setting
 //! sandbox = "workspace-write"
 //! network = false
 //! pass_env = ["NPM_TOKEN"]
@@ -95,6 +97,9 @@ pub struct Config {
     pub session_timeout: Option<f64>,
     /// Idle timeout of a model response, in seconds (0: none).
     pub idle_timeout: Option<f64>,
+    /// Preferred transport of providers with two (`auto`, `sse`, `websocket`,
+    /// `websocket-cached`).
+    pub transport: Option<String>,
     /// Retries of a failed request.
     pub max_retries: Option<u32>,
     /// Cap on a server-requested retry delay, in seconds (0: none).

@@ -582,6 +582,15 @@ async fn run(
             args.max_retry_delay.or(config.max_retry_delay),
         )?,
         idle_timeout_ms: seconds_ms("--idle-timeout", args.idle_timeout.or(config.idle_timeout))?,
+        transport: match args.transport.as_deref().or(config.transport.as_deref()) {
+            None => None,
+            Some(name) => Some(tern_ai::Transport::parse(name).ok_or_else(|| {
+                UsageError(format!(
+                    "--transport: unknown transport {name:?}; use auto, sse, websocket or \
+                     websocket-cached"
+                ))
+            })?),
+        },
     };
     let max_turns = at_least_one("--max-turns", args.max_turns.or(config.max_turns))?;
     let max_cost = dollars("--max-cost", args.max_cost.or(config.max_cost))?;

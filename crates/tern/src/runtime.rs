@@ -119,6 +119,8 @@ pub struct RequestSettings {
     pub max_retry_delay_ms: Option<u64>,
     /// Idle timeout, ms, 0 for none (`--idle-timeout`).
     pub idle_timeout_ms: Option<u64>,
+    /// Preferred transport (`--transport`).
+    pub transport: Option<tern_ai::Transport>,
 }
 
 /// Builds the agent and wires the hooks and the session recorder. Fails when the session
@@ -211,6 +213,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         max_retries: o.requests.max_retries,
         max_retry_delay_ms: o.requests.max_retry_delay_ms,
         idle_timeout_ms: o.requests.idle_timeout_ms,
+        transport: o.requests.transport,
         ..Default::default()
     };
     let summarizer = crate::compaction::summary::Summarizer {

@@ -80,6 +80,21 @@ fn usage_errors_exit_2() {
     let mut c = command(home.path(), cwd.path());
     c.args(["--no-such-flag"]);
     assert_eq!(run(c).status.code(), Some(2));
+    let mut c = command(home.path(), cwd.path());
+    c.args([
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--transport",
+        "pigeon",
+    ])
+    .args(["-p", "hi"]);
+    let o = run(c);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown transport \"pigeon\""),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

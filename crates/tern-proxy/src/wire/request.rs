@@ -83,8 +83,8 @@ pub struct ProxyRequestOptions {
 pub type Budgets = ThinkingBudgets;
 
 impl ProxyRequestOptions {
-    /// The forwarded part of `options`. tern's [`StreamOptions`] has no sampling parameters,
-    /// continuation switch or transport; set those fields on the result when needed.
+    /// The forwarded part of `options`. tern's [`StreamOptions`] has no sampling parameters or
+    /// continuation switch; set those fields on the result when needed.
     pub fn from_stream_options(options: &StreamOptions) -> Self {
         ProxyRequestOptions {
             temperature: options.temperature,
@@ -97,15 +97,15 @@ impl ProxyRequestOptions {
             // tern's "no headers" is an empty map; the reference's is an absent key.
             headers: (!options.headers.is_empty()).then(|| options.headers.clone()),
             metadata: options.metadata.clone(),
-            transport: None,
+            transport: options.transport.map(|t| t.as_str().to_string()),
             thinking_budgets: options.thinking_budgets.clone(),
             max_retry_delay_ms: options.max_retry_delay_ms,
         }
     }
 
-    /// Stream options for the upstream request, cancelled by `signal`. `samplingParams`,
-    /// `disableContinuation` and `transport` have no place in tern's [`StreamOptions`] and are
-    /// not passed on.
+    /// Stream options for the upstream request, cancelled by `signal`. `samplingParams` and
+    /// `disableContinuation` have no place in tern's [`StreamOptions`] and are not passed on;
+    /// a `transport` tern does not know is dropped.
     pub fn into_stream_options(self, signal: CancellationToken) -> StreamOptions {
         StreamOptions {
             reasoning: self.reasoning,
@@ -118,6 +118,10 @@ impl ProxyRequestOptions {
             thinking_budgets: self.thinking_budgets,
             cache_retention: self.cache_retention,
             metadata: self.metadata,
+            transport: self
+                .transport
+                .as_deref()
+                .and_then(tern_ai::Transport::parse),
             ..StreamOptions::default()
         }
     }
@@ -174,14 +178,16 @@ mod tests {
             }),
             max_retry_delay_ms: Some(7),
             api_key: Some("secret".into()),
+            transport: Some(tern_ai::Transport::Sse),
             ..StreamOptions::default()
         };
         let wire = ProxyRequestOptions::from_stream_options(&options);
         assert_eq!(
             serde_json::to_string(&wire).unwrap(),
-            r#"{"temperature":0.5,"maxTokens":10,"reasoning":"high","cacheRetention":"long","sessionId":"s","headers":{"x-a":"1"},"thinkingBudgets":{"low":5},"maxRetryDelayMs":7}"#
+            r#"{"temperature":0.5,"maxTokens":10,"reasoning":"high","cacheRetention":"long","sessionId":"s","headers":{"x-a":"1"},"transport":"sse","thinkingBudgets":{"low":5},"maxRetryDelayMs":7}"#
         );
         let back = wire.into_stream_options(CancellationToken::new());
+        assert_eq!(back.transport, Some(tern_ai::Transport::Sse));
         assert_eq!(back.reasoning, Some(ThinkingLevel::High));
         assert_eq!(back.headers["x-a"], "1");
         assert_eq!(back.thinking_budgets.and_then(|b| b.low), Some(5));
