@@ -1,19 +1,27 @@
 //! Vertex AI's Application Default Credentials for identity federation beyond the plain
 //! subject token, against real local endpoints and files: the STS request's client
 //! authentication and a workforce pool's user project, the quota project header,
-//! and `external_account_authorized_user` files (a workforce user's refresh token).
+//! `external_account_authorized_user` files (a workforce user's refresh token), and X.509
+//! certificate sources exchanged over mutual TLS with a local HTTPS STS that requires a client
+//! certificate (the fixtures under `tests/data/vertex-mtls/`: a test CA, an intermediate, the
+//! STS's certificate for 127.0.0.1 and the workload's, issued by the intermediate).
 //!
 //! Every setting is scoped to its request (`StreamOptions::env`), so the tests run side by
 //! side; each credentials file is used once per kept token, as tokens are kept per file.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
+use parking_lot::Mutex;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, CapturedRequest};
 use tern_ai::providers::run;
 use tern_ai::stream_fn::{Context, StreamOptions};
 use tern_ai::{AssistantMessage, Model};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "support/runtime.rs"]
 mod runtime;
@@ -352,5 +360,404 @@ fn a_workforce_user_refreshes_at_the_token_url() {
             "{message}"
         );
         assert_eq!(token.requests.lock().len(), 3);
+    });
+}
+
+// ---- mutual TLS ----
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/data/vertex-mtls/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn der(name: &str) -> Vec<u8> {
+    CertificateDer::from_pem_file(fixture(name))
+        .unwrap()
+        .to_vec()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// One request the HTTPS server read: path, headers (lower-cased names), body, and the
+/// certificates the client presented.
+#[derive(Clone, Debug)]
+struct TlsRequest {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: String,
+    client_certs: Vec<Vec<u8>>,
+}
+
+/// An HTTPS server (the fixtures' STS certificate) that requires a client certificate issued
+/// under the test CA, and answers each request with the next JSON body, in order.
+struct TlsServer {
+    origin: String,
+    requests: Arc<Mutex<Vec<TlsRequest>>>,
+}
+
+async fn start_tls(answers: Vec<Value>) -> TlsServer {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for name in ["ca.pem", "intermediate.pem"] {
+        roots
+            .add(CertificateDer::from_pem_file(fixture(name)).unwrap())
+            .unwrap();
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from_pem_file(fixture("server.pem")).unwrap()],
+            PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("https://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let answers = Arc::new(Mutex::new(answers.into_iter()));
+    let seen = requests.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, seen, answers) = (acceptor.clone(), seen.clone(), answers.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let client_certs = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .map(|c| c.iter().map(|c| c.to_vec()).collect())
+                    .unwrap_or_default();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match tls.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let mut lines = head.split("\r\n");
+                let path = lines
+                    .next()
+                    .and_then(|l| l.split(' ').nth(1))
+                    .unwrap_or("")
+                    .to_string();
+                let headers: Vec<(String, String)> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    .collect();
+                let length = headers
+                    .iter()
+                    .find(|(k, _)| k == "content-length")
+                    .and_then(|(_, v)| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                while buf.len() < head_end + length {
+                    match tls.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string();
+                seen.lock().push(TlsRequest {
+                    path,
+                    headers,
+                    body,
+                    client_certs,
+                });
+                let answer = answers
+                    .lock()
+                    .next()
+                    .unwrap_or(json!({"error": "no answer left"}));
+                let text = answer.to_string();
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = tls.write_all(reply.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    TlsServer { origin, requests }
+}
+
+/// A certificate config file naming the workload's certificate and key.
+fn cert_config(dir: &std::path::Path, name: &str, cert: &str, key: &str) -> String {
+    write(
+        dir,
+        &format!("{name}-cert-config"),
+        &json!({"cert_configs": {"workload": {"cert_path": cert, "key_path": key}}}),
+    )
+}
+
+fn certificate_account(
+    dir: &std::path::Path,
+    name: &str,
+    sts: &TlsServer,
+    certificate: Value,
+) -> String {
+    write(
+        dir,
+        name,
+        &json!({"type": "external_account",
+                "audience": WORKLOAD_AUDIENCE,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:mtls",
+                "token_url": format!("{}/v1/token", sts.origin),
+                "credential_source": {"certificate": certificate}}),
+    )
+}
+
+/// A certificate source: the subject token is the chain as the SDK builds it, and the STS
+/// exchange and the impersonation go over mutual TLS with the workload's certificate.
+#[test]
+fn a_certificate_source_exchanges_over_mutual_tls() {
+    runtime().block_on(async {
+        let dir = scratch("mtls");
+        let sts = start_tls(vec![
+            json!({"access_token": "mtls-0", "expires_in": 3600}),
+            json!({"accessToken": "mtls-impersonated", "expireTime": "2099-01-01T00:00:00Z"}),
+            json!({"access_token": "mtls-1", "expires_in": 3600}),
+            json!({"access_token": "mtls-2", "expires_in": 3600}),
+            json!({"access_token": "mtls-3", "expires_in": 3600}),
+        ])
+        .await;
+        let ca = fixture("ca.pem");
+        let trusted = [("NODE_EXTRA_CA_CERTS", ca.as_str())];
+        let (client, intermediate) = (der("client.pem"), der("intermediate.pem"));
+        let config = cert_config(&dir, "config", &fixture("client.pem"), &fixture("client.key"));
+
+        // The config file's location: the leaf alone is the subject token; the STS saw the
+        // workload's certificate; so did the impersonation endpoint.
+        let creds = write(
+            &dir,
+            "located",
+            &json!({"type": "external_account",
+                    "audience": WORKLOAD_AUDIENCE,
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:mtls",
+                    "token_url": format!("{}/v1/token", sts.origin),
+                    "client_id": "mtls-client",
+                    "service_account_impersonation_url": format!(
+                        "{}/v1/projects/-/serviceAccounts/robot@p.iam.gserviceaccount.com:generateAccessToken",
+                        sts.origin),
+                    "credential_source": {"certificate": {"certificate_config_location": config}}}),
+        );
+        let (m, sent) = with_creds(&creds, &trusted).await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer mtls-impersonated"));
+        let seen = sts.requests.lock().clone();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].path, "/v1/token");
+        assert_eq!(seen[0].client_certs, vec![client.clone()]);
+        let form = url_form(&seen[0].body);
+        assert_eq!(form["subject_token"], json!([b64(&client)]).to_string());
+        assert_eq!(form["subject_token_type"], "urn:ietf:params:oauth:token-type:mtls");
+        let auth = seen[0].headers.iter().find(|(k, _)| k == "authorization");
+        assert_eq!(auth.map(|(_, v)| v.clone()), Some(basic("mtls-client:")));
+        assert!(seen[1].path.ends_with(":generateAccessToken"));
+        assert_eq!(seen[1].client_certs, vec![client.clone()]);
+
+        // A trust chain without the leaf: the leaf is put first.
+        let creds = certificate_account(
+            &dir,
+            "chain",
+            &sts,
+            json!({"certificate_config_location": config,
+                   "trust_chain_path": fixture("intermediate.pem")}),
+        );
+        let (m, _) = with_creds(&creds, &trusted).await;
+        assert_eq!(m.error_message, None);
+        let form = url_form(&sts.requests.lock()[2].body);
+        assert_eq!(
+            form["subject_token"],
+            json!([b64(&client), b64(&intermediate)]).to_string()
+        );
+
+        // A chain led by the leaf is sent as it is; the default config (under
+        // CLOUDSDK_CONFIG) is found; the workload's certificate file may hold the chain.
+        let gcloud = dir.join("gcloud");
+        std::fs::create_dir_all(&gcloud).unwrap();
+        let bundle = dir.join("bundle.pem");
+        std::fs::write(
+            &bundle,
+            std::fs::read_to_string(fixture("client.pem")).unwrap()
+                + &std::fs::read_to_string(fixture("intermediate.pem")).unwrap(),
+        )
+        .unwrap();
+        let default_config = json!({"cert_configs": {"workload": {
+            "cert_path": bundle.display().to_string(), "key_path": fixture("client.key")}}});
+        std::fs::write(gcloud.join("certificate_config.json"), default_config.to_string()).unwrap();
+        let creds = certificate_account(
+            &dir,
+            "default",
+            &sts,
+            json!({"use_default_certificate_config": true,
+                   "trust_chain_path": bundle.display().to_string()}),
+        );
+        let gcloud_dir = gcloud.display().to_string();
+        let vars = [trusted[0], ("CLOUDSDK_CONFIG", gcloud_dir.as_str())];
+        let (m, _) = with_creds(&creds, &vars).await;
+        assert_eq!(m.error_message, None);
+        let seen = sts.requests.lock()[3].clone();
+        assert_eq!(seen.client_certs, vec![client.clone(), intermediate.clone()]);
+        assert_eq!(
+            url_form(&seen.body)["subject_token"],
+            json!([b64(&client), b64(&intermediate)]).to_string()
+        );
+
+        // The STS's certificate is checked: without the test CA, no exchange happens.
+        let creds = certificate_account(&dir, "untrusted", &sts, json!({"certificate_config_location": config}));
+        let message = with_creds(&creds, &[]).await.0.error_message.unwrap();
+        assert!(message.contains("/v1/token failed"), "{message}");
+        assert_eq!(sts.requests.lock().len(), 4);
+
+        // With it, the same file exchanges (the last answer).
+        let (m, sent) = with_creds(&creds, &trusted).await;
+        assert_eq!(m.error_message, None);
+        assert_eq!(header(&sent[0], "authorization"), Some("Bearer mtls-3"));
+    });
+}
+
+/// The certificate source's failures, in the SDK's words, none quoting a key.
+#[test]
+fn certificate_source_failures_are_worded_as_the_sdk_words_them() {
+    runtime().block_on(async {
+        let dir = scratch("mtls-errors");
+        let sts = start_tls(vec![]).await;
+        let ca = fixture("ca.pem");
+        let trusted = [("NODE_EXTRA_CA_CERTS", ca.as_str())];
+        let fail = |name: &'static str, certificate: Value, vars: Vec<(&'static str, String)>| {
+            let creds = certificate_account(&dir, name, &sts, certificate);
+            async move {
+                let mut all: Vec<(&str, &str)> = trusted.to_vec();
+                all.extend(vars.iter().map(|(k, v)| (*k, v.as_str())));
+                with_creds(&creds, &all).await.0.error_message.unwrap()
+            }
+        };
+        let empty_gcloud = dir.join("gcloud");
+        std::fs::create_dir_all(&empty_gcloud).unwrap();
+        let home = empty_gcloud.display().to_string();
+
+        let message = fail("neither", json!({}), vec![]).await;
+        assert!(
+            message.contains(
+                "Either `useDefaultCertificateConfig` must be true or a \
+                 `certificateConfigLocation` must be provided."
+            ),
+            "{message}"
+        );
+        let message = fail(
+            "both",
+            json!({"use_default_certificate_config": true, "certificate_config_location": "/x"}),
+            vec![],
+        )
+        .await;
+        assert!(message.contains("Both `useDefaultCertificateConfig` and"), "{message}");
+
+        let missing = dir.join("missing.json").display().to_string();
+        let message = fail(
+            "bad-location",
+            json!({"certificate_config_location": missing}),
+            vec![],
+        )
+        .await;
+        assert!(
+            message.contains(&format!("Provided certificate config path is invalid: {missing}")),
+            "{message}"
+        );
+        let message = fail(
+            "bad-variable",
+            json!({"use_default_certificate_config": true}),
+            vec![("GOOGLE_API_CERTIFICATE_CONFIG", missing.clone())],
+        )
+        .await;
+        assert!(
+            message.contains(&format!(
+                "Path from environment variable \"GOOGLE_API_CERTIFICATE_CONFIG\" is invalid: {missing}"
+            )),
+            "{message}"
+        );
+        let message = fail(
+            "nowhere",
+            json!({"use_default_certificate_config": true}),
+            vec![("CLOUDSDK_CONFIG", home.clone())],
+        )
+        .await;
+        assert!(
+            message.contains(&format!(
+                "Could not find certificate configuration file. Searched override path, the \
+                 \"GOOGLE_API_CERTIFICATE_CONFIG\" env var, and the gcloud path \
+                 ({home}/certificate_config.json)."
+            )),
+            "{message}"
+        );
+
+        let no_paths = write(&dir, "no-paths", &json!({"cert_configs": {"workload": {"cert_path": "/c"}}}));
+        let message = fail("no-paths", json!({"certificate_config_location": no_paths}), vec![]).await;
+        assert!(
+            message.contains(&format!(
+                "Certificate config file ({no_paths}) is missing required \"cert_path\" or \
+                 \"key_path\" in the workload config."
+            )),
+            "{message}"
+        );
+
+        // The key file holds a certificate, not a key: its path is named, nothing quoted.
+        let swapped = cert_config(&dir, "swapped", &fixture("client.pem"), &fixture("client.pem"));
+        let message = fail("swapped", json!({"certificate_config_location": swapped}), vec![]).await;
+        assert!(
+            message.contains(&format!("Failed to read private key file at {}", fixture("client.pem"))),
+            "{message}"
+        );
+        assert!(!message.contains("BEGIN"), "{message}");
+        let not_cert = cert_config(&dir, "not-cert", &fixture("client.key"), &fixture("client.key"));
+        let message = fail("not-cert", json!({"certificate_config_location": not_cert}), vec![]).await;
+        assert!(
+            message.contains(&format!("Failed to read certificate file at {}", fixture("client.key"))),
+            "{message}"
+        );
+        assert!(!message.contains("BEGIN") && !message.contains("MHcC"), "{message}");
+
+        // The leaf in the trust chain, but not first.
+        let config = cert_config(&dir, "config", &fixture("client.pem"), &fixture("client.key"));
+        let reversed = dir.join("reversed.pem");
+        std::fs::write(
+            &reversed,
+            std::fs::read_to_string(fixture("intermediate.pem")).unwrap()
+                + &std::fs::read_to_string(fixture("client.pem")).unwrap(),
+        )
+        .unwrap();
+        let message = fail(
+            "reversed",
+            json!({"certificate_config_location": config,
+                   "trust_chain_path": reversed.display().to_string()}),
+            vec![],
+        )
+        .await;
+        assert!(
+            message.contains(
+                "Leaf certificate exists in the trust chain but is not the first entry (found at \
+                 index 1)."
+            ),
+            "{message}"
+        );
+        assert!(sts.requests.lock().is_empty());
     });
 }

@@ -113,8 +113,9 @@ fn client() -> &'static reqwest::Client {
     })
 }
 
-/// A client builder set up as the shared client is (no delay, same-origin redirects only).
-fn client_builder() -> reqwest::ClientBuilder {
+/// A client builder set up as the shared client is (no delay, same-origin redirects only);
+/// for a client of its own, such as one presenting a TLS client certificate.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
@@ -298,6 +299,20 @@ pub(crate) async fn send_plain_headers(
     options: &StreamOptions,
 ) -> Result<(u16, HeaderMap, String), SendError> {
     exchange(client(), method, url, headers, body, limit, options).await
+}
+
+/// [`send_plain`] through `client` instead of the shared one.
+pub(crate) async fn send_plain_via(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    options: &StreamOptions,
+) -> Result<(u16, String), SendError> {
+    exchange(client, method, url, headers, body, None, options)
+        .await
+        .map(|(status, _, text)| (status, text))
 }
 
 async fn exchange(

@@ -1,11 +1,11 @@
 //! Workload identity federation (`"type": "external_account"`): a subject token from the
-//! file's `credential_source` — a file or a URL ([`plain_source`]), an executable
-//! ([`super::executable`]) or AWS ([`super::aws`],
+//! file's `credential_source` — a file or a URL ([`plain_source`]), a certificate
+//! ([`super::certificate`]), an executable ([`super::executable`]) or AWS ([`super::aws`],
 //! when it names an `environment_id`) — exchanged at Google's STS for an access token, then
 //! traded for a service account's when the file names `service_account_impersonation_url`.
 //! The source is picked as google-auth-library's `ExternalAccountClient.fromJSON` picks its
-//! client: `environment_id` first, then `executable`, else a file or URL (the identity
-//! pool, exactly one of them; tern does not read certificate sources yet).
+//! client: `environment_id` first, then `executable`, else a file, URL or certificate (the
+//! identity pool, exactly one of them).
 //!
 //! The STS request carries the file's `client_id` / `client_secret` as HTTP Basic auth when
 //! it names a client id (the SDK's `OAuthClientAuthHandler`), else a workforce pool's
@@ -17,7 +17,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::SCOPE;
-use crate::providers::http::{form_body, send_plain, SendError};
+use crate::providers::http::{form_body, send_plain, send_plain_via, SendError};
 use crate::stream_fn::StreamOptions;
 
 /// The audiences of workforce pools (matched anywhere in the audience, as the SDK does).
@@ -93,6 +93,22 @@ pub(super) fn basic_auth(client_id: &str, client_secret: &str) -> (String, Strin
     ("authorization".to_string(), format!("Basic {pair}"))
 }
 
+/// Sends a token request through the shared client, or through `mtls` (the client
+/// presenting the workload's certificate) when there is one.
+async fn send(
+    mtls: Option<&reqwest::Client>,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    options: &StreamOptions,
+) -> Result<(u16, String), SendError> {
+    let method = reqwest::Method::POST;
+    match mtls {
+        Some(client) => send_plain_via(client, method, url, headers, body, options).await,
+        None => send_plain(method, url, headers, body, options).await,
+    }
+}
+
 /// The checks the SDK makes when it reads the file, before any subject token is fetched.
 fn check(creds: &Value, source: &Value) -> Result<(), String> {
     let audience = text(creds, "audience").ok_or(
@@ -135,7 +151,10 @@ fn check(creds: &Value, source: &Value) -> Result<(), String> {
                 .into(),
         );
     }
-    Ok(())
+    match source.get("certificate").filter(|c| truthy(Some(c))) {
+        Some(certificate) => super::certificate::check(certificate),
+        None => Ok(()),
+    }
 }
 
 /// The subject token, the STS exchange and the impersonation. Returns the token and its
@@ -145,10 +164,15 @@ pub(super) async fn token(creds: &Value, options: &StreamOptions) -> Result<(Str
         .get("credential_source")
         .ok_or("external_account has no credential_source")?;
     check(creds, source)?;
+    let mut mtls = None;
     let subject = if source.get("environment_id").is_some() {
         super::aws::subject_token(creds, source, options).await?
     } else if source.get("executable").is_some() {
         super::executable::subject_token(creds, source, options).await?
+    } else if let Some(certificate) = source.get("certificate").filter(|c| truthy(Some(c))) {
+        let (subject, client) = super::certificate::subject_token(certificate, options).await?;
+        mtls = Some(client);
+        subject
     } else {
         plain_source(source, options).await?
     };
@@ -193,14 +217,7 @@ pub(super) async fn token(creds: &Value, options: &StreamOptions) -> Result<(Str
         let secret = text(creds, "client_secret").unwrap_or_default();
         headers.push(basic_auth(id, &secret));
     }
-    let sent = send_plain(
-        reqwest::Method::POST,
-        &sts,
-        &headers,
-        form_body(&form),
-        options,
-    )
-    .await;
+    let sent = send(mtls.as_ref(), &sts, &headers, form_body(&form), options).await;
     let exchanged = oauth_answered(&sts, sent)?;
     let access = text(&exchanged, "access_token")
         .ok_or_else(|| format!("{sts} answered no access_token"))?;
@@ -220,7 +237,7 @@ pub(super) async fn token(creds: &Value, options: &StreamOptions) -> Result<(Str
         ("content-type".to_string(), "application/json".to_string()),
     ];
     let body = json!({"scope": [SCOPE], "lifetime": format!("{seconds}s")}).to_string();
-    let sent = send_plain(reqwest::Method::POST, &impersonate, &headers, body, options).await;
+    let sent = send(mtls.as_ref(), &impersonate, &headers, body, options).await;
     let doc = answered(&impersonate, sent)?;
     let token = text(&doc, "accessToken")
         .ok_or_else(|| format!("{impersonate} answered no accessToken"))?;

@@ -5,7 +5,7 @@
 //! runs on Google Cloud. A file holds a user's refresh token (`authorized_user`), a service
 //! account's key (`service_account`, an RS256-signed JWT exchanged for a token), workload
 //! identity federation (`external_account`, [`external`]: a subject token from a file, a URL,
-//! an executable or AWS, exchanged at Google's STS), or a workforce pool
+//! a certificate, an executable or AWS, exchanged at Google's STS), or a workforce pool
 //! user's refresh token (`external_account_authorized_user`, [`workforce_user`]). Tokens are
 //! kept until a minute before they expire.
 //!
@@ -14,6 +14,7 @@
 //! server's token too).
 
 mod aws;
+mod certificate;
 mod executable;
 mod external;
 mod metadata;
