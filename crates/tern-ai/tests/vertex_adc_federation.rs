@@ -589,6 +589,10 @@ fn a_certificate_source_exchanges_over_mutual_tls() {
             form["subject_token"],
             json!([b64(&client), b64(&intermediate)]).to_string()
         );
+        // Byte for byte what google-auth-library 10.9.1's CertificateSubjectTokenSupplier
+        // returned for the same certificate and trust chain.
+        let sdk = std::fs::read_to_string(fixture("sdk-chain-token.txt")).unwrap();
+        assert_eq!(form["subject_token"], sdk);
 
         // A chain led by the leaf is sent as it is; the default config (under
         // CLOUDSDK_CONFIG) is found; the workload's certificate file may hold the chain.
