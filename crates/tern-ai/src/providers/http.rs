@@ -107,12 +107,18 @@ async fn idle<F: std::future::Future>(options: &StreamOptions, fut: F) -> Option
 fn client() -> &'static reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
+        client_builder()
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())
     })
+}
+
+/// A client builder set up as the shared client is (no delay, same-origin redirects only);
+/// for a client of its own, such as one presenting a TLS client certificate.
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::custom(same_origin_redirects))
 }
 
 /// Follows a redirect only to the origin the request started at (10 hops at most); any
@@ -245,10 +251,6 @@ pub(crate) async fn post_form(
     fields: &[(&str, &str)],
     options: &StreamOptions,
 ) -> Result<(u16, String), SendError> {
-    let body: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
-        .collect();
     let headers = [(
         "content-type".to_string(),
         "application/x-www-form-urlencoded".to_string(),
@@ -257,10 +259,19 @@ pub(crate) async fn post_form(
         reqwest::Method::POST,
         url,
         &headers,
-        body.join("&"),
+        form_body(fields),
         options,
     )
     .await
+}
+
+/// An `application/x-www-form-urlencoded` body of these fields, in order.
+pub(crate) fn form_body(fields: &[(&str, &str)]) -> String {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", form_encode(k), form_encode(v)))
+        .collect();
+    body.join("&")
 }
 
 /// One small request outside a model stream (a token exchange, a metadata read): its status
@@ -287,7 +298,33 @@ pub(crate) async fn send_plain_headers(
     limit: Option<Duration>,
     options: &StreamOptions,
 ) -> Result<(u16, HeaderMap, String), SendError> {
-    let mut builder = client().request(method, url);
+    exchange(client(), method, url, headers, body, limit, options).await
+}
+
+/// [`send_plain`] through `client` instead of the shared one.
+pub(crate) async fn send_plain_via(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    options: &StreamOptions,
+) -> Result<(u16, String), SendError> {
+    exchange(client, method, url, headers, body, None, options)
+        .await
+        .map(|(status, _, text)| (status, text))
+}
+
+async fn exchange(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(String, String)],
+    body: String,
+    limit: Option<Duration>,
+    options: &StreamOptions,
+) -> Result<(u16, HeaderMap, String), SendError> {
+    let mut builder = client.request(method, url);
     for (k, v) in headers {
         builder = builder.header(k.as_str(), v.as_str());
     }

@@ -104,7 +104,7 @@ impl WireApi for super::Vertex {
     ) -> Result<Vec<(String, String)>, String> {
         match vertex_api_key(model, options) {
             Some(_) => Ok(Vec::new()),
-            None => super::adc::authorization(options).await.map(|h| vec![h]),
+            None => super::adc::authorization(options).await,
         }
     }
 

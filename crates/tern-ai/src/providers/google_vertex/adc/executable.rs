@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use super::external::{impersonated_email, text};
+use super::external::{impersonated_email, text, truthy};
 use crate::stream_fn::StreamOptions;
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -32,17 +32,6 @@ const MAX_OUTPUT: u64 = 1024 * 1024;
 const SAML: &str = "urn:ietf:params:oauth:token-type:saml2";
 const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
 const JWT: &str = "urn:ietf:params:oauth:token-type:jwt";
-
-/// JavaScript's truthiness of a JSON value (the SDK tests fields with `!`).
-fn truthy(v: Option<&Value>) -> bool {
-    match v {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(_) => true,
-    }
-}
 
 /// A checked executable response.
 #[derive(Debug, PartialEq)]

@@ -3,15 +3,22 @@
 //! `application_default_credentials.json` (under `CLOUDSDK_CONFIG`, else
 //! `~/.config/gcloud`) when it exists, else the GCE metadata server ([`metadata`]) when tern
 //! runs on Google Cloud. A file holds a user's refresh token (`authorized_user`), a service
-//! account's key (`service_account`, an RS256-signed JWT exchanged for a token), or workload
+//! account's key (`service_account`, an RS256-signed JWT exchanged for a token), workload
 //! identity federation (`external_account`, [`external`]: a subject token from a file, a URL,
-//! an executable or AWS, exchanged at Google's STS). Tokens are kept until a minute before
-//! they expire.
+//! a certificate, an executable or AWS, exchanged at Google's STS), or a workforce pool
+//! user's refresh token (`external_account_authorized_user`, [`workforce_user`]). Tokens are
+//! kept until a minute before they expire.
+//!
+//! As the SDK's clients do, a file's `quota_project_id` goes with the token as
+//! `x-goog-user-project`, and `GOOGLE_CLOUD_QUOTA_PROJECT` overrides it (for the metadata
+//! server's token too).
 
 mod aws;
+mod certificate;
 mod executable;
 mod external;
 mod metadata;
+mod workforce_user;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -77,41 +84,63 @@ fn origin(options: &StreamOptions) -> Origin {
     }
 }
 
-fn tokens() -> &'static Mutex<HashMap<String, (String, Instant)>> {
-    static TOKENS: OnceLock<Mutex<HashMap<String, (String, Instant)>>> = OnceLock::new();
+/// A kept token: the token, the file's quota project, and when to stop using it.
+type Kept = (String, Option<String>, Instant);
+
+fn tokens() -> &'static Mutex<HashMap<String, Kept>> {
+    static TOKENS: OnceLock<Mutex<HashMap<String, Kept>>> = OnceLock::new();
     TOKENS.get_or_init(Default::default)
 }
 
-/// The cached token under `key`, if it has more than a minute left.
-fn cached(key: &str) -> Option<(String, String)> {
-    let (token, until) = tokens().lock().get(key).cloned()?;
-    (until > Instant::now()).then(|| ("authorization".into(), format!("Bearer {token}")))
+/// The cached token under `key` and its quota project, if it has more than a minute left.
+fn cached(key: &str) -> Option<(String, Option<String>)> {
+    let (token, quota, until) = tokens().lock().get(key).cloned()?;
+    (until > Instant::now()).then_some((token, quota))
 }
 
-/// Keeps `token` under `key` until a minute before its `lifetime` ends; the header.
-fn keep(key: String, token: String, lifetime: u64) -> (String, String) {
+/// Keeps `token` (and the file's quota project) under `key` until a minute before its
+/// `lifetime` ends.
+fn keep(key: String, token: &str, quota: Option<String>, lifetime: u64) {
     let until = Instant::now() + Duration::from_secs(lifetime.saturating_sub(60));
-    let header = ("authorization".into(), format!("Bearer {token}"));
-    tokens().lock().insert(key, (token, until));
-    header
+    tokens()
+        .lock()
+        .insert(key, (token.to_string(), quota, until));
 }
 
-/// The `authorization` header for the Application Default Credentials.
-pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, String), String> {
+/// The request headers for `token`: `authorization`, and `x-goog-user-project` when
+/// `GOOGLE_CLOUD_QUOTA_PROJECT` or the file names a quota project.
+fn headers(token: &str, quota: Option<String>, options: &StreamOptions) -> Vec<(String, String)> {
+    let mut out = vec![("authorization".to_string(), format!("Bearer {token}"))];
+    let quota = options
+        .env_var("GOOGLE_CLOUD_QUOTA_PROJECT")
+        .filter(|q| !q.is_empty())
+        .or(quota);
+    if let Some(quota) = quota {
+        out.push(("x-goog-user-project".to_string(), quota));
+    }
+    out
+}
+
+/// The headers that authorize a Vertex request with the Application Default Credentials:
+/// `authorization`, and `x-goog-user-project` when there is a quota project.
+pub(super) async fn authorization(
+    options: &StreamOptions,
+) -> Result<Vec<(String, String)>, String> {
     let (path, from) = match origin(options) {
         Origin::File { path, from } => (path, from),
         Origin::Metadata { looked } => {
             let key = format!("metadata:{}", metadata::base_url(options));
-            if let Some(header) = cached(&key) {
-                return Ok(header);
+            if let Some((token, _)) = cached(&key) {
+                return Ok(headers(&token, None, options));
             }
             let (token, lifetime) = metadata::token(&looked, options).await?;
-            return Ok(keep(key, token, lifetime));
+            keep(key, &token, None, lifetime);
+            return Ok(headers(&token, None, options));
         }
     };
     let where_ = format!("{path} (from {from})");
-    if let Some(header) = cached(&path) {
-        return Ok(header);
+    if let Some((token, quota)) = cached(&path) {
+        return Ok(headers(&token, quota, options));
     }
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
@@ -122,12 +151,36 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
     })?;
     let creds: Value = serde_json::from_str(&text)
         .map_err(|e| format!("Vertex AI credentials {where_} are not JSON: {e}"))?;
+    let quota = creds
+        .get("quota_project_id")
+        .and_then(Value::as_str)
+        .filter(|q| !q.is_empty())
+        .map(str::to_string);
+    let (token, lifetime) = file_token(&creds, &path, &where_, options).await?;
+    keep(path, &token, quota.clone(), lifetime);
+    Ok(headers(&token, quota, options))
+}
+
+/// A fresh token from the credentials file's contents, and its lifetime in seconds.
+async fn file_token(
+    creds: &Value,
+    path: &str,
+    where_: &str,
+    options: &StreamOptions,
+) -> Result<(String, u64), String> {
     let field = |k: &str| creds.get(k).and_then(Value::as_str).unwrap_or("");
-    if field("type") == "external_account" {
-        let (token, lifetime) = external::token(&creds, options)
-            .await
-            .map_err(|e| format!("Vertex AI credentials {where_}: {e}"))?;
-        return Ok(keep(path, token, lifetime));
+    match field("type") {
+        "external_account" => {
+            return external::token(creds, options)
+                .await
+                .map_err(|e| format!("Vertex AI credentials {where_}: {e}"))
+        }
+        "external_account_authorized_user" => {
+            return workforce_user::token(creds, path, options)
+                .await
+                .map_err(|e| format!("Vertex AI credentials {where_}: {e}"))
+        }
+        _ => {}
     }
     let token_uri = Some(field("token_uri"))
         .filter(|u| !u.is_empty())
@@ -156,7 +209,8 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
         other => {
             return Err(format!(
                 "Vertex AI credentials {where_} have type {other:?}; tern reads \
-                 \"authorized_user\", \"service_account\" and \"external_account\" files"
+                 \"authorized_user\", \"service_account\", \"external_account\" and \
+                 \"external_account_authorized_user\" files"
             ))
         }
     }
@@ -179,7 +233,7 @@ pub(super) async fn authorization(options: &StreamOptions) -> Result<(String, St
         .get("expires_in")
         .and_then(Value::as_u64)
         .unwrap_or(3600);
-    Ok(keep(path, token.to_string(), lifetime))
+    Ok((token.to_string(), lifetime))
 }
 
 /// The service account's JWT for the token endpoint, signed with its key (RS256).
