@@ -1,8 +1,9 @@
 //! Azure OpenAI without an API key (a tern addition): a Microsoft Entra ID token sent as
 //! `Authorization: Bearer` instead of `api-key` — from the `azure` options (a token, or an
-//! async provider called per request), else from the environment's client secret or
-//! federated token file, minted at a local authority and kept; a key still wins; nothing
-//! configured fails before any request, naming what was tried and what to set.
+//! async provider called per request), else from the environment's client secret,
+//! certificate ([`certificate`]) or federated token file, minted at a local authority and
+//! kept; a key still wins; nothing configured fails before any request, naming what was
+//! tried and what to set.
 //!
 //! Settings are scoped to each request (`StreamOptions::env`); the process environment's
 //! Azure variables are cleared once, before any test reads them.
@@ -35,6 +36,19 @@ fn clear_process_env() {
             "AZURE_CLIENT_SECRET",
             "AZURE_FEDERATED_TOKEN_FILE",
             "AZURE_AUTHORITY_HOST",
+            "AZURE_CLIENT_CERTIFICATE_PATH",
+            "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+            "AZURE_CLIENT_SEND_CERTIFICATE_CHAIN",
+            "AZURE_TOKEN_CREDENTIALS",
+            "AZURE_POD_IDENTITY_AUTHORITY_HOST",
+            "TERN_AZURE_IMDS_HOST",
+            "IDENTITY_ENDPOINT",
+            "IDENTITY_HEADER",
+            "IDENTITY_SERVER_THUMBPRINT",
+            "IMDS_ENDPOINT",
+            "MSI_ENDPOINT",
+            "MSI_SECRET",
+            "DEFAULT_IDENTITY_CLIENT_ID",
         ] {
             std::env::remove_var(v);
         }
@@ -76,6 +90,14 @@ async fn once(o: &StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
     run(&model, &context, o, &mut sink).await;
     let sent = server.requests.lock().clone();
     (sink.0.unwrap(), sent)
+}
+
+/// A fresh, empty directory of this test process.
+fn scratch_dir(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("tern-azure-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.display().to_string()
 }
 
 fn with_env(vars: &[(&str, &str)]) -> StreamOptions {
@@ -276,7 +298,10 @@ fn nothing_configured_names_every_source() {
     runtime().block_on(async {
         let (m, sent) = once(&with_env(&[("AZURE_TENANT_ID", "t"), ("AZURE_CLIENT_ID", "c")])).await;
         let message = m.error_message.unwrap();
-        assert!(message.starts_with("No API key for provider: azure (tried the apiKey option, AZURE_OPENAI_API_KEY, the azure ad_token and ad_token_provider options, and Microsoft Entra ID from the environment, where AZURE_CLIENT_SECRET, AZURE_FEDERATED_TOKEN_FILE are unset); set AZURE_OPENAI_API_KEY"), "{message}");
+        assert!(message.starts_with("No API key for provider: azure (tried the apiKey option, AZURE_OPENAI_API_KEY, the azure ad_token and ad_token_provider options, and Microsoft Entra ID from the environment, where AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH, AZURE_FEDERATED_TOKEN_FILE are unset); set AZURE_OPENAI_API_KEY"), "{message}");
         assert!(sent.is_empty());
     });
 }
+
+#[path = "azure_entra/certificate.rs"]
+mod certificate;
