@@ -4,13 +4,14 @@
 //! (`AZURE_CLIENT_SECRET`), else a client certificate (`AZURE_CLIENT_CERTIFICATE_PATH`,
 //! [`super::certificate`]), both `EnvironmentCredential`; else a federated token file
 //! (`AZURE_FEDERATED_TOKEN_FILE`, `WorkloadIdentityCredential`, read anew for each token).
-//! A flow whose variables are set is used, and its failure is the request's.
+//! A flow whose variables are set is used, and its failure is the request's (the chain does
+//! not go on to managed identity or the CLI, as azure-identity's does not).
 
 use ring::digest;
 use serde_json::Value;
 
 use super::certificate::Certificate;
-use super::Minted;
+use super::{Minted, Selection};
 use crate::providers::http::{post_form, SendError};
 use crate::stream_fn::StreamOptions;
 
@@ -66,22 +67,22 @@ impl Flow {
     }
 }
 
-/// The environment's flow, if its variables are all set.
-pub(super) fn flow(options: &StreamOptions) -> Option<Flow> {
+/// The environment's flow, if its variables are all set and `selection` allows it.
+pub(super) fn flow(options: &StreamOptions, selection: &Selection) -> Option<Flow> {
     let tenant = options.env_var("AZURE_TENANT_ID")?;
     let client_id = options.env_var("AZURE_CLIENT_ID")?;
     let secret = options.env_var("AZURE_CLIENT_SECRET");
     let certificate = options.env_var("AZURE_CLIENT_CERTIFICATE_PATH");
     let file = options.env_var("AZURE_FEDERATED_TOKEN_FILE");
     let grant = match (secret, certificate, file) {
-        (Some(secret), _, _) => Grant::Secret(secret),
-        (None, Some(path), _) => {
+        (Some(secret), _, _) if selection.environment => Grant::Secret(secret),
+        (None, Some(path), _) if selection.environment => {
             let send_chain = options
                 .env_var("AZURE_CLIENT_SEND_CERTIFICATE_CHAIN")
                 .is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1"));
             Grant::Certificate { path, send_chain }
         }
-        (_, _, Some(file)) => Grant::FederatedTokenFile(file),
+        (_, _, Some(file)) if selection.workload_identity => Grant::FederatedTokenFile(file),
         _ => return None,
     };
     let authority = options
