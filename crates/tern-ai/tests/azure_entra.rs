@@ -1,8 +1,10 @@
 //! Azure OpenAI without an API key (a tern addition): a Microsoft Entra ID token sent as
 //! `Authorization: Bearer` instead of `api-key` — from the `azure` options (a token, or an
-//! async provider called per request), else from the environment's client secret or
-//! federated token file, minted at a local authority and kept; a key still wins; nothing
-//! configured fails before any request, naming what was tried and what to set.
+//! async provider called per request), else from azure-identity's chain: the environment's
+//! client secret, certificate ([`certificate`]) or federated token file, minted at a local
+//! authority and kept; managed identity and the Azure CLI ([`ambient`]) at local endpoints
+//! and as a fake `az`. A key still wins; nothing that works fails before any model request,
+//! naming what was tried and what to set.
 //!
 //! Settings are scoped to each request (`StreamOptions::env`); the process environment's
 //! Azure variables are cleared once, before any test reads them.
@@ -35,6 +37,19 @@ fn clear_process_env() {
             "AZURE_CLIENT_SECRET",
             "AZURE_FEDERATED_TOKEN_FILE",
             "AZURE_AUTHORITY_HOST",
+            "AZURE_CLIENT_CERTIFICATE_PATH",
+            "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+            "AZURE_CLIENT_SEND_CERTIFICATE_CHAIN",
+            "AZURE_TOKEN_CREDENTIALS",
+            "AZURE_POD_IDENTITY_AUTHORITY_HOST",
+            "TERN_AZURE_IMDS_HOST",
+            "IDENTITY_ENDPOINT",
+            "IDENTITY_HEADER",
+            "IDENTITY_SERVER_THUMBPRINT",
+            "IMDS_ENDPOINT",
+            "MSI_ENDPOINT",
+            "MSI_SECRET",
+            "DEFAULT_IDENTITY_CLIENT_ID",
         ] {
             std::env::remove_var(v);
         }
@@ -76,6 +91,22 @@ async fn once(o: &StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
     run(&model, &context, o, &mut sink).await;
     let sent = server.requests.lock().clone();
     (sink.0.unwrap(), sent)
+}
+
+/// `http://127.0.0.1:PORT` where nothing listens.
+async fn closed_port() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    origin
+}
+
+/// A fresh, empty directory of this test process.
+fn scratch_dir(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("tern-azure-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.display().to_string()
 }
 
 fn with_env(vars: &[(&str, &str)]) -> StreamOptions {
@@ -274,9 +305,37 @@ fn a_federated_token_file_is_the_client_assertion() {
 fn nothing_configured_names_every_source() {
     clear_process_env();
     runtime().block_on(async {
-        let (m, sent) = once(&with_env(&[("AZURE_TENANT_ID", "t"), ("AZURE_CLIENT_ID", "c")])).await;
+        // No IMDS (a closed port) and no `az` (an empty PATH): every source fails, quickly.
+        let closed = closed_port().await;
+        let empty = scratch_dir("empty-path");
+        let vars = [
+            ("AZURE_TENANT_ID", "t"),
+            ("AZURE_CLIENT_ID", "c"),
+            ("TERN_AZURE_IMDS_HOST", closed.as_str()),
+            ("PATH", empty.as_str()),
+        ];
+        let started = std::time::Instant::now();
+        let (m, sent) = once(&with_env(&vars)).await;
         let message = m.error_message.unwrap();
-        assert!(message.starts_with("No API key for provider: azure (tried the apiKey option, AZURE_OPENAI_API_KEY, the azure ad_token and ad_token_provider options, and Microsoft Entra ID from the environment, where AZURE_CLIENT_SECRET, AZURE_FEDERATED_TOKEN_FILE are unset); set AZURE_OPENAI_API_KEY"), "{message}");
+        assert!(message.starts_with("No API key for provider: azure (tried the apiKey option, AZURE_OPENAI_API_KEY, the azure ad_token and ad_token_provider options, and Microsoft Entra ID: the environment, where AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH, AZURE_FEDERATED_TOKEN_FILE are unset; managed identity: no IMDS endpoint answered at "), "{message}");
+        assert!(message.contains(&format!("at {closed} within a second")), "{message}");
+        assert!(message.contains("; the Azure CLI: Azure CLI could not be found; install it (https://aka.ms/azure-cli) and run `az login`); set AZURE_OPENAI_API_KEY, or for Entra ID AZURE_TENANT_ID and AZURE_CLIENT_ID with AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH or AZURE_FEDERATED_TOKEN_FILE, or run where a managed identity is assigned, or run `az login`"), "{message}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
         assert!(sent.is_empty());
+
+        // AZURE_TOKEN_CREDENTIALS keeps the environment only: refused before any request.
+        let vars = [("AZURE_TOKEN_CREDENTIALS", "EnvironmentCredential")];
+        let (m, sent) = once(&with_env(&vars)).await;
+        let message = m.error_message.unwrap();
+        assert!(message.contains("Microsoft Entra ID: the environment, where AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PATH, AZURE_FEDERATED_TOKEN_FILE are unset; no other source (AZURE_TOKEN_CREDENTIALS is EnvironmentCredential))"), "{message}");
+        assert!(sent.is_empty());
+        let (m, _) = once(&with_env(&[("AZURE_TOKEN_CREDENTIALS", "all")])).await;
+        assert!(m.error_message.unwrap().starts_with("Invalid value for AZURE_TOKEN_CREDENTIALS = all."));
     });
 }
+
+#[cfg(unix)]
+#[path = "azure_entra/ambient.rs"]
+mod ambient;
+#[path = "azure_entra/certificate.rs"]
+mod certificate;

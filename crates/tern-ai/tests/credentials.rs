@@ -23,13 +23,17 @@ fn failure(api: &str, provider: &str) -> (Option<String>, usize) {
         .unwrap();
     // Port 9 on loopback: nothing may be sent there, and nothing is.
     let model = Model::new("m", api, provider, "http://127.0.0.1:9");
+    let mut options = StreamOptions::default();
+    // Azure's Entra ID chain goes on to managed identity and the Azure CLI: neither may be
+    // this machine's (IMDS at a closed port, no `az` on the PATH).
+    for (k, v) in [
+        ("TERN_AZURE_IMDS_HOST", "http://127.0.0.1:9"),
+        ("PATH", "/nonexistent/tern-no-az"),
+    ] {
+        options.env.insert(k.into(), v.into());
+    }
     let mut sink = Last::default();
-    rt.block_on(run(
-        &model,
-        &Context::default(),
-        &StreamOptions::default(),
-        &mut sink,
-    ));
+    rt.block_on(run(&model, &Context::default(), &options, &mut sink));
     (sink.0, sink.1)
 }
 

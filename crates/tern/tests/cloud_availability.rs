@@ -1,7 +1,8 @@
 //! Which cloud providers count as usable without an API key, side by side with pi 1.6:
 //! `--list-models` under the same environment (AWS keys and profiles, Google application
 //! default credentials, none) prints the same rows from pi and from tern. Azure OpenAI with
-//! a Microsoft Entra ID client secret is tern's own addition, checked against tern alone.
+//! Microsoft Entra ID (a client secret, certificate or federated token, or a managed identity
+//! the environment announces) is tern's own addition, checked against tern alone.
 
 mod common;
 
@@ -137,4 +138,21 @@ fn an_entra_id_client_secret_makes_azure_usable() {
     assert!(azure(&list(&secret)), "{}", list(&secret));
     let federated = [tenant[0], tenant[1], ("AZURE_FEDERATED_TOKEN_FILE", "/t")];
     assert!(azure(&list(&federated)));
+    let certificate = [
+        tenant[0],
+        tenant[1],
+        ("AZURE_CLIENT_CERTIFICATE_PATH", "/c.pem"),
+    ];
+    assert!(azure(&list(&certificate)));
+    // Managed identity the environment announces; IMDS and the CLI only a request finds.
+    let app_service = [
+        ("IDENTITY_ENDPOINT", "http://127.0.0.1:1/msi/token"),
+        ("IDENTITY_HEADER", "h"),
+    ];
+    assert!(azure(&list(&app_service)));
+    assert!(!azure(&list(&[(
+        "IDENTITY_ENDPOINT",
+        "http://127.0.0.1:1/msi/token"
+    )])));
+    assert!(azure(&list(&[("MSI_ENDPOINT", "http://127.0.0.1:1/msi")])));
 }

@@ -126,9 +126,13 @@ pub(crate) fn env_api_key_in(provider: &str, options: &crate::StreamOptions) -> 
 /// keys, `AWS_BEARER_TOKEN_BEDROCK`, container or web-identity credentials; Google Vertex with
 /// an application-default credentials file (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's)
 /// and `GOOGLE_CLOUD_PROJECT` (or `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION`. And, a tern
-/// addition, Azure OpenAI (`azure`) with a Microsoft Entra ID client secret or federated token
-/// (`AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, and `AZURE_CLIENT_SECRET` or
-/// `AZURE_FEDERATED_TOKEN_FILE`). A front end counts such a provider as usable.
+/// addition, Azure OpenAI (`azure`) with a Microsoft Entra ID client secret, certificate or
+/// federated token (`AZURE_TENANT_ID`, `AZURE_CLIENT_ID`, and `AZURE_CLIENT_SECRET`,
+/// `AZURE_CLIENT_CERTIFICATE_PATH` or `AZURE_FEDERATED_TOKEN_FILE`), or a managed identity the
+/// environment announces (App Service's `IDENTITY_ENDPOINT` + `IDENTITY_HEADER`, Azure Arc's
+/// `IDENTITY_ENDPOINT` + `IMDS_ENDPOINT`, `MSI_ENDPOINT`, `AZURE_POD_IDENTITY_AUTHORITY_HOST`);
+/// not a VM's IMDS endpoint or the Azure CLI, which only a request (a probe, a process) finds.
+/// A front end counts such a provider as usable.
 ///
 /// ```
 /// assert!(!tern_ai::providers::catalog::has_ambient_credentials("openai"));
@@ -157,9 +161,16 @@ pub fn has_ambient_credentials(provider: &str) -> bool {
                 && set("GOOGLE_CLOUD_LOCATION")
         }
         "azure" => {
-            set("AZURE_TENANT_ID")
+            let service_principal = set("AZURE_TENANT_ID")
                 && set("AZURE_CLIENT_ID")
-                && (set("AZURE_CLIENT_SECRET") || set("AZURE_FEDERATED_TOKEN_FILE"))
+                && (set("AZURE_CLIENT_SECRET")
+                    || set("AZURE_CLIENT_CERTIFICATE_PATH")
+                    || set("AZURE_FEDERATED_TOKEN_FILE"));
+            let managed_identity = (set("IDENTITY_ENDPOINT")
+                && (set("IDENTITY_HEADER") || set("IMDS_ENDPOINT")))
+                || set("MSI_ENDPOINT")
+                || set("AZURE_POD_IDENTITY_AUTHORITY_HOST");
+            service_principal || managed_identity
         }
         _ => false,
     }

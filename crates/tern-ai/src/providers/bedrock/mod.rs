@@ -16,5 +16,7 @@ mod request;
 pub(crate) mod sigv4;
 mod stream;
 
+pub(crate) use credentials::parse_time;
+
 /// The `bedrock-converse-stream` API.
 pub(crate) struct Bedrock;

@@ -27,6 +27,8 @@ use parking_lot::Mutex;
 
 pub(crate) use super::sigv4::AwsCredentials;
 use crate::stream_fn::StreamOptions;
+/// Also read by the Azure CLI's token expiry (`azure_responses`).
+pub(crate) use wire::parse_time;
 
 /// Credentials are refreshed this long before they expire (the SDK's window).
 const REFRESH_WINDOW: Duration = Duration::from_secs(5 * 60);
