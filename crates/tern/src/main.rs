@@ -128,7 +128,7 @@ fn main() {
     let args = Args { worker, ..args };
     // Before the runtime: the exporter's HTTP client must not live inside it.
     let (traces, export_guard) = telemetry::start();
-    let runtime = match runtime() {
+    let runtime = match async_runtime() {
         Some(r) => r,
         None => std::process::exit(exit::ERROR),
     };
@@ -149,7 +149,7 @@ fn main() {
 
 /// The CLI's async runtime (two workers: a run is mostly waiting); `None`, said on stderr,
 /// when the system refuses it.
-fn runtime() -> Option<tokio::runtime::Runtime> {
+fn async_runtime() -> Option<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -171,7 +171,7 @@ fn run_mcp_command(argv: Vec<std::ffi::OsString>) -> i32 {
             };
         }
     };
-    let runtime = match runtime() {
+    let runtime = match async_runtime() {
         Some(r) => r,
         None => return exit::ERROR,
     };

@@ -11,8 +11,12 @@ use std::process::Command;
 
 use common::{command, run, stderr, stdout};
 
-/// The environments compared: variables, and the models searched for.
-fn cases(home: &Path) -> Vec<(&'static str, Vec<(&'static str, String)>, &'static str)> {
+/// An environment compared: what it is, its variables, and the models searched for.
+type Case = (&'static str, Vars, &'static str);
+type Vars = Vec<(&'static str, String)>;
+
+/// The environments compared.
+fn cases(home: &Path) -> Vec<Case> {
     let adc = home.join("adc.json");
     std::fs::write(
         &adc,
