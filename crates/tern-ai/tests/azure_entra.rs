@@ -9,7 +9,6 @@
 //! Settings are scoped to each request (`StreamOptions::env`); the process environment's
 //! Azure variables are cleared once, before any test reads them.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 
@@ -26,6 +25,10 @@ use runtime::runtime;
 #[path = "support/final_message.rs"]
 mod final_message;
 use final_message::Final;
+
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::*;
 
 fn clear_process_env() {
     static CLEARED: Once = Once::new();
@@ -62,21 +65,6 @@ fn case() -> Value {
         "/tests/providers/streams/azure-openai-responses/plain-text.json"
     );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-fn url_form(body: &str) -> HashMap<String, String> {
-    reqwest::Url::parse(&format!("http://form.invalid/?{body}"))
-        .unwrap()
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
 }
 
 /// One Azure request: the final message and what the model server received.

@@ -24,6 +24,10 @@ use tern_ai::{AssistantMessage, Model};
 mod runtime;
 use runtime::runtime;
 
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::header;
+
 #[path = "support/final_message.rs"]
 mod final_message;
 use final_message::Final;
@@ -35,13 +39,6 @@ const DPOP_KEY: &str = "-----BEGIN EC PRIVATE KEY-----\n\
     19Pzx9l1nOKHiOVYZWD9LPXtDclJ19qlbA==\n\
     -----END EC PRIVATE KEY-----\n";
 const SESSION: &str = "arn:aws:iam::111122223333:user/me";
-
-fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
 
 fn iso(at: SystemTime) -> String {
     let secs = at.duration_since(UNIX_EPOCH).unwrap().as_secs();

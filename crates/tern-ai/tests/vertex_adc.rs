@@ -21,13 +21,9 @@ use runtime::runtime;
 mod final_message;
 use final_message::Final;
 
-fn plain_text_case() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/providers/streams/google-vertex/plain-text.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::*;
 
 fn token_response(token: &str) -> Value {
     json!({"status": 200, "headers": {"content-type": "application/json"},
@@ -50,18 +46,11 @@ fn write_credentials(name: &str, value: &Value) -> String {
     path.display().to_string()
 }
 
-fn header<'a>(r: &'a tern_ai::providers::replay::CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
 #[test]
 fn application_default_credentials_become_a_bearer_token() {
     let rt = runtime();
     rt.block_on(async {
-        let case = plain_text_case();
+        let case = plain_text_case("google-vertex");
         std::env::remove_var("GOOGLE_CLOUD_API_KEY");
         std::env::set_var("GOOGLE_CLOUD_PROJECT", "proj-1");
         std::env::set_var("GOOGLE_CLOUD_LOCATION", "us-central1");
@@ -167,17 +156,13 @@ fn application_default_credentials_become_a_bearer_token() {
     });
 }
 
-fn json_response(v: Value) -> Value {
-    json!({"status": 200, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
-}
-
 /// Workload identity federation, its settings scoped to the request (`StreamOptions::env`,
 /// so this test shares nothing with the one above): a subject token from a file exchanged at
 /// a local STS, then a service account impersonated; and one from a URL answering JSON.
 #[test]
 fn an_external_account_exchanges_its_subject_token_at_the_sts() {
     runtime().block_on(async {
-        let case = plain_text_case();
+        let case = plain_text_case("google-vertex");
         let sts = start_server(vec![
             json_response(json!({"access_token": "federated-1", "expires_in": 3600,
                                  "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})),
@@ -270,13 +255,4 @@ fn an_external_account_exchanges_its_subject_token_at_the_sts() {
             url_form(&sts.requests.lock()[1].body).into_iter().collect();
         assert_eq!(form["subject_token"], "from-url");
     });
-}
-
-/// The pairs of an `application/x-www-form-urlencoded` body (a URL's query reads the same).
-fn url_form(body: &str) -> Vec<(String, String)> {
-    reqwest::Url::parse(&format!("http://form.invalid/?{body}"))
-        .unwrap()
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
 }

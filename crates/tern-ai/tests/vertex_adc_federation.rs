@@ -18,9 +18,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, CapturedRequest};
-use tern_ai::providers::run;
-use tern_ai::stream_fn::{Context, StreamOptions};
-use tern_ai::{AssistantMessage, Model};
+use tern_ai::AssistantMessage;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "support/runtime.rs"]
@@ -29,87 +27,25 @@ use runtime::runtime;
 
 #[path = "support/final_message.rs"]
 mod final_message;
-use final_message::Final;
+
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::*;
+
+#[path = "support/vertex.rs"]
+mod vertex;
+use vertex::{once, options};
 
 const WORKFORCE_AUDIENCE: &str =
     "//iam.googleapis.com/locations/global/workforcePools/pool-1/providers/provider-1";
 const WORKLOAD_AUDIENCE: &str =
     "//iam.googleapis.com/projects/9/locations/global/workloadIdentityPools/p/providers/q";
 
-fn plain_text_case() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/providers/streams/google-vertex/plain-text.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn json_response(v: Value) -> Value {
-    json!({"status": 200, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
-}
-
-fn json_error(status: u16, v: Value) -> Value {
-    json!({"status": status, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
-}
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tern-adc-fed-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-/// The pairs of an `application/x-www-form-urlencoded` body.
-fn url_form(body: &str) -> HashMap<String, String> {
-    reqwest::Url::parse(&format!("http://form.invalid/?{body}"))
-        .unwrap()
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
-}
-
 fn basic(pair: &str) -> String {
     format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(pair)
     )
-}
-
-/// Options for a keyless Vertex request with these extra variables.
-fn options(vars: &[(&str, &str)]) -> StreamOptions {
-    let mut o = StreamOptions::default();
-    for (k, v) in [
-        ("GOOGLE_CLOUD_PROJECT", "proj-fed"),
-        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
-    ]
-    .iter()
-    .chain(vars)
-    {
-        o.env.insert(k.to_string(), v.to_string());
-    }
-    o
-}
-
-/// One keyless Vertex request: the final message and what the model server received.
-async fn once(o: &StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
-    let case = plain_text_case();
-    let server = start_server(vec![case["response"].clone()]).await.unwrap();
-    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
-    model.api = "google-vertex".into();
-    model.base_url = server.origin.clone();
-    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
-    let mut sink = Final::default();
-    run(&model, &context, o, &mut sink).await;
-    let sent = server.requests.lock().clone();
-    (sink.0.unwrap(), sent)
 }
 
 /// A request with `GOOGLE_APPLICATION_CREDENTIALS` naming `creds` (and these variables).
@@ -147,12 +83,12 @@ fn the_sts_request_carries_client_auth_or_the_workforce_user_project() {
         let subject = dir.join("subject.txt");
         std::fs::write(&subject, "oidc-subject").unwrap();
         let mut answers = sts_answers(3);
-        answers.push(json_error(
+        answers.push(json_answer(
             400,
             json!({"error": "invalid_grant", "error_description": "The subject token expired.",
                    "error_uri": "https://example.test/errors"}),
         ));
-        answers.push(json_error(400, json!({"error": "invalid_request"})));
+        answers.push(json_answer(400, json!({"error": "invalid_request"})));
         let sts = start_server(answers).await.unwrap();
         let file = |name: &str, extra: Value| {
             let mut creds = json!({"type": "external_account",
@@ -277,7 +213,7 @@ fn a_workforce_user_refreshes_at_the_token_url() {
             json_response(json!({"access_token": "wf-access-1", "expires_in": 30,
                                  "refresh_token": "rotated-refresh"})),
             json_response(json!({"access_token": "wf-access-2", "expires_in": 30})),
-            json_error(
+            json_answer(
                 400,
                 json!({"error": "invalid_grant", "error_description": "Bad refresh token."}),
             ),

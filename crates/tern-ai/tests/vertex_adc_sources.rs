@@ -8,13 +8,8 @@
 //! Every setting is scoped to its request (`StreamOptions::env`), so the tests run side by
 //! side; each uses its own credentials file, as tokens are kept per file.
 
-use std::collections::HashMap;
-
 use serde_json::{json, Value};
-use tern_ai::providers::replay::{start_server, CapturedRequest, ReplayServer};
-use tern_ai::providers::run;
-use tern_ai::stream_fn::{Context, StreamOptions};
-use tern_ai::{AssistantMessage, Model};
+use tern_ai::providers::replay::{start_server, ReplayServer};
 
 #[path = "support/runtime.rs"]
 mod runtime;
@@ -22,19 +17,14 @@ use runtime::runtime;
 
 #[path = "support/final_message.rs"]
 mod final_message;
-use final_message::Final;
 
-fn plain_text_case() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/providers/streams/google-vertex/plain-text.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::*;
 
-fn json_response(v: Value) -> Value {
-    json!({"status": 200, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
-}
+#[path = "support/vertex.rs"]
+mod vertex;
+use vertex::{once, options};
 
 fn text_response(status: u16, text: &str) -> Value {
     json!({"status": status, "headers": {"content-type": "text/plain"}, "chunks": [text]})
@@ -46,64 +36,11 @@ fn metadata_response(status: u16, body: Value) -> Value {
            "chunks": [body.to_string()]})
 }
 
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("tern-adc-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-/// The pairs of an `application/x-www-form-urlencoded` body.
-fn url_form(body: &str) -> HashMap<String, String> {
-    reqwest::Url::parse(&format!("http://form.invalid/?{body}"))
-        .unwrap()
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
-}
-
 /// `decodeURIComponent` (the AWS subject token is URI-encoded JSON; it never holds a raw
 /// `+`, so form decoding reads it the same).
 fn uri_decoded(s: &str) -> String {
     assert!(!s.contains('+'));
     url_form(&format!("v={s}"))["v"].clone()
-}
-
-/// Options for a keyless Vertex request with these extra variables.
-fn options(vars: &[(&str, &str)]) -> StreamOptions {
-    let mut o = StreamOptions::default();
-    for (k, v) in [
-        ("GOOGLE_CLOUD_PROJECT", "proj-src"),
-        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
-    ]
-    .iter()
-    .chain(vars)
-    {
-        o.env.insert(k.to_string(), v.to_string());
-    }
-    o
-}
-
-/// One keyless Vertex request: the final message and what the model server received.
-async fn once(o: &StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
-    let case = plain_text_case();
-    let server = start_server(vec![case["response"].clone()]).await.unwrap();
-    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
-    model.api = "google-vertex".into();
-    model.base_url = server.origin.clone();
-    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
-    let mut sink = Final::default();
-    run(&model, &context, o, &mut sink).await;
-    let sent = server.requests.lock().clone();
-    (sink.0.unwrap(), sent)
 }
 
 /// An `external_account` file exchanging at `sts` with this credential source, then
