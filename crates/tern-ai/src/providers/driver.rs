@@ -101,6 +101,22 @@ impl Credentials {
     }
 }
 
+/// A request as [`WireApi::build_request`] builds it, or why it cannot be sent.
+pub(crate) type Built = Result<HttpRequest, String>;
+
+/// [`Built`] with whether it sends any `prefer` strict tool strict
+/// ([`WireApi::build_request_with`]).
+pub(crate) type BuiltWith = Result<(HttpRequest, bool), String>;
+
+/// One attempt at a request: its options, and whether its `prefer` strict tools go
+/// non-strict (Claude rejected them for its strict-tool limits, in this session or the
+/// attempt before).
+#[derive(Clone, Copy)]
+pub(crate) struct Attempt<'a> {
+    pub(crate) options: &'a StreamOptions,
+    pub(crate) preferred_strict_off: bool,
+}
+
 /// The request half of one wire API: what it needs, how to build its request, how its SDK
 /// words HTTP failures, and which mapper reads its responses (each API implements it in
 /// its `request.rs`).
@@ -149,24 +165,22 @@ pub(crate) trait WireApi: 'static {
     }
 
     /// The request the reference would send; `Err` fails the run with that message before
-    /// anything is sent (a tool the request cannot declare).
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String>;
+    /// anything is sent (a tool the request cannot declare). An API implements this or
+    /// [`build_request_with`](WireApi::build_request_with) (each is the other by default).
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
+        let attempt = Attempt {
+            options,
+            preferred_strict_off: false,
+        };
+        Self::build_request_with(model, context, attempt).map(|(request, _)| request)
+    }
 
-    /// [`build_request`](WireApi::build_request) with `prefer` strict tools sent non-strict
-    /// when `preferred_strict_off`, and whether the request sends any `prefer` tool strict.
-    /// Only the APIs that retry after Claude's strict-tool limits
+    /// [`build_request`](WireApi::build_request) for one attempt (`prefer` strict tools sent
+    /// non-strict when [`Attempt::preferred_strict_off`]), and whether the request sends any
+    /// `prefer` tool strict. Only the APIs that retry after Claude's strict-tool limits
     /// ([`strict_limit_rejection`](WireApi::strict_limit_rejection)) tell the two apart.
-    fn build_request_with(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-        _preferred_strict_off: bool,
-    ) -> Result<(HttpRequest, bool), String> {
-        Self::build_request(model, context, options).map(|r| (r, false))
+    fn build_request_with(model: &Model, context: &Context, attempt: Attempt<'_>) -> BuiltWith {
+        Self::build_request(model, context, attempt.options).map(|r| (r, false))
     }
 
     /// When `failure` is Claude's rejection of too many or too complex strict tools: the
@@ -365,14 +379,20 @@ pub(crate) async fn send_and_read<A: WireApi>(
     let session = options.session_id.as_deref();
     let mut preferred_strict_off = super::strict_limits::exceeded(session);
     let response = loop {
-        let (mut request, preferred_strict) =
-            match A::build_request_with(model, context, options, preferred_strict_off) {
-                Ok(built) => built,
-                Err(message) => {
-                    out.fail(message, false);
-                    return;
-                }
-            };
+        let (mut request, preferred_strict) = match A::build_request_with(
+            model,
+            context,
+            Attempt {
+                options,
+                preferred_strict_off,
+            },
+        ) {
+            Ok(built) => built,
+            Err(message) => {
+                out.fail(message, false);
+                return;
+            }
+        };
         request.headers.extend(authorization.iter().cloned());
         let e = match http::send(&request, send_options, &A::sdk_message).await {
             Ok(response) => break response,

@@ -56,6 +56,7 @@ mod strict_limits;
 mod thinking;
 mod transform;
 mod typed_json;
+mod uuid;
 
 use crate::event::AssistantMessageEvent;
 use crate::model::Model;

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::message::{Content, ContentBlock, ImageContent, Message, ThinkingLevel};
 use crate::model::Model;
-use crate::providers::driver::{Credentials, WireApi};
+use crate::providers::driver::{Attempt, BuiltWith, Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{
@@ -15,7 +15,7 @@ use crate::providers::model_options::{
 use crate::providers::strict_limits;
 use crate::providers::thinking::{claude_budget, claude_effort, thinking_level_map};
 use crate::providers::transform::transform_messages;
-use crate::stream_fn::{Context, StreamOptions};
+use crate::stream_fn::Context;
 use crate::transcript::{
     collapse_system_messages, get_current_tools, get_initial_system_message,
     get_system_message_text,
@@ -294,20 +294,11 @@ impl WireApi for super::Anthropic {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
-        Self::build_request_with(model, context, options, false).map(|(request, _)| request)
-    }
-
-    fn build_request_with(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-        preferred_strict_off: bool,
-    ) -> Result<(HttpRequest, bool), String> {
+    fn build_request_with(model: &Model, context: &Context, attempt: Attempt<'_>) -> BuiltWith {
+        let Attempt {
+            options,
+            preferred_strict_off,
+        } = attempt;
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
         let cache_control = if retention == "none" {

@@ -9,12 +9,12 @@ use super::config::{api_version, base_url, deployment_name};
 use super::entra::{self, Auth};
 use crate::model::Model;
 use crate::providers::constrained;
-use crate::providers::driver::{ErrorText, Variant, VariantStream, WireApi};
+use crate::providers::driver::{Built, ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
-use crate::providers::model_options::{compat, merge_headers, resolve_max_tokens, stream_body};
+use crate::providers::model_options::{compat, merge_headers, stream_body};
 use crate::providers::openai_responses::request::{
-    convert_messages, grammar_tools, insert_reasoning, insert_tools, stream_grammar_inputs,
-    TOOL_CALL_PROVIDERS,
+    convert_messages, grammar_tools, insert_limits_and_tools, insert_reasoning,
+    stream_grammar_inputs, Limits, TOOL_CALL_PROVIDERS,
 };
 use crate::providers::openai_responses::stream::State as ResponsesState;
 use crate::providers::openai_sdk::http_error_message;
@@ -68,11 +68,7 @@ impl WireApi for super::AzureResponses {
         }
     }
 
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let messages = if flag(model, "supportsMidConvoSystemMessages", false) {
             context.messages.to_vec()
         } else {
@@ -94,23 +90,12 @@ impl WireApi for super::AzureResponses {
                 json!(session.chars().take(64).collect::<String>()),
             );
         }
-        body.insert("store".into(), json!(false));
-        let max_tokens = resolve_max_tokens(model, context, options);
-        if max_tokens > 0 {
-            body.insert("max_output_tokens".into(), json!(max_tokens.max(16)));
-        }
-        if let Some(t) = options.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        insert_tools(
-            &mut body,
-            &messages,
-            flag(model, "supportsStrictMode", true),
+        let limits = Limits {
+            max_output_tokens: true,
+            strict: flag(model, "supportsStrictMode", true),
             grammar_tools,
-        )?;
-        if let Some(choice) = &options.tool_choice {
-            body.insert("tool_choice".into(), choice.clone());
-        }
+        };
+        insert_limits_and_tools(&mut body, model, context, options, &messages, limits)?;
         if model.reasoning {
             insert_reasoning(&mut body, model, options, true);
         }

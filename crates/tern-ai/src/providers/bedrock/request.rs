@@ -14,7 +14,7 @@ use super::sigv4::{host_header, sign, uri_encode, AwsCredentials, Scope, Signabl
 use super::stream::diagnostic_value;
 use crate::message::AssistantMessage;
 use crate::model::Model;
-use crate::providers::driver::WireApi;
+use crate::providers::driver::{Attempt, BuiltWith, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::output::append_diagnostic;
 use crate::providers::strict_limits;
@@ -129,20 +129,11 @@ impl WireApi for super::Bedrock {
         Ok(Vec::new())
     }
 
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
-        Self::build_request_with(model, context, options, false).map(|(request, _)| request)
-    }
-
-    fn build_request_with(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-        preferred_strict_off: bool,
-    ) -> Result<(HttpRequest, bool), String> {
+    fn build_request_with(model: &Model, context: &Context, attempt: Attempt<'_>) -> BuiltWith {
+        let Attempt {
+            options,
+            preferred_strict_off,
+        } = attempt;
         let chain = request_env(options);
         let target = target(model, options, credentials::profile_region(&chain));
         let path = format!("/model/{}/converse-stream", uri_encode(&model.id));

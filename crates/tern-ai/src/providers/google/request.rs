@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::message::{Content, ContentBlock, Message, ThinkingLevel};
 use crate::model::Model;
-use crate::providers::driver::{Credentials, WireApi};
+use crate::providers::driver::{Built, Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{api_key, merge_headers, resolve_max_tokens};
@@ -475,11 +475,7 @@ impl WireApi for super::Google {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let body = request_body(model, context, options)?;
         let mut headers: Vec<(String, String)> =
             vec![("Content-Type".into(), "application/json".into())];

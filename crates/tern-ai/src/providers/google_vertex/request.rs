@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::model::Model;
-use crate::providers::driver::{ErrorText, Variant, VariantStream, WireApi};
+use crate::providers::driver::{Built, ErrorText, Variant, VariantStream, WireApi};
 use crate::providers::google::request::{request_body, sdk_error_message};
 use crate::providers::google::stream::State as GeminiState;
 use crate::providers::http::{HttpFailure, HttpRequest};
@@ -108,11 +108,7 @@ impl WireApi for super::Vertex {
         }
     }
 
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let body = request_body(model, context, options)?;
         let key = vertex_api_key(model, options);
         let base = collection_url(model, key.is_some(), options);

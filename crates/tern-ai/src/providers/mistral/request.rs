@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::message::{Content, ContentBlock, Message};
 use crate::model::Model;
-use crate::providers::driver::{Credentials, WireApi};
+use crate::providers::driver::{Built, Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
@@ -270,11 +270,7 @@ impl WireApi for super::Mistral {
 
     type Stream = super::stream::State;
 
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let mid_conversation_system = compat(model, "supportsMidConvoSystemMessages")
             .and_then(Value::as_bool)
             .unwrap_or(false);

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use crate::message::ThinkingLevel;
 use crate::model::Model;
 use crate::providers::constrained::{self, GrammarInputs};
-use crate::providers::driver::{Credentials, WireApi};
+use crate::providers::driver::{Built, Credentials, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::model_options::{api_key, compat, merge_headers, resolve_max_tokens};
 use crate::providers::openai_responses::request::{
@@ -220,11 +220,7 @@ impl WireApi for super::Codex {
         account_id(&api_key(model, options).unwrap_or_default()).map(|_| ())
     }
 
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let mid_system = flag(model, "supportsMidConvoSystemMessages", false);
         let messages = if mid_system {
             context.messages.to_vec()

@@ -36,34 +36,6 @@ pub(super) fn wants_websocket(options: &StreamOptions) -> bool {
     options.transport != Some(Transport::Sse)
 }
 
-/// A fresh UUIDv7: 48 bits of Unix milliseconds, the version, then random bits.
-fn uuid_v7() -> String {
-    use ring::rand::SecureRandom as _;
-    let mut random = [0u8; 10];
-    if ring::rand::SystemRandom::new().fill(&mut random).is_err() {
-        use crate::environment::IdSource as _;
-        let ids = crate::environment::FastIds::from_os();
-        random[..8].copy_from_slice(&ids.next_u64().to_be_bytes());
-        random[8..].copy_from_slice(&ids.next_u64().to_be_bytes()[..2]);
-    }
-    let ms = crate::clock::now_ms();
-    let mut b = [0u8; 16];
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = 0x70 | (random[0] & 0x0f);
-    b[7] = random[1];
-    b[8] = 0x80 | (random[2] & 0x3f);
-    b[9..].copy_from_slice(&random[3..]);
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
 /// Ends the run with the failure (after the mapper's last touches).
 fn end_with(state: &mut State, out: &mut Output<'_>, failure: Failure, aborted: bool) -> Outcome {
     if aborted {
@@ -90,7 +62,7 @@ pub(super) async fn run(
     let account = account_id(&api_key(model, options).unwrap_or_default()).unwrap_or_default();
     let request_id = cache_session(options)
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(uuid_v7);
+        .unwrap_or_else(crate::providers::uuid::v7);
     let headers = websocket_headers(model, options, &request_id);
     let url = websocket_url(model);
     let grammar = grammar_inputs(model, context);
@@ -187,22 +159,5 @@ pub(super) async fn run(
             return end_with(&mut state, out, failure, false);
         }
         return Outcome::FallBack;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_uuid_v7_has_the_version_the_variant_and_the_time() {
-        let id = uuid_v7();
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "7");
-        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"), "{id}");
-        let ms = u64::from_str_radix(&id[..8], 16).unwrap() << 16
-            | u64::from_str_radix(&id[9..13], 16).unwrap();
-        assert!(ms.abs_diff(crate::clock::now_ms()) < 60_000);
-        assert_ne!(uuid_v7(), uuid_v7());
     }
 }

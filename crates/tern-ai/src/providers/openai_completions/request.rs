@@ -9,7 +9,7 @@ use super::reasoning::{parse_legacy_encrypted, parse_reasoning_details, REASONIN
 use crate::message::{Content, ContentBlock, Message, ThinkingContent, ToolCall};
 use crate::model::Model;
 use crate::providers::constrained::{self, grammar_call_input, GrammarInputs};
-use crate::providers::driver::WireApi;
+use crate::providers::driver::{Built, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{
@@ -316,11 +316,7 @@ impl WireApi for super::Completions {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let c = get_compat(model);
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::message::{Content, ContentBlock, Message};
 use crate::model::Model;
 use crate::providers::constrained::{self, grammar_call_input, GrammarInputs};
-use crate::providers::driver::WireApi;
+use crate::providers::driver::{Built, WireApi};
 use crate::providers::http::{HttpFailure, HttpRequest};
 use crate::providers::js_json::compact;
 use crate::providers::model_options::{
@@ -418,6 +418,39 @@ pub(crate) fn responses_tool(
 }
 
 /// Whether the model takes OpenAI grammar (custom) tools (`supportsOpenAIGrammarTools`).
+/// What a Responses host accepts of [`insert_limits_and_tools`]: an output limit, strict
+/// tools, grammar tools.
+pub(crate) struct Limits {
+    pub(crate) max_output_tokens: bool,
+    pub(crate) strict: bool,
+    pub(crate) grammar_tools: bool,
+}
+
+/// The body's `store: false`, output limit (at least 16), temperature, tools and tool choice,
+/// as OpenAI's and Azure's Responses requests carry them.
+pub(crate) fn insert_limits_and_tools(
+    body: &mut Map<String, Value>,
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    messages: &[Message],
+    limits: Limits,
+) -> Result<(), String> {
+    body.insert("store".into(), json!(false));
+    let max_tokens = resolve_max_tokens(model, context, options);
+    if max_tokens > 0 && limits.max_output_tokens {
+        body.insert("max_output_tokens".into(), json!(max_tokens.max(16)));
+    }
+    if let Some(t) = options.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    insert_tools(body, messages, limits.strict, limits.grammar_tools)?;
+    if let Some(choice) = &options.tool_choice {
+        body.insert("tool_choice".into(), choice.clone());
+    }
+    Ok(())
+}
+
 pub(crate) fn grammar_tools(model: &Model) -> bool {
     compat(model, "supportsOpenAIGrammarTools")
         .and_then(Value::as_bool)
@@ -481,11 +514,7 @@ impl WireApi for super::Responses {
     type Stream = super::stream::State;
 
     /// Builds the request (URL, headers and body) the reference would send.
-    fn build_request(
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> Result<HttpRequest, String> {
+    fn build_request(model: &Model, context: &Context, options: &StreamOptions) -> Built {
         let messages = collapse_system_messages(&context.messages);
         let retention = cache_retention(options);
         let cs = |k: &str| compat(model, k).and_then(Value::as_str).map(str::to_string);
@@ -518,23 +547,12 @@ impl WireApi for super::Responses {
                 body.insert("prompt_cache_options".into(), json!({"ttl": "30m"}));
             }
         }
-        body.insert("store".into(), json!(false));
-        let max_tokens = resolve_max_tokens(model, context, options);
-        if max_tokens > 0 && cb("supportsMaxOutputTokens", true) {
-            body.insert("max_output_tokens".into(), json!(max_tokens.max(16)));
-        }
-        if let Some(t) = options.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        insert_tools(
-            &mut body,
-            &messages,
-            cb("supportsStrictMode", false),
+        let limits = Limits {
+            max_output_tokens: cb("supportsMaxOutputTokens", true),
+            strict: cb("supportsStrictMode", false),
             grammar_tools,
-        )?;
-        if let Some(tc) = &options.tool_choice {
-            body.insert("tool_choice".into(), tc.clone());
-        }
+        };
+        insert_limits_and_tools(&mut body, model, context, options, &messages, limits)?;
         if model.reasoning {
             insert_reasoning(
                 &mut body,

@@ -13,7 +13,7 @@
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
 use ring::digest;
-use ring::rand::{SecureRandom, SystemRandom};
+use ring::rand::SystemRandom;
 use ring::signature::RsaKeyPair;
 use serde_json::{json, Map, Value};
 
@@ -120,7 +120,7 @@ impl Certificate {
             "iss": client_id,
             "sub": client_id,
             "nbf": now,
-            "jti": uuid_v4(&rng)?,
+            "jti": crate::providers::uuid::v4(&rng, "client assertion")?,
         });
         let signing_input = format!(
             "{}.{}",
@@ -141,24 +141,6 @@ impl Certificate {
             URL_SAFE_NO_PAD.encode(signature)
         ))
     }
-}
-
-/// A random (version 4) UUID, the assertion's `jti`.
-fn uuid_v4(rng: &SystemRandom) -> Result<String, String> {
-    let mut b = [0u8; 16];
-    rng.fill(&mut b)
-        .map_err(|_| "no random bytes for the client assertion".to_string())?;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    ))
 }
 
 #[cfg(test)]
@@ -187,14 +169,5 @@ mod tests {
         let garbage =
             format!("{cert}-----BEGIN PRIVATE KEY-----\nQUJD\n-----END PRIVATE KEY-----\n");
         assert!(err(&garbage).contains("not an RSA key"));
-    }
-
-    #[test]
-    fn uuids_are_version_4() {
-        let id = uuid_v4(&SystemRandom::new()).unwrap();
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "4");
-        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"));
-        assert_ne!(id, uuid_v4(&SystemRandom::new()).unwrap());
     }
 }

@@ -8,7 +8,7 @@
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine as _;
-use ring::rand::{SecureRandom, SystemRandom};
+use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::json;
 
@@ -78,24 +78,6 @@ fn pem_der(pem: &str, label: &str) -> Option<Vec<u8>> {
     STANDARD.decode(b64).ok()
 }
 
-/// A random version-4 UUID (the proof's `jti`).
-fn uuid_v4(rng: &SystemRandom) -> Result<String, String> {
-    let mut b = [0u8; 16];
-    rng.fill(&mut b)
-        .map_err(|_| "no random bytes for the proof".to_string())?;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    ))
-}
-
 /// The DPoP proof for `method` `url` at `iat` (seconds since 1970), signed with the SEC1
 /// PEM key `pem`. Errors say what is wrong with the key, never what it holds.
 pub(crate) fn proof(pem: &str, method: &str, url: &str, iat: u64) -> Result<String, String> {
@@ -115,7 +97,7 @@ pub(crate) fn proof(pem: &str, method: &str, url: &str, iat: u64) -> Result<Stri
         "x": URL_SAFE_NO_PAD.encode(&public[1..33]),
         "y": URL_SAFE_NO_PAD.encode(&public[33..65]),
     }});
-    let claims = json!({"jti": uuid_v4(&rng)?, "htm": method, "htu": url, "iat": iat});
+    let claims = json!({"jti": crate::providers::uuid::v4(&rng, "proof")?, "htm": method, "htu": url, "iat": iat});
     let message = format!(
         "{}.{}",
         URL_SAFE_NO_PAD.encode(header.to_string()),
