@@ -171,6 +171,10 @@ fn text_field<'v>(v: Option<&'v Value>, k: &str) -> Option<&'v str> {
 }
 
 fn assert_same(chunks: &[String]) {
+    // The one-pass scan, where it takes a chunk, reads what the serde typed read reads.
+    for c in chunks {
+        CompletionsChunks::scan_takes(c);
+    }
     for provider in ["openai", "opencode-go", "openrouter"] {
         let legacy = run(chunks, provider, Path::Legacy);
         assert_eq!(run(chunks, provider, Path::Fallback), legacy, "{chunks:?}");
@@ -235,6 +239,10 @@ fn tricky_chunks_give_the_same_events_on_every_path() {
             "{}",
             chunks[i]
         );
+    }
+    // The one-pass scan takes the plainest of them.
+    for i in [0, 3, 7, 8, 9, 10, 20] {
+        assert!(CompletionsChunks::scan_takes(&chunks[i]), "{}", chunks[i]);
     }
     for i in [11, 12, 13, 14, 15, 16, 21, 22] {
         assert!(
@@ -414,5 +422,31 @@ proptest! {
         chunks in prop::collection::vec(chunk(), 1..5)
     ) {
         assert_same(&chunks);
+    }
+
+    #[test]
+    fn generated_chunks_with_whitespace_read_the_same(
+        chunks in prop::collection::vec(chunk(), 1..3),
+        seed in any::<u64>(),
+    ) {
+        // Whitespace where JSON allows it (and, harmlessly, inside some strings), and
+        // sometimes a control character where it does not.
+        let spaced: Vec<String> = chunks
+            .iter()
+            .map(|c| {
+                let mut out = String::new();
+                for (i, ch) in c.chars().enumerate() {
+                    out.push(ch);
+                    if matches!(ch, ',' | ':' | '{' | '[') {
+                        out.push_str([" ", "\n", "\t\r", ""][(seed as usize + i) % 4]);
+                    }
+                }
+                if seed % 7 == 0 {
+                    out = out.replacen('a', "\u{1}", 1);
+                }
+                out
+            })
+            .collect();
+        assert_same(&spaced);
     }
 }

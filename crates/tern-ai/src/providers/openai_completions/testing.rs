@@ -54,6 +54,18 @@ impl<'s> CompletionsChunks<'s> {
         Chunk::read(data).is_some()
     }
 
+    /// Whether the one-pass scan takes this record; when it does, its fields must be the
+    /// serde typed read's (the call panics otherwise).
+    pub fn scan_takes(data: &str) -> bool {
+        match super::chunk_scan::read(data) {
+            Some(scanned) => {
+                assert_eq!(Some(scanned), Chunk::typed_read(data), "{data}");
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The message as it is now.
     pub fn message(&self) -> AssistantMessage {
         self.out.partial.snapshot()
