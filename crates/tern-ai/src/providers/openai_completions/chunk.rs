@@ -131,13 +131,8 @@ fields!(FunctionDelta, |this, map| {
 impl<'a> Chunk<'a> {
     /// The typed read of an event's data; `None` when it refuses the text (a field of
     /// another type, a non-object, bad JSON) or the chunk carries an `error`.
-    pub(crate) fn read(data: &'a str) -> Option<Self> {
-        // The one-pass scan takes the usual chunks; what it declines is read here, with
-        // the same result whenever both read a text.
-        super::chunk_scan::read(data).or_else(|| Self::typed_read(data))
-    }
-
-    /// The serde typed read alone.
+    /// (The usual chunks are read by `chunk_scan` first, with the same result whenever both
+    /// read a text; this read takes what it declines.)
     pub(crate) fn typed_read(data: &'a str) -> Option<Self> {
         let mut chunk = Chunk::default();
         (typed_json::from_str(data, &mut chunk).is_ok() && !chunk.error).then_some(chunk)

@@ -155,19 +155,16 @@ impl<'a> Scan<'a> {
         if self.peek()? != b'"' {
             return None;
         }
-        self.at += 1;
-        let start = self.at;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    let s = self.text.get(start..self.at)?;
-                    self.at += 1;
-                    return Some(Cow::Borrowed(s));
-                }
-                b'\\' => return self.escaped(start).map(Cow::Owned),
-                c if c < 0x20 => return None,
-                _ => self.at += 1,
+        let start = self.at + 1;
+        self.at = special_at(self.bytes, start)?;
+        match *self.bytes.get(self.at)? {
+            b'"' => {
+                let s = self.text.get(start..self.at)?;
+                self.at += 1;
+                Some(Cow::Borrowed(s))
             }
+            b'\\' => self.escaped(start).map(Cow::Owned),
+            _ => None,
         }
     }
 
@@ -176,7 +173,8 @@ impl<'a> Scan<'a> {
         let mut out = String::with_capacity(self.at - start + 16);
         let mut run = start;
         loop {
-            match self.peek()? {
+            self.at = special_at(self.bytes, self.at)?;
+            match *self.bytes.get(self.at)? {
                 b'"' => {
                     out.push_str(self.text.get(run..self.at)?);
                     self.at += 1;
@@ -199,8 +197,7 @@ impl<'a> Scan<'a> {
                     self.at += 2;
                     run = self.at;
                 }
-                c if c < 0x20 => return None,
-                _ => self.at += 1,
+                _ => return None,
             }
         }
     }
@@ -213,23 +210,23 @@ impl<'a> Scan<'a> {
         if negative {
             self.at += 1;
         }
-        let start = self.at;
-        match self.peek()? {
-            b'0' => self.at += 1,
-            b'1'..=b'9' => {
-                while let Some(b'0'..=b'9') = self.peek() {
-                    self.at += 1;
-                }
+        let mut n: i64 = 0;
+        let mut digits = 0;
+        while let Some(d @ b'0'..=b'9') = self.peek() {
+            // A leading zero is a number of its own (`01` is not JSON).
+            if digits == 1 && n == 0 {
+                return None;
             }
-            _ => return None,
+            n = n * 10 + i64::from(d - b'0');
+            digits += 1;
+            self.at += 1;
+            if digits > 18 {
+                return None;
+            }
         }
-        let digits = self.bytes.get(start..self.at)?;
-        if digits.len() > 18 || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+        if digits == 0 || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let n = digits
-            .iter()
-            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
         match (negative, n) {
             (true, 0) => None,
             (true, n) => Some(-n),
@@ -282,6 +279,31 @@ impl<'a> Scan<'a> {
     fn only_null(&mut self) -> Option<()> {
         self.null()?.then_some(())
     }
+}
+
+/// The position, from `at`, of the first `"`, `\\` or control character in `bytes`:
+/// eight bytes at a time, where a string usually ends within a word or two.
+pub(super) fn special_at(bytes: &[u8], mut at: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // High bit set in the lowest byte of `x` that is zero (higher ones may be false hits,
+    // so only the lowest is used).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(word) = bytes.get(at..at + 8) {
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        let hits = zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+        if hits != 0 {
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    let p = tail
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+    Some(at + p)
 }
 
 /// An object whose members are all skipped.

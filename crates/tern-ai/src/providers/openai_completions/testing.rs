@@ -51,7 +51,7 @@ impl<'s> CompletionsChunks<'s> {
 
     /// Whether the typed read takes this record (otherwise it goes through `Value`).
     pub fn typed_read_accepts(data: &str) -> bool {
-        Chunk::read(data).is_some()
+        super::chunk_scan::read(data).is_some() || Chunk::typed_read(data).is_some()
     }
 
     /// Whether the one-pass scan takes this record; when it does, its fields must be the
