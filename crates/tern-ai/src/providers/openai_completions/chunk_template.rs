@@ -51,6 +51,7 @@ impl Piece {
     }
 
     /// The field in `text`, whose hole ends at `hole_end`.
+    #[inline]
     fn get<'a>(&self, text: &'a str, hole_end: usize) -> Option<Option<Cow<'a, str>>> {
         Some(match self {
             Piece::Absent => None,
@@ -87,6 +88,9 @@ pub(crate) struct Template {
     finish_reason: Piece,
     /// The delta's text fields (the hole's entry is unused).
     texts: [Piece; TEXT_FIELDS],
+    /// Whether the hole is the delta's only text field (the usual case: `texts` need not
+    /// be read).
+    hole_alone: bool,
 }
 
 impl Template {
@@ -106,6 +110,16 @@ impl Template {
             return None;
         }
         let mut delta = Delta::default();
+        if self.hole_alone {
+            let hole = Some(Cow::Borrowed(text.get(start..end)?));
+            match self.hole {
+                0 => delta.content = hole,
+                1 => delta.reasoning_content = hole,
+                2 => delta.reasoning = hole,
+                _ => delta.reasoning_text = hole,
+            }
+            return self.chunk(text, end, delta);
+        }
         let fields = [
             &mut delta.content,
             &mut delta.reasoning_content,
@@ -118,6 +132,11 @@ impl Template {
                 false => self.texts[i].get(text, end)?,
             };
         }
+        self.chunk(text, end, delta)
+    }
+
+    /// The chunk around `delta`, its other fields read from `text` (hole ending at `end`).
+    fn chunk<'a>(&self, text: &'a str, end: usize, delta: Delta<'a>) -> Option<Chunk<'a>> {
         Some(Chunk {
             id: self.id.get(text, end)?,
             model: self.model.get(text, end)?,
@@ -178,6 +197,7 @@ impl Template {
         self.id = id;
         self.model = model;
         self.finish_reason = finish_reason;
+        self.hole_alone = pieces.iter().all(|p| matches!(p, Piece::Absent));
         self.texts = pieces;
         Some(())
     }
@@ -252,7 +272,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn any_text_in_the_hole_reads_like_the_scan(
-            shape in 0usize..4,
+            shape in 0usize..6,
             middles in proptest::collection::vec("[a-z\"\\\\\t\n é😀]{0,5}", 1..8),
         ) {
             let shapes = [
@@ -260,10 +280,26 @@ mod tests {
                 r#"{"choices":[{"delta":{"reasoning":"@@","content":"k\"k"},"finish_reason":"stop"}],"id":"after"}"#,
                 r#" { "choices" : [ { "delta" : { "reasoning_text" : "@@" } } ] , "x" : [ 1 , "\n" ] } "#,
                 r#"{"choices":[{"delta":{"content":"@@"}},{"delta":{"content":"@@"}}]}"#,
+                r#"{"choices":[{"delta":{"reasoning":"before","content":"@@","reasoning_text":"after"}}]}"#,
+                r#"{"choices":[{"delta":{"content":"@@","reasoning_content":"a\nb"}}]}"#,
             ];
             let texts: Vec<String> =
                 middles.iter().map(|m| shapes[shape].replace("@@", m)).collect();
             replay(&texts);
+        }
+    }
+
+    #[test]
+    fn other_text_fields_are_read_from_the_template_too() {
+        for shape in [
+            r#"{"choices":[{"delta":{"reasoning":"before","content":"@@","reasoning_text":"after"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"@@","reasoning_content":"a\nb"}}]}"#,
+        ] {
+            let texts: Vec<String> = ["a", "bc", ""]
+                .iter()
+                .map(|m| shape.replace("@@", m))
+                .collect();
+            assert_eq!(replay(&texts), 2, "{shape}");
         }
     }
 
