@@ -171,6 +171,10 @@ fn text_field<'v>(v: Option<&'v Value>, k: &str) -> Option<&'v str> {
 }
 
 fn assert_same(chunks: &[String]) {
+    // The one-pass scan, where it takes a chunk, reads what the serde typed read reads.
+    for c in chunks {
+        CompletionsChunks::scan_takes(c);
+    }
     for provider in ["openai", "opencode-go", "openrouter"] {
         let legacy = run(chunks, provider, Path::Legacy);
         assert_eq!(run(chunks, provider, Path::Fallback), legacy, "{chunks:?}");
@@ -235,6 +239,10 @@ fn tricky_chunks_give_the_same_events_on_every_path() {
             "{}",
             chunks[i]
         );
+    }
+    // The one-pass scan takes the plainest of them.
+    for i in [0, 3, 7, 8, 9, 10, 20] {
+        assert!(CompletionsChunks::scan_takes(&chunks[i]), "{}", chunks[i]);
     }
     for i in [11, 12, 13, 14, 15, 16, 21, 22] {
         assert!(
@@ -414,5 +422,47 @@ proptest! {
         chunks in prop::collection::vec(chunk(), 1..5)
     ) {
         assert_same(&chunks);
+    }
+
+    #[test]
+    fn chunks_that_differ_only_in_their_text_give_the_same_events(
+        shape in 0usize..3,
+        texts in prop::collection::vec("[a-z\"\\\\\t é]{0,4}", 1..6),
+    ) {
+        // The bytes around one text field repeat, as in a real stream (the mapper then
+        // reads them from its template of the previous chunk).
+        let shapes = [
+            r#"{"id":"c","object":"o","created":1,"model":"m2","choices":[{"index":0,"delta":{"content":"@@"},"finish_reason":null}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"@@"},"finish_reason":"stop"}],"id":"x\"y"}"#,
+            r#"{"choices":[{"delta":{"role":"assistant","reasoning":"@@","content":null}}],"model":"m"}"#,
+        ];
+        let chunks: Vec<String> = texts.iter().map(|t| shapes[shape].replace("@@", t)).collect();
+        assert_same(&chunks);
+    }
+
+    #[test]
+    fn generated_chunks_with_whitespace_read_the_same(
+        chunks in prop::collection::vec(chunk(), 1..3),
+        seed in any::<u64>(),
+    ) {
+        // Whitespace where JSON allows it (and, harmlessly, inside some strings), and
+        // sometimes a control character where it does not.
+        let spaced: Vec<String> = chunks
+            .iter()
+            .map(|c| {
+                let mut out = String::new();
+                for (i, ch) in c.chars().enumerate() {
+                    out.push(ch);
+                    if matches!(ch, ',' | ':' | '{' | '[') {
+                        out.push_str([" ", "\n", "\t\r", ""][(seed as usize + i) % 4]);
+                    }
+                }
+                if seed % 7 == 0 {
+                    out = out.replacen('a', "\u{1}", 1);
+                }
+                out
+            })
+            .collect();
+        assert_same(&spaced);
     }
 }

@@ -565,14 +565,19 @@ async fn read_records<A: WireApi>(
         }
         .map_err(|message| (message, false))?;
         reader.seen.records += reader.records.records.len() as u64;
-        for (event, data) in reader.records.iter() {
-            if A::Stream::FRAMING.ends_stream(data) {
-                return Ok(());
+        // Nothing is awaited while a read's records are mapped, so their events can reach
+        // the sink together (see `ProviderSink::takes_batches`).
+        let ended = out.batched(|out| {
+            for (event, data) in reader.records.iter() {
+                if A::Stream::FRAMING.ends_stream(data) {
+                    return Ok(true);
+                }
+                api.record(out, SseRecord { event, data })
+                    .map_err(|message| (message, false))?;
             }
-            api.record(out, SseRecord { event, data })
-                .map_err(|message| (message, false))?;
-        }
-        if last {
+            Ok(false)
+        })?;
+        if ended || last {
             return Ok(());
         }
     }
@@ -738,3 +743,7 @@ pub(crate) fn boxed_map_body<'a, A: WireApi>(
         .await;
     })
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -423,6 +423,10 @@ pub enum Body {
     /// Chunks handed out in order, then the end.
     #[cfg(feature = "testing")]
     Chunks(std::collections::VecDeque<Bytes>),
+    /// Chunks handed out in order, each after a yield to the runtime as a network read
+    /// would make (tests of what a stream's consumer sees between reads).
+    #[cfg(test)]
+    Paced(std::collections::VecDeque<Bytes>),
 }
 
 impl Body {
@@ -441,6 +445,8 @@ impl Body {
                 .map(str::to_owned),
             #[cfg(feature = "testing")]
             Body::Chunks(_) => None,
+            #[cfg(test)]
+            Body::Paced(_) => None,
         }
     }
 
@@ -462,6 +468,14 @@ impl Body {
             },
             #[cfg(feature = "testing")]
             Body::Chunks(chunks) => {
+                if options.signal.is_cancelled() {
+                    return Err(SendError::Aborted);
+                }
+                Ok(chunks.pop_front())
+            }
+            #[cfg(test)]
+            Body::Paced(chunks) => {
+                tokio::task::yield_now().await;
                 if options.signal.is_cancelled() {
                     return Err(SendError::Aborted);
                 }

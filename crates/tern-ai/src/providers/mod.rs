@@ -98,11 +98,40 @@ pub use thinking::{clamp_thinking_level, supported_thinking_levels};
 pub trait ProviderSink: Send {
     /// Receives one event, in order.
     fn emit(&mut self, event: AssistantMessageEvent);
+
+    /// Whether the events mapped from one network read may arrive together, through
+    /// [`emit_all`](ProviderSink::emit_all), once all of them are made. `false` by default:
+    /// each event then arrives as it is made, so a sink that reads the partial message in
+    /// `emit` sees it as it was at that event. A sink whose consumer reads the partial later
+    /// anyway (an event stream) says `true` and saves work per event.
+    fn takes_batches(&self) -> bool {
+        false
+    }
+
+    /// Receives the events of one network read, in order, draining `events` (only when
+    /// [`takes_batches`](ProviderSink::takes_batches) says so); by default `emit` for each.
+    fn emit_all(&mut self, events: &mut Vec<AssistantMessageEvent>) {
+        for event in events.drain(..) {
+            self.emit(event);
+        }
+    }
 }
 
 impl ProviderSink for AssistantMessageEventSender {
     fn emit(&mut self, event: AssistantMessageEvent) {
         self.push(event);
+    }
+
+    /// On the current-thread runtime the consumer runs only while the provider waits for the
+    /// network, and reads the partial then: it sees the same whether a read's events are
+    /// queued one by one or together (one queue lock and one wake-up per read). On other
+    /// runtimes a consumer could always find the partial ahead of the event it reads.
+    fn takes_batches(&self) -> bool {
+        true
+    }
+
+    fn emit_all(&mut self, events: &mut Vec<AssistantMessageEvent>) {
+        self.push_all(events.drain(..));
     }
 }
 

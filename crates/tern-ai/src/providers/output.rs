@@ -17,6 +17,12 @@ pub(crate) struct Output<'a> {
     pub model: &'a Model,
     pub partial: PartialMessage,
     sink: &'a mut dyn ProviderSink,
+    /// Whether the sink takes a read's events together ([`Output::batched`]).
+    takes_batches: bool,
+    /// Events held back inside [`Output::batched`] (`None` outside it).
+    held: Option<Vec<AssistantMessageEvent>>,
+    /// The buffer of `held`, kept between reads.
+    spare: Vec<AssistantMessageEvent>,
 }
 
 impl<'a> Output<'a> {
@@ -25,8 +31,30 @@ impl<'a> Output<'a> {
         Output {
             model,
             partial: PartialMessage::new(message),
+            takes_batches: sink.takes_batches(),
             sink,
+            held: None,
+            spare: Vec::new(),
         }
+    }
+
+    /// Runs `f` (the mapping of one network read, which cannot wait for anything) with its
+    /// events handed to the sink together at the end, when the sink takes batches; to any
+    /// other sink each event goes as it is made.
+    pub fn batched<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        if !self.takes_batches || self.held.is_some() {
+            return f(self);
+        }
+        self.held = Some(std::mem::take(&mut self.spare));
+        let result = f(self);
+        if let Some(mut held) = self.held.take() {
+            if !held.is_empty() {
+                self.sink.emit_all(&mut held);
+            }
+            held.clear();
+            self.spare = held;
+        }
+        result
     }
 
     pub fn update<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
@@ -38,7 +66,10 @@ impl<'a> Output<'a> {
     }
 
     fn emit(&mut self, event: AssistantMessageEvent) {
-        self.sink.emit(event);
+        match &mut self.held {
+            Some(held) => held.push(event),
+            None => self.sink.emit(event),
+        }
     }
 
     pub fn start(&mut self) {

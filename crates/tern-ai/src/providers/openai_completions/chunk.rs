@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::providers::typed_json::{self, first_of, optional, str_field, Any, Fields};
 
 /// The fields of a chunk that the stream mapper reads; strings borrow from the event data.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Chunk<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     pub(crate) model: Option<Cow<'a, str>>,
@@ -23,7 +23,7 @@ pub(crate) struct Chunk<'a> {
 }
 
 /// The first of `choices`.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Choice<'a> {
     pub(crate) usage: Option<Box<Value>>,
     pub(crate) finish_reason: Option<Cow<'a, str>>,
@@ -31,7 +31,7 @@ pub(crate) struct Choice<'a> {
 }
 
 /// A choice's `delta`.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Delta<'a> {
     pub(crate) content: Option<Cow<'a, str>>,
     pub(crate) reasoning_content: Option<Cow<'a, str>>,
@@ -42,7 +42,7 @@ pub(crate) struct Delta<'a> {
 }
 
 /// One entry of `tool_calls`.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct ToolCallDelta<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     pub(crate) index: Option<i64>,
@@ -52,14 +52,14 @@ pub(crate) struct ToolCallDelta<'a> {
 }
 
 /// A tool call's `function`.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct FunctionDelta<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
     pub(crate) arguments: Option<Cow<'a, str>>,
 }
 
 /// A freeform tool call's `custom` part.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct CustomDelta<'a> {
     pub(crate) name: Option<Cow<'a, str>>,
     pub(crate) input: Option<Cow<'a, str>>,
@@ -131,7 +131,9 @@ fields!(FunctionDelta, |this, map| {
 impl<'a> Chunk<'a> {
     /// The typed read of an event's data; `None` when it refuses the text (a field of
     /// another type, a non-object, bad JSON) or the chunk carries an `error`.
-    pub(crate) fn read(data: &'a str) -> Option<Self> {
+    /// (The usual chunks are read by `chunk_scan` first, with the same result whenever both
+    /// read a text; this read takes what it declines.)
+    pub(crate) fn typed_read(data: &'a str) -> Option<Self> {
         let mut chunk = Chunk::default();
         (typed_json::from_str(data, &mut chunk).is_ok() && !chunk.error).then_some(chunk)
     }

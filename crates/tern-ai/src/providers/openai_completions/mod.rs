@@ -3,9 +3,12 @@
 //! `baseUrl` and the compatibility flags detected from the provider and host.
 //!
 //! [`compat`] detects the host's flags, [`request`] builds the request, [`reasoning`]
-//! handles `reasoning_details`, [`chunk`] reads a chunk's fields, [`stream`] maps them.
+//! handles `reasoning_details`, [`chunk`] reads a chunk's fields (the usual ones in one pass by
+//! [`chunk_scan`], or by [`chunk_template`] when only a delta's text changed), [`stream`] maps them.
 
 mod chunk;
+mod chunk_scan;
+mod chunk_template;
 mod compat;
 mod reasoning;
 mod request;

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::chunk::Chunk;
+use super::chunk_scan;
+use super::chunk_template::Template;
 use super::compat::{get_compat, Compat};
 use super::reasoning::{append_reasoning_detail, is_reasoning_detail};
 use crate::json_parse::ToolCallArgumentsStream;
@@ -97,6 +99,8 @@ pub(crate) struct State {
     has_response_model: bool,
     /// The input property of each declared grammar tool (custom tool calls' argument key).
     pub(crate) grammar_inputs: GrammarInputs,
+    /// The bytes around the delta text of the last chunk scanned.
+    template: Template,
 }
 
 /// Maps one chunk's fields, in the reference's order.
@@ -391,7 +395,18 @@ pub(crate) fn process_event_by(
     // rejects (a field of another type, a non-object, bad JSON) takes the `Value` path below,
     // which handles every chunk as the provider always did.
     if read == ChunkRead::Typed && event != Some("error") && !is_wrapped_event(event) {
-        if let Some(chunk) = Chunk::read(data) {
+        // Only the scan's reads are templates: the template stands for the scan.
+        let chunk = match st.template.read(data) {
+            Some(chunk) => Some(chunk),
+            None => match chunk_scan::read(data) {
+                Some(chunk) => {
+                    st.template.learn(data, &chunk);
+                    Some(chunk)
+                }
+                None => Chunk::typed_read(data),
+            },
+        };
+        if let Some(chunk) = chunk {
             handle_chunk(&chunk, model, out, st);
             return Ok(());
         }

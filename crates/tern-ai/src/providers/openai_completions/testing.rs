@@ -51,7 +51,19 @@ impl<'s> CompletionsChunks<'s> {
 
     /// Whether the typed read takes this record (otherwise it goes through `Value`).
     pub fn typed_read_accepts(data: &str) -> bool {
-        Chunk::read(data).is_some()
+        super::chunk_scan::read(data).is_some() || Chunk::typed_read(data).is_some()
+    }
+
+    /// Whether the one-pass scan takes this record; when it does, its fields must be the
+    /// serde typed read's (the call panics otherwise).
+    pub fn scan_takes(data: &str) -> bool {
+        match super::chunk_scan::read(data) {
+            Some(scanned) => {
+                assert_eq!(Some(scanned), Chunk::typed_read(data), "{data}");
+                true
+            }
+            None => false,
+        }
     }
 
     /// The message as it is now.
