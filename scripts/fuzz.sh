@@ -3,7 +3,8 @@
 #   SECONDS  per target (default 60).
 #   smoke    a deterministic smoke for CI: a fixed seed and a fixed number of runs per target,
 #            so the same commit always fuzzes the same inputs.
-#   TARGET   any of: sse json_parse openai_completions openai_responses anthropic google shell_rules session_reader rpc_command
+#   TARGET   any of: sse json_parse openai_completions openai_responses anthropic google bedrock
+#            mistral openai_codex shell_rules session_reader rpc_command
 # Needs cargo-fuzz (installed from crates.io if missing) and libFuzzer flags that only
 # nightly accepts: uses the nightly toolchain when rustup has one, else stable with
 # RUSTC_BOOTSTRAP=1. Crashes are left in fuzz/artifacts/<target>/ and make the script fail;
@@ -14,7 +15,8 @@ duration="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(sse json_parse openai_completions openai_responses anthropic google shell_rules session_reader rpc_command)
+  targets=(sse json_parse openai_completions openai_responses anthropic google bedrock mistral
+    openai_codex shell_rules session_reader rpc_command)
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked

@@ -556,14 +556,15 @@ async fn read_records<A: WireApi>(
             }
         };
         let last = chunk.is_none();
-        match chunk {
+        // A framing error fails the run after the records decoded before it, as the SDKs
+        // hand those out first (a Bedrock frame with a bad checksum behind good ones).
+        let fed = match chunk {
             Some(chunk) => {
                 reader.seen.chunk(&chunk);
                 reader.feed(&chunk)
             }
             None => reader.finish(),
-        }
-        .map_err(|message| (message, false))?;
+        };
         reader.seen.records += reader.records.records.len() as u64;
         // Nothing is awaited while a read's records are mapped, so their events can reach
         // the sink together (see `ProviderSink::takes_batches`).
@@ -577,7 +578,11 @@ async fn read_records<A: WireApi>(
             }
             Ok(false)
         })?;
-        if ended || last {
+        if ended {
+            return Ok(());
+        }
+        fed.map_err(|message| (message, false))?;
+        if last {
             return Ok(());
         }
     }

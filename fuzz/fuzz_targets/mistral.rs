@@ -1,0 +1,7 @@
+//! The mistral-conversations response mapper on an arbitrary body (see provider.rs).
+#![no_main]
+
+#[path = "provider.rs"]
+mod provider;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| provider::check("mistral-conversations", "mistral", data));
