@@ -318,12 +318,14 @@ fn submit(ui: &mut Ui, text: String, follow: bool, ui_tx: &UiSender) -> bool {
         // Journaled at acceptance, then queued; the queue rows follow on the next redraw.
         let m = Message::user_text(body);
         let rt = ui.rt.clone();
+        let tx = ui_tx.clone();
         tokio::spawn(async move {
             if follow {
                 rt.follow_up(m).await;
             } else {
                 rt.steer(m).await;
             }
+            let _ = tx.send(super::UiEvent::Queued);
         });
     } else {
         ui.running = true;

@@ -74,6 +74,9 @@ enum UiEvent {
     /// A line to show (what a compaction did).
     Note(String),
     Settled,
+    /// A message typed while a run went was journaled and queued. The run may have settled
+    /// meanwhile, after its last look at its queues: then nothing would take the message.
+    Queued,
 }
 
 type UiSender = mpsc::UnboundedSender<UiEvent>;
@@ -99,14 +102,14 @@ fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
 }
 
 /// Messages still queued when a run settles (typed after its last look at its queues, or
-/// during a compaction or a `!` command) would wait for a run that is not coming: after a
+/// during a compaction or a `!` command, or queued only after the UI heard it settle) would wait for a run that is not coming: after a
 /// run that ended on its own they run now, as the next prompt (taken back from the ended
 /// run's journal first); after an abort or a limit they come back to the input.
-fn run_left_over(ui: &mut Ui, on_its_own: bool, ui_tx: &UiSender) {
+fn run_left_over(ui: &mut Ui, ui_tx: &UiSender) {
     if ui.running || !ui.rt.agent.has_queued_messages() {
         return;
     }
-    if !on_its_own {
+    if !ui.last_on_its_own {
         keys::dequeue(ui);
         ui.redraw();
         return;
@@ -324,8 +327,12 @@ pub async fn run(
                     ui.redraw();
                 }
                 UiEvent::Settled => {
-                    let on_its_own = ui.on_settled();
-                    run_left_over(&mut ui, on_its_own, &ui_tx);
+                    ui.last_on_its_own = ui.on_settled();
+                    run_left_over(&mut ui, &ui_tx);
+                }
+                UiEvent::Queued => {
+                    run_left_over(&mut ui, &ui_tx);
+                    ui.redraw();
                 }
             },
             Some(q) = questions.recv() => {

@@ -76,6 +76,9 @@ pub struct Ui {
     pub partial_kind: Stream,
     /// A run is going (an agent run, a compaction or a `!` command).
     pub running: bool,
+    /// Whether the last run ended on its own (not aborted or stopped by a limit): a message
+    /// queued after it settled runs at once if so, else comes back to the input.
+    pub last_on_its_own: bool,
     /// The `!` command running, to stop with Ctrl+C.
     pub bash: Option<tokio_util::sync::CancellationToken>,
     /// The last tool call's label and whole output (Ctrl+O shows it).
@@ -132,6 +135,7 @@ impl Ui {
             partial: String::new(),
             partial_kind: Stream::Text,
             running: false,
+            last_on_its_own: true,
             bash: None,
             last_output: None,
             pastes: Vec::new(),
