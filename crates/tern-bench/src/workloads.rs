@@ -333,25 +333,29 @@ pub fn w4(p: &W4Params) -> Res {
         let t1 = Instant::now();
         let rss_constructed = rss_bytes();
         let heap_constructed = heap_in_use_bytes();
+        // Each prompt's outcome is dropped as its prompt ends, as the reference's `prompt`
+        // resolves to nothing: an outcome shares its run's messages, and 10,000 of them kept
+        // until the last prompt ends would hold every transcript twice (packed and not).
         let results: Vec<Result<(), String>> = if p.threads == 0 {
-            join_all(agents.iter().map(|a| a.prompt("go")))
-                .await
-                .into_iter()
-                .map(|r| r.map(drop).map_err(|e| e.to_string()))
-                .collect()
+            join_all(
+                agents
+                    .iter()
+                    .map(|a| async { a.prompt("go").await.map(drop).map_err(|e| e.to_string()) }),
+            )
+            .await
         } else {
             let handles: Vec<_> = agents
                 .iter()
                 .map(|a| {
                     let a = a.clone();
-                    tokio::spawn(async move { a.prompt("go").await })
+                    tokio::spawn(async move { a.prompt("go").await.map(drop) })
                 })
                 .collect();
             join_all(handles)
                 .await
                 .into_iter()
                 .map(|r| match r {
-                    Ok(r) => r.map(drop).map_err(|e| e.to_string()),
+                    Ok(r) => r.map_err(|e| e.to_string()),
                     Err(e) => Err(e.to_string()),
                 })
                 .collect()
