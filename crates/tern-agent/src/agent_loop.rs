@@ -196,7 +196,9 @@ fn apply_level(
 /// What a run carries from turn to turn besides its transcript.
 pub(crate) struct Run {
     index: TranscriptIndex,
-    config: AgentLoopConfig,
+    /// Boxed: the configuration is over a kilobyte, and every future the run's state passes
+    /// through (`run_prompts`, `run_loop`) would otherwise hold it, and be copied with it.
+    config: Box<AgentLoopConfig>,
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 }
@@ -209,7 +211,7 @@ impl Run {
     ) -> Self {
         Run {
             index: TranscriptIndex::default(),
-            config,
+            config: Box::new(config),
             signal,
             stream_fn,
         }
