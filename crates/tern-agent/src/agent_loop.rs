@@ -253,7 +253,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                         }
                         prepared = update.messages.unwrap_or_default();
                         if let Some(m) = update.model {
-                            config.model = m;
+                            config.model = Arc::new(m);
                         }
                         config.reasoning = apply_level(config.reasoning, update.thinking_level);
                     }
@@ -277,7 +277,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 let update = hook(
                     PrepareRequestContext {
                         context: current.clone(),
-                        model: config.model.clone(),
+                        model: tern_ai::Model::clone(&config.model),
                         thinking_level: config.reasoning.unwrap_or(ThinkingLevel::Off),
                     },
                     signal.clone(),
@@ -289,7 +289,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                         index.invalidate();
                     }
                     if let Some(m) = update.model {
-                        config.model = m;
+                        config.model = Arc::new(m);
                     }
                     config.reasoning = apply_level(config.reasoning, update.thinking_level);
                 }

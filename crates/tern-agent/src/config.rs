@@ -46,8 +46,8 @@ pub type MessageSource = Arc<dyn Fn() -> BoxFuture<'static, Vec<Message>> + Send
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct AgentLoopConfig {
-    /// The model asked.
-    pub model: Model,
+    /// The model asked (shared: a run takes the agent's model without copying it).
+    pub model: Arc<Model>,
     /// Requested reasoning; `None` is off.
     pub reasoning: Option<ThinkingLevel>,
     /// Base options of every request (signal and reasoning are set per request).
@@ -64,9 +64,9 @@ pub struct AgentLoopConfig {
 
 impl AgentLoopConfig {
     /// A configuration for `model` with no hooks.
-    pub fn new(model: Model) -> Self {
+    pub fn new(model: impl Into<Arc<Model>>) -> Self {
         AgentLoopConfig {
-            model,
+            model: model.into(),
             reasoning: None,
             stream_options: StreamOptions::default(),
             hooks: Hooks::default(),

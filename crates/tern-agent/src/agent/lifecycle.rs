@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
-use tern_ai::{AssistantMessage, ContentBlock, Message, Model, StopReason, StreamFn};
+use tern_ai::{AssistantMessage, ContentBlock, Message, StopReason, StreamFn};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -200,7 +200,7 @@ impl Agent {
             let st = self.inner.state.lock();
             (
                 AgentContext::new(st.transcript.to_vec(), st.tools.clone()),
-                Model::clone(&st.model),
+                st.model.clone(),
                 st.thinking_level,
             )
         };

@@ -34,8 +34,12 @@ const MAX_SHARED_LEN: usize = 128;
 /// invented model ids) cannot grow it without bound; later texts get their own buffer.
 const MAX_SHARED_NAMES: usize = 4096;
 
-fn table() -> &'static Mutex<HashSet<Arc<str>>> {
-    static TABLE: LazyLock<Mutex<HashSet<Arc<str>>>> = LazyLock::new(Default::default);
+/// foldhash, seeded per process: the table is looked up for every assistant message, and
+/// SipHash was most of the lookup's cost on these short keys.
+type Table = HashSet<Arc<str>, foldhash::fast::RandomState>;
+
+fn table() -> &'static Mutex<Table> {
+    static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Default::default);
     &TABLE
 }
 
