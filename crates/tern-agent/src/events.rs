@@ -71,8 +71,9 @@ pub enum AgentEvent {
     ToolExecutionEnd {
         /// The call.
         tool_call: Arc<ToolCall>,
-        /// The finalized result (boxed to keep every event small).
-        result: Box<ToolResult>,
+        /// The finalized result. Shared, so the event costs no copy of it: the tool-result
+        /// message takes it back once the listeners are done, unless one kept the event.
+        result: Arc<ToolResult>,
         /// The finalized error flag.
         is_error: bool,
         /// How long `execute` ran, when it ran.

@@ -70,7 +70,7 @@ fn rebuild(e: &Value) -> Result<Option<AgentEvent>, String> {
         },
         "tool_execution_end" => AgentEvent::ToolExecutionEnd {
             tool_call: call(e)?,
-            result: Box::new(field::<ToolResult>(e, "result")?),
+            result: std::sync::Arc::new(field::<ToolResult>(e, "result")?),
             is_error: field(e, "isError")?,
             duration_ms: field(e, "durationMs")?,
         },

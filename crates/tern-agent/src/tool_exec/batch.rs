@@ -48,14 +48,18 @@ async fn emit_start<S: EventSink + Clone + 'static>(sink: &S, c: &Arc<ToolCall>)
     .await;
 }
 
-async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &ToolCallOutcome) {
+/// The event lends the outcome's result and gives it back after the listeners ran (a copy
+/// only when a listener kept the event).
+async fn emit_end<S: EventSink + Clone + 'static>(sink: &S, o: &mut ToolCallOutcome) {
+    let result = Arc::new(std::mem::take(&mut o.result));
     sink.emit(AgentEvent::ToolExecutionEnd {
         tool_call: o.tool_call.clone(),
-        result: Box::new(o.result.clone()),
+        result: result.clone(),
         is_error: o.is_error,
         duration_ms: o.duration_ms,
     })
     .await;
+    o.result = Arc::try_unwrap(result).unwrap_or_else(|kept| ToolResult::clone(&kept));
 }
 
 async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &Arc<ToolResultMessage>) {
@@ -94,14 +98,14 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
     let mut messages = Vec::with_capacity(calls.len());
     for c in &calls {
         emit_start(sink, c).await;
-        let o = immediate(
+        let mut o = immediate(
             c,
             ToolResult::error(format!(
                 "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
                 c.name
             )),
         );
-        emit_end(sink, &o).await;
+        emit_end(sink, &mut o).await;
         let m = result_message(o);
         emit_result(sink, &m).await;
         messages.push(m);
@@ -166,12 +170,12 @@ async fn finish_slot<S: EventSink + Clone + 'static>(
         Slot::Done(o) => o,
         Slot::Run(tool, args) => {
             // The executor checks the signal once more right before `execute`.
-            let o = if env.signal.is_cancelled() {
+            let mut o = if env.signal.is_cancelled() {
                 immediate(call, ToolResult::error(OPERATION_ABORTED))
             } else {
                 run_prepared(env, call, &tool, args).await
             };
-            emit_end(env.sink, &o).await;
+            emit_end(env.sink, &mut o).await;
             o
         }
     }
@@ -196,8 +200,8 @@ async fn preflight<S: EventSink + Clone + 'static>(
     .await;
     match prepared {
         Preparation::Immediate(r) => {
-            let o = immediate(call, r);
-            emit_end(env.sink, &o).await;
+            let mut o = immediate(call, r);
+            emit_end(env.sink, &mut o).await;
             Slot::Done(o)
         }
         Preparation::Prepared { tool, args } => Slot::Run(tool, args),
@@ -253,11 +257,13 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         let mut terminate = !calls.is_empty();
         for call in &calls {
             emit_start(sink, call).await;
-            let o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
+            let mut o = match prepare_tool_call(context, assistant, call, hooks, signal, tools)
+                .await
+            {
                 Preparation::Immediate(r) => immediate(call, r),
                 Preparation::Prepared { tool, args } => run_prepared(&env, call, &tool, args).await,
             };
-            emit_end(sink, &o).await;
+            emit_end(sink, &mut o).await;
             terminate &= o.result.terminate == Some(true);
             let m = result_message(o);
             emit_result(sink, &m).await;
