@@ -77,12 +77,13 @@ pub struct ToolResult {
     /// Data for applications; not sent to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
-    /// Machine-readable result matching `content`.
+    /// Machine-readable result matching `content` (boxed: rare, and a result moves through
+    /// every future of a tool call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Usage of a model the tool called.
+    pub structured_content: Option<Box<Value>>,
+    /// Usage of a model the tool called (boxed: rare).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
     /// Marks the result as an error without failing the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,

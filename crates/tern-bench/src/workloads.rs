@@ -191,6 +191,7 @@ struct W3Marks {
     saw_assistant_end: bool,
     msg_end: Option<Instant>,
     first_tool_start: Option<Instant>,
+    first_tool_end: Option<Instant>,
     last_tool_end: Option<Instant>,
     turn_end: Option<Instant>,
 }
@@ -203,8 +204,8 @@ pub fn w3(p: &W3Params) -> Res {
         let agent = bench_agent(vec![sleep_tool(p.sleep_ms)], script.clone());
         let marks = Arc::new(Mutex::new(W3Marks::default()));
         let mk = marks.clone();
+        // The clock is read at the marked points only, as the reference script does.
         agent.subscribe_sync(move |e| {
-            let now = Instant::now();
             let mut m = mk.lock().unwrap();
             m.events += 1;
             match e {
@@ -212,19 +213,26 @@ pub fn w3(p: &W3Params) -> Res {
                     if message.role() == "assistant" && !m.saw_assistant_end =>
                 {
                     m.saw_assistant_end = true;
-                    m.msg_end = Some(now);
+                    m.msg_end = Some(Instant::now());
                 }
                 AgentEvent::ToolExecutionStart { .. } if m.first_tool_start.is_none() => {
-                    m.first_tool_start = Some(now)
+                    m.first_tool_start = Some(Instant::now())
                 }
-                AgentEvent::ToolExecutionEnd { .. } => m.last_tool_end = Some(now),
-                AgentEvent::TurnEnd { .. } if m.turn_end.is_none() => m.turn_end = Some(now),
+                AgentEvent::ToolExecutionEnd { .. } => {
+                    let now = Instant::now();
+                    m.first_tool_end.get_or_insert(now);
+                    m.last_tool_end = Some(now)
+                }
+                AgentEvent::TurnEnd { .. } if m.turn_end.is_none() => {
+                    m.turn_end = Some(Instant::now())
+                }
                 _ => {}
             }
         });
         let sleep = Duration::from_millis(p.sleep_ms);
         let (mut wall, mut phase, mut span, mut base) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut before, mut after) = (Vec::new(), Vec::new());
         let mut events = 0;
         for r in 0..p.warmup + p.reps {
             let t0 = Instant::now();
@@ -235,7 +243,8 @@ pub fn w3(p: &W3Params) -> Res {
             *marks.lock().unwrap() = W3Marks::default();
             let t0 = Instant::now();
             agent.prompt("go").await.map_err(|e| e.to_string())?;
-            let w = ms(t0.elapsed());
+            let end = Instant::now();
+            let w = ms(end.duration_since(t0));
             let results = agent.with_messages(|m| {
                 m.iter()
                     .filter(|m| matches!(m, Message::ToolResult(_)))
@@ -256,6 +265,8 @@ pub fn w3(p: &W3Params) -> Res {
                 wall.push(w);
                 phase.push(d(m.msg_end, m.turn_end));
                 span.push(d(m.first_tool_start, m.last_tool_end));
+                before.push(d(Some(t0), m.first_tool_start));
+                after.push(d(m.first_tool_end, Some(end)));
                 base.push(b);
             }
         }
@@ -273,6 +284,8 @@ pub fn w3(p: &W3Params) -> Res {
             "tool_phase_ms_median": tp,
             "tool_span_ms_median": median(&span),
             "timer_only_baseline_ms_median": median(&base),
+            "before_tools_ms_median": median(&before),
+            "after_first_wake_ms_median": median(&after),
             "overhead_vs_ideal_ms": w - s,
             "tool_phase_overhead_vs_ideal_ms": tp - s,
             "overhead_vs_timer_baseline_ms": w - median(&base),

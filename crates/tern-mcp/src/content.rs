@@ -18,7 +18,7 @@ use tern_ai::ContentBlock;
 /// }));
 /// let texts: Vec<_> = result.content().iter().filter_map(|b| b.as_text()).collect();
 /// assert_eq!(texts, ["hi", "[audio audio/wav omitted]"]);
-/// assert_eq!(result.structured_content, Some(json!({"n": 1})));
+/// assert_eq!(result.structured_content.as_deref(), Some(&json!({"n": 1})));
 /// assert_eq!(result.is_error, None);
 /// ```
 pub fn tool_result(result: &Value) -> ToolResult {
@@ -40,7 +40,7 @@ pub fn tool_result(result: &Value) -> ToolResult {
     }
     ToolResult {
         content: Some(content),
-        structured_content: structured,
+        structured_content: structured.map(Box::new),
         is_error: (result.get("isError") == Some(&Value::Bool(true))).then_some(true),
         ..Default::default()
     }
@@ -109,6 +109,6 @@ mod tests {
 
         let s = tool_result(&json!({"content": [], "structuredContent": {"t": 20}}));
         assert_eq!(s.content()[0].as_text(), Some("{\n  \"t\": 20\n}"));
-        assert_eq!(s.structured_content, Some(json!({"t": 20})));
+        assert_eq!(s.structured_content.as_deref(), Some(&json!({"t": 20})));
     }
 }

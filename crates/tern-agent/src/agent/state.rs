@@ -135,8 +135,13 @@ impl State {
             {
                 self.pending_tool_calls.push(tool_call.clone());
             }
+            // Ids are unique in the list (a start adds none twice), and calls mostly end in
+            // start order: find the one and remove it, rather than test every entry.
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
-                self.pending_tool_calls.retain(|c| c.id != tool_call.id);
+                let same = |c: &Arc<ToolCall>| Arc::ptr_eq(c, tool_call) || c.id == tool_call.id;
+                if let Some(i) = self.pending_tool_calls.iter().position(same) {
+                    self.pending_tool_calls.remove(i);
+                }
             }
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),

@@ -32,7 +32,7 @@ fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
         tool_name: o.tool_call.name.clone(),
         content: o.result.content.unwrap_or_default(),
         details: o.result.details,
-        usage: o.result.usage.map(Box::new),
+        usage: o.result.usage,
         nested_calls: None,
         is_error: o.is_error,
         duration_ms: o.duration_ms,

@@ -147,7 +147,7 @@ async fn finalize_executed(
             Ok(Some(o)) => {
                 // Structured content not replaced along with the content may no longer match.
                 let structured = match (&o.structured_content, &o.content) {
-                    (Some(s), _) => Some(s.clone()),
+                    (Some(s), _) => Some(Box::new(s.clone())),
                     (None, Some(_)) => None,
                     (None, None) => result.structured_content.take(),
                 };
@@ -157,8 +157,8 @@ async fn finalize_executed(
                 if o.details.is_some() {
                     result.details = o.details;
                 }
-                if o.usage.is_some() {
-                    result.usage = o.usage;
+                if let Some(u) = o.usage {
+                    result.usage = Some(Box::new(u));
                 }
                 if o.terminate.is_some() {
                     result.terminate = o.terminate;
