@@ -155,7 +155,9 @@ pub fn scripted_response(
             }
             Block::ToolCall { id, name, args } => {
                 // The script's values move into the message, as the reference assigns them.
-                let delta = args.to_string();
+                // JSON.stringify: serde_json writes into the buffer directly, without the
+                // formatter that `Display` goes through.
+                let delta = serde_json::to_string(&args).unwrap_or_default();
                 let idx = partial.update(|m| {
                     m.content.push(ContentBlock::tool_call(ToolCall {
                         id,
