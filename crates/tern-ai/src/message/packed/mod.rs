@@ -287,6 +287,12 @@ impl PackedTranscript {
 
     /// Appends every message of `messages`.
     pub fn extend<'a>(&mut self, messages: impl IntoIterator<Item = &'a Message>) {
+        let messages = messages.into_iter();
+        // Room up front for what a message of a run usually takes, instead of a growth step
+        // (a reallocation and a copy) every few messages; `shrink_to_fit` returns the rest.
+        let n = messages.size_hint().0;
+        self.ends.reserve(n);
+        self.buf.reserve(n * TYPICAL_RECORD_BYTES);
         for m in messages {
             self.push(m);
         }
@@ -304,6 +310,9 @@ impl PackedTranscript {
     }
 }
 
+/// About what one record of a run's message takes in the buffer (text aside), for the room
+/// [`PackedTranscript::extend`] makes before it writes.
+const TYPICAL_RECORD_BYTES: usize = 48;
 /// The timestamp of a message, the transcript's base when it is the first (custom
 /// messages have no typed one).
 fn timestamp_of(m: &Message) -> u64 {
