@@ -290,7 +290,8 @@ impl PackedTranscript {
         let messages = messages.into_iter();
         // Room up front for what a message of a run usually takes, instead of a growth step
         // (a reallocation and a copy) every few messages; `shrink_to_fit` returns the rest.
-        let n = messages.size_hint().0;
+        // Capped: the hint comes from the caller's iterator.
+        let n = messages.size_hint().0.min(RESERVE_RECORDS_MAX);
         self.ends.reserve(n);
         self.buf.reserve(n * TYPICAL_RECORD_BYTES);
         for m in messages {
@@ -313,6 +314,10 @@ impl PackedTranscript {
 /// About what one record of a run's message takes in the buffer (text aside), for the room
 /// [`PackedTranscript::extend`] makes before it writes.
 const TYPICAL_RECORD_BYTES: usize = 48;
+
+/// The most records [`PackedTranscript::extend`] makes room for ahead (3 MB of buffer).
+const RESERVE_RECORDS_MAX: usize = 65_536;
+
 /// The timestamp of a message, the transcript's base when it is the first (custom
 /// messages have no typed one).
 fn timestamp_of(m: &Message) -> u64 {
