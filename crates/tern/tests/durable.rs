@@ -506,10 +506,14 @@ fn interactive_resume_offers_recover_in_tmux() {
     pane.wait_for("was interrupted before it ended; /recover finishes it");
     pane.keys(&["/recover", "Enter"]);
     pane.wait_for("Recovered in the terminal.");
+    // The answer shows as it streams; the run's end is journaled when the run ends, a moment
+    // later: wait for it before leaving.
+    wait_until("the recovered run's end in the session", || {
+        read(&session).contains(r#""type":"run_finished""#)
+    });
     pane.keys(&["C-d"]);
     drop(pane);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 1);
     assert!(text_of(&reqs[0]).contains("interrupted"));
-    assert!(read(&session).contains(r#""type":"run_finished""#));
 }
