@@ -74,7 +74,7 @@ enum UiEvent {
     /// A line to show (what a compaction did).
     Note(String),
     Settled,
-    /// A message typed while a run went was journaled and queued. The run may have settled
+    /// A message typed during a run was journaled and queued. The run may have settled
     /// meanwhile, after its last look at its queues: then nothing would take the message.
     Queued,
 }
@@ -101,10 +101,11 @@ fn start_run(rt: &Arc<Runtime>, text: String, ui_tx: &UiSender) {
     });
 }
 
-/// Messages still queued when a run settles (typed after its last look at its queues, or
-/// during a compaction or a `!` command, or queued only after the UI heard it settle) would wait for a run that is not coming: after a
-/// run that ended on its own they run now, as the next prompt (taken back from the ended
-/// run's journal first); after an abort or a limit they come back to the input.
+/// Messages still queued when a run settles (typed after its last look at its queues, during
+/// a compaction or a `!` command, or queued only after the UI heard it settle) would wait for
+/// a run that is not coming: after a run that ended on its own they run now, as the next
+/// prompt (taken back from the ended run's journal first); after an abort or a limit they
+/// come back to the input.
 fn run_left_over(ui: &mut Ui, ui_tx: &UiSender) {
     if ui.running || !ui.rt.agent.has_queued_messages() {
         return;
