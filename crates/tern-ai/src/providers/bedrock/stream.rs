@@ -247,7 +247,8 @@ fn metadata(out: &mut Output<'_>, ev: &Value) {
         d.iter()
             .filter(|d| d.get("ttl").and_then(Value::as_str) == Some("1h"))
             .map(|d| d.get("inputTokens").and_then(Value::as_u64).unwrap_or(0))
-            .sum()
+            // Counts from the wire: saturate rather than overflow.
+            .fold(0u64, u64::saturating_add)
     });
     let model = out.model;
     out.update(|m| {
@@ -257,7 +258,7 @@ fn metadata(out: &mut Output<'_>, ev: &Value) {
         m.usage.cache_write = n("cacheWriteInputTokens");
         m.usage.cache_write_1h = one_hour;
         m.usage.total_tokens = match n("totalTokens") {
-            0 => m.usage.input + m.usage.output,
+            0 => m.usage.input.saturating_add(m.usage.output),
             t => t,
         };
         cost::calculate_cost(model, &mut m.usage);

@@ -133,7 +133,7 @@ impl State {
             u.total_tokens = if total != 0.0 {
                 total.max(0.0) as u64
             } else {
-                u.input + u.output + u.cache_read + u.cache_write
+                u.token_sum()
             };
             cost::calculate_cost(model, u);
         });
