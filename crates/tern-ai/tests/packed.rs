@@ -235,15 +235,7 @@ fn stop_reason() -> impl Strategy<Value = StopReason> {
 }
 
 fn thinking_level() -> impl Strategy<Value = ThinkingLevel> {
-    prop::sample::select(vec![
-        ThinkingLevel::Off,
-        ThinkingLevel::Minimal,
-        ThinkingLevel::Low,
-        ThinkingLevel::Medium,
-        ThinkingLevel::High,
-        ThinkingLevel::Xhigh,
-        ThinkingLevel::Max,
-    ])
+    prop::sample::select(ThinkingLevel::ALL.to_vec())
 }
 
 /// Timestamps near one another (the usual case: small differences) or anywhere.

@@ -24,6 +24,17 @@ pub enum ThinkingLevel {
 }
 
 impl ThinkingLevel {
+    /// Every level, from least to most effort.
+    pub const ALL: [ThinkingLevel; 7] = [
+        ThinkingLevel::Off,
+        ThinkingLevel::Minimal,
+        ThinkingLevel::Low,
+        ThinkingLevel::Medium,
+        ThinkingLevel::High,
+        ThinkingLevel::Xhigh,
+        ThinkingLevel::Max,
+    ];
+
     /// The level's wire name (`"off"`, `"low"`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -39,16 +50,7 @@ impl ThinkingLevel {
 
     /// Parses a wire name; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "off" => ThinkingLevel::Off,
-            "minimal" => ThinkingLevel::Minimal,
-            "low" => ThinkingLevel::Low,
-            "medium" => ThinkingLevel::Medium,
-            "high" => ThinkingLevel::High,
-            "xhigh" => ThinkingLevel::Xhigh,
-            "max" => ThinkingLevel::Max,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|l| l.as_str() == s)
     }
 }
 

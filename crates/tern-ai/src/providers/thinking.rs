@@ -16,22 +16,12 @@ pub(crate) fn thinking_level_map<'m>(model: &'m Model, level: &str) -> Option<&'
         .and_then(|m| m.get(level))
 }
 
-const LEVELS: [ThinkingLevel; 7] = [
-    ThinkingLevel::Off,
-    ThinkingLevel::Minimal,
-    ThinkingLevel::Low,
-    ThinkingLevel::Medium,
-    ThinkingLevel::High,
-    ThinkingLevel::Xhigh,
-    ThinkingLevel::Max,
-];
-
 /// The levels a model supports (the reference's `getSupportedThinkingLevels`).
 pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
     if !model.reasoning {
         return vec![ThinkingLevel::Off];
     }
-    LEVELS
+    ThinkingLevel::ALL
         .iter()
         .copied()
         .filter(|l| {
@@ -53,13 +43,16 @@ pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLeve
     if available.contains(&level) {
         return level;
     }
-    let idx = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
-    for l in &LEVELS[idx..] {
+    let idx = ThinkingLevel::ALL
+        .iter()
+        .position(|l| *l == level)
+        .unwrap_or(0);
+    for l in &ThinkingLevel::ALL[idx..] {
         if available.contains(l) {
             return *l;
         }
     }
-    for l in LEVELS[..idx].iter().rev() {
+    for l in ThinkingLevel::ALL[..idx].iter().rev() {
         if available.contains(l) {
             return *l;
         }
