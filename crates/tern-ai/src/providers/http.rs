@@ -283,14 +283,17 @@ pub(crate) async fn send_plain(
     body: String,
     options: &StreamOptions,
 ) -> Result<(u16, String), SendError> {
-    send_plain_headers(method, url, headers, body, None, options)
+    send_plain_headers(None, method, url, headers, body, None, options)
         .await
         .map(|(status, _, text)| (status, text))
 }
 
-/// [`send_plain`] with the response's headers; `limit`, when set, bounds the whole
-/// exchange instead of the request's timeout (a probe that must give up quickly).
+/// [`send_plain`] with the response's headers. `via`, when set, is the client to send
+/// through instead of the shared one (one presenting a client certificate); `limit`, when
+/// set, bounds the whole exchange instead of the request's timeout (a probe that must give
+/// up quickly).
 pub(crate) async fn send_plain_headers(
+    via: Option<&reqwest::Client>,
     method: reqwest::Method,
     url: &str,
     headers: &[(String, String)],
@@ -298,33 +301,7 @@ pub(crate) async fn send_plain_headers(
     limit: Option<Duration>,
     options: &StreamOptions,
 ) -> Result<(u16, HeaderMap, String), SendError> {
-    exchange(client(), method, url, headers, body, limit, options).await
-}
-
-/// [`send_plain`] through `client` instead of the shared one.
-pub(crate) async fn send_plain_via(
-    client: &reqwest::Client,
-    method: reqwest::Method,
-    url: &str,
-    headers: &[(String, String)],
-    body: String,
-    options: &StreamOptions,
-) -> Result<(u16, String), SendError> {
-    exchange(client, method, url, headers, body, None, options)
-        .await
-        .map(|(status, _, text)| (status, text))
-}
-
-async fn exchange(
-    client: &reqwest::Client,
-    method: reqwest::Method,
-    url: &str,
-    headers: &[(String, String)],
-    body: String,
-    limit: Option<Duration>,
-    options: &StreamOptions,
-) -> Result<(u16, HeaderMap, String), SendError> {
-    let mut builder = client.request(method, url);
+    let mut builder = via.unwrap_or_else(|| client()).request(method, url);
     for (k, v) in headers {
         builder = builder.header(k.as_str(), v.as_str());
     }

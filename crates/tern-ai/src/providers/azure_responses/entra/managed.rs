@@ -202,6 +202,7 @@ async fn send(call: &Call, options: &StreamOptions) -> Result<(u16, HeaderMap, S
     let mut attempt = 0;
     loop {
         let answer = send_plain_headers(
+            None,
             call.method.clone(),
             call.url.as_str(),
             &call.headers,
@@ -237,6 +238,7 @@ async fn probe(host: &str, options: &StreamOptions) -> Result<(), String> {
     let url = format!("{host}{IMDS_PATH}");
     let accept = [("Accept".to_string(), "application/json".to_string())];
     let sent = send_plain_headers(
+        None,
         reqwest::Method::GET,
         &url,
         &accept,

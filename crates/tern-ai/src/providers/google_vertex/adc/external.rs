@@ -17,7 +17,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::SCOPE;
-use crate::providers::http::{form_body, send_plain, send_plain_via, SendError};
+use crate::providers::http::{form_body, send_plain, send_plain_headers, SendError};
 use crate::stream_fn::StreamOptions;
 
 /// The audiences of workforce pools (matched anywhere in the audience, as the SDK does).
@@ -102,11 +102,17 @@ async fn send(
     body: String,
     options: &StreamOptions,
 ) -> Result<(u16, String), SendError> {
-    let method = reqwest::Method::POST;
-    match mtls {
-        Some(client) => send_plain_via(client, method, url, headers, body, options).await,
-        None => send_plain(method, url, headers, body, options).await,
-    }
+    send_plain_headers(
+        mtls,
+        reqwest::Method::POST,
+        url,
+        headers,
+        body,
+        None,
+        options,
+    )
+    .await
+    .map(|(status, _, text)| (status, text))
 }
 
 /// The checks the SDK makes when it reads the file, before any subject token is fetched.

@@ -114,6 +114,7 @@ async fn get(
     let mut attempt = 0;
     loop {
         let sent = send_plain_headers(
+            None,
             reqwest::Method::GET,
             url,
             &flavor(),
