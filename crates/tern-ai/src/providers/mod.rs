@@ -135,15 +135,18 @@ impl ProviderSink for AssistantMessageEventSender {
     }
 }
 
+/// An API's entry point for one request: the model's stream, told to `sink`.
+type RunFn = for<'a> fn(
+    &'a Model,
+    &'a Context,
+    &'a StreamOptions,
+    &'a mut dyn ProviderSink,
+) -> RunFuture<'a>;
+
 /// One built-in API: its name (`model.api`) and its entry points.
 struct Api {
     name: &'static str,
-    run: for<'a> fn(
-        &'a Model,
-        &'a Context,
-        &'a StreamOptions,
-        &'a mut dyn ProviderSink,
-    ) -> RunFuture<'a>,
+    run: RunFn,
     #[cfg(feature = "testing")]
     map_body: for<'a> fn(
         &'a Model,
@@ -164,15 +167,7 @@ impl Api {
     }
 
     /// An API whose run is its own (`run`), its bodies mapped as `A` maps them.
-    const fn with_run<A: WireApi>(
-        name: &'static str,
-        run: for<'a> fn(
-            &'a Model,
-            &'a Context,
-            &'a StreamOptions,
-            &'a mut dyn ProviderSink,
-        ) -> RunFuture<'a>,
-    ) -> Api {
+    const fn with_run<A: WireApi>(name: &'static str, run: RunFn) -> Api {
         Api {
             name,
             run,

@@ -77,6 +77,7 @@ pub(crate) const SCHEMA_KEYWORDS: &[&str] = &[
     "contentSchema",
     "items",
 ];
+/// Keywords whose value maps names to subschemas.
 pub(crate) const MAP_KEYWORDS: &[&str] = &[
     "properties",
     "patternProperties",

@@ -87,6 +87,7 @@ use serde_json::{Map, Value};
 
 pub use compiled::CompiledSchema;
 use fast_path::FastShape;
+pub(crate) use keywords::MAP_KEYWORDS;
 
 /// A base URI, shared between the schema nodes it applies to.
 pub(crate) type Base = std::sync::Arc<str>;

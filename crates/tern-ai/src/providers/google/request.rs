@@ -12,6 +12,7 @@ use crate::providers::js_json::compact;
 use crate::providers::model_options::{api_key, merge_headers, resolve_max_tokens};
 use crate::providers::thinking::{clamp_thinking_level, thinking_level_map};
 use crate::providers::transform::{accepts_images, transform_messages};
+use crate::schema::MAP_KEYWORDS;
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::{
     collapse_system_messages, get_current_tools, get_initial_system_message,
@@ -263,14 +264,6 @@ const SUBSCHEMAS: [&str; 16] = [
     "else",
     "contentSchema",
 ];
-const NAME_MAPS: [&str; 6] = [
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
 
 /// Rewrites string/number `const` to a one-element `enum`, recursively through subschemas.
 pub(super) fn rewrite_const_as_enum(schema: &Value, is_name_map: bool) -> Value {
@@ -283,7 +276,7 @@ pub(super) fn rewrite_const_as_enum(schema: &Value, is_name_map: bool) -> Value 
             for (k, v) in o {
                 let nv = if is_name_map || SUBSCHEMAS.contains(&k.as_str()) {
                     rewrite_const_as_enum(v, false)
-                } else if NAME_MAPS.contains(&k.as_str()) {
+                } else if MAP_KEYWORDS.contains(&k.as_str()) {
                     rewrite_const_as_enum(v, true)
                 } else {
                     v.clone()
