@@ -311,45 +311,32 @@ impl<'s> Ctx<'s> {
             (Some(Value::Array(p)), _) | (_, Some(Value::Array(p))) => Some(p),
             _ => None,
         };
-        if let Some(prefix) = prefix {
-            // A tuple converts its items and never wraps a single value.
-            let Value::Array(items) = value else {
+        let Value::Array(items) = value else {
+            // A tuple never wraps a single value; a list makes it a one-item array,
+            // converted by the item schema.
+            if prefix.is_some() {
                 return None;
-            };
-            let rest = if matches!(items_schema, Some(Value::Array(_))) {
-                None
-            } else {
-                items_schema
-            };
-            let mut out: Option<Vec<Value>> = None;
-            for (i, item) in items.iter().enumerate() {
-                let s = if i < prefix.len() {
-                    prefix.get(i)
-                } else {
-                    rest
-                };
-                if let Some(next) = s.and_then(|s| self.convert(st, s, b, item, stable)) {
-                    out.get_or_insert_with(|| items.clone())[i] = next;
-                }
             }
-            return out.map(Value::Array);
-        }
-        if let Value::Array(items) = value {
-            let s = items_schema?;
-            let mut out: Option<Vec<Value>> = None;
-            for (i, item) in items.iter().enumerate() {
-                if let Some(next) = self.convert(st, s, b, item, stable) {
-                    out.get_or_insert_with(|| items.clone())[i] = next;
-                }
-            }
-            return out.map(Value::Array);
-        }
-        // A single value becomes a one-item array, converted by the item schema.
-        let inner = match items_schema {
-            Some(s) if s.is_object() => self.reenter(st, s, b, value, stable, false),
-            _ => None,
+            let inner = match items_schema {
+                Some(s) if s.is_object() => self.reenter(st, s, b, value, stable, false),
+                _ => None,
+            };
+            return Some(Value::Array(vec![inner.unwrap_or_else(|| value.clone())]));
         };
-        Some(Value::Array(vec![inner.unwrap_or_else(|| value.clone())]))
+        // A tuple's items convert by position, those past it (and a list's) by `items`.
+        let rest = if matches!(items_schema, Some(Value::Array(_))) {
+            None
+        } else {
+            items_schema
+        };
+        let mut out: Option<Vec<Value>> = None;
+        for (i, item) in items.iter().enumerate() {
+            let s = prefix.and_then(|p| p.get(i)).or(rest);
+            if let Some(next) = s.and_then(|s| self.convert(st, s, b, item, stable)) {
+                out.get_or_insert_with(|| items.clone())[i] = next;
+            }
+        }
+        out.map(Value::Array)
     }
 
     pub(crate) fn convert_object(
