@@ -27,6 +27,14 @@ use runtime::runtime as rt;
 mod final_message;
 use final_message::Final;
 
+#[path = "support/endpoints.rs"]
+mod endpoints;
+use endpoints::{header, json_response};
+
+#[path = "support/bedrock.rs"]
+mod bedrock;
+use bedrock::{bedrock_run_with, iso};
+
 /// A temporary HOME with `~/.aws`, and the environment reset around it.
 struct Home {
     dir: PathBuf,
@@ -63,24 +71,9 @@ impl Drop for Home {
     }
 }
 
-fn bedrock_case() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/providers/streams/bedrock-converse-stream/text-basic.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// Runs the case against a fresh Bedrock stand-in; the message and what it received.
 async fn bedrock_run() -> (AssistantMessage, Vec<CapturedRequest>) {
     bedrock_run_with(StreamOptions::default()).await
-}
-
-fn header<'a>(r: &'a CapturedRequest, name: &str) -> Option<&'a str> {
-    r.headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
 }
 
 fn hex(b: &[u8]) -> String {
@@ -144,15 +137,6 @@ fn check_signature(r: &CapturedRequest, secret: &str) -> (String, String, String
     (key_id.into(), region.into(), service.into())
 }
 
-fn iso(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let out = std::process::Command::new("date")
-        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 fn in_secs(s: u64) -> String {
     iso(SystemTime::now() + Duration::from_secs(s))
 }
@@ -165,10 +149,6 @@ fn sts_answer(key: &str, secret: &str, token: &str, expires: &str) -> Value {
          </AssumeRoleResult></AssumeRoleResponse>"
     );
     json!({"status": 200, "headers": {"content-type": "text/xml"}, "chunks": [xml]})
-}
-
-fn json_answer(v: Value) -> Value {
-    json!({"status": 200, "headers": {"content-type": "application/json"}, "chunks": [v.to_string()]})
 }
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
@@ -443,7 +423,7 @@ fn a_web_identity_token_file_is_exchanged_at_sts() {
 fn container_credentials_with_an_authorization_token_file() {
     let _g = lock();
     rt().block_on(async {
-        let ecs = start_server(vec![json_answer(json!({"AccessKeyId": "AKIECS", "SecretAccessKey": "ecs-secret",
+        let ecs = start_server(vec![json_response(json!({"AccessKeyId": "AKIECS", "SecretAccessKey": "ecs-secret",
                                                         "Token": "ecs-token", "Expiration": in_secs(3600)}))])
             .await
             .unwrap();
@@ -473,7 +453,7 @@ fn instance_metadata_v2_token_then_role() {
         let imds: ReplayServer = start_server(vec![
             json!({"status": 200, "chunks": ["imds-session-token"]}),
             json!({"status": 200, "chunks": ["my-role\n"]}),
-            json_answer(json!({"Code": "Success", "AccessKeyId": "AKIIMDS", "SecretAccessKey": "imds-secret",
+            json_response(json!({"Code": "Success", "AccessKeyId": "AKIIMDS", "SecretAccessKey": "imds-secret",
                                "Token": "imds-token", "Expiration": in_secs(3600)})),
         ])
         .await
@@ -536,7 +516,7 @@ fn an_sso_session_s_cached_token_becomes_role_credentials() {
             .unwrap()
             .as_millis() as u64;
         let portal = start_server(vec![
-            json_answer(json!({"roleCredentials": {"accessKeyId": "ASIASSO", "secretAccessKey": "sso-secret",
+            json_response(json!({"roleCredentials": {"accessKeyId": "ASIASSO", "secretAccessKey": "sso-secret",
                                                    "sessionToken": "sso-token", "expiration": expiration_ms}})),
             json!({"status": 401, "headers": {"content-type": "application/json"},
                    "chunks": [json!({"message": "Session token not found or invalid"}).to_string()]}),
@@ -608,7 +588,7 @@ fn an_sso_session_s_cached_token_becomes_role_credentials() {
 fn a_role_sourced_from_the_container_and_a_silent_instance_metadata_service() {
     let _g = lock();
     rt().block_on(async {
-        let ecs = start_server(vec![json_answer(json!({"AccessKeyId": "AKICONT", "SecretAccessKey": "cont-secret",
+        let ecs = start_server(vec![json_response(json!({"AccessKeyId": "AKICONT", "SecretAccessKey": "cont-secret",
                                                         "Token": "cont-token", "Expiration": in_secs(3600)}))])
             .await
             .unwrap();
@@ -653,18 +633,6 @@ fn a_role_sourced_from_the_container_and_a_silent_instance_metadata_service() {
 }
 
 /// Runs the case with `options` against a fresh Bedrock stand-in.
-async fn bedrock_run_with(options: StreamOptions) -> (AssistantMessage, Vec<CapturedRequest>) {
-    let case = bedrock_case();
-    let server = start_server(vec![case["response"].clone()]).await.unwrap();
-    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
-    model.base_url = server.origin.clone();
-    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
-    let mut sink = Final::default();
-    run(&model, &context, &options, &mut sink).await;
-    let sent = server.requests.lock().clone();
-    (sink.0.unwrap(), sent)
-}
-
 #[test]
 fn per_call_options_choose_the_profile_the_region_and_the_bearer_token() {
     let _g = lock();
@@ -779,14 +747,14 @@ fn a_session_token_about_to_expire_is_refreshed_at_sso_oidc_and_written_back() {
                 .as_millis() as u64
         };
         let role = |key: &str| {
-            json_answer(json!({"roleCredentials": {"accessKeyId": key, "secretAccessKey": "sso-secret",
+            json_response(json!({"roleCredentials": {"accessKeyId": key, "secretAccessKey": "sso-secret",
                                                    "sessionToken": "t", "expiration": in_ms(3600)}}))
         };
         let portal = start_server(vec![role("ASIAREFRESHED"), role("ASIAKEPT")])
             .await
             .unwrap();
         let oidc = start_server(vec![
-            json_answer(json!({"accessToken": "refreshed-access", "expiresIn": 3600,
+            json_response(json!({"accessToken": "refreshed-access", "expiresIn": 3600,
                                "refreshToken": "new-refresh", "tokenType": "Bearer"})),
             json!({"status": 400, "headers": {"content-type": "application/json"},
                    "chunks": [json!({"error": "invalid_grant"}).to_string()]}),

@@ -16,9 +16,8 @@ use base64::Engine as _;
 use ring::digest;
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, CapturedRequest, ReplayServer};
-use tern_ai::providers::run;
-use tern_ai::stream_fn::{Context, StreamOptions};
-use tern_ai::{AssistantMessage, Model};
+use tern_ai::stream_fn::StreamOptions;
+use tern_ai::AssistantMessage;
 
 #[path = "support/runtime.rs"]
 mod runtime;
@@ -30,7 +29,10 @@ use endpoints::header;
 
 #[path = "support/final_message.rs"]
 mod final_message;
-use final_message::Final;
+
+#[path = "support/bedrock.rs"]
+mod bedrock;
+use bedrock::{bedrock_run_with, iso};
 
 /// A throwaway P-256 key in the SEC1 PEM form `aws login` caches.
 const DPOP_KEY: &str = "-----BEGIN EC PRIVATE KEY-----\n\
@@ -39,15 +41,6 @@ const DPOP_KEY: &str = "-----BEGIN EC PRIVATE KEY-----\n\
     19Pzx9l1nOKHiOVYZWD9LPXtDclJ19qlbA==\n\
     -----END EC PRIVATE KEY-----\n";
 const SESSION: &str = "arn:aws:iam::111122223333:user/me";
-
-fn iso(at: SystemTime) -> String {
-    let secs = at.duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let out = std::process::Command::new("date")
-        .args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A HOME with a `console` profile whose cached keys expire at `expires`.
 fn home(name: &str, expires: SystemTime) -> (PathBuf, PathBuf) {
@@ -94,14 +87,6 @@ async fn bedrock_run(
     home: &Path,
     signin: &ReplayServer,
 ) -> (AssistantMessage, Vec<CapturedRequest>) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/providers/streams/bedrock-converse-stream/text-basic.json"
-    );
-    let case: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let server = start_server(vec![case["response"].clone()]).await.unwrap();
-    let mut model: Model = serde_json::from_value(case["request"]["model"].clone()).unwrap();
-    model.base_url = server.origin.clone();
     let mut options = StreamOptions::default();
     options.bedrock.profile = Some("console".into());
     for (k, v) in [
@@ -111,11 +96,7 @@ async fn bedrock_run(
     ] {
         options.env.insert(k.into(), v);
     }
-    let context = Context::new(vec![tern_ai::Message::user_text("Say hello.")]);
-    let mut sink = Final::default();
-    run(&model, &context, &options, &mut sink).await;
-    let sent = server.requests.lock().clone();
-    (sink.0.unwrap(), sent)
+    bedrock_run_with(options).await
 }
 
 fn signin_answer(status: u16, error_type: Option<&str>, body: Value) -> Value {

@@ -17,9 +17,9 @@ use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
-use tern_ai::providers::replay::{start_server, CapturedRequest};
-use tern_ai::AssistantMessage;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tern_ai::providers::replay::start_server;
+use tern_testkit::http::read_request_async;
+use tokio::io::AsyncWriteExt;
 
 #[path = "support/runtime.rs"]
 mod runtime;
@@ -34,7 +34,7 @@ use endpoints::*;
 
 #[path = "support/vertex.rs"]
 mod vertex;
-use vertex::{once, options};
+use vertex::{sts_answers, with_creds};
 
 const WORKFORCE_AUDIENCE: &str =
     "//iam.googleapis.com/locations/global/workforcePools/pool-1/providers/provider-1";
@@ -48,28 +48,10 @@ fn basic(pair: &str) -> String {
     )
 }
 
-/// A request with `GOOGLE_APPLICATION_CREDENTIALS` naming `creds` (and these variables).
-async fn with_creds(
-    creds: &str,
-    vars: &[(&str, &str)],
-) -> (AssistantMessage, Vec<CapturedRequest>) {
-    let mut all = vec![("GOOGLE_APPLICATION_CREDENTIALS", creds)];
-    all.extend_from_slice(vars);
-    once(&options(&all)).await
-}
-
 fn write(dir: &std::path::Path, name: &str, v: &Value) -> String {
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, v.to_string()).unwrap();
     path.display().to_string()
-}
-
-fn sts_answers(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            json_response(json!({"access_token": format!("federated-{i}"), "expires_in": 3600}))
-        })
-        .collect()
 }
 
 /// The STS request: client authentication as HTTP Basic auth when the file names a client
@@ -318,12 +300,12 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// One request the HTTPS server read: path, headers (lower-cased names), body, and the
+/// One request the HTTPS server read: path, `authorization` header, body, and the
 /// certificates the client presented.
 #[derive(Clone, Debug)]
 struct TlsRequest {
     path: String,
-    headers: Vec<(String, String)>,
+    authorization: Option<String>,
     body: String,
     client_certs: Vec<Vec<u8>>,
 }
@@ -377,44 +359,13 @@ async fn start_tls(answers: Vec<Value>) -> TlsServer {
                     .peer_certificates()
                     .map(|c| c.iter().map(|c| c.to_vec()).collect())
                     .unwrap_or_default();
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                    match tls.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
+                let Ok(Some(request)) = read_request_async(&mut tls).await else {
+                    return;
                 };
-                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                let mut lines = head.split("\r\n");
-                let path = lines
-                    .next()
-                    .and_then(|l| l.split(' ').nth(1))
-                    .unwrap_or("")
-                    .to_string();
-                let headers: Vec<(String, String)> = lines
-                    .filter_map(|l| l.split_once(':'))
-                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-                    .collect();
-                let length = headers
-                    .iter()
-                    .find(|(k, _)| k == "content-length")
-                    .and_then(|(_, v)| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                while buf.len() < head_end + length {
-                    match tls.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string();
                 seen.lock().push(TlsRequest {
-                    path,
-                    headers,
-                    body,
+                    path: request.path().to_string(),
+                    authorization: request.header("authorization").map(str::to_string),
+                    body: String::from_utf8_lossy(&request.body).into_owned(),
                     client_certs,
                 });
                 let answer = answers
@@ -505,8 +456,7 @@ fn a_certificate_source_exchanges_over_mutual_tls() {
         let form = url_form(&seen[0].body);
         assert_eq!(form["subject_token"], json!([b64(&client)]).to_string());
         assert_eq!(form["subject_token_type"], "urn:ietf:params:oauth:token-type:mtls");
-        let auth = seen[0].headers.iter().find(|(k, _)| k == "authorization");
-        assert_eq!(auth.map(|(_, v)| v.clone()), Some(basic("mtls-client:")));
+        assert_eq!(seen[0].authorization, Some(basic("mtls-client:")));
         assert!(seen[1].path.ends_with(":generateAccessToken"));
         assert_eq!(seen[1].client_certs, vec![client.clone()]);
 

@@ -8,6 +8,8 @@
 //! Every setting is scoped to its request (`StreamOptions::env`), so the tests run side by
 //! side; each uses its own credentials file, as tokens are kept per file.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Value};
 use tern_ai::providers::replay::{start_server, ReplayServer};
 
@@ -24,7 +26,7 @@ use endpoints::*;
 
 #[path = "support/vertex.rs"]
 mod vertex;
-use vertex::{once, options};
+use vertex::{once, options, sts_answers, with_creds};
 
 fn text_response(status: u16, text: &str) -> Value {
     json!({"status": status, "headers": {"content-type": "text/plain"}, "chunks": [text]})
@@ -41,6 +43,14 @@ fn metadata_response(status: u16, body: Value) -> Value {
 fn uri_decoded(s: &str) -> String {
     assert!(!s.contains('+'));
     url_form(&format!("v={s}"))["v"].clone()
+}
+
+/// The form of the STS's `i`th token exchange, and its subject token: a serialized AWS
+/// GetCallerIdentity request.
+fn aws_exchange(sts: &ReplayServer, i: usize) -> (HashMap<String, String>, Value) {
+    let form = url_form(&sts.requests.lock()[i].body);
+    let subject = serde_json::from_str(&uri_decoded(&form["subject_token"])).unwrap();
+    (form, subject)
 }
 
 /// An `external_account` file exchanging at `sts` with this credential source, then
@@ -68,13 +78,8 @@ fn external_account(
     path.display().to_string()
 }
 
-fn sts_answers(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            json_response(json!({"access_token": format!("federated-{i}"), "expires_in": 3600}))
-        })
-        .collect()
-}
+/// The opt-in that lets an `external_account` file run its executable.
+const ALLOW_EXECUTABLES: (&str, &str) = ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1");
 
 #[cfg(unix)]
 fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
@@ -112,27 +117,24 @@ fn an_executable_prints_the_subject_token() {
                 log.display()
             ),
         );
-        let creds = external_account(
-            &dir,
+        // An `external_account` file whose credential source is this executable.
+        let exec_account = |name: &str, executable: Value| {
+            external_account(&dir, name, &sts, Some(&iam), json!({"executable": executable}))
+        };
+        let creds = exec_account(
             "exec",
-            &sts,
-            Some(&iam),
-            json!({"executable": {"command": format!("{tool} \"first arg\""), "timeout_millis": 5000}}),
+            json!({"command": format!("{tool} \"first arg\""), "timeout_millis": 5000}),
         );
 
         // Not allowed: nothing runs, nothing is exchanged.
-        let (m, sent) = once(&options(&[("GOOGLE_APPLICATION_CREDENTIALS", &creds)])).await;
+        let (m, sent) = with_creds(&creds, &[]).await;
         let message = m.error_message.unwrap();
         assert!(message.contains("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES"), "{message}");
         assert!(message.contains(&creds), "{message}");
         assert!(sent.is_empty() && !log.exists() && sts.requests.lock().is_empty());
 
         // Allowed: the printed token is exchanged, then the account impersonated.
-        let allowed = [
-            ("GOOGLE_APPLICATION_CREDENTIALS", creds.as_str()),
-            ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-        ];
-        let (m, sent) = once(&options(&allowed)).await;
+        let (m, sent) = with_creds(&creds, &[ALLOW_EXECUTABLES]).await;
         assert_eq!(m.error_message, None);
         assert_eq!(header(&sent[0], "authorization"), Some("Bearer impersonated"));
         let exchange = url_form(&sts.requests.lock()[0].body);
@@ -151,18 +153,9 @@ fn an_executable_prints_the_subject_token() {
             r#"{"version":1,"success":true,"token_type":"urn:ietf:params:oauth:token-type:id_token","id_token":"from-cache","expiration_time":4000000000}"#,
         )
         .unwrap();
-        let creds = external_account(
-            &dir,
-            "exec-cached",
-            &sts,
-            Some(&iam),
-            json!({"executable": {"command": tool, "output_file": cache.display().to_string()}}),
-        );
-        let allowed = [
-            ("GOOGLE_APPLICATION_CREDENTIALS", creds.as_str()),
-            ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-        ];
-        assert_eq!(once(&options(&allowed)).await.0.error_message, None);
+        let cached = json!({"command": tool, "output_file": cache.display().to_string()});
+        let creds = exec_account("exec-cached", cached.clone());
+        assert_eq!(with_creds(&creds, &[ALLOW_EXECUTABLES]).await.0.error_message, None);
         assert_eq!(url_form(&sts.requests.lock()[1].body)["subject_token"], "from-cache");
         assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
 
@@ -172,18 +165,8 @@ fn an_executable_prints_the_subject_token() {
             r#"{"version":1,"success":true,"token_type":"urn:ietf:params:oauth:token-type:id_token","id_token":"stale","expiration_time":1}"#,
         )
         .unwrap();
-        let creds = external_account(
-            &dir,
-            "exec-expired",
-            &sts,
-            Some(&iam),
-            json!({"executable": {"command": tool, "output_file": cache.display().to_string()}}),
-        );
-        let allowed = [
-            ("GOOGLE_APPLICATION_CREDENTIALS", creds.as_str()),
-            ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-        ];
-        assert_eq!(once(&options(&allowed)).await.0.error_message, None);
+        let creds = exec_account("exec-expired", cached);
+        assert_eq!(with_creds(&creds, &[ALLOW_EXECUTABLES]).await.0.error_message, None);
         assert_eq!(url_form(&sts.requests.lock()[2].body)["subject_token"], "from-exec");
         let ran = std::fs::read_to_string(&log).unwrap();
         assert!(ran.lines().nth(1).unwrap().ends_with(&format!("|{}", cache.display())), "{ran}");
@@ -218,18 +201,8 @@ fn an_executable_prints_the_subject_token() {
         ];
         for (i, (what, body, words)) in failing.iter().enumerate() {
             let bad = script(&dir, &format!("bad{i}.sh"), body);
-            let creds = external_account(
-                &dir,
-                &format!("exec-bad{i}"),
-                &sts,
-                Some(&iam),
-                json!({"executable": {"command": bad}}),
-            );
-            let allowed = [
-                ("GOOGLE_APPLICATION_CREDENTIALS", creds.as_str()),
-                ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-            ];
-            let (m, sent) = once(&options(&allowed)).await;
+            let creds = exec_account(&format!("exec-bad{i}"), json!({"command": bad}));
+            let (m, sent) = with_creds(&creds, &[ALLOW_EXECUTABLES]).await;
             let message = m.error_message.unwrap();
             assert!(message.contains(words), "{what}: {message}");
             assert!(!message.contains("raw-secret-token"), "{what}: {message}");
@@ -238,36 +211,16 @@ fn an_executable_prints_the_subject_token() {
         assert_eq!(sts.requests.lock().len(), 3);
 
         // A timeout out of range, and a command that outlives its timeout.
-        let creds = external_account(
-            &dir,
-            "exec-range",
-            &sts,
-            Some(&iam),
-            json!({"executable": {"command": tool, "timeout_millis": 100}}),
-        );
-        let (m, _) = once(&options(&[
-            ("GOOGLE_APPLICATION_CREDENTIALS", &creds),
-            ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-        ]))
-        .await;
+        let creds = exec_account("exec-range", json!({"command": tool, "timeout_millis": 100}));
+        let (m, _) = with_creds(&creds, &[ALLOW_EXECUTABLES]).await;
         assert!(m
             .error_message
             .unwrap()
             .contains("Timeout must be between 5000 and 120000 milliseconds."));
         let slow = script(&dir, "slow.sh", &format!("sleep 30\necho '{ok}'"));
-        let creds = external_account(
-            &dir,
-            "exec-slow",
-            &sts,
-            Some(&iam),
-            json!({"executable": {"command": slow, "timeout_millis": 5000}}),
-        );
+        let creds = exec_account("exec-slow", json!({"command": slow, "timeout_millis": 5000}));
         let started = std::time::Instant::now();
-        let (m, _) = once(&options(&[
-            ("GOOGLE_APPLICATION_CREDENTIALS", &creds),
-            ("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "1"),
-        ]))
-        .await;
+        let (m, _) = with_creds(&creds, &[ALLOW_EXECUTABLES]).await;
         assert!(m
             .error_message
             .unwrap()
@@ -318,7 +271,7 @@ fn an_aws_workload_signs_get_caller_identity() {
                    "imdsv2_session_token_url": format!("{}/latest/api/token", imds.origin),
                    "regional_cred_verification_url": verification}),
         );
-        let (m, sent) = once(&options(&[("GOOGLE_APPLICATION_CREDENTIALS", &creds)])).await;
+        let (m, sent) = with_creds(&creds, &[]).await;
         assert_eq!(m.error_message, None);
         assert_eq!(header(&sent[0], "authorization"), Some("Bearer federated-0"));
         let asked = imds.requests.lock().clone();
@@ -340,8 +293,7 @@ fn an_aws_workload_signs_get_caller_identity() {
         assert_eq!(header(&asked[1], "x-aws-ec2-metadata-token"), Some("session-1"));
         assert_eq!(header(&asked[4], "x-aws-ec2-metadata-token"), Some("session-2"));
 
-        let form = url_form(&sts.requests.lock()[0].body);
-        let subject: Value = serde_json::from_str(&uri_decoded(&form["subject_token"])).unwrap();
+        let (form, subject) = aws_exchange(&sts, 0);
         assert_eq!(
             subject["url"],
             "https://sts.us-west-1.amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15"
@@ -378,17 +330,18 @@ fn an_aws_workload_signs_get_caller_identity() {
                    "imdsv2_session_token_url": format!("{}/nothing", imds.origin),
                    "regional_cred_verification_url": verification}),
         );
-        let (m, _) = once(&options(&[
-            ("GOOGLE_APPLICATION_CREDENTIALS", &creds),
-            ("AWS_DEFAULT_REGION", "eu-north-1"),
-            ("AWS_ACCESS_KEY_ID", "AKIAENV"),
-            ("AWS_SECRET_ACCESS_KEY", "env-secret"),
-        ]))
+        let (m, _) = with_creds(
+            &creds,
+            &[
+                ("AWS_DEFAULT_REGION", "eu-north-1"),
+                ("AWS_ACCESS_KEY_ID", "AKIAENV"),
+                ("AWS_SECRET_ACCESS_KEY", "env-secret"),
+            ],
+        )
         .await;
         assert_eq!(m.error_message, None);
         assert_eq!(imds.requests.lock().len(), 5);
-        let form = url_form(&sts.requests.lock()[1].body);
-        let subject: Value = serde_json::from_str(&uri_decoded(&form["subject_token"])).unwrap();
+        let (_, subject) = aws_exchange(&sts, 1);
         let auth = subject["headers"][0]["value"].as_str().unwrap();
         assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIAENV/"), "{auth}");
         assert!(auth.contains("/eu-north-1/sts/aws4_request, SignedHeaders=host;x-amz-date, "), "{auth}");
@@ -401,11 +354,16 @@ fn an_aws_workload_signs_get_caller_identity() {
             None,
             json!({"environment_id": "aws1", "regional_cred_verification_url": verification}),
         );
-        let (m, sent) = once(&options(&[("GOOGLE_APPLICATION_CREDENTIALS", &creds)])).await;
+        let (m, sent) = with_creds(&creds, &[]).await;
         assert!(m.error_message.unwrap().contains("Unable to determine AWS region"));
         assert!(sent.is_empty());
         let _ = std::fs::remove_dir_all(dir);
     });
+}
+
+/// Where `server` listens, as `GCE_METADATA_HOST` names it (no scheme).
+fn host_of(server: &ReplayServer) -> String {
+    server.origin.trim_start_matches("http://").to_string()
 }
 
 /// No credentials file (HOME without gcloud's, no GOOGLE_APPLICATION_CREDENTIALS): the
@@ -424,7 +382,7 @@ fn the_metadata_server_is_the_last_source() {
         ])
         .await
         .unwrap();
-        let host = server.origin.trim_start_matches("http://").to_string();
+        let host = host_of(&server);
         let (m, sent) = once(&options(&[("HOME", &home), ("GCE_METADATA_HOST", &host)])).await;
         assert_eq!(m.error_message, None);
         assert_eq!(header(&sent[0], "authorization"), Some("Bearer gce-token"));
@@ -443,7 +401,7 @@ fn the_metadata_server_is_the_last_source() {
 
         // A server without Google's flavor is no metadata server.
         let impostor = start_server(vec![text_response(200, "hello")]).await.unwrap();
-        let host = impostor.origin.trim_start_matches("http://").to_string();
+        let host = host_of(&impostor);
         let (m, sent) = once(&options(&[("HOME", &home), ("GCE_METADATA_IP", &host)])).await;
         let message = m.error_message.unwrap();
         assert!(message.starts_with("Could not load the default credentials"), "{message}");
@@ -454,7 +412,7 @@ fn the_metadata_server_is_the_last_source() {
 
         // Detection switched off: not even the probe.
         let quiet = start_server(vec![metadata_response(200, json!("instance"))]).await.unwrap();
-        let host = quiet.origin.trim_start_matches("http://").to_string();
+        let host = host_of(&quiet);
         let (m, _) = once(&options(&[
             ("HOME", &home),
             ("GCE_METADATA_HOST", &host),
@@ -471,7 +429,7 @@ fn the_metadata_server_is_the_last_source() {
         ])
         .await
         .unwrap();
-        let host = refusing.origin.trim_start_matches("http://").to_string();
+        let host = host_of(&refusing);
         let (m, _) = once(&options(&[("HOME", &home), ("GCE_METADATA_HOST", &host)])).await;
         let message = m.error_message.unwrap();
         assert!(message.contains("A Forbidden error was returned"), "{message}");

@@ -29,8 +29,8 @@ TOOLS = [
      "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
 ]
 
-# api: (source case, model changes)
-APIS = {
+# api: (source case, model changes): strict support switched on where a compat flag governs it.
+STRICT_APIS = {
     "openai-completions": ("plain-text", {"compat": {"supportsStrictMode": True}}),
     "openai-responses": ("plain-text", {}),
     "azure-openai-responses": ("plain-text", {}),
@@ -43,17 +43,24 @@ APIS = {
 }
 
 
+def strict_case(api, name, description):
+    """The API's source case retargeted as `name`, with its model's strict support on."""
+    source, changes = STRICT_APIS[api]
+    case = retarget(load(api, source), api, name, description)
+    model = case["request"]["model"]
+    for key, value in changes.items():
+        if key == "compat":
+            model["compat"] = {**model.get("compat", {}), **value}
+        else:
+            model[key] = value
+    return case
+
+
 def main():
-    for api, (source, changes) in APIS.items():
-        case = retarget(load(api, source), api, "constrained-tools",
-                        "Tools with constrainedSampling prefer: strict where the schema fits and the "
-                        "provider supports strict tools, as declared otherwise.")
-        model = case["request"]["model"]
-        for key, value in changes.items():
-            if key == "compat":
-                model["compat"] = {**model.get("compat", {}), **value}
-            else:
-                model[key] = value
+    for api in STRICT_APIS:
+        case = strict_case(api, "constrained-tools",
+                           "Tools with constrainedSampling prefer: strict where the schema fits and the "
+                           "provider supports strict tools, as declared otherwise.")
         case["request"]["context"]["tools"] = TOOLS
         write(case)
 

@@ -21,6 +21,7 @@ writes streams/<api>/<case>.json; their expected outputs come from the reference
 import copy
 import json
 
+from constrained import STRICT_APIS, strict_case
 from recorded import load, retarget, write
 
 LARK = 'start: "SELECT " COLUMNS " FROM " TABLE\nCOLUMNS: /[a-z_, ]+/\nTABLE: /[a-z_]+/'
@@ -204,31 +205,11 @@ LOOSE = {"name": "loose", "description": "A schema strict mode cannot express.",
 FITS = {"name": "read", "description": "Read a file.", "constrainedSampling": REQUIRE,
         "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
 
-# api: (source case, model changes): strict support on where a compat flag governs it.
-REQUIRE_APIS = {
-    "openai-completions": ("plain-text", {"compat": {"supportsStrictMode": True}}),
-    "openai-responses": ("plain-text", {}),
-    "azure-openai-responses": ("plain-text", {}),
-    "openai-codex-responses": ("plain-text", {}),
-    "anthropic-messages": ("plain-text", {"compat": {"supportsStrictTools": True}}),
-    "bedrock-converse-stream": ("text-basic", {"compat": {"supportsStrictMode": True}}),
-    "mistral-conversations": ("plain-text", {"compat": {"supportsStrictMode": True}}),
-    "google-generative-ai": ("plain-text", {"id": "gemini-3-pro-preview"}),
-    "google-vertex": ("plain-text", {"id": "gemini-3-pro-preview"}),
-}
-
-
 def require_cases():
-    for api, (source, changes) in REQUIRE_APIS.items():
-        case = retarget(load(api, source), api, "constrained-require-fails",
-                        "A strict: require tool whose schema has no strict form fails the request, "
-                        "with the reference's message, before anything is sent.")
-        model = case["request"]["model"]
-        for key, value in changes.items():
-            if key == "compat":
-                model["compat"] = {**model.get("compat", {}), **value}
-            else:
-                model[key] = value
+    for api in STRICT_APIS:
+        case = strict_case(api, "constrained-require-fails",
+                           "A strict: require tool whose schema has no strict form fails the request, "
+                           "with the reference's message, before anything is sent.")
         case["request"]["context"]["tools"] = [FITS, LOOSE]
         write(case)
     for api, source in [("anthropic-messages", "plain-text"), ("openai-completions", "plain-text"),
