@@ -7,7 +7,6 @@
 #[path = "conformance/harness.rs"]
 mod harness;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use tern_testkit::cli::json_file_arg;
@@ -31,13 +30,5 @@ fn main() -> ExitCode {
             (partial, 3)
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_all(harness::render::render(&out).as_bytes())
-        .and_then(|_| stdout.flush())
-        .is_err()
-    {
-        return ExitCode::from(2);
-    }
-    ExitCode::from(code)
+    harness::render::print(&out, code)
 }

@@ -105,26 +105,23 @@ pub fn build_hooks<H: HookHost>(me: &Weak<H>) -> Hooks {
     };
     let spec = host.hook_rules();
     let mut hooks = Hooks::default();
-    if spec.before_tool_call.is_some() {
-        let f = bound(me, |_| None, before_tool_call::<H>);
-        hooks = hooks.before_tool_call(move |ctx, _signal| f(ctx));
+    // The hooks that answer "no change" (`None`) once the host is gone, each set by its
+    // own `Hooks` method: a macro, as each takes a closure of a different type.
+    macro_rules! set_optional_hooks {
+        ($($hook:ident),*) => {$(
+            if spec.$hook.is_some() {
+                let f = bound(me, |_| None, $hook::<H>);
+                hooks = hooks.$hook(move |ctx, _signal| f(ctx));
+            }
+        )*};
     }
-    if spec.after_tool_call.is_some() {
-        let f = bound(me, |_| None, after_tool_call::<H>);
-        hooks = hooks.after_tool_call(move |ctx, _signal| f(ctx));
-    }
-    if spec.finish_turn.is_some() {
-        let f = bound(me, |_| None, finish_turn::<H>);
-        hooks = hooks.finish_turn(move |ctx, _signal| f(ctx));
-    }
-    if spec.prepare_request.is_some() {
-        let f = bound(me, |_| None, prepare_request::<H>);
-        hooks = hooks.prepare_request(move |ctx, _signal| f(ctx));
-    }
-    if spec.prepare_next_turn.is_some() {
-        let f = bound(me, |_| None, prepare_next_turn::<H>);
-        hooks = hooks.prepare_next_turn(move |ctx, _signal| f(ctx));
-    }
+    set_optional_hooks!(
+        before_tool_call,
+        after_tool_call,
+        finish_turn,
+        prepare_request,
+        prepare_next_turn
+    );
     if spec.transform_context.is_some() {
         let f = bound(me, |m| m, transform_context::<H>);
         hooks = hooks.transform_context(move |messages, _signal| f(messages));
@@ -170,20 +167,19 @@ async fn before_tool_call<H: HookHost>(
             }
             m
         });
-    let mut e = vec![
-        ("kind", json!("hook")),
-        ("hook", json!("beforeToolCall")),
-        ("n", json!(n)),
-        ("toolCallId", json!(ctx.tool_call.id)),
-        ("toolName", json!(ctx.tool_call.name)),
-        ("args", norm(&ctx.args)),
-        ("toolCallArgs", norm(&ctx.tool_call.arguments)),
-        ("repeat", json!(repeat)),
-    ];
-    match rule.and_then(|r| r.throw.as_ref()) {
-        Some(t) => e.push(("threw", t.clone())),
-        None => e.push(("returned", or_null(returned.clone().map(Value::Object)))),
-    }
+    let mut e = hook_fields(
+        "beforeToolCall",
+        n,
+        [
+            ("toolCallId", json!(ctx.tool_call.id)),
+            ("toolName", json!(ctx.tool_call.name)),
+            ("args", norm(&ctx.args)),
+            ("toolCallArgs", norm(&ctx.tool_call.arguments)),
+            ("repeat", json!(repeat)),
+        ],
+    );
+    let result = ("returned", or_null(returned.clone().map(Value::Object)));
+    push_threw_or(&mut e, rule.and_then(|r| r.throw.as_ref()), result);
     h.push(entry(e));
     // The reference's hook assigns into the validated arguments in place.
     let mutated = rule.and_then(|r| r.mutate_args.as_ref()).and_then(|m| {
@@ -228,20 +224,19 @@ async fn after_tool_call<H: HookHost>(
         ]),
     );
     let returned = rule.and_then(|r| r.override_.as_ref());
-    let mut e = vec![
-        ("kind", json!("hook")),
-        ("hook", json!("afterToolCall")),
-        ("n", json!(n)),
-        ("toolCallId", json!(ctx.tool_call.id)),
-        ("toolName", json!(ctx.tool_call.name)),
-        ("args", norm(&ctx.args)),
-        ("result", norm_of(&ctx.result)),
-        ("isError", json!(ctx.is_error)),
-    ];
-    match rule.and_then(|r| r.throw.as_ref()) {
-        Some(t) => e.push(("threw", t.clone())),
-        None => e.push(("returned", or_null(returned.map(|(v, _)| norm(v))))),
-    }
+    let mut e = hook_fields(
+        "afterToolCall",
+        n,
+        [
+            ("toolCallId", json!(ctx.tool_call.id)),
+            ("toolName", json!(ctx.tool_call.name)),
+            ("args", norm(&ctx.args)),
+            ("result", norm_of(&ctx.result)),
+            ("isError", json!(ctx.is_error)),
+        ],
+    );
+    let result = ("returned", or_null(returned.map(|(v, _)| norm(v))));
+    push_threw_or(&mut e, rule.and_then(|r| r.throw.as_ref()), result);
     h.push(entry(e));
     side_effects(&h, rule, "afterToolCall").await;
     if let Some(t) = rule.and_then(|r| r.throw.as_ref()) {
@@ -266,19 +261,20 @@ async fn finish_turn<H: HookHost>(
         ]),
     );
     let action = rule.and_then(|r| r.action.clone()).filter(truthy);
-    h.push(entry(vec![
-        ("kind", json!("hook")),
-        ("hook", json!("finishTurn")),
-        ("n", json!(n)),
-        ("stopReason", json!(ctx.message.stop_reason.as_str())),
-        ("toolCalls", json!(tool_calls)),
-        ("toolResults", tool_result_ids(&ctx)),
-        ("newMessageRoles", roles(&ctx.new_messages)),
-        (
-            "returned",
-            or_null(action.clone().map(|a| json!({"action": a}))),
-        ),
-    ]));
+    h.push(entry(hook_fields(
+        "finishTurn",
+        n,
+        [
+            ("stopReason", json!(ctx.message.stop_reason.as_str())),
+            ("toolCalls", json!(tool_calls)),
+            ("toolResults", tool_result_ids(&ctx)),
+            ("newMessageRoles", roles(&ctx.new_messages)),
+            (
+                "returned",
+                or_null(action.clone().map(|a| json!({"action": a}))),
+            ),
+        ],
+    )));
     side_effects(&h, rule, "finishTurn").await;
     Ok(match action.as_ref().and_then(Value::as_str) {
         Some("end") => Some(TurnDecision::End),
@@ -297,15 +293,16 @@ async fn prepare_request<H: HookHost>(
         .filter(|r| r.model.is_some() || r.thinking_level.is_some() || r.changes_context());
     let any_rule = first_rule(rules, &facts(&[("n", json!(n))]));
     let returned = rule.map(|r| update_returned(r, None));
-    h.push(entry(vec![
-        ("kind", json!("hook")),
-        ("hook", json!("prepareRequest")),
-        ("n", json!(n)),
-        ("model", json!(ctx.model.id)),
-        ("thinkingLevel", json!(ctx.thinking_level.as_str())),
-        ("messageRoles", roles(&ctx.context.messages)),
-        ("returned", or_null(returned)),
-    ]));
+    h.push(entry(hook_fields(
+        "prepareRequest",
+        n,
+        [
+            ("model", json!(ctx.model.id)),
+            ("thinkingLevel", json!(ctx.thinking_level.as_str())),
+            ("messageRoles", roles(&ctx.context.messages)),
+            ("returned", or_null(returned)),
+        ],
+    )));
     side_effects(&h, any_rule, "prepareRequest").await;
     let Some(rule) = rule else {
         return Ok(None);
@@ -369,14 +366,15 @@ async fn prepare_next_turn<H: HookHost>(
             || r.changes_context()
     });
     let returned = rule.map(|r| update_returned(r, Some(&r.messages)));
-    h.push(entry(vec![
-        ("kind", json!("hook")),
-        ("hook", json!("prepareNextTurn")),
-        ("n", json!(n)),
-        ("stopReason", json!(ctx.message.stop_reason.as_str())),
-        ("toolResults", tool_result_ids(&ctx)),
-        ("returned", or_null(returned)),
-    ]));
+    h.push(entry(hook_fields(
+        "prepareNextTurn",
+        n,
+        [
+            ("stopReason", json!(ctx.message.stop_reason.as_str())),
+            ("toolResults", tool_result_ids(&ctx)),
+            ("returned", or_null(returned)),
+        ],
+    )));
     side_effects(&h, any_rule, "prepareNextTurn").await;
     let Some(rule) = rule else {
         return Ok(None);
@@ -417,16 +415,8 @@ async fn transform_context<H: HookHost>(
             Arc::new(out)
         }
     };
-    let mut e = vec![
-        ("kind", json!("hook")),
-        ("hook", json!("transformContext")),
-        ("n", json!(n)),
-        ("inputRoles", roles(&messages)),
-    ];
-    match &spec.throw {
-        Some(t) => e.push(("threw", t.clone())),
-        None => e.push(("outputRoles", roles(&out))),
-    }
+    let mut e = hook_fields("transformContext", n, [("inputRoles", roles(&messages))]);
+    push_threw_or(&mut e, spec.throw.as_ref(), ("outputRoles", roles(&out)));
     h.push(entry(e));
     if let Some(t) = &spec.throw {
         return Err(js_template(t).into());
@@ -461,13 +451,14 @@ fn convert_to_llm<H: HookHost>(
             }
         }
     }
-    h.push(entry(vec![
-        ("kind", json!("hook")),
-        ("hook", json!("convertToLlm")),
-        ("n", json!(n)),
-        ("inputRoles", roles(&messages)),
-        ("outputRoles", roles(&out)),
-    ]));
+    h.push(entry(hook_fields(
+        "convertToLlm",
+        n,
+        [
+            ("inputRoles", roles(&messages)),
+            ("outputRoles", roles(&out)),
+        ],
+    )));
     Ok(Arc::new(out))
 }
 
@@ -498,6 +489,34 @@ fn update_returned(r: &Rule, messages: Option<&Option<(Value, Vec<Message>)>>) -
         m.insert("contextAppend".into(), raw.clone());
     }
     norm(&Value::Object(m))
+}
+
+/// The fields of a hook's trace entry: its kind, the hook and its call number `n`, then
+/// `fields`.
+fn hook_fields<const N: usize>(
+    hook: &'static str,
+    n: u64,
+    fields: [(&'static str, Value); N],
+) -> Vec<(&'static str, Value)> {
+    let mut e = vec![
+        ("kind", json!("hook")),
+        ("hook", json!(hook)),
+        ("n", json!(n)),
+    ];
+    e.extend(fields);
+    e
+}
+
+/// Ends a hook's entry with what it threw, when its rule throws, else with `answer`.
+fn push_threw_or(
+    e: &mut Vec<(&'static str, Value)>,
+    throw: Option<&Value>,
+    answer: (&'static str, Value),
+) {
+    match throw {
+        Some(t) => e.push(("threw", t.clone())),
+        None => e.push(answer),
+    }
 }
 
 fn tool_result_ids(ctx: &TurnContext) -> Value {

@@ -1,6 +1,23 @@
 //! The trace as text, laid out as the reference's runner prints it.
 
+use std::io::Write;
+use std::process::ExitCode;
+
 use serde_json::{json, Value};
+
+/// A runner's last step: prints the trace on stdout and exits with `code`, or with 2 when
+/// stdout does not take it.
+pub fn print(out: &Value, code: u8) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    if stdout
+        .write_all(render(out).as_bytes())
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return ExitCode::from(2);
+    }
+    ExitCode::from(code)
+}
 
 /// The trace as the reference prints it: one trace entry (and one final-state field or
 /// message) per line.

@@ -340,22 +340,16 @@ pub fn parse(v: &Value) -> R<Scenario> {
             unsubscribe_after: opt_number(o, "unsubscribeAfter", &path)?,
         }));
     }
-    let mut model = Vec::new();
-    for (i, r) in opt_array(root, "model", "scenario")?
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        model.push(Arc::new(response(r, &format!("model[{i}]"))?));
-    }
-    let mut actions = Vec::new();
-    for (i, a) in opt_array(root, "actions", "scenario")?
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        actions.push(Arc::new(p.action(a, &format!("actions[{i}]"))?));
-    }
+    let model = list_at(opt_array(root, "model", "scenario")?, "model", |r, at| {
+        response(r, at).map(Arc::new)
+    })?
+    .unwrap_or_default();
+    let actions = list_at(
+        opt_array(root, "actions", "scenario")?,
+        "actions",
+        |a, at| p.action(a, at).map(Arc::new),
+    )?
+    .unwrap_or_default();
     let settle_ms = opt_number(root, "settleMs", "scenario")?.unwrap_or(20.0);
     Ok(Scenario {
         tools,
@@ -371,15 +365,7 @@ pub fn parse(v: &Value) -> R<Scenario> {
 fn tool_def(v: &Value, path: &str) -> R<ToolDef> {
     let o = object(v, path)?;
     let name = opt_string(o, "name", path)?.ok_or_else(|| format!("{path}.name: missing"))?;
-    let prepare = match opt_array(o, "prepareArguments", path)? {
-        None => None,
-        Some(ops) => Some(
-            ops.iter()
-                .enumerate()
-                .map(|(i, op)| prep_op(op, &format!("{path}.prepareArguments[{i}]")))
-                .collect::<R<Vec<_>>>()?,
-        ),
-    };
+    let prepare = opt_list(o, "prepareArguments", path, prep_op)?;
     let behavior = match get(o, "behavior") {
         None => Arc::new(behaviour(&Value::Object(Map::new()), path)?),
         Some(b) => Arc::new(behaviour(b, &format!("{path}.behavior"))?),
@@ -431,23 +417,8 @@ fn behaviour(v: &Value, path: &str) -> R<Behaviour> {
         tool_ids: HashSet::new(),
         check: false,
     };
-    let steps = match opt_array(o, "steps", path)? {
-        None => Vec::new(),
-        Some(s) => s
-            .iter()
-            .enumerate()
-            .map(|(i, st)| p.step(st, &format!("{path}.steps[{i}]"), false))
-            .collect::<R<Vec<_>>>()?,
-    };
-    let late_updates = match opt_array(o, "lateUpdates", path)? {
-        None => None,
-        Some(s) => Some(
-            s.iter()
-                .enumerate()
-                .map(|(i, st)| p.step(st, &format!("{path}.lateUpdates[{i}]"), true))
-                .collect::<R<Vec<_>>>()?,
-        ),
-    };
+    let steps = opt_list(o, "steps", path, |st, at| p.step(st, at, false))?.unwrap_or_default();
+    let late_updates = opt_list(o, "lateUpdates", path, |st, at| p.step(st, at, true))?;
     let throw = get(o, "throw").map(js_template);
     let result = match get(o, "result") {
         None => tool_result(&serde_json::json!({"text": "ok"}), path)?,
@@ -632,17 +603,7 @@ impl Parser {
     fn hooks(&self, v: &Value) -> R<HooksSpec> {
         let path = "hooks";
         let o = object(v, path)?;
-        let rules = |key: &str| -> R<Option<Vec<Rule>>> {
-            match opt_array(o, key, path)? {
-                None => Ok(None),
-                Some(list) => list
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| self.rule(r, &format!("{path}.{key}[{i}]")))
-                    .collect::<R<Vec<_>>>()
-                    .map(Some),
-            }
-        };
+        let rules = |key: &str| opt_list(o, key, path, |r, at| self.rule(r, at));
         let transform_context = match get(o, "transformContext") {
             None => None,
             Some(t) => {
@@ -684,14 +645,8 @@ impl Parser {
             None => None,
             Some(m) => Some(object(m, &format!("{path}.match"))?.clone()),
         };
-        let mut actions = Vec::new();
-        for (i, a) in opt_array(o, "actions", path)?
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            actions.push(Arc::new(self.action(a, &format!("{path}.actions[{i}]"))?));
-        }
+        let actions = opt_list(o, "actions", path, |a, at| self.action(a, at).map(Arc::new))?
+            .unwrap_or_default();
         let override_ = match get(o, "override") {
             Some(ov) if super::norm::truthy(ov) => {
                 let value = result_value(ov, &format!("{path}.override"))?;

@@ -47,20 +47,41 @@ pub(super) fn opt_array<'a>(
     }
 }
 
-pub(super) fn string_list(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<String>>> {
-    let Some(items) = opt_array(o, key, path)? else {
-        return Ok(None);
-    };
+/// The optional array `key` of `o`, each element parsed by `parse` with its own path
+/// (`{path}.{key}[i]`); `None` without the array.
+pub(super) fn opt_list<T>(
+    o: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    parse: impl FnMut(&Value, &str) -> R<T>,
+) -> R<Option<Vec<T>>> {
+    list_at(opt_array(o, key, path)?, &format!("{path}.{key}"), parse)
+}
+
+/// `items`, the optional array at `at`, each element parsed by `parse` with its own path
+/// (`{at}[i]`).
+pub(super) fn list_at<T>(
+    items: Option<&Vec<Value>>,
+    at: &str,
+    mut parse: impl FnMut(&Value, &str) -> R<T>,
+) -> R<Option<Vec<T>>> {
     items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("{path}.{key}[{i}]: expected a string, got {v}"))
+        .map(|items| {
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| parse(v, &format!("{at}[{i}]")))
+                .collect()
         })
-        .collect::<R<Vec<_>>>()
-        .map(Some)
+        .transpose()
+}
+
+pub(super) fn string_list(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<String>>> {
+    opt_list(o, key, path, |v, at| {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{at}: expected a string, got {v}"))
+    })
 }
 
 pub fn parse_thinking_level(s: &str, path: &str) -> R<ThinkingLevel> {
@@ -114,15 +135,7 @@ pub fn message(v: &Value, path: &str) -> R<Message> {
 }
 
 pub(super) fn messages(o: &Map<String, Value>, key: &str, path: &str) -> R<Option<Vec<Message>>> {
-    let Some(items) = opt_array(o, key, path)? else {
-        return Ok(None);
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| message(v, &format!("{path}.{key}[{i}]")))
-        .collect::<R<Vec<_>>>()
-        .map(Some)
+    opt_list(o, key, path, message)
 }
 
 /// `result(R)` (1.2): a copy of `R` with `text` turned into a text content block.
