@@ -17,29 +17,16 @@ mod dev_server;
 #[path = "conformance_temporal/harness.rs"]
 mod harness;
 
-use std::io::Write;
 use std::process::ExitCode;
 
+use tern_testkit::cli::json_file_arg;
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let (Some(path), None) = (args.next(), args.next()) else {
-        eprintln!("usage: conformance_temporal SCENARIO.json");
-        return ExitCode::from(2);
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("conformance_temporal: cannot read {path}: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let scenario: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("conformance_temporal: {path} is not JSON: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (path, scenario) =
+        match json_file_arg("conformance_temporal", "conformance_temporal SCENARIO.json") {
+            Ok(arg) => arg,
+            Err(code) => return code,
+        };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -79,13 +66,5 @@ fn main() -> ExitCode {
             });
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    if stdout
-        .write_all(harness::render::render(&out).as_bytes())
-        .and_then(|_| stdout.flush())
-        .is_err()
-    {
-        return ExitCode::from(2);
-    }
-    ExitCode::from(code)
+    harness::render::print(&out, code)
 }

@@ -22,6 +22,7 @@ use temporalio_client::{
     WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowQueryOptions,
     WorkflowSignalOptions, WorkflowStartOptions, WorkflowStartUpdateOptions,
 };
+use temporalio_common::{HasWorkflowDefinition, QueryDefinition, UpdateDefinition};
 use tern_ai::Message;
 
 use crate::error::Error;
@@ -37,6 +38,9 @@ const POLL_EVERY: Duration = Duration::from_millis(50);
 /// How long [`SessionHandle::follow`] keeps retrying failing queries (a failover takes the
 /// activity's heartbeat timeout plus the dead worker's sticky-queue timeout, about 7 s).
 pub const QUERY_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The session workflow's definition its updates and queries belong to.
+type SessionRun = <AgentWorkflow as HasWorkflowDefinition>::Run;
 
 /// A connection to Temporal, for one namespace and task queue.
 #[derive(Clone)]
@@ -135,17 +139,61 @@ impl SessionHandle {
         }
     }
 
-    /// Starts a run; returns once the messages are in the transcript.
-    pub async fn prompt(&self, messages: Vec<Message>) -> Result<(), Error> {
+    /// Runs the update `update` with `input` until it completes; `what` names it in errors.
+    async fn execute<U>(
+        &self,
+        update: U,
+        input: U::Input,
+        what: &'static str,
+    ) -> Result<U::Output, Error>
+    where
+        U: UpdateDefinition<Workflow = SessionRun>,
+        U::Input: Send,
+    {
         self.handle
-            .execute_update(
-                AgentWorkflow::prompt,
-                SessionMessages { messages },
-                WorkflowExecuteUpdateOptions::default(),
-            )
+            .execute_update(update, input, WorkflowExecuteUpdateOptions::default())
+            .await
+            .map_err(self.update_error(what))
+    }
+
+    /// Sends the update `update` with `input` and returns once the session has accepted it;
+    /// `what` names it in errors.
+    async fn accepted<U>(&self, update: U, input: U::Input, what: &'static str) -> Result<(), Error>
+    where
+        U: UpdateDefinition<Workflow = SessionRun>,
+        U::Input: Send,
+    {
+        self.handle
+            .start_update(update, input, WorkflowStartUpdateOptions::default())
             .await
             .map(drop)
-            .map_err(self.update_error("prompt"))
+            .map_err(self.update_error(what))
+    }
+
+    /// The answer of the query `query` with `input`.
+    async fn query<Q>(&self, query: Q, input: Q::Input) -> Result<Q::Output, Error>
+    where
+        Q: QueryDefinition<Workflow = SessionRun>,
+        Q::Input: Send,
+    {
+        self.handle
+            .query(query, input, WorkflowQueryOptions::default())
+            .await
+            .map_err(|e| Error::Query {
+                session: self.id.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Starts a run; returns once the messages are in the transcript.
+    pub async fn prompt(&self, messages: Vec<Message>) -> Result<(), Error> {
+        self.execute(
+            AgentWorkflow::prompt,
+            SessionMessages { messages },
+            "prompt",
+        )
+        .await
+        .map(drop)
     }
 
     /// Continues from the transcript as it is (`Agent::continue_run`): a tail that is not an
@@ -154,138 +202,78 @@ impl SessionHandle {
     /// ([`Error::Rejected`], with the Agent's text) while a run is active, on a transcript
     /// with nothing to continue from, or on an assistant tail with nothing queued.
     pub async fn continue_run(&self) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::continue_run,
-                (),
-                WorkflowExecuteUpdateOptions::default(),
-            )
+        self.execute(AgentWorkflow::continue_run, (), "continue")
             .await
             .map(drop)
-            .map_err(self.update_error("continue"))
     }
 
     /// Clears the conversation and the queues (`Agent::reset`), keeping the replayed system
     /// prompt and tools as one system message; refused ([`Error::Rejected`]) while a run is
     /// active. Steering and follow-up messages it discards complete their updates.
     pub async fn reset(&self) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::reset,
-                (),
-                WorkflowExecuteUpdateOptions::default(),
-            )
-            .await
-            .map_err(self.update_error("reset"))
+        self.execute(AgentWorkflow::reset, (), "reset").await
     }
 
     /// Changes the tools, transcript, model, thinking level, batch mode or queue modes for
     /// the next runs (`Agent::set_*`; the fields left `None` stay). The workers must host
     /// the tools named.
     pub async fn set(&self, settings: SessionSettings) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::set,
-                settings,
-                WorkflowExecuteUpdateOptions::default(),
-            )
-            .await
-            .map_err(self.update_error("set"))
+        self.execute(AgentWorkflow::set, settings, "set").await
     }
 
     /// Empties the steering and/or the follow-up queue (`Agent::clear_*_queue`); the
     /// updates that queued the messages complete.
     pub async fn clear_queues(&self, which: ClearQueues) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::clear_queues,
-                which,
-                WorkflowExecuteUpdateOptions::default(),
-            )
+        self.execute(AgentWorkflow::clear_queues, which, "clear_queues")
             .await
-            .map_err(self.update_error("clear_queues"))
     }
 
     /// Queues steering messages and returns once the session has accepted them, without
     /// waiting for a run to deliver them (as `Agent::steer` does; while idle they wait for
     /// the next run).
     pub async fn queue_steer(&self, messages: Vec<Message>) -> Result<(), Error> {
-        self.handle
-            .start_update(
-                AgentWorkflow::steer,
-                SessionMessages { messages },
-                WorkflowStartUpdateOptions::default(),
-            )
+        self.accepted(AgentWorkflow::steer, SessionMessages { messages }, "steer")
             .await
-            .map(drop)
-            .map_err(self.update_error("steer"))
     }
 
     /// Queues follow-up messages and returns once the session has accepted them (as
     /// `Agent::follow_up` does).
     pub async fn queue_follow_up(&self, messages: Vec<Message>) -> Result<(), Error> {
-        self.handle
-            .start_update(
-                AgentWorkflow::follow_up,
-                SessionMessages { messages },
-                WorkflowStartUpdateOptions::default(),
-            )
-            .await
-            .map(drop)
-            .map_err(self.update_error("follow_up"))
+        self.accepted(
+            AgentWorkflow::follow_up,
+            SessionMessages { messages },
+            "follow_up",
+        )
+        .await
     }
 
     /// Steers the running agent; returns once the messages are in the transcript (or a
     /// reset discarded them).
     pub async fn steer(&self, messages: Vec<Message>) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::steer,
-                SessionMessages { messages },
-                WorkflowExecuteUpdateOptions::default(),
-            )
+        self.execute(AgentWorkflow::steer, SessionMessages { messages }, "steer")
             .await
             .map(drop)
-            .map_err(self.update_error("steer"))
     }
 
     /// Queues follow-up messages; returns once they are in the transcript.
     pub async fn follow_up(&self, messages: Vec<Message>) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::follow_up,
-                SessionMessages { messages },
-                WorkflowExecuteUpdateOptions::default(),
-            )
-            .await
-            .map(drop)
-            .map_err(self.update_error("follow_up"))
+        self.execute(
+            AgentWorkflow::follow_up,
+            SessionMessages { messages },
+            "follow_up",
+        )
+        .await
+        .map(drop)
     }
 
     /// The session's state now.
     pub async fn state(&self) -> Result<SessionState, Error> {
-        self.handle
-            .query(AgentWorkflow::state, (), WorkflowQueryOptions::default())
-            .await
-            .map_err(|e| Error::Query {
-                session: self.id.clone(),
-                reason: e.to_string(),
-            })
+        self.query(AgentWorkflow::state, ()).await
     }
 
     /// The events published from `offset` on.
     pub async fn events(&self, offset: usize) -> Result<Vec<Value>, Error> {
-        self.handle
-            .query(
-                AgentWorkflow::events,
-                offset,
-                WorkflowQueryOptions::default(),
-            )
-            .await
-            .map_err(|e| Error::Query {
-                session: self.id.clone(),
-                reason: e.to_string(),
-            })
+        self.query(AgentWorkflow::events, offset).await
     }
 
     /// Streams events from `offset` to `each` until the session is idle (no run in
@@ -378,14 +366,7 @@ impl SessionHandle {
 
     async fn live(&self, target: LiveTarget, subscribe: bool) -> Result<(), Error> {
         let input = LiveSubscription { target, subscribe };
-        self.handle
-            .execute_update(
-                AgentWorkflow::live,
-                input,
-                WorkflowExecuteUpdateOptions::default(),
-            )
-            .await
-            .map_err(self.update_error("live"))
+        self.execute(AgentWorkflow::live, input, "live").await
     }
 
     /// The events from `offset` until the session is idle.
@@ -400,15 +381,9 @@ impl SessionHandle {
     /// aborted, and the session takes the next prompt. Does nothing while no run is
     /// active. Returns once the workflow has cancelled the signal.
     pub async fn abort_run(&self) -> Result<(), Error> {
-        self.handle
-            .execute_update(
-                AgentWorkflow::abort_run,
-                (),
-                WorkflowExecuteUpdateOptions::default(),
-            )
+        self.execute(AgentWorkflow::abort_run, (), "abort_run")
             .await
             .map(drop)
-            .map_err(self.update_error("abort_run"))
     }
 
     /// Aborts the running agent and ends the session (Temporal cancellation of the

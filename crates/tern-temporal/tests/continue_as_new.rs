@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Message;
-use tern_temporal::SessionInput;
+use tern_temporal::{AgentActivities, SessionInput};
 
 use support::dev_server::DevServer;
 
@@ -25,7 +25,12 @@ async fn a_long_session_continues_as_new_with_its_transcript_and_event_offsets()
         .map(|i| FauxResponse::text(&format!("answer {i}")))
         .collect();
     let model = Arc::new(FauxModel::new(answers));
-    let (_rt, worker) = support::worker(&server.address, queue, model, Vec::new()).await;
+    let (_rt, worker) = support::worker(
+        &server.address,
+        queue,
+        AgentActivities::new(model, Vec::new()),
+    )
+    .await;
     support::with_worker(worker, async move {
         let input = SessionInput {
             model: support::faux_model(),

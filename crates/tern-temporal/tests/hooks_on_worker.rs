@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use temporalio_sdk::{Worker, WorkerOptions};
 use tern_agent::hooks::{AfterToolCallResult, BeforeToolCallResult};
 use tern_agent::{
     run_agent_loop, AgentContext, AgentLoopConfig, AgentTool, Hooks, ToolCallInput, ToolResult,
@@ -19,9 +18,7 @@ use tern_agent::{
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::{ContentBlock, Message};
 use tern_temporal::hooks::HookName;
-use tern_temporal::{
-    connect_client, runtime, AgentActivities, AgentWorkflow, SessionInput, ToolSpec,
-};
+use tern_temporal::{AgentActivities, SessionInput, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 use support::dev_server::DevServer;
@@ -118,18 +115,8 @@ async fn hooks_run_on_the_worker_once_per_call_across_replays() {
     let names = HookName::set_in(&worker_hooks);
     let activities =
         AgentActivities::new(Arc::new(script()), vec![echo()]).with_hooks(worker_hooks);
-    let client = connect_client(&server.address, "default")
-        .await
-        .expect("a client");
-    let rt = runtime().expect("a Temporal runtime");
     // No workflow cache: every workflow task replays the history from the start.
-    let options = WorkerOptions::new(queue)
-        .register_workflow::<AgentWorkflow>()
-        .expect("the workflow registers")
-        .register_activities(activities)
-        .max_cached_workflows(0)
-        .build();
-    let worker = Worker::new(&rt, client, options).expect("a worker");
+    let (_rt, worker) = support::replaying_worker(&server.address, queue, activities).await;
     support::with_worker(worker, async move {
         let input = SessionInput {
             model: support::faux_model(),

@@ -16,7 +16,7 @@ use tern_agent::{
 };
 use tern_ai::faux::{FauxModel, FauxResponse};
 use tern_ai::Message;
-use tern_temporal::{SessionHandle, SessionInput, ToolSpec};
+use tern_temporal::{AgentActivities, SessionHandle, SessionInput, Sessions, ToolSpec};
 use tokio_util::sync::CancellationToken;
 
 use support::dev_server::DevServer;
@@ -81,14 +81,9 @@ async fn a_run_in_a_workflow_matches_the_same_run_in_process() {
     let server = DevServer::start();
     let queue = "loop-in-workflow";
     let sessions = support::sessions(&server.address, queue).await;
-    let (_rt, worker) = support::worker(&server.address, queue, Arc::new(script()), tools()).await;
+    let (_rt, worker) = support::worker(&server.address, queue, activities(script())).await;
     support::with_worker(worker, async move {
-        let input = SessionInput {
-            model: support::faux_model(),
-            tools: tools().iter().map(ToolSpec::of).collect(),
-            ..SessionInput::default()
-        };
-        let session = sessions.start("session-1", input).await.expect("started");
+        let session = start(&sessions, "session-1").await;
         session.prompt(vec![prompt]).await.expect("prompt accepted");
         let events = tokio::time::timeout(Duration::from_secs(60), session.wait_idle(0))
             .await
@@ -143,22 +138,10 @@ async fn cancelling_the_workflow_aborts_the_running_tool_and_ends_the_session() 
         "add",
         json!({"a": 1, "b": 2, "delay_ms": 60_000}),
     )]);
-    let (_rt, worker) = support::worker(&server.address, queue, Arc::new(script), tools()).await;
+    let (_rt, worker) = support::worker(&server.address, queue, activities(script)).await;
     support::with_worker(worker, async move {
-        let input = SessionInput {
-            model: support::faux_model(),
-            tools: tools().iter().map(ToolSpec::of).collect(),
-            ..SessionInput::default()
-        };
-        let session = sessions
-            .start("session-abort", input)
-            .await
-            .expect("started");
-        session
-            .prompt(vec![Message::user_text("Add slowly.")])
-            .await
-            .expect("prompt accepted");
-        until_a_tool_runs(&session).await;
+        let session = start(&sessions, "session-abort").await;
+        prompt_until_a_tool_runs(&session).await;
         session.abort().await.expect("cancelled");
         let output = tokio::time::timeout(Duration::from_secs(30), session.result())
             .await
@@ -196,25 +179,12 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
     ]);
     // Every workflow task replays the history: the abort's commands must be the same each
     // time (a nondeterministic one fails the task, and the run never ends).
-    let (_rt, worker) =
-        support::replaying_worker(&server.address, queue, Arc::new(script), tools()).await;
+    let (_rt, worker) = support::replaying_worker(&server.address, queue, activities(script)).await;
     support::with_worker(worker, async move {
-        let input = SessionInput {
-            model: support::faux_model(),
-            tools: tools().iter().map(ToolSpec::of).collect(),
-            ..SessionInput::default()
-        };
-        let session = sessions
-            .start("session-abort-run", input)
-            .await
-            .expect("started");
+        let session = start(&sessions, "session-abort-run").await;
         // While idle an abort does nothing.
         session.abort_run().await.expect("abort while idle");
-        session
-            .prompt(vec![Message::user_text("Add slowly.")])
-            .await
-            .expect("prompt accepted");
-        until_a_tool_runs(&session).await;
+        prompt_until_a_tool_runs(&session).await;
         session.abort_run().await.expect("aborted");
         let events = tokio::time::timeout(Duration::from_secs(30), session.wait_idle(0))
             .await
@@ -257,8 +227,27 @@ async fn aborting_a_run_cancels_the_running_tool_and_keeps_the_session() {
     .await;
 }
 
-/// Waits (30 s at most) until `session` has a tool call running.
-async fn until_a_tool_runs(session: &SessionHandle) {
+/// A worker's activities: `script` as the model, [`tools`] as the tools.
+fn activities(script: FauxModel) -> AgentActivities {
+    AgentActivities::new(Arc::new(script), tools())
+}
+
+/// Starts the session `id` on the faux model with [`tools`].
+async fn start(sessions: &Sessions, id: &str) -> SessionHandle {
+    let input = SessionInput {
+        model: support::faux_model(),
+        tools: tools().iter().map(ToolSpec::of).collect(),
+        ..SessionInput::default()
+    };
+    sessions.start(id, input).await.expect("started")
+}
+
+/// Prompts `session` to add slowly and waits (30 s at most) until its tool call runs.
+async fn prompt_until_a_tool_runs(session: &SessionHandle) {
+    session
+        .prompt(vec![Message::user_text("Add slowly.")])
+        .await
+        .expect("prompt accepted");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while session
         .state()

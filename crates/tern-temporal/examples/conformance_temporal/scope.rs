@@ -36,19 +36,13 @@ const HOOK_ACTIONS: &[&str] = &[
     "unsubscribe",
 ];
 
-/// The triggered actions a session runs: in the worker's listener, as a hook's, an abort
-/// of the run (which travels with the listener's answer), a wait and a snapshot.
-const TRIGGER_ACTIONS: &[&str] = &[
-    "steer",
-    "followUp",
-    "clearSteeringQueue",
-    "clearFollowUpQueue",
-    "clearAllQueues",
-    "unsubscribe",
+/// The triggered actions a session runs besides a hook's ([`HOOK_ACTIONS`]): in the
+/// worker's listener, an abort of the run (which travels with the listener's answer), a
+/// wait and a snapshot.
+const LISTENER_ONLY_ACTIONS: &[&str] = &[
     "abort",
     // In the listener: a wait inside the event's callback, the state the listener reads.
-    "sleep",
-    "snapshot",
+    "sleep", "snapshot",
 ];
 
 /// The events a run's abort cannot be placed at: they are published once the model
@@ -110,7 +104,8 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
         if let Some(at) = &a.at {
             // A trigger runs in the worker's listener, inside the event's callback: there
             // it can act on its session's queues and unsubscribe listeners, nothing else.
-            if !TRIGGER_ACTIONS.contains(&a.do_.as_str()) {
+            let action = a.do_.as_str();
+            if !HOOK_ACTIONS.contains(&action) && !LISTENER_ONLY_ACTIONS.contains(&action) {
                 return Some(format!(
                     "a triggered {} (at {}): a trigger runs in the worker's listener, which \
                      can act on its session's queues and run, unsubscribe listeners, wait \

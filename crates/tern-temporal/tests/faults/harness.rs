@@ -10,8 +10,8 @@ use serde_json::Value;
 use tern_ai::{Message, Model};
 use tern_temporal::{SessionHandle, SessionInput, Sessions, ToolSpec};
 
-use crate::dev_server::DevServer;
 use crate::server::Server;
+use crate::support::{self, dev_server::DevServer};
 use crate::worker::UNROUTED;
 
 const QUEUE: &str = "faults";
@@ -276,17 +276,6 @@ fn kill_at(
     Ok(false)
 }
 
-async fn connect(address: &str) -> Sessions {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match Sessions::connect(address, "default", QUEUE).await {
-            Ok(s) => return s,
-            Err(e) if Instant::now() > deadline => panic!("no Temporal at {address}: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-}
-
 struct Started {
     point: usize,
     handle: SessionHandle,
@@ -471,16 +460,9 @@ fn check(
 pub fn main() -> ExitCode {
     let target = env_usize("FAULTS_KILLS", 3);
     let per_round = env_usize("FAULTS_SESSIONS", 4);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::tokio_runtime("faults") {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("faults: no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let began = Instant::now();
     let per_round_kills = env_usize("FAULTS_ROUND_KILLS", 6);
@@ -534,7 +516,7 @@ async fn run(
     let temporal = DevServer::start();
     let server = Server::start(CHUNK_DELAY);
     let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
-    let sessions = connect(&temporal.address).await;
+    let sessions = support::sessions(&temporal.address, QUEUE).await;
     let mut pool = Pool {
         address: temporal.address.clone(),
         dir: dir.path().to_path_buf(),

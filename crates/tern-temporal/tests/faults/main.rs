@@ -14,15 +14,14 @@
 //! 30 kills landed. It prints `N passed, 0 failed` (N sessions checked).
 
 #[cfg(target_os = "linux")]
-#[allow(dead_code)]
-#[path = "../support/dev_server.rs"]
-mod dev_server;
-#[cfg(target_os = "linux")]
 mod harness;
 #[cfg(target_os = "linux")]
 #[allow(dead_code)]
 #[path = "../../../tern-durable/tests/crash/server.rs"]
 mod server;
+#[cfg(target_os = "linux")]
+#[path = "../support/mod.rs"]
+mod support;
 #[cfg(target_os = "linux")]
 mod worker;
 
@@ -49,4 +48,18 @@ fn main() -> std::process::ExitCode {
         }
     });
     libtest_mimic::run(&libtest_mimic::Arguments::from_args(), vec![trial]).exit_code()
+}
+
+/// The multi-thread runtime the harness and each worker process run on; `Err` after telling
+/// stderr why there is none.
+#[cfg(target_os = "linux")]
+fn tokio_runtime(program: &str) -> Result<tokio::runtime::Runtime, std::process::ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("{program}: no tokio runtime: {e}");
+            std::process::ExitCode::FAILURE
+        })
 }

@@ -99,16 +99,9 @@ pub fn main(args: &[String]) -> ExitCode {
         route: format!("/a/{slot}/l/{life}/"),
     });
     let activities = AgentActivities::new(stream_fn, tools).with_api_key(Some("faults-key".into()));
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match crate::tokio_runtime("worker") {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("worker: no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let run = rt.block_on(async {
         let client = connect_client(address, "default").await?;

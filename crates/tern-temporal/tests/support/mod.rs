@@ -4,13 +4,12 @@
 
 pub mod dev_server;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use temporalio_client::Client;
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
-use tern_agent::AgentTool;
-use tern_ai::{Message, Model, StreamFn};
+use tern_ai::{Message, Model};
 use tern_temporal::{
     build_worker, connect_client, runtime, AgentActivities, AgentWorkflow, Sessions,
 };
@@ -27,17 +26,14 @@ pub async fn sessions(address: &str, task_queue: &str) -> Sessions {
     }
 }
 
-/// A worker of this process; run it beside a test with [`with_worker`]. Keep the runtime
-/// alive while it runs.
+/// A worker of this process hosting `activities`; run it beside a test with
+/// [`with_worker`]. Keep the runtime alive while it runs.
 pub async fn worker(
     address: &str,
     task_queue: &str,
-    stream_fn: Arc<dyn StreamFn>,
-    tools: Vec<AgentTool>,
+    activities: AgentActivities,
 ) -> (Runtime, Worker) {
-    let client = connect_client(address, "default").await.expect("a client");
-    let rt = runtime().expect("a Temporal runtime");
-    let activities = AgentActivities::new(stream_fn, tools);
+    let (client, rt) = client_and_runtime(address).await;
     let worker = build_worker(&rt, client, task_queue, activities).expect("a worker");
     (rt, worker)
 }
@@ -47,19 +43,23 @@ pub async fn worker(
 pub async fn replaying_worker(
     address: &str,
     task_queue: &str,
-    stream_fn: Arc<dyn StreamFn>,
-    tools: Vec<AgentTool>,
+    activities: AgentActivities,
 ) -> (Runtime, Worker) {
-    let client = connect_client(address, "default").await.expect("a client");
-    let rt = runtime().expect("a Temporal runtime");
+    let (client, rt) = client_and_runtime(address).await;
     let options = WorkerOptions::new(task_queue)
         .register_workflow::<AgentWorkflow>()
         .expect("the workflow registers")
-        .register_activities(AgentActivities::new(stream_fn, tools))
+        .register_activities(activities)
         .max_cached_workflows(0)
         .build();
     let worker = Worker::new(&rt, client, options).expect("a worker");
     (rt, worker)
+}
+
+/// What a worker is built from: a client of the server at `address` and a Temporal runtime.
+async fn client_and_runtime(address: &str) -> (Client, Runtime) {
+    let client = connect_client(address, "default").await.expect("a client");
+    (client, runtime().expect("a Temporal runtime"))
 }
 
 /// Runs `body` while `worker` runs beside it on this thread (its workflows are not `Send`).
