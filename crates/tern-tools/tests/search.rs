@@ -1,6 +1,6 @@
 mod common;
 
-use common::{err, ok, ok_text, text, Sandbox};
+use common::{assert_texts, err, ok, ok_text, text, Sandbox};
 use serde_json::json;
 use tern_tools::{find_tool, grep_tool, ls_tool};
 
@@ -78,42 +78,32 @@ async fn grep_options_ignore_case_literal_glob_context() {
     assert!(t.contains("src/lib.rs:2: // todo lower"), "{t}");
     assert!(!t.contains("README"), "{t}");
 
-    let t = ok_text(
+    assert_texts(
         &grep_tool(&sb.config),
-        json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"}),
+        &[
+            (
+                json!({"pattern": "src/nested/*.rs", "glob": "src/nested/*.rs"}),
+                "No matches found",
+            ),
+            (
+                json!({"pattern": "TODO", "glob": "src/nested/*.rs"}),
+                "src/nested/deep.rs:1: // TODO deep",
+            ),
+            (
+                json!({"pattern": "println!(", "literal": true}),
+                "src/main.rs:3:     println!(\"Hello\");",
+            ),
+            (
+                json!({"pattern": "Hello", "context": 1, "path": "src"}),
+                "main.rs-2-     // TODO: greet\nmain.rs:3:     println!(\"Hello\");\nmain.rs-4- }",
+            ),
+            (
+                json!({"pattern": "Hello", "path": "src/main.rs"}),
+                "main.rs:3:     println!(\"Hello\");",
+            ),
+        ],
     )
     .await;
-    assert_eq!(t, "No matches found");
-    let t = ok_text(
-        &grep_tool(&sb.config),
-        json!({"pattern": "TODO", "glob": "src/nested/*.rs"}),
-    )
-    .await;
-    assert_eq!(t, "src/nested/deep.rs:1: // TODO deep");
-
-    let t = ok_text(
-        &grep_tool(&sb.config),
-        json!({"pattern": "println!(", "literal": true}),
-    )
-    .await;
-    assert_eq!(t, "src/main.rs:3:     println!(\"Hello\");");
-
-    let t = ok_text(
-        &grep_tool(&sb.config),
-        json!({"pattern": "Hello", "context": 1, "path": "src"}),
-    )
-    .await;
-    assert_eq!(
-        t,
-        "main.rs-2-     // TODO: greet\nmain.rs:3:     println!(\"Hello\");\nmain.rs-4- }"
-    );
-
-    let t = ok_text(
-        &grep_tool(&sb.config),
-        json!({"pattern": "Hello", "path": "src/main.rs"}),
-    )
-    .await;
-    assert_eq!(t, "main.rs:3:     println!(\"Hello\");");
 }
 
 #[tokio::test]
@@ -152,39 +142,44 @@ async fn grep_long_lines_are_cut() {
 #[tokio::test]
 async fn find_by_name_and_by_path_respecting_gitignore() {
     let sb = project();
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "*.rs"})).await;
-    assert_eq!(t, ".hidden.rs\nsrc/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs");
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "src/*.rs"})).await;
-    assert_eq!(t, "src/lib.rs\nsrc/main.rs");
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "./src/**/*.rs"})).await;
-    assert_eq!(t, "src/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs");
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "nested"})).await;
-    assert_eq!(t, "src/nested/");
-    let t = ok_text(
+    assert_texts(
         &find_tool(&sb.config),
-        json!({"pattern": "*.rs", "path": "src/nested"}),
+        &[
+            (
+                json!({"pattern": "*.rs"}),
+                ".hidden.rs\nsrc/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs",
+            ),
+            (json!({"pattern": "src/*.rs"}), "src/lib.rs\nsrc/main.rs"),
+            (
+                json!({"pattern": "./src/**/*.rs"}),
+                "src/lib.rs\nsrc/main.rs\nsrc/nested/deep.rs",
+            ),
+            (json!({"pattern": "nested"}), "src/nested/"),
+            (json!({"pattern": "*.rs", "path": "src/nested"}), "deep.rs"),
+            // Smart case: an all-lowercase pattern ignores case.
+            (json!({"pattern": "readme*"}), "README.md"),
+        ],
     )
     .await;
-    assert_eq!(t, "deep.rs");
-    // Smart case: an all-lowercase pattern ignores case.
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "readme*"})).await;
-    assert_eq!(t, "README.md");
 }
 
 #[tokio::test]
 async fn find_limit_and_no_match() {
     let sb = project();
-    let t = ok_text(
+    assert_texts(
         &find_tool(&sb.config),
-        json!({"pattern": "*.rs", "limit": 1}),
+        &[
+            (
+                json!({"pattern": "*.rs", "limit": 1}),
+                ".hidden.rs\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]",
+            ),
+            (
+                json!({"pattern": "*.zzz"}),
+                "No files found matching pattern",
+            ),
+        ],
     )
     .await;
-    assert_eq!(
-        t,
-        ".hidden.rs\n\n[1 results limit reached. Use limit=2 for more, or refine pattern]"
-    );
-    let t = ok_text(&find_tool(&sb.config), json!({"pattern": "*.zzz"})).await;
-    assert_eq!(t, "No files found matching pattern");
     let e = err(&find_tool(&sb.config), json!({"pattern": "[", "path": "."})).await;
     assert!(e.starts_with("Invalid glob pattern"), "{e}");
 }

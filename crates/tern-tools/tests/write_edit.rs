@@ -1,7 +1,8 @@
 mod common;
 
 use common::{err, ok, text, Sandbox};
-use serde_json::json;
+use serde_json::{json, Value};
+use tern_agent::ToolResult;
 use tern_tools::{edit_tool, write_tool};
 
 #[tokio::test]
@@ -61,12 +62,27 @@ async fn write_to_a_directory_fails() {
     assert!(e.contains("Could not write d"), "{e}");
 }
 
+/// A sandbox whose `path` holds `content`, after a successful `edit` with `args`.
+async fn edited(path: &str, content: &str, args: Value) -> (Sandbox, ToolResult) {
+    let sb = Sandbox::new();
+    sb.write(path, content);
+    let r = ok(&edit_tool(&sb.config), args).await;
+    (sb, r)
+}
+
+/// A sandbox whose `path` holds `content`, and the error of an `edit` with `args`.
+async fn edit_error(path: &str, content: &str, args: Value) -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    sb.write(path, content);
+    let e = err(&edit_tool(&sb.config), args).await;
+    (sb, e)
+}
+
 #[tokio::test]
 async fn edit_replaces_unique_text_and_returns_a_unified_diff() {
-    let sb = Sandbox::new();
-    sb.write("a.rs", "fn main() {\n    println!(\"hi\");\n}\n");
-    let r = ok(
-        &edit_tool(&sb.config),
+    let (sb, r) = edited(
+        "a.rs",
+        "fn main() {\n    println!(\"hi\");\n}\n",
         json!({"path": "a.rs", "edits": [{"oldText": "\"hi\"", "newText": "\"hello\""}]}),
     )
     .await;
@@ -90,10 +106,9 @@ async fn edit_replaces_unique_text_and_returns_a_unified_diff() {
 
 #[tokio::test]
 async fn edit_with_several_disjoint_edits() {
-    let sb = Sandbox::new();
-    sb.write("a.txt", "alpha\nbeta\ngamma\n");
-    ok(
-        &edit_tool(&sb.config),
+    let (sb, _) = edited(
+        "a.txt",
+        "alpha\nbeta\ngamma\n",
         json!({"path": "a.txt", "edits": [
             {"oldText": "gamma", "newText": "GAMMA"},
             {"oldText": "alpha", "newText": "ALPHA"}
@@ -105,10 +120,9 @@ async fn edit_with_several_disjoint_edits() {
 
 #[tokio::test]
 async fn edit_accepts_legacy_top_level_old_and_new_text() {
-    let sb = Sandbox::new();
-    sb.write("a.txt", "one two\n");
-    ok(
-        &edit_tool(&sb.config),
+    let (sb, _) = edited(
+        "a.txt",
+        "one two\n",
         json!({"path": "a.txt", "oldText": "two", "newText": "three"}),
     )
     .await;
@@ -117,10 +131,9 @@ async fn edit_accepts_legacy_top_level_old_and_new_text() {
 
 #[tokio::test]
 async fn edit_text_that_occurs_several_times_says_how_many() {
-    let sb = Sandbox::new();
-    sb.write("a.txt", "x = 1\nx = 1\nx = 1\n");
-    let e = err(
-        &edit_tool(&sb.config),
+    let (sb, e) = edit_error(
+        "a.txt",
+        "x = 1\nx = 1\nx = 1\n",
         json!({"path": "a.txt", "edits": [{"oldText": "x = 1", "newText": "x = 2"}]}),
     )
     .await;
@@ -130,10 +143,9 @@ async fn edit_text_that_occurs_several_times_says_how_many() {
 
 #[tokio::test]
 async fn edit_text_not_found() {
-    let sb = Sandbox::new();
-    sb.write("a.txt", "hello\n");
-    let e = err(
-        &edit_tool(&sb.config),
+    let (_, e) = edit_error(
+        "a.txt",
+        "hello\n",
         json!({"path": "a.txt", "edits": [{"oldText": "bye", "newText": "x"}]}),
     )
     .await;
@@ -145,10 +157,9 @@ async fn edit_text_not_found() {
 
 #[tokio::test]
 async fn edit_overlapping_edits_are_refused() {
-    let sb = Sandbox::new();
-    sb.write("a.txt", "abcdef\n");
-    let e = err(
-        &edit_tool(&sb.config),
+    let (_, e) = edit_error(
+        "a.txt",
+        "abcdef\n",
         json!({"path": "a.txt", "edits": [
             {"oldText": "abcd", "newText": "x"},
             {"oldText": "cdef", "newText": "y"}
@@ -167,9 +178,9 @@ async fn edit_missing_file_and_empty_old_text() {
     )
     .await;
     assert_eq!(e, "Could not edit file: nope.txt. File not found.");
-    sb.write("a.txt", "a\n");
-    let e = err(
-        &edit_tool(&sb.config),
+    let (_, e) = edit_error(
+        "a.txt",
+        "a\n",
         json!({"path": "a.txt", "edits": [{"oldText": "", "newText": "b"}]}),
     )
     .await;
@@ -178,10 +189,9 @@ async fn edit_missing_file_and_empty_old_text() {
 
 #[tokio::test]
 async fn edit_keeps_crlf_line_endings_and_bom() {
-    let sb = Sandbox::new();
-    sb.write("win.txt", "\u{feff}first\r\nsecond\r\nthird\r\n");
-    ok(
-        &edit_tool(&sb.config),
+    let (sb, _) = edited(
+        "win.txt",
+        "\u{feff}first\r\nsecond\r\nthird\r\n",
         json!({"path": "win.txt", "edits": [{"oldText": "first\nsecond", "newText": "1st\n2nd"}]}),
     )
     .await;

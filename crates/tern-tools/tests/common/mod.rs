@@ -50,6 +50,13 @@ pub async fn ok_text(tool: &AgentTool, args: Value) -> String {
     text(&ok(tool, args).await)
 }
 
+/// Runs `tool` with each case's arguments: each call must succeed with the case's text.
+pub async fn assert_texts(tool: &AgentTool, cases: &[(Value, &str)]) {
+    for (args, expected) in cases {
+        assert_eq!(ok_text(tool, args.clone()).await, *expected, "{args}");
+    }
+}
+
 pub async fn err(tool: &AgentTool, args: Value) -> String {
     match run(tool, args).await {
         Ok(r) => panic!(
