@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_contains, command, dirs, messages, run, stderr, Reply, Server};
+use common::{
+    assert_contains, assert_exit, command, dirs, last_user, run, run_against, stderr, Reply, Server,
+};
 
 #[test]
 fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
@@ -12,24 +14,11 @@ fn an_image_for_a_text_only_model_is_left_out_with_a_note() {
     std::fs::write(cwd.path().join("pic.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
     std::fs::write(cwd.path().join("notes.txt"), "NOTE-BODY").unwrap();
     let server = Server::start(vec![Reply::text("ok")]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--base-url",
-        &server.url,
-        "-p",
-        "@notes.txt",
-        "@pic.png",
-        "describe",
-    ]);
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let args = ["-p", "@notes.txt", "@pic.png", "describe"];
+    let o = run_against(home.path(), cwd.path(), &server, &args);
+    assert_exit(&o, 0);
     assert_contains(&stderr(&o), "takes no images; 1 attached image(s) not sent");
-    let reqs = server.requests();
-    let user = messages(&reqs[0])
-        .into_iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap();
+    let user = last_user(&server.requests()[0]);
     let text = user["content"].to_string();
     let root = cwd.path().canonicalize().unwrap();
     let notes = format!(
@@ -51,7 +40,7 @@ fn a_missing_file_is_named() {
     let mut c = command(home.path(), cwd.path());
     c.args(["--base-url", "http://127.0.0.1:9/v1", "-p", "@gone.txt"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     assert_contains(&stderr(&o), "File not found: ");
 }
 
@@ -75,13 +64,8 @@ fn a_large_image_is_sent_resized_as_pi_resizes_it() {
     let mut c = command(home.path(), cwd.path());
     c.args(["--model", "scripted/vision", "-p", "@big.png", "describe"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let reqs = server.requests();
-    let user = messages(&reqs[0])
-        .into_iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap();
+    assert_exit(&o, 0);
+    let user = last_user(&server.requests()[0]);
     let parts = user["content"].as_array().expect("parts").clone();
     let text = parts[0]["text"].as_str().unwrap_or_default();
     assert!(

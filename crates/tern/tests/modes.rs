@@ -3,7 +3,8 @@
 mod common;
 
 use common::{
-    assert_contains, command, dirs, parse_lines, run, stderr, stdout, text_of, Reply, Server,
+    assert_contains, assert_exit, command, dirs, last_user, parse_lines, run, run_against, stderr,
+    stdout, text_of, Reply, Server,
 };
 use serde_json::json;
 
@@ -12,17 +13,9 @@ fn print_mode_answers_after_a_tool_round_trip() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("notes.txt"), "launch code: TANGO-42\n").unwrap();
     let server = Server::reading("notes.txt", &["The code is TANGO-42."]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--base-url",
-        &server.url,
-        "--model",
-        "whatever-local",
-        "-p",
-        "What is the code?",
-    ]);
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let args = ["--model", "whatever-local", "-p", "What is the code?"];
+    let o = run_against(home.path(), cwd.path(), &server, &args);
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), "The code is TANGO-42.");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2);
@@ -35,9 +28,7 @@ fn print_mode_answers_after_a_tool_round_trip() {
 fn provider_error_exits_1_with_the_reason_on_stderr() {
     let (home, cwd) = dirs();
     let server = Server::start(vec![Reply::Error(400, "model overloaded by test".into())]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "-p", "hi"]);
-    let o = run(c);
+    let o = run_against(home.path(), cwd.path(), &server, &["-p", "hi"]);
     assert_eq!(o.status.code(), Some(1));
     assert_contains(&stderr(&o), "model overloaded by test");
     assert!(stdout(&o).is_empty());
@@ -121,14 +112,8 @@ fn piped_stdin_and_at_file_join_the_prompt() {
         si.write_all(b"PIPED-DIFF").unwrap();
     }
     let o = common::wait_output(child, std::time::Duration::from_secs(30));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let msgs = common::messages(&server.requests()[0]);
-    let user = msgs
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .unwrap()
-        .to_string();
+    assert_exit(&o, 0);
+    let user = last_user(&server.requests()[0]).to_string();
     let (a, b, c) = (
         user.find("PIPED-DIFF").unwrap(),
         user.find("SPEC-BODY").unwrap(),
@@ -137,8 +122,7 @@ fn piped_stdin_and_at_file_join_the_prompt() {
     assert!(a < b && b < c, "{user}");
     // As pi: each further message argument is a prompt of its own, sent after the first.
     assert!(!user.contains("this"), "{user}");
-    let second = common::messages(&server.requests()[1]);
-    let last = second.iter().rev().find(|m| m["role"] == "user").unwrap();
+    let last = last_user(&server.requests()[1]);
     assert!(last.to_string().contains("this"), "{last}");
 }
 
@@ -147,18 +131,15 @@ fn json_mode_lines_follow_the_event_grammar() {
     let (home, cwd) = dirs();
     std::fs::write(cwd.path().join("a.txt"), "alpha").unwrap();
     let server = Server::reading("a.txt", &["It says alpha."]);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--base-url",
-        &server.url,
+    let args = [
         "--tools",
         "read,grep,find,ls",
         "--mode",
         "json",
         "what is in a.txt?",
-    ]);
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    ];
+    let o = run_against(home.path(), cwd.path(), &server, &args);
+    assert_exit(&o, 0);
     let lines = parse_lines(&stdout(&o));
     let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
     // pi's framing: the session header, the run's events, then agent_settled.
@@ -210,19 +191,16 @@ fn max_turns_ends_the_run_with_code_3() {
         .map(|i| Reply::tool(&format!("call_{i}"), "ls", json!({})))
         .collect();
     let server = Server::start(script);
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "--base-url",
-        &server.url,
+    let args = [
         "--tools",
         "read,grep,find,ls",
         "--max-turns",
         "2",
         "-p",
         "loop forever",
-    ]);
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    ];
+    let o = run_against(home.path(), cwd.path(), &server, &args);
+    assert_exit(&o, 3);
     assert_contains(&stderr(&o), "not confirmed complete");
     assert_eq!(server.requests().len(), 2);
 }
@@ -231,11 +209,14 @@ fn max_turns_ends_the_run_with_code_3() {
 fn timeout_aborts_with_code_3() {
     let (home, cwd) = dirs();
     let server = Server::start(vec![Reply::Hang]);
-    let mut c = command(home.path(), cwd.path());
-    c.args(["--base-url", &server.url, "--timeout", "1", "-p", "hang"]);
     let start = std::time::Instant::now();
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = run_against(
+        home.path(),
+        cwd.path(),
+        &server,
+        &["--timeout", "1", "-p", "hang"],
+    );
+    assert_exit(&o, 3);
     assert!(start.elapsed().as_secs() < 15);
     assert_contains(&stderr(&o), "timeout");
 }
@@ -246,7 +227,7 @@ fn demo_runs_offline_and_is_labelled() {
     let mut c = command(home.path(), cwd.path());
     c.args(["--demo"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(stderr(&o).contains("scripted"));
     assert!(stderr(&o).contains("read"));
     assert!(stdout(&o).contains("first([])"));
@@ -268,7 +249,7 @@ fn the_config_file_supplies_defaults() {
     .unwrap();
     c.args(["-p", "hi"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), "configured");
     let req = &server.requests()[0];
     assert_eq!(req["model"], "cfg-model");
@@ -307,7 +288,7 @@ fn ctrl_c_in_print_mode_aborts_with_130() {
         .unwrap();
     assert!(killed.success());
     let o = common::wait_output(child, std::time::Duration::from_secs(15));
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_exit(&o, 130);
     assert!(stderr(&o).contains("aborted"));
 }
 
@@ -318,7 +299,7 @@ fn dash_v_prints_the_version_as_pi_takes_it() {
         let mut c = command(home.path(), cwd.path());
         c.arg(flag);
         let o = run(c);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_exit(&o, 0);
         assert_eq!(
             stdout(&o).trim(),
             format!("tern {}", env!("CARGO_PKG_VERSION"))

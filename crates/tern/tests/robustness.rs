@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use common::killed::{wait_for_pid, BASH};
 use common::{
-    assert_contains, command, dirs, json_lines, run, stderr, stdout, text_of, wait_output, Reply,
-    Rpc, Server,
+    assert_contains, assert_exit, command, dirs, json_lines, run, run_against, stderr, stdout,
+    text_of, wait_output, Reply, Rpc, Server,
 };
 use serde_json::{json, Value};
 
+/// `tern -p` with `extra`, then `prompt`, against `server`.
 fn print_run(
     home: &Path,
     cwd: &Path,
@@ -22,11 +23,21 @@ fn print_run(
     extra: &[&str],
     prompt: &str,
 ) -> std::process::Output {
-    let mut c = command(home, cwd);
-    c.args(["-p", "--base-url", &server.url])
-        .args(extra)
-        .arg(prompt);
-    run(c)
+    run_against(home, cwd, server, &[&["-p"], extra, &[prompt]].concat())
+}
+
+/// A print run with no session and no retries, which fails (exit 1) at the server's first
+/// error.
+fn fails_untried(home: &Path, cwd: &Path, server: &Server) -> std::process::Output {
+    let o = print_run(
+        home,
+        cwd,
+        server,
+        &["--no-session", "--max-retries", "0"],
+        "hi",
+    );
+    assert_exit(&o, 1);
+    o
 }
 
 #[test]
@@ -37,7 +48,7 @@ fn a_last_line_without_its_newline_keeps_the_history() {
     let server = Server::answering(&["one", "two", "three", "four"]);
     for (prompt, cut) in [("q1", false), ("q2", true), ("q3", false), ("q4", false)] {
         let o = print_run(home.path(), cwd.path(), &server, &["--session", f], prompt);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_exit(&o, 0);
         if cut {
             // `truncate -s -1`: only the final newline goes.
             let text = std::fs::read(&file).unwrap();
@@ -57,7 +68,7 @@ fn a_second_writer_of_a_session_is_refused() {
     let f = file.to_str().unwrap();
     let server = Server::start(vec![Reply::text("first")]);
     let o = print_run(home.path(), cwd.path(), &server, &["--session", f], "q1");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
 
     // An RPC process resumes the file and holds it.
     let mut rpc = Rpc::start(home.path(), cwd.path(), &server, &["--session", f]);
@@ -65,7 +76,7 @@ fn a_second_writer_of_a_session_is_refused() {
     assert_eq!(state["success"], true, "{state}");
 
     let o = print_run(home.path(), cwd.path(), &server, &["--session", f], "q2");
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     assert!(
         stderr(&o).contains("s.jsonl") && stderr(&o).contains("in use"),
         "{}",
@@ -83,19 +94,16 @@ fn a_key_echoed_by_the_provider_is_written_nowhere() {
         format!("Incorrect API key provided: {key}. You can find your API key at ..."),
     )]);
     let file = home.path().join("s.jsonl");
-    let mut c = command(home.path(), cwd.path());
-    c.args([
-        "-p",
-        "--base-url",
-        &server.url,
+    let flags = [
         "--api-key",
         key,
         "--max-retries",
         "0",
-    ])
-    .args(["--session", file.to_str().unwrap(), "hello"]);
-    let o = run(c);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        "--session",
+        file.to_str().unwrap(),
+    ];
+    let o = print_run(home.path(), cwd.path(), &server, &flags, "hello");
+    assert_exit(&o, 1);
     let err = stderr(&o);
     assert!(
         err.contains("Incorrect API key provided: [redacted]"),
@@ -130,7 +138,7 @@ fn a_transient_429_is_retried() {
         Reply::text("made it"),
     ]);
     let o = print_run(home.path(), cwd.path(), &server, &["--no-session"], "hi");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), "made it");
     assert_eq!(server.requests().len(), 3);
 
@@ -139,14 +147,7 @@ fn a_transient_429_is_retried() {
         Reply::Error(429, "slow down".into()),
         Reply::text("x"),
     ]);
-    let o = print_run(
-        home.path(),
-        cwd.path(),
-        &server,
-        &["--no-session", "--max-retries", "0"],
-        "hi",
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    fails_untried(home.path(), cwd.path(), &server);
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -164,7 +165,7 @@ fn a_silent_server_times_out_in_the_cli_words_and_the_answer_is_marked_partial()
         "hi",
     );
     assert!(started.elapsed() < Duration::from_secs(20));
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_exit(&o, 1);
     assert_eq!(stdout(&o).trim(), "Thinking about it");
     let err = stderr(&o);
     assert!(
@@ -190,7 +191,7 @@ fn escape_sequences_reach_the_terminal_only_in_json_modes() {
     let evil = "clear\x1b[2J title\x1b]0;owned\x07 done";
     let server = Server::start(vec![Reply::text(evil), Reply::text(evil)]);
     let o = print_run(home.path(), cwd.path(), &server, &["--no-session"], "hi");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert_eq!(stdout(&o).trim(), "clear[2J title]0;owned done");
 
     let o = print_run(
@@ -208,14 +209,7 @@ fn escape_sequences_reach_the_terminal_only_in_json_modes() {
         Reply::tool("c1", "evil\x1b]0;owned\x07", json!({})),
         Reply::Error(400, "bad\x1b[2J request".into()),
     ]);
-    let o = print_run(
-        home.path(),
-        cwd.path(),
-        &server,
-        &["--no-session", "--max-retries", "0"],
-        "hi",
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = fails_untried(home.path(), cwd.path(), &server);
     assert_contains(&stderr(&o), "request failed");
     assert!(!stderr(&o).contains('\x1b'), "{:?}", stderr(&o));
 }
@@ -303,7 +297,7 @@ fn sandbox_flags_reach_bash() {
         ],
         "make a file",
     );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     assert!(
         !cwd.path().join("made.txt").exists(),
         "read-only let bash write"
@@ -346,7 +340,7 @@ fn sandbox_flags_reach_bash() {
         .args(BASH)
         .args(["--pass-env", "MY_TOKEN", "go"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_exit(&o, 0);
     let env = std::fs::read_to_string(cwd.path().join("env.txt")).unwrap();
     assert_eq!(env.trim(), "A=passed-through B=");
 }
@@ -383,7 +377,7 @@ fn add_dir_opens_one_named_folder_outside_and_nothing_else() {
         }
         c.arg("go");
         let o = run(c);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_exit(&o, 0);
         let requests = server.requests();
         let result = |n: usize| text_of(&requests[n]);
         assert!(result(1).contains("ADDED-NOTE"), "{}", result(1));
@@ -400,6 +394,6 @@ fn add_dir_opens_one_named_folder_outside_and_nothing_else() {
     c.args(["-p", "--no-session", "--base-url", "http://127.0.0.1:9/v1"])
         .args(["--add-dir", "no-such-folder", "go"]);
     let o = run(c);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_exit(&o, 2);
     assert_contains(&stderr(&o), "no-such-folder");
 }

@@ -323,6 +323,20 @@ pub fn command(home: &Path, cwd: &Path) -> Command {
     c
 }
 
+/// Runs tern in `home` and `cwd` against `server` (`--base-url`) with `args`, and returns its
+/// output.
+pub fn run_against(home: &Path, cwd: &Path, server: &Server, args: &[&str]) -> Output {
+    let mut c = command(home, cwd);
+    c.args(["--base-url", &server.url]).args(args);
+    run(c)
+}
+
+/// Asserts that a run exited with `code`, showing its stderr when it did not.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "stderr: {}", stderr(o));
+}
+
 /// Runs the command with stdin closed and returns its output (30 s at most).
 pub fn run(mut c: Command) -> Output {
     c.stdin(Stdio::null())
@@ -388,6 +402,17 @@ pub fn assert_contains(text: &str, part: &str) {
 /// The `messages` of a Chat Completions request body.
 pub fn messages(body: &Value) -> Vec<Value> {
     body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+/// The last user message of a Chat Completions request body; a request without one fails
+/// the test.
+#[track_caller]
+pub fn last_user(body: &Value) -> Value {
+    messages(body)
+        .into_iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap_or_else(|| panic!("no user message in {body}"))
 }
 
 /// All the text of a request's messages, for `contains` checks.
