@@ -188,8 +188,11 @@ impl Runtime {
             t.abort();
         }
         self.agent.wait_for_idle().await;
-        // Input accepted from here on waits in the agent's queues for the next run.
+        // Input accepted from here on waits in the agent's queues for the next run; input
+        // being accepted now reaches them first.
+        let no_input_in_flight = self.queueing.lock().await;
         self.current.set(None);
+        drop(no_input_in_flight);
         *self.between_turns.lock() = None;
         *self.limits.ended_by.lock() = run.ended_by();
         if let Err(e) = run.finish(run_end(&run, &result)).await {
@@ -320,6 +323,7 @@ impl Runtime {
     }
 
     async fn queue(&self, queue: Queue, message: Message) -> Option<String> {
+        let _current_stays = self.queueing.lock().await;
         if let Some(run) = self.current.get() {
             let accepted = match queue {
                 Queue::FollowUp => run.follow_up(message.clone()).await,

@@ -42,6 +42,10 @@ pub struct Runtime {
     pub cwd: PathBuf,
     /// The durable run that is going, if one is.
     pub current: Current,
+    /// Held while input is queued into the current run and while a run stops being
+    /// current: input a run accepted is in its agent's queues before the run lets go of the
+    /// agent (a message accepted as the run ends would otherwise be journaled and dropped).
+    pub(crate) queueing: tokio::sync::Mutex<()>,
     /// Records the agent's messages into the session (replaced when a recovered run
     /// replays messages the file already holds).
     pub(crate) recording: Mutex<Option<Subscription>>,
@@ -300,6 +304,7 @@ pub fn build(o: BuildOptions) -> Result<Runtime, UsageError> {
         skills: o.skills,
         cwd: o.cwd,
         current,
+        queueing: Default::default(),
         recording: Mutex::new(Some(recording)),
         inputs: Mutex::new(None),
         memory_journal: Mutex::new(Default::default()),
