@@ -297,6 +297,8 @@ wait_for "Esc: no reason): keep the build folder" "deny-reason-typed"
 tmux send-keys -t "$S" Enter
 wait_for "denied bash rm -rf build (keep the build folder)" "denied-with-reason"
 wait_for "Understood, keeping it." "answer-after-denial"
+# /fork waits for the run to end (while it works the command says so).
+wait_for "ready" "idle-after-denial"
 # /fork lists the prompts; /fork N starts a new session before prompt N, its text on the input.
 tmux send-keys -t "$S" "/fork" Enter
 wait_for "/fork N starts a new session from before prompt N" "fork-list"
