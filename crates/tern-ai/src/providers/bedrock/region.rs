@@ -11,11 +11,7 @@ use crate::stream_fn::StreamOptions;
 /// first, then the process's).
 pub(super) fn configured_region(options: &StreamOptions) -> Option<String> {
     options
-        .bedrock
-        .region
-        .clone()
-        .filter(|r| !r.is_empty())
-        .or_else(|| options.env_var("AWS_REGION"))
+        .option_or_env(&options.bedrock.region, "AWS_REGION")
         .or_else(|| options.env_var("AWS_DEFAULT_REGION"))
 }
 

@@ -44,6 +44,25 @@ pub(crate) struct Signable<'a> {
     pub payload: &'a [u8],
 }
 
+impl<'a> Signable<'a> {
+    /// A `POST` of `payload` to `url`, whose `host` header is `host`.
+    pub fn post(
+        url: &'a reqwest::Url,
+        host: &'a str,
+        headers: &'a [(String, String)],
+        payload: &'a [u8],
+    ) -> Self {
+        Signable {
+            method: "POST",
+            host,
+            path: url.path(),
+            query: url.query().unwrap_or(""),
+            headers,
+            payload,
+        }
+    }
+}
+
 /// Where the signature is valid: region, service and time.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Scope<'a> {

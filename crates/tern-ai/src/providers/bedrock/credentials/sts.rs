@@ -84,14 +84,7 @@ pub(crate) async fn assume_role(
         "application/x-www-form-urlencoded".to_string(),
     )];
     let signature = sign(
-        &Signable {
-            method: "POST",
-            host: &host,
-            path: parsed.path(),
-            query: parsed.query().unwrap_or(""),
-            headers: &headers,
-            payload: body.as_bytes(),
-        },
+        &Signable::post(&parsed, &host, &headers, body.as_bytes()),
         source,
         &Scope {
             region: role.region,

@@ -209,14 +209,7 @@ fn serialized_request(
         .ok_or_else(|| format!("regional_cred_verification_url {url} has no host"))?;
     let service = host.split('.').next().unwrap_or_default().to_string();
     let signed = sign(
-        &Signable {
-            method: "POST",
-            host: &host,
-            path: parsed.path(),
-            query: parsed.query().unwrap_or(""),
-            headers: &[],
-            payload: b"",
-        },
+        &Signable::post(&parsed, &host, &[], b""),
         keys,
         &Scope {
             region,
