@@ -171,6 +171,17 @@ impl StreamOptions {
             .cloned()
             .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
     }
+
+    /// A request option unless it is empty, else the variable `name` ([`env_var`]): how
+    /// every provider option that has an environment variable is read.
+    ///
+    /// [`env_var`]: Self::env_var
+    pub(crate) fn option_or_env(&self, option: &Option<String>, name: &str) -> Option<String> {
+        option
+            .clone()
+            .filter(|v| !v.is_empty())
+            .or_else(|| self.env_var(name))
+    }
 }
 
 /// Options of one request that only `azure-openai-responses` reads (pi-ai's

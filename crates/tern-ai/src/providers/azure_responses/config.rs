@@ -45,9 +45,8 @@ fn deployment_from_map(map: Option<&str>, id: &str) -> Option<String> {
 
 /// The API version: the `azureApiVersion` option, `AZURE_OPENAI_API_VERSION`, else `v1`.
 pub(super) fn api_version(options: &StreamOptions) -> String {
-    (options.azure.api_version.clone())
-        .filter(|v| !v.is_empty())
-        .or_else(|| options.env_var("AZURE_OPENAI_API_VERSION"))
+    options
+        .option_or_env(&options.azure.api_version, "AZURE_OPENAI_API_VERSION")
         .unwrap_or_else(|| DEFAULT_API_VERSION.to_string())
 }
 
@@ -62,11 +61,7 @@ pub(super) fn base_url(model: &Model, options: &StreamOptions) -> Result<String,
         .or_else(|| options.env_var("AZURE_OPENAI_BASE_URL").and_then(trimmed));
     let from_resource = || {
         options
-            .azure
-            .resource_name
-            .clone()
-            .filter(|r| !r.is_empty())
-            .or_else(|| options.env_var("AZURE_OPENAI_RESOURCE_NAME"))
+            .option_or_env(&options.azure.resource_name, "AZURE_OPENAI_RESOURCE_NAME")
             .map(|r| format!("https://{r}.openai.azure.com/openai/v1"))
     };
     let url = configured
