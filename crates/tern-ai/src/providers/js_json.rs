@@ -53,3 +53,13 @@ pub(crate) fn js_join_item(v: Option<&Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
+
+/// The string members of a JSON object as name/value pairs (others are skipped); none for
+/// anything but an object: how a JSON `headers` or `env` object is read.
+pub(crate) fn string_members<C: FromIterator<(String, String)>>(v: Option<&Value>) -> C {
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}

@@ -8,6 +8,7 @@ use super::server::{responses_of, start_server, CapturedRequest};
 use crate::message::{Message, ThinkingLevel, ToolDeclaration};
 use crate::model::Model;
 use crate::providers::is_context_overflow;
+use crate::providers::js_json::string_members;
 use crate::stream_fn::{Context, StreamOptions};
 use crate::transcript::normalize_context;
 
@@ -96,15 +97,7 @@ pub fn case_inputs(case: &Value, origin: &str) -> Result<(Model, Context, Stream
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default(),
-        env: o
-            .get("env")
-            .and_then(Value::as_object)
-            .map(|env| {
-                env.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        env: string_members(o.get("env")),
         transport: o
             .get("transport")
             .and_then(Value::as_str)

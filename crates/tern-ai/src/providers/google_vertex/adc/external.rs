@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use super::SCOPE;
 use crate::providers::http::{form_body, send_plain, send_plain_headers, SendError};
+use crate::providers::js_json::string_members;
 use crate::stream_fn::StreamOptions;
 
 /// The audiences of workforce pools (matched anywhere in the audience, as the SDK does).
@@ -279,15 +280,7 @@ async fn plain_source(source: &Value, options: &StreamOptions) -> Result<String,
             .await
             .map_err(|e| format!("the subject token file {file} cannot be read ({e})"))?,
         (None, Some(url)) => {
-            let headers: Vec<(String, String)> = source
-                .get("headers")
-                .and_then(Value::as_object)
-                .map(|h| {
-                    h.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let headers: Vec<(String, String)> = string_members(source.get("headers"));
             let sent =
                 send_plain(reqwest::Method::GET, &url, &headers, String::new(), options).await;
             let (status, body) = sent.map_err(|e| send_error(&url, e))?;
