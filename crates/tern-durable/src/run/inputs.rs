@@ -184,6 +184,10 @@ impl DurableRun {
     }
 
     /// Accepts a steering message: journaled, then queued. Returns its id.
+    ///
+    /// It is queued in the attached agent; once [`finish`](Self::finish) has detached it,
+    /// input is journaled and queued nowhere, so a host that queues while a run ends makes
+    /// the two happen one after the other (tern's CLI holds a lock across both).
     pub async fn steer(&self, message: Message) -> Result<String, JournalError> {
         self.accept_and_deliver(Queue::Steer, message).await
     }
