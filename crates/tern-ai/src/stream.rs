@@ -54,17 +54,25 @@ impl<E> Chunks<E> {
         }
     }
 
+    // Inlined into the push loops (a response can push 100k events); the rare step out of
+    // line.
+    #[inline]
     fn push(&mut self, event: E) {
         if self.last.len() == self.last.capacity() {
-            // At most 1,024 events a chunk: larger blocks come from mmap and fault their pages in
-            // anew for every response.
-            let cap = (self.last.capacity() * 2).clamp(8, 1024);
-            let full = std::mem::replace(&mut self.last, Vec::with_capacity(cap));
-            if !full.is_empty() {
-                self.full.push(full);
-            }
+            self.next_chunk();
         }
         self.last.push(event);
+    }
+
+    #[cold]
+    fn next_chunk(&mut self) {
+        // At most 1,024 events a chunk: larger blocks come from mmap and fault their pages in
+        // anew for every response.
+        let cap = (self.last.capacity() * 2).clamp(8, 1024);
+        let full = std::mem::replace(&mut self.last, Vec::with_capacity(cap));
+        if !full.is_empty() {
+            self.full.push(full);
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -115,6 +123,9 @@ struct State<E: StreamEvent> {
     result: Option<E::Output>,
     consumer: Option<Waker>,
     result_waiters: Vec<Waker>,
+    // Why the producer failed part-way (assistant streams); kept here rather than in an
+    // allocation of its own per response.
+    failure: Option<String>,
 }
 
 struct Shared<E: StreamEvent> {
@@ -123,8 +134,16 @@ struct Shared<E: StreamEvent> {
 
 impl<E: StreamEvent> Shared<E> {
     fn finish(&self, result: Option<E::Output>) {
+        self.finish_with(result, None);
+    }
+
+    /// Ends the stream; `failure`, when given, is recorded unless the stream was done.
+    fn finish_with(&self, result: Option<E::Output>, failure: Option<String>) {
         let wakers = {
             let mut st = self.state.lock();
+            if failure.is_some() && !st.done {
+                st.failure = failure;
+            }
             st.done = true;
             if result.is_some() && st.result.is_none() {
                 st.result = result;
@@ -166,6 +185,7 @@ pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
             result: None,
             consumer: None,
             result_waiters: Vec::new(),
+            failure: None,
         }),
     });
     (
@@ -331,27 +351,23 @@ pub struct AssistantMessageEventSender {
     inner: EventSender<AssistantMessageEvent>,
     started_at_ms: u64,
     started: crate::clock::Stopwatch,
-    failure: Arc<Mutex<Option<String>>>,
 }
 
 /// The stream of one assistant response.
 pub struct AssistantMessageEventStream {
     inner: EventStream<AssistantMessageEvent>,
-    failure: Arc<Mutex<Option<String>>>,
 }
 
 /// A connected sender and assistant-message stream; the response's clock starts now.
 pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEventStream) {
     let (tx, rx) = event_stream();
-    let failure = Arc::new(Mutex::new(None));
     (
         AssistantMessageEventSender {
             inner: tx,
             started_at_ms: now_ms(),
             started: crate::clock::Stopwatch::start(),
-            failure: failure.clone(),
         },
-        AssistantMessageEventStream { inner: rx, failure },
+        AssistantMessageEventStream { inner: rx },
     )
 }
 
@@ -436,11 +452,7 @@ impl AssistantMessageEventSender {
     /// part-way (the reference's stream iteration throwing). The consumer sees the events
     /// pushed so far, then [`AssistantMessageEventStream::failure`]. Ignored once done.
     pub fn fail(&self, message: impl Into<String>) {
-        if self.inner.is_done() {
-            return;
-        }
-        *self.failure.lock() = Some(message.into());
-        self.inner.end(None);
+        self.inner.shared.finish_with(None, Some(message.into()));
     }
 }
 
@@ -476,7 +488,7 @@ impl AssistantMessageEventStream {
     /// Why the producer failed part-way ([`AssistantMessageEventSender::fail`]), once the
     /// events are drained; a consumer treats it as the stream function's error.
     pub fn failure(&self) -> Option<String> {
-        self.failure.lock().clone()
+        self.inner.shared.state.lock().failure.clone()
     }
 
     /// The final message (shared with the final event). A producer that went away without a
