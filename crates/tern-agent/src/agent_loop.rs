@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, BoxError, Context, EventSender, EventStream, Message,
-    StopReason, StreamEvent, StreamFn, StreamOptions, ThinkingLevel,
+    StopReason, StreamEvent, StreamFn, ThinkingLevel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -131,6 +131,10 @@ pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     Ok(run_continue(context, run, sink).await?.0)
 }
 
+/// Room a run's message lists get up front: a short run (a prompt and a few turns) then
+/// appends without growing them step by step.
+pub(crate) const RUN_ROOM: usize = 8;
+
 /// [`run_agent_loop`], also telling how the run ended.
 pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
     prompts: Vec<Message>,
@@ -141,12 +145,15 @@ pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
     // One index for the whole run: the initial declaration and every turn's.
     let initial = run.index.declare_tool_changes(&context, prompts);
     let mut current = context;
-    Arc::make_mut(&mut current.messages).extend(initial.iter().cloned());
+    let messages = Arc::make_mut(&mut current.messages);
+    messages.reserve(initial.len() + RUN_ROOM);
+    messages.extend(initial.iter().cloned());
     emit_start(sink).await;
     for m in &initial {
         emit_message(sink, m).await;
     }
     let mut new_messages = initial;
+    new_messages.reserve(RUN_ROOM);
     let ending = run_loop(current, &mut new_messages, run, sink).await?;
     Ok((new_messages, ending))
 }
@@ -159,7 +166,7 @@ pub(crate) async fn run_continue<S: EventSink + Clone + 'static>(
 ) -> Result<(Vec<Message>, RunEnding), AgentError> {
     check_continuable(&context)?;
     emit_start(sink).await;
-    let mut new_messages = Vec::new();
+    let mut new_messages = Vec::with_capacity(RUN_ROOM);
     let ending = run_loop(context, &mut new_messages, run, sink).await?;
     Ok((new_messages, ending))
 }
@@ -460,18 +467,16 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         None if config.hooks.transform_context.is_none() && !index.has_custom(current) => messages,
         None => default_convert_to_llm(messages),
     };
-    let api_key = match &config.hooks.get_api_key {
+    let hooked_key = match &config.hooks.get_api_key {
         Some(g) => g(config.model.provider.clone()).await?,
         None => None,
     }
-    .filter(|k| !k.is_empty())
-    .or_else(|| config.stream_options.api_key.clone());
-    let options = StreamOptions {
-        reasoning: config.reasoning,
-        api_key,
-        signal: signal.clone(),
-        ..config.stream_options.clone()
-    };
+    .filter(|k| !k.is_empty());
+    let mut options = config.stream_options.with_signal(signal.clone());
+    options.reasoning = config.reasoning;
+    if hooked_key.is_some() {
+        options.api_key = hooked_key;
+    }
     let mut stream = stream_fn
         .stream(&config.model, Context { messages: llm }, options)
         .map_err(AgentError::from)?;

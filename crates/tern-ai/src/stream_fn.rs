@@ -55,7 +55,7 @@ pub struct ThinkingBudgets {
 }
 
 /// Options of one request (the reference's `SimpleStreamOptions`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StreamOptions {
     /// Requested reasoning level; `None` means off.
     pub reasoning: Option<ThinkingLevel>,
@@ -154,7 +154,109 @@ impl Transport {
     }
 }
 
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions::for_signal(CancellationToken::new())
+    }
+}
+
 impl StreamOptions {
+    /// The default options, answering to `signal` (no token of their own is made).
+    ///
+    /// ```
+    /// use tokio_util::sync::CancellationToken;
+    /// let run = CancellationToken::new();
+    /// let options = tern_ai::StreamOptions::for_signal(run.clone());
+    /// run.cancel();
+    /// assert!(options.signal.is_cancelled() && options.api_key.is_none());
+    /// ```
+    pub fn for_signal(signal: CancellationToken) -> StreamOptions {
+        StreamOptions {
+            reasoning: None,
+            api_key: None,
+            signal,
+            session_id: None,
+            max_tokens: None,
+            temperature: None,
+            headers: Map::new(),
+            max_retry_delay_ms: None,
+            thinking_budgets: None,
+            timeout_ms: None,
+            idle_timeout_ms: None,
+            max_retries: None,
+            tool_choice: None,
+            cache_retention: None,
+            metadata: None,
+            bedrock: BedrockOptions::default(),
+            azure: AzureOptions::default(),
+            env: Default::default(),
+            transport: None,
+            websocket_connect_timeout_ms: None,
+        }
+    }
+
+    /// A copy of these options that answers to `signal` instead of their own. Cloning a
+    /// cancellation token takes its tree's lock (and dropping the clone takes it again), so a
+    /// caller that replaces the signal anyway, as the agent loop does for every request,
+    /// copies the rest with this.
+    ///
+    /// ```
+    /// use tokio_util::sync::CancellationToken;
+    /// let base = tern_ai::StreamOptions { max_tokens: Some(64), ..Default::default() };
+    /// let run = CancellationToken::new();
+    /// let request = base.with_signal(run.clone());
+    /// run.cancel();
+    /// assert!(request.signal.is_cancelled() && !base.signal.is_cancelled());
+    /// assert_eq!(request.max_tokens, Some(64));
+    /// ```
+    pub fn with_signal(&self, signal: CancellationToken) -> StreamOptions {
+        // Every field by name (no `..`): a new field must be copied here too.
+        let StreamOptions {
+            reasoning,
+            api_key,
+            signal: _,
+            session_id,
+            max_tokens,
+            temperature,
+            headers,
+            max_retry_delay_ms,
+            thinking_budgets,
+            timeout_ms,
+            idle_timeout_ms,
+            max_retries,
+            tool_choice,
+            cache_retention,
+            metadata,
+            bedrock,
+            azure,
+            env,
+            transport,
+            websocket_connect_timeout_ms,
+        } = self;
+        StreamOptions {
+            reasoning: *reasoning,
+            api_key: api_key.clone(),
+            signal,
+            session_id: session_id.clone(),
+            max_tokens: *max_tokens,
+            temperature: *temperature,
+            headers: headers.clone(),
+            max_retry_delay_ms: *max_retry_delay_ms,
+            thinking_budgets: thinking_budgets.clone(),
+            timeout_ms: *timeout_ms,
+            idle_timeout_ms: *idle_timeout_ms,
+            max_retries: *max_retries,
+            tool_choice: tool_choice.clone(),
+            cache_retention: cache_retention.clone(),
+            metadata: metadata.clone(),
+            bedrock: bedrock.clone(),
+            azure: azure.clone(),
+            env: env.clone(),
+            transport: *transport,
+            websocket_connect_timeout_ms: *websocket_connect_timeout_ms,
+        }
+    }
+
     /// A provider setting: this request's [`env`](Self::env) value, else the process
     /// environment's; empty counts as unset (pi-ai's `getProviderEnvValue`).
     ///

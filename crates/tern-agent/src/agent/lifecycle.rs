@@ -7,17 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
-use tern_ai::{AssistantMessage, ContentBlock, Message, StopReason, StreamFn};
+use tern_ai::{AssistantMessage, ContentBlock, Message, StopReason, StreamFn, StreamOptions};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::listeners::AgentSink;
-use super::options::CustomSettings;
 use super::{Agent, Inner};
 use crate::agent_loop::{run_continue, run_prompts, Run};
 use crate::config::{reasoning_of, AgentContext, AgentLoopConfig, MessageSource};
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
+use crate::hooks::Hooks;
 use crate::outcome::{RunEnding, RunOutcome};
 
 /// The active run, as other handles of the agent see it.
@@ -81,7 +81,7 @@ impl Agent {
                 ..
             }
         );
-        let (context, config, stream_fn) = self.loop_setup(skip);
+        let (context, config, stream_fn) = self.loop_setup(skip, run.signal.clone());
         let sink = AgentSink::new(self.inner.clone(), run.signal.clone());
         let looped = Run::new(config, run.signal.clone(), stream_fn);
         let result = match start {
@@ -195,6 +195,7 @@ impl Agent {
     fn loop_setup(
         &self,
         skip_initial_steering: bool,
+        signal: CancellationToken,
     ) -> (AgentContext, AgentLoopConfig, Arc<dyn StreamFn>) {
         let (context, model, level) = {
             let st = self.inner.state.lock();
@@ -205,14 +206,6 @@ impl Agent {
             )
         };
         let settings = self.inner.settings.lock();
-        let defaults;
-        let s = match &settings.custom {
-            Some(custom) => custom,
-            None => {
-                defaults = CustomSettings::default();
-                &defaults
-            }
-        };
         // The queues are drained when the loop asks, which it awaits at once.
         let weak = Arc::downgrade(&self.inner);
         let skip = AtomicBool::new(skip_initial_steering);
@@ -232,13 +225,21 @@ impl Agent {
                     .map_or_else(Vec::new, |i: Arc<Inner>| i.follow_up.lock().drain()),
             )
         });
-        let mut config = AgentLoopConfig::new(model);
-        config.reasoning = reasoning_of(level);
-        config.stream_options = s.stream_options.clone();
-        config.hooks = s.hooks.clone();
-        config.get_steering_messages = Some(steering);
-        config.get_follow_up_messages = Some(follow);
-        config.tool_execution = settings.tool_execution;
+        // The loop gives every request the run's signal: the options' own is never read,
+        // so it is not cloned (a token's clone takes its tree's lock).
+        let (stream_options, hooks) = match &settings.custom {
+            Some(s) => (s.stream_options.with_signal(signal), s.hooks.clone()),
+            None => (StreamOptions::for_signal(signal), Hooks::default()),
+        };
+        let config = AgentLoopConfig {
+            model,
+            reasoning: reasoning_of(level),
+            stream_options,
+            hooks,
+            get_steering_messages: Some(steering),
+            get_follow_up_messages: Some(follow),
+            tool_execution: settings.tool_execution,
+        };
         (context, config, settings.stream_fn.clone())
     }
 }
