@@ -109,7 +109,9 @@ impl Transcript {
     /// A run begins: decode the transcript for it (once; a second call keeps it).
     pub(super) fn begin_run(&mut self) {
         if self.live.is_none() {
-            self.live = Some(decode(&self.packed));
+            let mut live = decode(&self.packed);
+            live.reserve(crate::agent_loop::RUN_ROOM);
+            self.live = Some(live);
         }
     }
 

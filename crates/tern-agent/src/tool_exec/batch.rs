@@ -73,20 +73,12 @@ async fn emit_result<S: EventSink + Clone + 'static>(sink: &S, m: &Arc<ToolResul
     .await;
 }
 
-fn terminates(outcomes: &[ToolCallOutcome]) -> bool {
-    !outcomes.is_empty() && outcomes.iter().all(|o| o.result.terminate == Some(true))
-}
-
 /// The calls of `assistant` as shared handles: events, outcomes and hooks all refer to them.
-fn shared_calls(assistant: &AssistantMessage) -> Vec<Arc<ToolCall>> {
-    assistant
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolCall(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
+fn shared_calls(assistant: &AssistantMessage) -> impl Iterator<Item = &Arc<ToolCall>> + Clone {
+    assistant.content.iter().filter_map(|b| match b {
+        ContentBlock::ToolCall(c) => Some(c),
+        _ => None,
+    })
 }
 
 /// Fails every call of a message cut off by the token limit: their arguments may be truncated.
@@ -95,8 +87,8 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
     sink: &S,
 ) -> Batch {
     let calls = shared_calls(assistant);
-    let mut messages = Vec::with_capacity(calls.len());
-    for c in &calls {
+    let mut messages = Vec::with_capacity(calls.clone().count());
+    for c in calls {
         emit_start(sink, c).await;
         let mut o = immediate(
             c,
@@ -208,14 +200,16 @@ async fn preflight<S: EventSink + Clone + 'static>(
     }
 }
 
-/// Emits the tool-result messages in source order and tells whether the batch terminates.
+/// Emits the tool-result messages in source order and tells whether the batch terminates
+/// (it does when every result asks to).
 async fn finish_batch<S: EventSink + Clone + 'static>(
     sink: &S,
-    outcomes: Vec<ToolCallOutcome>,
+    outcomes: impl ExactSizeIterator<Item = ToolCallOutcome>,
 ) -> Batch {
-    let terminate = terminates(&outcomes);
     let mut messages = Vec::with_capacity(outcomes.len());
+    let mut terminate = outcomes.len() > 0;
     for o in outcomes {
+        terminate &= o.result.terminate == Some(true);
         let m = result_message(o);
         emit_result(sink, &m).await;
         messages.push(m);
@@ -245,7 +239,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         signal,
         sink,
     };
-    let any_sequential = calls.iter().any(|c| {
+    let any_sequential = calls.clone().any(|c| {
         tools
             .iter()
             .find(|t| t.name() == c.name)
@@ -253,9 +247,10 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             == Some(ToolExecutionMode::Sequential)
     });
     if mode == ToolExecutionMode::Sequential || any_sequential {
-        let mut messages = Vec::with_capacity(calls.len());
-        let mut terminate = !calls.is_empty();
-        for call in &calls {
+        let n = calls.clone().count();
+        let mut messages = Vec::with_capacity(n);
+        let mut terminate = n > 0;
+        for call in calls {
             emit_start(sink, call).await;
             let mut o = match prepare_tool_call(context, assistant, call, hooks, signal, tools)
                 .await
@@ -276,22 +271,23 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     }
 
     let env = &env;
-    if let [call] = calls.as_slice() {
+    let mut rest = calls.clone();
+    if let (Some(call), None) = (rest.next(), rest.next()) {
         // One call needs no slot list and no join.
         let slot = preflight(env, call, tools).await;
         let outcome = finish_slot(env, slot, call).await;
-        return finish_batch(sink, vec![outcome]).await;
+        return finish_batch(sink, std::iter::once(outcome)).await;
     }
-    let mut slots = Vec::with_capacity(calls.len());
-    for call in &calls {
+    let mut slots = Vec::with_capacity(calls.clone().count());
+    for call in calls.clone() {
         slots.push(preflight(env, call, tools).await);
     }
     let outcomes = join_all(
         slots
             .into_iter()
-            .zip(calls.iter())
+            .zip(calls)
             .map(|(slot, call)| finish_slot(env, slot, call)),
     )
     .await;
-    finish_batch(sink, outcomes).await
+    finish_batch(sink, outcomes.into_iter()).await
 }
