@@ -98,7 +98,7 @@ pub enum Block {
 /// way a provider does (§0.4): one shared partial message, updated in place, every event
 /// carrying a clone of its handle; `start`, per block `*_start`/`*_delta`…/`*_end`, `done`.
 pub fn scripted_response(
-    blocks: Vec<Block>,
+    blocks: impl IntoIterator<Item = Block>,
     stop_reason: StopReason,
 ) -> AssistantMessageEventStream {
     use AssistantMessageEvent as E;
@@ -157,7 +157,7 @@ pub fn scripted_response(
                 // The script's values move into the message, as the reference assigns them.
                 // JSON.stringify: serde_json writes into the buffer directly, without the
                 // formatter that `Display` goes through.
-                let delta = serde_json::to_string(&args).unwrap_or_default();
+                let delta = json_delta(&args);
                 let idx = partial.update(|m| {
                     m.content.push(ContentBlock::tool_call(ToolCall {
                         id,
@@ -167,10 +167,6 @@ pub fn scripted_response(
                     }));
                     m.content.len() - 1
                 });
-                tx.push(E::ToolcallStart {
-                    content_index: idx,
-                    partial: partial.clone(),
-                });
                 let call = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::ToolCall(c) => {
                         Arc::make_mut(c).arguments = args;
@@ -178,16 +174,23 @@ pub fn scripted_response(
                     }
                     _ => unreachable!("block {idx} is a tool call"),
                 });
-                tx.push(E::ToolcallDelta {
-                    content_index: idx,
-                    delta: delta.into(),
-                    partial: partial.clone(),
-                });
-                tx.push(E::ToolcallEnd {
-                    content_index: idx,
-                    tool_call: call,
-                    partial: partial.clone(),
-                });
+                // The block's events in one lock, as for a text block above.
+                tx.push_all([
+                    E::ToolcallStart {
+                        content_index: idx,
+                        partial: partial.clone(),
+                    },
+                    E::ToolcallDelta {
+                        content_index: idx,
+                        delta,
+                        partial: partial.clone(),
+                    },
+                    E::ToolcallEnd {
+                        content_index: idx,
+                        tool_call: call,
+                        partial: partial.clone(),
+                    },
+                ]);
             }
         }
     }
@@ -198,10 +201,40 @@ pub fn scripted_response(
     rx
 }
 
+/// `JSON.stringify(args)` as a delta. A short text is written in place (a delta keeps up to
+/// 24 bytes inline), as a provider's delta comes from its read buffer.
+fn json_delta(args: &Value) -> Delta {
+    let mut buf = [0u8; 24];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    if serde_json::to_writer(&mut cursor, args).is_ok() {
+        let n = usize::try_from(cursor.position()).unwrap_or(0);
+        if let Ok(text) = std::str::from_utf8(&buf[..n]) {
+            return Delta::from(text);
+        }
+    }
+    Delta::from(serde_json::to_string(args).unwrap_or_default())
+}
+
+/// The tool-call block `(id: "call_<k>", name, args: {"n": k})` of the scripts.
+pub fn call_block(name: &str, k: usize) -> Block {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(k);
+    let mut id = String::with_capacity(5 + digits.len());
+    id.push_str("call_");
+    id.push_str(digits);
+    let mut args = Map::with_capacity(1);
+    args.insert("n".to_string(), Value::from(k));
+    Block::ToolCall {
+        id,
+        name: name.to_string(),
+        args: Value::Object(args),
+    }
+}
+
 /// A one-block text response (`delta` × `repeat`), stopReason `stop`.
 pub fn text_response(delta: &str, repeat: usize) -> AssistantMessageEventStream {
     scripted_response(
-        vec![Block::Text {
+        [Block::Text {
             delta: delta.to_string(),
             repeat,
         }],
@@ -248,11 +281,7 @@ impl StreamFn for LoopScript {
         let k = self.k.fetch_add(1, Ordering::Relaxed);
         if k + 1 < self.turns {
             Ok(scripted_response(
-                vec![Block::ToolCall {
-                    id: format!("call_{k}"),
-                    name: "noop".into(),
-                    args: json!({ "n": k }),
-                }],
+                [call_block("noop", k)],
                 StopReason::ToolUse,
             ))
         } else {
@@ -311,13 +340,7 @@ impl StreamFn for ParallelScript {
         _options: StreamOptions,
     ) -> tern_ai::StreamStart {
         if self.k.fetch_add(1, Ordering::Relaxed) == 0 {
-            let blocks: Vec<Block> = (0..self.n)
-                .map(|i| Block::ToolCall {
-                    id: format!("call_{i}"),
-                    name: "sleep".into(),
-                    args: json!({ "n": i }),
-                })
-                .collect();
+            let blocks = (0..self.n).map(|i| call_block("sleep", i));
             Ok(scripted_response(blocks, StopReason::ToolUse))
         } else {
             Ok(text_response("done", 1))
