@@ -161,6 +161,60 @@ impl Default for StreamOptions {
 }
 
 impl StreamOptions {
+    /// Whether these options behave as the defaults do. The signal does not count: a caller
+    /// that gives every request a signal of its own (the agent loop) reads none of it.
+    ///
+    /// ```
+    /// let mut options = tern_ai::StreamOptions::default();
+    /// assert!(options.is_default());
+    /// options.max_tokens = Some(64);
+    /// assert!(!options.is_default());
+    /// ```
+    pub fn is_default(&self) -> bool {
+        // Every field by name (no `..`): a new field must be weighed here too.
+        let StreamOptions {
+            reasoning,
+            api_key,
+            signal: _,
+            session_id,
+            max_tokens,
+            temperature,
+            headers,
+            max_retry_delay_ms,
+            thinking_budgets,
+            timeout_ms,
+            idle_timeout_ms,
+            max_retries,
+            tool_choice,
+            cache_retention,
+            metadata,
+            bedrock,
+            azure,
+            env,
+            transport,
+            websocket_connect_timeout_ms,
+        } = self;
+        reasoning.is_none()
+            && api_key.is_none()
+            && session_id.is_none()
+            && max_tokens.is_none()
+            && temperature.is_none()
+            && headers.is_empty()
+            && max_retry_delay_ms.is_none()
+            && thinking_budgets.is_none()
+            && timeout_ms.is_none()
+            && idle_timeout_ms.is_none()
+            && max_retries.is_none()
+            && tool_choice.is_none()
+            && cache_retention.is_none()
+            && metadata.is_none()
+            && *bedrock == BedrockOptions::default()
+            && *azure == AzureOptions::default()
+            && env.is_empty()
+            && transport.is_none()
+            && websocket_connect_timeout_ms.is_none()
+    }
+
     /// The default options, answering to `signal` (no token of their own is made).
     ///
     /// ```

@@ -79,51 +79,9 @@ impl CustomSettings {
         (!custom.is_default()).then(|| Box::new(custom))
     }
 
-    // Whether these settings behave as the defaults do. The options' signal does not count:
-    // every request gets the run's signal instead.
+    // Whether these settings behave as the defaults do.
     fn is_default(&self) -> bool {
-        let StreamOptions {
-            reasoning,
-            api_key,
-            signal: _,
-            session_id,
-            max_tokens,
-            temperature,
-            headers,
-            max_retry_delay_ms,
-            thinking_budgets,
-            timeout_ms,
-            idle_timeout_ms,
-            max_retries,
-            tool_choice,
-            cache_retention,
-            metadata,
-            bedrock,
-            azure,
-            env,
-            transport,
-            websocket_connect_timeout_ms,
-        } = &self.stream_options;
-        self.hooks.is_empty()
-            && reasoning.is_none()
-            && api_key.is_none()
-            && session_id.is_none()
-            && max_tokens.is_none()
-            && temperature.is_none()
-            && headers.is_empty()
-            && max_retry_delay_ms.is_none()
-            && thinking_budgets.is_none()
-            && timeout_ms.is_none()
-            && idle_timeout_ms.is_none()
-            && max_retries.is_none()
-            && tool_choice.is_none()
-            && cache_retention.is_none()
-            && metadata.is_none()
-            && *bedrock == tern_ai::BedrockOptions::default()
-            && *azure == tern_ai::AzureOptions::default()
-            && env.is_empty()
-            && transport.is_none()
-            && websocket_connect_timeout_ms.is_none()
+        self.hooks.is_empty() && self.stream_options.is_default()
     }
 }
 
