@@ -94,6 +94,14 @@ pub async fn run(rt: Runtime, max_line_bytes: usize) -> i32 {
             });
             continue;
         }
+        // pi answers `abort_retry` before the wait it cuts short reports its end: the response
+        // goes out first (responses and events share one channel), then the wait is cut, so
+        // the waiting task, on another thread, cannot report before the answer.
+        if matches!(command, command::Command::AbortRetry) {
+            rpc.send(response(&kind, id, Ok(None)));
+            rpc.rt.retry.abort();
+            continue;
+        }
         // Commands are handled in order; a prompt's run goes on in its own task.
         let result = rpc.handle(command, &kind).await;
         rpc.send(response(&kind, id, result));
