@@ -155,8 +155,6 @@ pub fn scripted_response(
             }
             Block::ToolCall { id, name, args } => {
                 // The script's values move into the message, as the reference assigns them.
-                // JSON.stringify: serde_json writes into the buffer directly, without the
-                // formatter that `Display` goes through.
                 let delta = json_delta(&args);
                 let idx = partial.update(|m| {
                     m.content.push(ContentBlock::tool_call(ToolCall {

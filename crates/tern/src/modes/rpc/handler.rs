@@ -259,6 +259,8 @@ impl Rpc {
                 self.rt.retry.set_enabled(enabled);
                 Ok(None)
             }
+            // RPC mode answers this one in its read loop (`run`), before the wait is cut, as
+            // pi does; this arm serves any other caller of `handle`.
             Command::AbortRetry => {
                 self.rt.retry.abort();
                 Ok(None)
