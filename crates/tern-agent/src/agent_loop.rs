@@ -500,14 +500,11 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
                 break;
             }
             event => {
-                if added_partial {
-                    if let Some(partial) = event.partial().cloned() {
-                        sink.emit(AgentEvent::MessageUpdate {
-                            message: partial,
-                            assistant_message_event: event,
-                        })
-                        .await;
-                    }
+                if added_partial && event.partial().is_some() {
+                    sink.emit(AgentEvent::MessageUpdate {
+                        assistant_message_event: event,
+                    })
+                    .await;
                 }
             }
         }

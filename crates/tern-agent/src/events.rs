@@ -42,11 +42,11 @@ pub enum AgentEvent {
         /// The message.
         message: Message,
     },
-    /// The streaming assistant message changed.
+    /// The streaming assistant message changed. The message being built (the reference's
+    /// `message`) is the provider event's own handle: see [`AgentEvent::partial_message`].
     MessageUpdate {
-        /// The message being built (a live handle).
-        message: PartialMessage,
-        /// The provider event.
+        /// The provider event: one of the block events or `start`, never `done` or `error`,
+        /// so it carries the partial message.
         assistant_message_event: AssistantMessageEvent,
     },
     /// A message is complete and added to the transcript.
@@ -98,6 +98,28 @@ impl AgentEvent {
         }
     }
 
+    /// The message being built, for a `message_update`: a live handle, shared with the
+    /// provider event (one handle per event, not two).
+    ///
+    /// ```
+    /// use tern_agent::AgentEvent;
+    /// use tern_ai::{AssistantMessage, AssistantMessageEvent, PartialMessage};
+    /// let partial = PartialMessage::new(AssistantMessage::default());
+    /// let event = AgentEvent::MessageUpdate {
+    ///     assistant_message_event: AssistantMessageEvent::TextStart { content_index: 0, partial: partial.clone() },
+    /// };
+    /// assert!(event.partial_message().is_some_and(|m| m.ptr_eq(&partial)));
+    /// assert!(AgentEvent::TurnStart.partial_message().is_none());
+    /// ```
+    pub fn partial_message(&self) -> Option<&PartialMessage> {
+        match self {
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+            } => assistant_message_event.partial(),
+            _ => None,
+        }
+    }
+
     /// The tool call of a `tool_execution_*` event.
     ///
     /// ```
@@ -142,12 +164,13 @@ impl Serialize for AgentEvent {
                 m.serialize_entry("message", message)?
             }
             AgentEvent::MessageUpdate {
-                message,
                 assistant_message_event,
             } => {
                 // The reference's order: the event, then a copy of the partial message.
                 m.serialize_entry("assistantMessageEvent", assistant_message_event)?;
-                m.serialize_entry("message", message)?;
+                if let Some(message) = assistant_message_event.partial() {
+                    m.serialize_entry("message", message)?;
+                }
             }
             AgentEvent::ToolExecutionStart { tool_call } => {
                 m.serialize_entry("toolCallId", &tool_call.id)?;

@@ -158,7 +158,6 @@ fn a_message_update_writes_the_event_before_the_message() {
     // The reference emits `{type, assistantMessageEvent, message}`.
     let partial = tern_ai::PartialMessage::new(tern_ai::AssistantMessage::default());
     let event = AgentEvent::MessageUpdate {
-        message: partial.clone(),
         assistant_message_event: tern_ai::AssistantMessageEvent::Start { partial },
     };
     let text = serde_json::to_string(&event).unwrap();

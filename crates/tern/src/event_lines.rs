@@ -15,7 +15,6 @@ use crate::auto_retry::AutoRetry;
 pub fn event_json(event: &AgentEvent, retry: &AutoRetry) -> Value {
     match event {
         AgentEvent::MessageUpdate {
-            message,
             assistant_message_event,
         } => {
             let mut inner =
@@ -23,14 +22,17 @@ pub fn event_json(event: &AgentEvent, retry: &AutoRetry) -> Value {
             if let Some(o) = inner.as_object_mut() {
                 o.remove("partial");
             }
-            let (usage, call) = message.with(|m| {
-                let index = inner.get("contentIndex").and_then(Value::as_u64);
-                let call = index
-                    .and_then(|i| m.content.get(i as usize))
-                    .and_then(ContentBlock::as_tool_call)
-                    .map(|c| (c.id.clone(), c.name.clone()));
-                (serde_json::to_value(&m.usage).unwrap_or(Value::Null), call)
-            });
+            let index = inner.get("contentIndex").and_then(Value::as_u64);
+            let (usage, call) = match assistant_message_event.partial() {
+                Some(message) => message.with(|m| {
+                    let call = index
+                        .and_then(|i| m.content.get(i as usize))
+                        .and_then(ContentBlock::as_tool_call)
+                        .map(|c| (c.id.clone(), c.name.clone()));
+                    (serde_json::to_value(&m.usage).unwrap_or(Value::Null), call)
+                }),
+                None => (Value::Null, None),
+            };
             if inner.get("type").and_then(Value::as_str) == Some("toolcall_start") {
                 if let (Some(o), Some((id, name))) = (inner.as_object_mut(), call) {
                     o.insert("id".into(), json!(id));

@@ -1,9 +1,10 @@
 //! Listeners: who hears the agent's events, in subscription order, after the state was
 //! updated for each event.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use tokio_util::sync::CancellationToken;
 
 use super::Inner;
@@ -101,7 +102,11 @@ impl AgentSink {
 }
 
 impl EventSink for AgentSink {
-    async fn emit(&self, event: AgentEvent) {
+    // Not an `async fn`: with only sync listeners (the usual case) the event is handled when
+    // `emit` is called, and the loop awaits a ready future instead of moving an event-sized
+    // state machine for every event. The loop awaits every emit at once, so this is the
+    // order an `async fn` would give.
+    fn emit(&self, event: AgentEvent) -> impl Future<Output = ()> + Send {
         let listeners = self.reduce(&event);
         if listeners.all_sync {
             for (_, l) in listeners.list.iter() {
@@ -109,8 +114,18 @@ impl EventSink for AgentSink {
                     f(&event);
                 }
             }
-            return;
+            return Either::Left(std::future::ready(()));
         }
+        let sink = self.clone();
+        Either::Right(Box::pin(
+            async move { sink.dispatch(listeners, event).await },
+        ))
+    }
+}
+
+impl AgentSink {
+    /// Calls the listeners of `listeners` in order, awaiting the async ones.
+    async fn dispatch(&self, listeners: Arc<Listeners>, event: AgentEvent) {
         // Async listeners share one allocation of the event.
         let event = Arc::new(event);
         for (index, (id, l)) in listeners.list.iter().enumerate() {

@@ -123,8 +123,13 @@ impl State {
                 self.streaming_message = Some(Streaming::Message(message.clone()))
             }
             // Every delta of one response carries the same handle: keep the stored one.
-            AgentEvent::MessageUpdate { message, .. } if !matches!(&self.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(message)) => {
-                self.streaming_message = Some(Streaming::Partial(message.clone()))
+            AgentEvent::MessageUpdate { .. } => {
+                if let Some(message) = event.partial_message() {
+                    if !matches!(&self.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(message))
+                    {
+                        self.streaming_message = Some(Streaming::Partial(message.clone()))
+                    }
+                }
             }
             AgentEvent::MessageEnd { message } => {
                 self.streaming_message = None;
