@@ -1,9 +1,10 @@
 //! The batch runners: every call of one assistant message, sequentially or with parallel
 //! execution, each announced and finished with its events, the results in source order.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::{join_all, BoxFuture};
+use futures::future::{join_all, BoxFuture, Either};
 use serde_json::Value;
 use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
@@ -153,24 +154,34 @@ enum Slot {
     Run(AgentTool, Value),
 }
 
-async fn finish_slot<S: EventSink + Clone + 'static>(
-    env: &BatchEnv<'_, S>,
+/// A call's part of the parallel batch. The slot is matched before any future is built: a
+/// future keeps its arguments for its whole life, and a finished call's outcome beside the
+/// execution's state made each call's future larger than the allocator's fast sizes.
+fn finish_slot<'a, S: EventSink + Clone + 'static>(
+    env: &'a BatchEnv<'a, S>,
     slot: Slot,
+    call: &'a Arc<ToolCall>,
+) -> impl Future<Output = ToolCallOutcome> + 'a {
+    match slot {
+        Slot::Done(o) => Either::Left(std::future::ready(o)),
+        Slot::Run(tool, args) => Either::Right(run_slot(env, tool, args, call)),
+    }
+}
+
+async fn run_slot<S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'_, S>,
+    tool: AgentTool,
+    args: Value,
     call: &Arc<ToolCall>,
 ) -> ToolCallOutcome {
-    match slot {
-        Slot::Done(o) => o,
-        Slot::Run(tool, args) => {
-            // The executor checks the signal once more right before `execute`.
-            let mut o = if env.signal.is_cancelled() {
-                immediate(call, ToolResult::error(OPERATION_ABORTED))
-            } else {
-                run_prepared(env, call, &tool, args).await
-            };
-            emit_end(env.sink, &mut o).await;
-            o
-        }
-    }
+    // The executor checks the signal once more right before `execute`.
+    let mut o = if env.signal.is_cancelled() {
+        immediate(call, ToolResult::error(OPERATION_ABORTED))
+    } else {
+        run_prepared(env, call, &tool, args).await
+    };
+    emit_end(env.sink, &mut o).await;
+    o
 }
 
 /// Announces a call of a parallel batch and prepares it; a call that fails preparation
