@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, BoxError, Context, EventSender, EventStream, Message,
-    StopReason, StreamEvent, StreamFn, ThinkingLevel,
+    PartialMessage, StopReason, StreamEvent, StreamFn, ThinkingLevel,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -481,16 +481,16 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         .stream(&config.model, Context { messages: llm }, options)
         .map_err(AgentError::from)?;
 
-    let mut added_partial = false;
+    // Set at `start`: the message the events build.
+    let mut partial: Option<PartialMessage> = None;
     let mut last = None;
     while let Some(event) = stream.next().await {
         match event {
-            AssistantMessageEvent::Start { partial } => {
-                added_partial = true;
-                sink.emit(AgentEvent::MessageStart {
-                    message: Message::from(partial.snapshot()),
-                })
-                .await;
+            AssistantMessageEvent::Start { partial: p } => {
+                // The message as it is now, shared: an update after this copies it first.
+                let message = Message::Assistant(p.shared());
+                partial = Some(p);
+                sink.emit(AgentEvent::MessageStart { message }).await;
             }
             // The final event carries the result: take it rather than copy it out of the
             // stream again (a long answer is megabytes).
@@ -500,7 +500,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
                 break;
             }
             event => {
-                if added_partial && event.partial().is_some() {
+                if partial.is_some() && event.partial().is_some() {
                     sink.emit(AgentEvent::MessageUpdate {
                         assistant_message_event: event,
                     })
@@ -524,10 +524,20 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     drop(stream);
     let level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
     if message.thinking_level != level {
-        Arc::make_mut(&mut message).thinking_level = level;
+        match &partial {
+            // `done` shares the message the events built (a provider's does): the level is
+            // recorded on that message, as the reference assigns it to the same object, and
+            // in place unless a listener still holds an earlier share.
+            Some(p) if p.is_shared(&message) => {
+                drop(message);
+                p.update(|m| m.thinking_level = level);
+                message = p.shared();
+            }
+            _ => Arc::make_mut(&mut message).thinking_level = level,
+        }
     }
     Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
-    if !added_partial {
+    if partial.is_none() {
         sink.emit(AgentEvent::MessageStart {
             message: Message::Assistant(message.clone()),
         })

@@ -106,25 +106,33 @@ impl Serialize for Delta {
 
 /// A shared, growing assistant message.
 ///
+/// Copy-on-write: [`shared`](Self::shared) hands out the message as it is now without
+/// copying it, and the next [`update`](Self::update) copies it only while such a share is
+/// still held. A response's `done` can so carry the very message its events built.
+///
 /// ```
 /// use tern_ai::{AssistantMessage, ContentBlock, PartialMessage};
 /// let p = PartialMessage::new(AssistantMessage::default());
 /// let seen = p.clone();
 /// p.update(|m| m.content.push(ContentBlock::text("hi")));
 /// assert_eq!(seen.snapshot().text(), "hi");
+/// let at_hi = p.shared();
+/// p.update(|m| m.content.push(ContentBlock::text("!")));
+/// assert_eq!((at_hi.text(), p.shared().text()), ("hi".to_string(), "hi!".to_string()));
 /// ```
 #[derive(Clone, Debug, Default)]
-pub struct PartialMessage(Arc<Mutex<AssistantMessage>>);
+pub struct PartialMessage(Arc<Mutex<Arc<AssistantMessage>>>);
 
 impl PartialMessage {
     /// Wraps a message.
     pub fn new(message: AssistantMessage) -> Self {
-        PartialMessage(Arc::new(Mutex::new(message)))
+        PartialMessage(Arc::new(Mutex::new(Arc::new(message))))
     }
 
-    /// Changes the message in place.
+    /// Changes the message in place (a copy first, if a [`shared`](Self::shared) one is
+    /// still held elsewhere).
     pub fn update<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
-        f(&mut self.0.lock())
+        f(Arc::make_mut(&mut self.0.lock()))
     }
 
     /// Reads the message without copying it.
@@ -134,7 +142,18 @@ impl PartialMessage {
 
     /// A copy of the message as it is now.
     pub fn snapshot(&self) -> AssistantMessage {
+        AssistantMessage::clone(&self.0.lock())
+    }
+
+    /// The message as it is now, shared rather than copied: later updates do not change it.
+    pub fn shared(&self) -> Arc<AssistantMessage> {
         self.0.lock().clone()
+    }
+
+    /// Whether `message` is this message as it is now (a [`shared`](Self::shared) handle
+    /// with no update since).
+    pub fn is_shared(&self, message: &Arc<AssistantMessage>) -> bool {
+        Arc::ptr_eq(&self.0.lock(), message)
     }
 
     /// Whether two handles share one message.
@@ -151,7 +170,7 @@ impl PartialEq for PartialMessage {
 
 impl Serialize for PartialMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Message::from(self.snapshot()).serialize(s)
+        Message::Assistant(self.shared()).serialize(s)
     }
 }
 

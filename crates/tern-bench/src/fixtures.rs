@@ -194,7 +194,7 @@ pub fn scripted_response(
     }
     tx.push(E::Done {
         reason: stop_reason,
-        message: Arc::new(partial.snapshot()),
+        message: partial.shared(),
     });
     rx
 }

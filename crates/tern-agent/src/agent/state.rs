@@ -46,7 +46,7 @@ impl Streaming {
     pub(super) fn snapshot(&self) -> Message {
         match self {
             Streaming::Message(m) => m.clone(),
-            Streaming::Partial(p) => Message::from(p.snapshot()),
+            Streaming::Partial(p) => Message::Assistant(p.shared()),
         }
     }
 

@@ -228,12 +228,10 @@ impl<'a> Output<'a> {
 
     /// Ends with `done`.
     pub fn done(&mut self) {
-        let message = self.partial.snapshot();
+        // The message the events built, shared: no copy of a long answer.
+        let message = self.partial.shared();
         let reason = message.stop_reason;
-        self.emit(AssistantMessageEvent::Done {
-            reason,
-            message: Arc::new(message),
-        });
+        self.emit(AssistantMessageEvent::Done { reason, message });
     }
 
     /// Ends with `error`: `stopReason` becomes `aborted` or `error` with `message`.
@@ -247,11 +245,8 @@ impl<'a> Output<'a> {
             m.stop_reason = reason;
             m.error_message = Some(message);
         });
-        let error = self.partial.snapshot();
-        self.emit(AssistantMessageEvent::Error {
-            reason,
-            error: Arc::new(error),
-        });
+        let error = self.partial.shared();
+        self.emit(AssistantMessageEvent::Error { reason, error });
     }
 }
 

@@ -442,7 +442,7 @@ fn response_items(
     grammar_inputs: &GrammarInputs,
     out: &Output<'_>,
 ) -> Option<Vec<Value>> {
-    let message = Message::Assistant(Arc::new(out.partial.snapshot()));
+    let message = Message::Assistant(out.partial.shared());
     let options = InputOptions {
         tool_changes: false,
         tool_strict: None,
