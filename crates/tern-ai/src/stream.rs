@@ -372,14 +372,38 @@ pub fn assistant_stream() -> (AssistantMessageEventSender, AssistantMessageEvent
 }
 
 impl AssistantMessageEventSender {
+    /// Whether a final message gets its `durationMs` from this stream: not when it has one,
+    /// nor when it started before the stream (a forwarded response).
+    fn times(&self, message: &AssistantMessage) -> bool {
+        message.duration_ms.is_none() && message.timestamp >= self.started_at_ms
+    }
+
     fn time(&self, message: &mut Arc<AssistantMessage>) {
-        // A message that already has a duration, or that started before this stream (a
-        // forwarded response), stays untimed. (Once the stream is done the push is ignored.)
-        if message.duration_ms.is_some() || message.timestamp < self.started_at_ms {
-            return;
+        // A producer that shares its partial message as the final one stamps it first
+        // ([`time_message`](Self::time_message)), so this copies nothing then.
+        if self.times(message) {
+            Arc::make_mut(message).duration_ms = Some(self.started.elapsed_ms());
         }
-        // Unshared at push time in every producer, so this copies nothing.
-        Arc::make_mut(message).duration_ms = Some(self.started.elapsed_ms());
+    }
+
+    /// Gives `message` the `durationMs` its `done` or `error` would get on this stream: for a
+    /// producer that shares the message its events built as the final one (see
+    /// [`PartialMessage::shared`](crate::PartialMessage::shared)), so that the push then has
+    /// nothing to change.
+    ///
+    /// ```
+    /// use tern_ai::{assistant_stream, clock::now_ms, AssistantMessage, AssistantMessageEvent, PartialMessage, StopReason};
+    /// let (tx, _stream) = assistant_stream();
+    /// let partial = PartialMessage::new(AssistantMessage { timestamp: now_ms(), ..Default::default() });
+    /// partial.update(|m| tx.time_message(m));
+    /// let message = partial.shared();
+    /// assert!(message.duration_ms.is_some());
+    /// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message });
+    /// ```
+    pub fn time_message(&self, message: &mut AssistantMessage) {
+        if self.times(message) {
+            message.duration_ms = Some(self.started.elapsed_ms());
+        }
     }
 
     /// Gives a `done`/`error` event its `durationMs`.

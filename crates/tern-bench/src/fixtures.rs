@@ -192,6 +192,8 @@ pub fn scripted_response(
             }
         }
     }
+    // Stamped first, so that the done shares the message the events built, as a provider's.
+    partial.update(|m| tx.time_message(m));
     tx.push(E::Done {
         reason: stop_reason,
         message: partial.shared(),

@@ -59,6 +59,7 @@ mod typed_json;
 mod uuid;
 
 use crate::event::AssistantMessageEvent;
+use crate::message::AssistantMessage;
 use crate::model::Model;
 use crate::stream::{assistant_stream, AssistantMessageEventSender, AssistantMessageEventStream};
 use crate::stream_fn::{Context, StreamFn, StreamOptions, StreamStart};
@@ -115,11 +116,22 @@ pub trait ProviderSink: Send {
             self.emit(event);
         }
     }
+
+    /// Stamps the final message just before its `done` or `error` is made; by default
+    /// nothing. An event stream gives it `durationMs` here: the final event then shares the
+    /// partial message as it is, instead of copying it to stamp it.
+    fn stamp_final(&self, message: &mut AssistantMessage) {
+        let _ = message;
+    }
 }
 
 impl ProviderSink for AssistantMessageEventSender {
     fn emit(&mut self, event: AssistantMessageEvent) {
         self.push(event);
+    }
+
+    fn stamp_final(&self, message: &mut AssistantMessage) {
+        self.time_message(message);
     }
 
     /// On the current-thread runtime the consumer runs only while the provider waits for the

@@ -228,7 +228,8 @@ impl<'a> Output<'a> {
 
     /// Ends with `done`.
     pub fn done(&mut self) {
-        // The message the events built, shared: no copy of a long answer.
+        // The message the events built, stamped and then shared: no copy of a long answer.
+        self.partial.update(|m| self.sink.stamp_final(m));
         let message = self.partial.shared();
         let reason = message.stop_reason;
         self.emit(AssistantMessageEvent::Done { reason, message });
@@ -245,6 +246,7 @@ impl<'a> Output<'a> {
             m.stop_reason = reason;
             m.error_message = Some(message);
         });
+        self.partial.update(|m| self.sink.stamp_final(m));
         let error = self.partial.shared();
         self.emit(AssistantMessageEvent::Error { reason, error });
     }
