@@ -59,6 +59,7 @@ pub mod outcome;
 pub mod queue;
 mod shared_declarations;
 pub mod tool;
+mod tool_args;
 mod tool_declarations;
 pub mod tool_exec;
 
@@ -77,6 +78,7 @@ pub use tool::{
     schema_for, AgentTool, Replay, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult,
     ToolUpdater,
 };
+pub use tool_args::ToolArgs;
 pub use tool_exec::{run_tool_call, RunToolCallOptions, ToolCallOutcome};
 
 // The README's Rust example is compiled and run as a doctest.

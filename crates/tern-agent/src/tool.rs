@@ -31,6 +31,7 @@ use tern_ai::schema::CompiledSchema;
 use tern_ai::{BoxError, ContentBlock, ToolDeclaration, Usage};
 
 use crate::shared_declarations::{share, SharedDeclaration};
+use crate::tool_args::ToolArgs;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -227,8 +228,9 @@ impl fmt::Debug for ToolUpdater {
 pub struct ToolCallInput {
     /// The call id.
     pub tool_call_id: String,
-    /// Prepared and validated arguments.
-    pub args: Value,
+    /// Prepared and validated arguments (shared with the call when validation changed
+    /// nothing).
+    pub args: ToolArgs,
     /// The run's cancellation token: a tool should stop when it fires.
     pub signal: CancellationToken,
     /// Partial results.
@@ -317,7 +319,9 @@ impl AgentTool {
         Self::dynamic(name, description, schema_for::<A>(), move |input| {
             let execute = execute.clone();
             async move {
-                let args: A = serde_json::from_value(input.args.clone())
+                let args: A = input
+                    .args
+                    .parse()
                     .map_err(|e| format!("Invalid arguments: {e}"))?;
                 execute(args, input).await
             }

@@ -349,7 +349,7 @@ impl AgentActivities {
         let updater = ToolUpdater::new(move |partial| collected.lock().push(partial));
         let input = ToolCallInput {
             tool_call_id: request.tool_call_id,
-            args: request.args,
+            args: request.args.into(),
             signal: signal.clone(),
             updater: updater.clone(),
         };

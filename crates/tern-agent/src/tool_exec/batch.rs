@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::{join_all, BoxFuture, Either};
-use serde_json::Value;
 use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +17,7 @@ use crate::config::AgentContext;
 use crate::events::{AgentEvent, EventSink};
 use crate::hooks::Hooks;
 use crate::tool::{AgentTool, ToolExecutionMode, ToolResult};
+use crate::tool_args::ToolArgs;
 
 /// The result of one batch: tool-result messages in source order, and whether every
 /// result asked to terminate.
@@ -122,7 +122,7 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
     env: &BatchEnv<'_, S>,
     call: &Arc<ToolCall>,
     tool: &AgentTool,
-    args: Value,
+    args: ToolArgs,
 ) -> ToolCallOutcome {
     let (sink, shared) = (env.sink.clone(), call.clone());
     let start = move |partial| -> Option<BoxFuture<'static, ()>> {
@@ -151,7 +151,7 @@ async fn run_prepared<S: EventSink + Clone + 'static>(
 #[allow(clippy::large_enum_variant)]
 enum Slot {
     Done(ToolCallOutcome),
-    Run(AgentTool, Value),
+    Run(AgentTool, ToolArgs),
 }
 
 /// A call's part of the parallel batch. The slot is matched before any future is built: a
@@ -171,7 +171,7 @@ fn finish_slot<'a, S: EventSink + Clone + 'static>(
 async fn run_slot<S: EventSink + Clone + 'static>(
     env: &BatchEnv<'_, S>,
     tool: AgentTool,
-    args: Value,
+    args: ToolArgs,
     call: &Arc<ToolCall>,
 ) -> ToolCallOutcome {
     // The executor checks the signal once more right before `execute`.

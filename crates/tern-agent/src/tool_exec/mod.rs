@@ -5,6 +5,7 @@
 mod batch;
 mod updates;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::AgentContext;
 use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, BeforeToolCallResult, Hooks};
 use crate::tool::{AgentTool, ToolResult};
+use crate::tool_args::ToolArgs;
 
 pub(crate) use batch::{execute_tool_calls, fail_truncated};
 pub(crate) use updates::panic_text;
@@ -38,7 +40,7 @@ pub struct ToolCallOutcome {
 #[allow(clippy::large_enum_variant)]
 enum Preparation {
     Immediate(ToolResult),
-    Prepared { tool: AgentTool, args: Value },
+    Prepared { tool: AgentTool, args: ToolArgs },
 }
 
 async fn prepare_tool_call(
@@ -61,20 +63,32 @@ async fn prepare_tool_call(
     };
     let prepared = tool.prepare_arguments(&tool_call.arguments);
     let raw = prepared.as_ref().unwrap_or(&tool_call.arguments);
-    let mut args = match tool.compiled_parameters().validate(
-        &tool_call.name,
-        raw,
-        tool_call.extra().arguments_error.as_deref(),
-    ) {
-        Ok(a) => a,
-        Err(message) => return Preparation::Immediate(ToolResult::error(message)),
+    // `None`: the arguments pass as they are.
+    let coerced = tool
+        .compiled_parameters()
+        .validate_in_place(
+            &tool_call.name,
+            raw,
+            tool_call.extra().arguments_error.as_deref(),
+        )
+        .map(|valid| match valid {
+            Cow::Owned(coerced) => Some(coerced),
+            Cow::Borrowed(_) => None,
+        });
+    // Arguments that pass as they are go to the tool as the call's own, not copied (the
+    // reference's validation copies them; a tool cannot change them through `ToolArgs`).
+    let mut args = match (coerced, prepared) {
+        (Ok(Some(coerced)), _) => ToolArgs::from(coerced),
+        (Ok(None), Some(prepared)) => ToolArgs::from(prepared),
+        (Ok(None), None) => ToolArgs::of_call(tool_call.clone()),
+        (Err(message), _) => return Preparation::Immediate(ToolResult::error(message)),
     };
     if let Some(before) = &hooks.before_tool_call {
         let decision = before(
             BeforeToolCallContext {
                 assistant_message: assistant.clone(),
                 tool_call: (**tool_call).clone(),
-                args: args.clone(),
+                args: Value::clone(&args),
                 context: context.clone(),
             },
             signal.clone(),
@@ -93,7 +107,7 @@ async fn prepare_tool_call(
                 args: Some(replaced),
                 ..
             }) => {
-                args = replaced;
+                args = ToolArgs::from(replaced);
                 None
             }
             other => other,
@@ -120,7 +134,7 @@ async fn finalize_executed(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     tool_call: &Arc<ToolCall>,
-    args: Option<Value>,
+    args: Option<ToolArgs>,
     executed: Executed,
     hooks: &Hooks,
     signal: &CancellationToken,
@@ -135,7 +149,7 @@ async fn finalize_executed(
             AfterToolCallContext {
                 assistant_message: assistant.clone(),
                 tool_call: (**tool_call).clone(),
-                args: args.unwrap_or_default(),
+                args: args.map(ToolArgs::into_value).unwrap_or_default(),
                 result: result.clone(),
                 is_error,
                 context: context.clone(),

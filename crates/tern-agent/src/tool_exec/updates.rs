@@ -12,11 +12,11 @@ use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use futures::task::AtomicWaker;
 use parking_lot::Mutex;
-use serde_json::Value;
 use tern_ai::ToolCall;
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::{AgentTool, ToolCallInput, ToolResult, ToolUpdater, UpdateTarget};
+use crate::tool_args::ToolArgs;
 
 /// What `execute` produced, before `after_tool_call`.
 pub(super) struct Executed {
@@ -75,7 +75,7 @@ where
 pub(super) async fn execute_prepared<F>(
     tool: &AgentTool,
     tool_call: &ToolCall,
-    args: Value,
+    args: ToolArgs,
     signal: &CancellationToken,
     start_update: F,
 ) -> Executed

@@ -1,5 +1,6 @@
 //! [`CompiledSchema`]: a tool's schema compiled once, validated against many times.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -106,11 +107,38 @@ impl CompiledSchema {
         arguments: &Value,
         arguments_error: Option<&str>,
     ) -> Result<Value, String> {
+        self.validate_in_place(tool_name, arguments, arguments_error)
+            .map(Cow::into_owned)
+    }
+
+    /// As [`validate`](Self::validate), without copying arguments that pass as they are:
+    /// `Cow::Borrowed(arguments)` then, the coerced copy otherwise.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use serde_json::json;
+    /// use tern_ai::schema::CompiledSchema;
+    /// let schema = CompiledSchema::new(json!({
+    ///     "type": "object",
+    ///     "properties": { "limit": { "type": "integer" } }
+    /// }));
+    /// let exact = json!({ "limit": 5 });
+    /// assert!(matches!(schema.validate_in_place("read", &exact, None), Ok(Cow::Borrowed(_))));
+    /// let text = json!({ "limit": "5" });
+    /// let coerced = schema.validate_in_place("read", &text, None).unwrap();
+    /// assert_eq!(coerced.into_owned(), exact);
+    /// ```
+    pub fn validate_in_place<'a>(
+        &self,
+        tool_name: &str,
+        arguments: &'a Value,
+        arguments_error: Option<&str>,
+    ) -> Result<Cow<'a, Value>, String> {
         if let Some(e) = arguments_error {
             return Err(format!("Invalid arguments for tool \"{tool_name}\": {e}"));
         }
-        if let Some(valid) = self.fast.as_ref().and_then(|f| f.already_valid(arguments)) {
-            return Ok(valid);
+        if self.fast.as_ref().is_some_and(|f| f.is_valid(arguments)) {
+            return Ok(Cow::Borrowed(arguments));
         }
         if value_depth(arguments) > MAX_DEPTH {
             // Deeper than the checks may recurse (serde_json itself parses at most 128 levels):
@@ -133,7 +161,7 @@ impl CompiledSchema {
             return Err(STACK_OVERFLOW.to_string());
         }
         if valid {
-            return Ok(normalize_numbers(coerced, 0));
+            return Ok(Cow::Owned(normalize_numbers(coerced, 0)));
         }
         let mut errors = Vec::new();
         ctx.walk(schema, &root_base, &coerced, "", &mut errors);

@@ -92,6 +92,15 @@ impl FastShape {
     /// `arguments` unchanged when they already match exactly; None when the full path must
     /// decide.
     pub(crate) fn already_valid(&self, arguments: &Value) -> Option<Value> {
+        self.is_valid(arguments).then(|| arguments.clone())
+    }
+
+    /// Whether `arguments` pass as they are (see [`already_valid`](Self::already_valid)).
+    pub(crate) fn is_valid(&self, arguments: &Value) -> bool {
+        self.check(arguments).is_some()
+    }
+
+    fn check(&self, arguments: &Value) -> Option<()> {
         let args = arguments.as_object()?;
         if !self.required.iter().all(|name| args.contains_key(name)) {
             return None;
@@ -115,7 +124,7 @@ impl FastShape {
                 return None;
             }
         }
-        Some(arguments.clone())
+        Some(())
     }
 }
 

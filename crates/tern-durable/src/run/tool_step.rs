@@ -105,18 +105,19 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
                 }
                 Plan::Live { id } => id,
             };
-            // The arguments move into the record and back: a large argument is not copied.
+            // The arguments move into the record and back: copied only when they are the
+            // call's own (shared with the transcript).
             let intent = Record::new(Step::ToolIntent {
                 id: id.clone(),
                 run_id: run.run_id.clone(),
                 tool_call_id: call_id,
                 tool_name: tool.name().to_string(),
-                args: std::mem::take(&mut input.args),
+                args: std::mem::take(&mut input.args).into_value(),
                 replay: tool.replay(),
             });
             let written = run.journal.append(&intent).await;
             if let Step::ToolIntent { args, .. } = intent.step {
-                input.args = args;
+                input.args = args.into();
             }
             written.map_err(|e| format!("durable run: the tool was not run: {e}"))?;
             let end = match tool.execute(input).await {

@@ -67,7 +67,7 @@ pub fn find(tools: &[AgentTool], name: &str) -> AgentTool {
 pub async fn call(tool: &AgentTool, args: Value, signal: CancellationToken) -> ToolOutput {
     let run = tool.execute(ToolCallInput {
         tool_call_id: "call-1".into(),
-        args,
+        args: args.into(),
         signal,
         updater: ToolUpdater::noop(),
     });

@@ -224,7 +224,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
                 request: Box::new(ToolRequest {
                     tool_call_id: input.tool_call_id.clone(),
                     name: owned.name.clone(),
-                    args: input.args,
+                    args: input.args.into_value(),
                     fingerprint: Some(fingerprint.clone()),
                     session_tools,
                     session_hooks,

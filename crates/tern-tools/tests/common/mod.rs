@@ -22,7 +22,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 pub fn input(args: Value, signal: CancellationToken) -> ToolCallInput {
     ToolCallInput {
         tool_call_id: "call-1".to_string(),
-        args,
+        args: args.into(),
         signal,
         updater: ToolUpdater::noop(),
     }
