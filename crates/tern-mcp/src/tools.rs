@@ -35,7 +35,9 @@ pub fn agent_tool(server: &Arc<McpServer>, tool: &Tool, name: &str) -> AgentTool
             let server = server.clone();
             let remote = remote.clone();
             async move {
-                let result = server.call_tool(&remote, call.args.into_value(), &call.signal).await?;
+                let result = server
+                    .call_tool(&remote, call.args.into_value(), &call.signal)
+                    .await?;
                 let mut result = tool_result(&result);
                 result.content = result.content.map(limit_content);
                 Ok(result)

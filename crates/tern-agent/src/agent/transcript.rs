@@ -109,9 +109,8 @@ impl Transcript {
     /// A run begins: decode the transcript for it (once; a second call keeps it).
     pub(super) fn begin_run(&mut self) {
         if self.live.is_none() {
-            let mut live = decode(&self.packed);
-            live.reserve(crate::agent_loop::RUN_ROOM);
-            self.live = Some(live);
+            // With room for the run's messages from the start, not a second allocation.
+            self.live = Some(decode_with_room(&self.packed, crate::agent_loop::RUN_ROOM));
         }
     }
 
@@ -129,7 +128,14 @@ impl Transcript {
 /// message that does not decode means the buffer was damaged in memory; such a message is
 /// left out rather than failing every reader of the agent.
 fn decode(packed: &PackedTranscript) -> Vec<Message> {
-    packed.iter().filter_map(Result::ok).collect()
+    decode_with_room(packed, 0)
+}
+
+/// [`decode`] into a vector with room for `room` more messages.
+fn decode_with_room(packed: &PackedTranscript, room: usize) -> Vec<Message> {
+    let mut all = Vec::with_capacity(packed.len() + room);
+    all.extend(packed.iter().filter_map(Result::ok));
+    all
 }
 
 #[cfg(test)]

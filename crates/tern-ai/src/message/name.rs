@@ -2,6 +2,7 @@
 //! message), stored once per process instead of once per message.
 
 use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Deref;
@@ -38,6 +39,14 @@ const MAX_SHARED_NAMES: usize = 4096;
 /// SipHash was most of the lookup's cost on these short keys.
 type Table = HashSet<Arc<str>, foldhash::fast::RandomState>;
 
+thread_local! {
+    /// The names this thread looked up last, newest first.
+    static RECENT: RefCell<[Option<Name>; RECENT_NAMES]> = const { RefCell::new([const { None }; RECENT_NAMES]) };
+}
+
+/// How many names a thread keeps at hand ([`RECENT`]).
+const RECENT_NAMES: usize = 8;
+
 fn table() -> &'static Mutex<Table> {
     static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(Default::default);
     &TABLE
@@ -63,15 +72,32 @@ impl Name {
         if text.len() > MAX_SHARED_LEN {
             return Name(Arc::from(text));
         }
-        let mut names = table().lock();
-        if let Some(found) = names.get(text) {
-            return Name(found.clone());
+        // A response names its api, provider and model again and again: the thread's recent
+        // names answer without the process-wide lock and hash.
+        if let Some(found) =
+            RECENT.with(|r| r.borrow().iter().flatten().find(|n| *n.0 == *text).cloned())
+        {
+            return found;
         }
-        let name: Arc<str> = Arc::from(text);
-        if names.len() < MAX_SHARED_NAMES {
-            names.insert(name.clone());
-        }
-        Name(name)
+        let name = {
+            let mut names = table().lock();
+            match names.get(text) {
+                Some(found) => Name(found.clone()),
+                None => {
+                    let name: Arc<str> = Arc::from(text);
+                    if names.len() < MAX_SHARED_NAMES {
+                        names.insert(name.clone());
+                    }
+                    Name(name)
+                }
+            }
+        };
+        RECENT.with(|r| {
+            let mut r = r.borrow_mut();
+            r.rotate_right(1);
+            r[0] = Some(name.clone());
+        });
+        name
     }
 }
 
