@@ -129,10 +129,7 @@ pub fn scripted_response(
                 // same partial either way.
                 let content = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::Text(t) => {
-                        t.text.reserve(delta.len() * repeat);
-                        for _ in 0..repeat {
-                            t.text.push_str(&delta);
-                        }
+                        t.text = repeated(&delta, repeat);
                         t.text.clone()
                     }
                     _ => String::new(),
@@ -199,6 +196,12 @@ pub fn scripted_response(
         message: partial.shared(),
     });
     rx
+}
+
+/// `delta` `repeat` times, the text a block of that many deltas adds up to (`str::repeat`
+/// copies in doubling steps, not once per delta).
+fn repeated(delta: &str, repeat: usize) -> String {
+    delta.repeat(repeat)
 }
 
 /// `JSON.stringify(args)` as a delta. A short text is written in place (a delta keeps up to
