@@ -382,7 +382,7 @@ impl AssistantMessageEventSender {
         // A producer that shares its partial message as the final one stamps it first
         // ([`time_message`](Self::time_message)), so this copies nothing then.
         if self.times(message) {
-            Arc::make_mut(message).duration_ms = Some(self.started.elapsed_ms());
+            self.time_message(Arc::make_mut(message));
         }
     }
 

@@ -129,7 +129,9 @@ pub fn scripted_response(
                 // same partial either way.
                 let content = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::Text(t) => {
-                        t.text = repeated(&delta, repeat);
+                        // The text the deltas add up to (`str::repeat` copies in doubling
+                        // steps, not once per delta).
+                        t.text = delta.repeat(repeat);
                         t.text.clone()
                     }
                     _ => String::new(),
@@ -196,12 +198,6 @@ pub fn scripted_response(
         message: partial.shared(),
     });
     rx
-}
-
-/// `delta` `repeat` times, the text a block of that many deltas adds up to (`str::repeat`
-/// copies in doubling steps, not once per delta).
-fn repeated(delta: &str, repeat: usize) -> String {
-    delta.repeat(repeat)
 }
 
 /// `JSON.stringify(args)` as a delta. A short text is written in place (a delta keeps up to

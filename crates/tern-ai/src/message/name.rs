@@ -74,9 +74,10 @@ impl Name {
         }
         // A response names its api, provider and model again and again: the thread's recent
         // names answer without the process-wide lock and hash.
-        if let Some(found) =
-            RECENT.with(|r| r.borrow().iter().flatten().find(|n| *n.0 == *text).cloned())
-        {
+        // (`try_with`: a name built while the thread's locals are torn down skips them.)
+        let recent =
+            RECENT.try_with(|r| r.borrow().iter().flatten().find(|n| *n.0 == *text).cloned());
+        if let Ok(Some(found)) = recent {
             return found;
         }
         let name = {
@@ -92,7 +93,7 @@ impl Name {
                 }
             }
         };
-        RECENT.with(|r| {
+        let _ = RECENT.try_with(|r| {
             let mut r = r.borrow_mut();
             r.rotate_right(1);
             r[0] = Some(name.clone());
