@@ -28,7 +28,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tern_ai::schema::CompiledSchema;
-use tern_ai::{BoxError, ContentBlock, ToolDeclaration, Usage};
+use tern_ai::{BoxError, ContentBlock, Name, ToolDeclaration, Usage};
 
 use crate::shared_declarations::{share, SharedDeclaration};
 use crate::tool_args::ToolArgs;
@@ -227,7 +227,7 @@ impl fmt::Debug for ToolUpdater {
 #[derive(Clone, Debug)]
 pub struct ToolCallInput {
     /// The call id.
-    pub tool_call_id: String,
+    pub tool_call_id: Name,
     /// Prepared and validated arguments (shared with the call when validation changed
     /// nothing).
     pub args: ToolArgs,

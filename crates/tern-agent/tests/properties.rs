@@ -244,11 +244,12 @@ fn faux_replies(s: &Scenario) -> Vec<FauxResponse> {
                     Block::Call(tool, valid) => {
                         n += 1;
                         ContentBlock::tool_call(ToolCall {
-                            id: format!("call-{n}"),
+                            id: tern_ai::Name::unique(&format!("call-{n}")),
                             name: KNOWN_TOOLS
                                 .get(*tool)
-                                .unwrap_or(&"unknown_tool")
-                                .to_string(),
+                                .copied()
+                                .unwrap_or("unknown_tool")
+                                .into(),
                             arguments: if *valid {
                                 json!({"n": n})
                             } else {
@@ -434,8 +435,8 @@ fn check(events: &[AgentEvent], initial: &[Message], agent: &Agent) -> Result<()
         return Err(format!("unbalanced turns: {kinds:?}"));
     }
     // Tool execution start/end pairing.
-    let mut started: HashMap<String, usize> = HashMap::new();
-    let mut ended: HashMap<String, usize> = HashMap::new();
+    let mut started: HashMap<tern_ai::Name, usize> = HashMap::new();
+    let mut ended: HashMap<tern_ai::Name, usize> = HashMap::new();
     for e in events {
         match e {
             AgentEvent::ToolExecutionStart { tool_call } => {

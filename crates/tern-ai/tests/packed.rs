@@ -16,7 +16,7 @@ use tern_ai::message::{
     Absent, AssistantExtra, MessageExtra, PackError, PackedTranscript, ToolReference,
 };
 use tern_ai::{
-    AssistantMessage, Content, ContentBlock, Cost, CustomMessage, ImageContent, Message,
+    AssistantMessage, Content, ContentBlock, Cost, CustomMessage, ImageContent, Message, Name,
     StopReason, SystemMessage, TextContent, ThinkingContent, ThinkingLevel, ToolCall,
     ToolCallExtra, ToolDeclaration, ToolResultMessage, Usage, UserMessage,
 };
@@ -127,8 +127,8 @@ fn tool_call() -> BoxedStrategy<ToolCall> {
         );
     (text(), name(), json(), option::of(extra))
         .prop_map(|(id, name, arguments, extra)| ToolCall {
-            id,
-            name,
+            id: Name::unique(&id),
+            name: name.into(),
             arguments,
             extra: extra.map(Box::new),
         })
@@ -341,8 +341,8 @@ fn tool_result() -> BoxedStrategy<ToolResultMessage> {
                 (usage, nested_calls),
                 (is_error, duration_ms, timestamp, extra),
             )| ToolResultMessage {
-                tool_call_id,
-                tool_name,
+                tool_call_id: Name::unique(&tool_call_id),
+                tool_name: tool_name.into(),
                 content,
                 details,
                 usage,
@@ -569,7 +569,7 @@ fn a_w5_message_costs_a_few_bytes_beyond_its_text() {
             vec![
                 ContentBlock::text("a".repeat(128)),
                 ContentBlock::tool_call(ToolCall {
-                    id: format!("call_{c}"),
+                    id: Name::unique(&format!("call_{c}")),
                     name: "noop".into(),
                     arguments: serde_json::json!({ "n": c }),
                     extra: None,
@@ -578,7 +578,7 @@ fn a_w5_message_costs_a_few_bytes_beyond_its_text() {
             StopReason::ToolUse,
         )));
         messages.push(Message::from(ToolResultMessage {
-            tool_call_id: format!("call_{c}"),
+            tool_call_id: Name::unique(&format!("call_{c}")),
             tool_name: "noop".into(),
             content: vec![ContentBlock::text("r".repeat(1024))],
             details: Some(Value::Object(Map::new())),

@@ -11,7 +11,7 @@ use tern_agent::{Agent, AgentOptions, AgentTool, ToolResult};
 use tern_ai::clock::now_ms;
 use tern_ai::{
     assistant_stream, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
-    ContentBlock, Context, Delta, Model, ModelCost, PartialMessage, StopReason, StreamFn,
+    ContentBlock, Context, Delta, Model, ModelCost, Name, PartialMessage, StopReason, StreamFn,
     StreamOptions, ToolCall, Usage,
 };
 
@@ -86,9 +86,9 @@ pub enum Block {
     /// A tool call with its arguments (one `toolcall_delta` with the arguments' JSON).
     ToolCall {
         /// Call id.
-        id: String,
+        id: Name,
         /// Tool name.
-        name: String,
+        name: Name,
         /// Arguments.
         args: Value,
     },
@@ -217,15 +217,17 @@ fn json_delta(args: &Value) -> Delta {
 /// The tool-call block `(id: "call_<k>", name, args: {"n": k})` of the scripts.
 pub fn call_block(name: &str, k: usize) -> Block {
     let mut digits = itoa::Buffer::new();
-    let digits = digits.format(k);
-    let mut id = String::with_capacity(5 + digits.len());
-    id.push_str("call_");
-    id.push_str(digits);
+    let digits = digits.format(k).as_bytes();
+    // Built on the stack and copied once into the id, as a provider copies it from the wire.
+    let mut id = [0u8; 25];
+    id[..5].copy_from_slice(b"call_");
+    id[5..5 + digits.len()].copy_from_slice(digits);
+    let id = Name::unique(std::str::from_utf8(&id[..5 + digits.len()]).unwrap_or("call_"));
     let mut args = Map::with_capacity(1);
     args.insert("n".to_string(), Value::from(k));
     Block::ToolCall {
         id,
-        name: name.to_string(),
+        name: name.into(),
         args: Value::Object(args),
     }
 }

@@ -12,8 +12,9 @@ use serde_json::{json, Map, Value};
 use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool};
 use tern_ai::providers::Providers;
 use tern_ai::{
-    AssistantMessage, AssistantMessageEvent, Content, ContentBlock, Context, Message, StopReason,
-    StreamFn, StreamOptions, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage,
+    AssistantMessage, AssistantMessageEvent, Content, ContentBlock, Context, Message, Name,
+    StopReason, StreamFn, StreamOptions, SystemMessage, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
 };
 
 use crate::fixtures::*;
@@ -479,7 +480,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
             vec![
                 ContentBlock::text(next(128)),
                 ContentBlock::tool_call(ToolCall {
-                    id: format!("call_{c}"),
+                    id: Name::unique(&format!("call_{c}")),
                     name: "noop".into(),
                     arguments: json!({ "n": c }),
                     ..ToolCall::default()
@@ -488,7 +489,7 @@ pub fn w5_transcript(i: usize) -> Vec<Message> {
             StopReason::ToolUse,
         )));
         msgs.push(Message::from(ToolResultMessage {
-            tool_call_id: format!("call_{c}"),
+            tool_call_id: Name::unique(&format!("call_{c}")),
             tool_name: "noop".into(),
             content: vec![ContentBlock::text(next(1024))],
             details: Some(Value::Object(Map::new())),

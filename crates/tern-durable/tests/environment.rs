@@ -36,7 +36,7 @@ impl StreamFn for Script {
         let (content, stop_reason) = match n {
             0 | 1 => (
                 vec![ContentBlock::tool_call(ToolCall {
-                    id: format!("c{n}"),
+                    id: tern_ai::Name::unique(&format!("c{n}")),
                     name: "count".into(),
                     arguments: json!({"n": n}),
                     ..Default::default()

@@ -39,7 +39,7 @@ impl TraceOptions {
 struct Run {
     agent: Option<Span>,
     chat: Option<(Span, Option<Span>, Instant)>,
-    tools: Vec<(String, Span)>,
+    tools: Vec<(tern_ai::Name, Span)>,
     /// The model and reasoning level the run started with (read once: the state is a copy).
     model: Option<(tern_ai::Model, Option<String>)>,
     #[cfg(feature = "otel")]

@@ -202,7 +202,7 @@ impl AgentActivities {
             for tool in self.tools.iter().filter(|t| t.name() == call.name) {
                 if let Some(arguments) = tool.prepare_arguments(&call.arguments) {
                     prepared.push(PreparedCall {
-                        tool_call_id: call.id.clone(),
+                        tool_call_id: call.id.to_string(),
                         fingerprint: redefined.then(|| crate::wire::fingerprint_of(tool)),
                         arguments,
                     });
@@ -348,7 +348,7 @@ impl AgentActivities {
         let collected = updates.clone();
         let updater = ToolUpdater::new(move |partial| collected.lock().push(partial));
         let input = ToolCallInput {
-            tool_call_id: request.tool_call_id,
+            tool_call_id: tern_ai::Name::unique(&request.tool_call_id),
             args: request.args.into(),
             signal: signal.clone(),
             updater: updater.clone(),

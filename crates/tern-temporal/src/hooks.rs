@@ -171,8 +171,8 @@ pub enum HookCall {
     PrepareRequest {
         /// The context the request will be built from.
         context: WireContext,
-        /// The model about to be asked.
-        model: Model,
+        /// The model about to be asked (boxed: the largest field of any call).
+        model: Box<Model>,
         /// The thinking level about to be requested.
         thinking_level: ThinkingLevel,
     },
@@ -539,7 +539,7 @@ async fn run(
             let Some(hook) = &hooks.prepare_request else {
                 return Ok(None);
             };
-            let ctx = PrepareRequestContext::new(context(c), model, thinking_level);
+            let ctx = PrepareRequestContext::new(context(c), *model, thinking_level);
             let update = hook(ctx, signal).await?.map(|u| WireUpdate {
                 context: u.context.as_ref().map(WireContext::of),
                 messages: None,

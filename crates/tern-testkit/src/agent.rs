@@ -24,7 +24,7 @@ pub fn tool_results(messages: &[Message]) -> Vec<(String, bool, String)> {
         .iter()
         .filter_map(|m| match m {
             Message::ToolResult(r) => Some((
-                r.tool_name.clone(),
+                r.tool_name.to_string(),
                 r.is_error,
                 content_text(&r.content, "\n"),
             )),

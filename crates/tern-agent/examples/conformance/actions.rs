@@ -351,7 +351,7 @@ fn event_filters(event: &AgentEvent) -> (Option<String>, Option<String>, Option<
         AgentEvent::ToolExecutionStart { tool_call }
         | AgentEvent::ToolExecutionUpdate { tool_call, .. }
         | AgentEvent::ToolExecutionEnd { tool_call, .. } => {
-            (Some(tool_call.name.clone()), None, None)
+            (Some(tool_call.name.to_string()), None, None)
         }
         AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
             (None, Some(message.role().to_string()), None)

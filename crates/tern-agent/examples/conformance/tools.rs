@@ -81,7 +81,7 @@ impl Harness {
     ) -> ToolOutput {
         let b = def
             .calls
-            .get(&input.tool_call_id)
+            .get(input.tool_call_id.as_str())
             .unwrap_or(&def.behavior)
             .clone();
         self.push(entry(vec![
@@ -140,8 +140,8 @@ impl Harness {
         signal: CancellationToken,
     ) -> ToolCallOutcome {
         let call = ToolCall {
-            id: c.id.clone(),
-            name: c.name.clone(),
+            id: tern_ai::Name::unique(&c.id),
+            name: c.name.as_str().into(),
             arguments: c.arguments.clone(),
             ..ToolCall::default()
         };

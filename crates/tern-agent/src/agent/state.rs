@@ -112,7 +112,7 @@ impl State {
     pub(super) fn pending_ids(&self) -> Vec<String> {
         self.pending_tool_calls
             .iter()
-            .map(|c| c.id.clone())
+            .map(|c| c.id.to_string())
             .collect()
     }
 

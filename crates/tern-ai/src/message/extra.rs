@@ -238,12 +238,16 @@ macro_rules! eq_as_json {
 }
 pub(crate) use eq_as_json;
 
-/// One field of a flat JSON object, by its kind: `req` always written, `opt` (an `Option`)
+/// One field of a flat JSON object, by its kind: `req` always written, `id` a required
+/// [`Name`](super::Name) read as [`Name::unique`](super::Name::unique), `opt` (an `Option`)
 /// written when set, `tracked [FLAG]` written unless it was absent (the [`Absent`] flag) and
 /// still holds its default. `@write` writes it to a [`FlatMap`]; `@wire` is its type as read
 /// (a tracked field may be missing: `Option`); `@read` turns what was read into the value.
 macro_rules! flat_field {
     (@write $m:ident, req [], $key:literal, $value:expr) => {
+        $m.field($key, &$value)?
+    };
+    (@write $m:ident, id [], $key:literal, $value:expr) => {
         $m.field($key, &$value)?
     };
     (@write $m:ident, opt [], $key:literal, $value:expr) => {
@@ -253,9 +257,11 @@ macro_rules! flat_field {
         $m.tracked($key, $crate::message::Absent::$flag, &$value)?
     };
     (@wire req [], $ty:ty) => { $ty };
+    (@wire id [], $ty:ty) => { $crate::message::name::UniqueName };
     (@wire opt [], $ty:ty) => { $ty };
     (@wire tracked [$flag:ident], $ty:ty) => { Option<$ty> };
     (@read $absent:ident, req [], $value:expr) => { $value };
+    (@read $absent:ident, id [], $value:expr) => { $value.0 };
     (@read $absent:ident, opt [], $value:expr) => { $value };
     (@read $absent:ident, tracked [$flag:ident], $value:expr) => {
         $absent.read($crate::message::Absent::$flag, $value)

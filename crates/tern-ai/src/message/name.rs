@@ -63,6 +63,21 @@ impl Name {
         (!self.0.is_empty()).then_some(&*self.0)
     }
 
+    /// A name of its own, not looked up in nor added to the shared table: for texts that
+    /// are unique, such as a tool call's id, which its clones (the call, its result, the
+    /// tool's input) share without a copy.
+    ///
+    /// ```
+    /// use tern_ai::message::Name;
+    /// let id = Name::unique("call_1");
+    /// assert_eq!(id, "call_1");
+    /// assert!(!id.shares_text_with(&Name::unique("call_1")));
+    /// assert!(id.shares_text_with(&id.clone()));
+    /// ```
+    pub fn unique(text: &str) -> Self {
+        Name(Arc::from(text))
+    }
+
     /// Whether both names hold the same buffer (not only equal text).
     pub fn shares_text_with(&self, other: &Name) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
@@ -215,24 +230,64 @@ impl Serialize for Name {
 
 impl<'de> Deserialize<'de> for Name {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = Name;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            // Borrowed or not, the text is only looked up: no `String` in between.
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name, E> {
-                Ok(Name::shared(v))
-            }
-        }
-        d.deserialize_str(Visitor)
+        d.deserialize_str(NameVisitor { unique: false })
+    }
+}
+
+/// Reads a [`Name::unique`] (serde's `deserialize_with`): ids are not looked up.
+pub(crate) fn deserialize_unique<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+    d.deserialize_str(NameVisitor { unique: true })
+}
+
+/// A [`Name::unique`] as a wire type (the messages' `id` fields).
+pub(crate) struct UniqueName(pub(crate) Name);
+
+impl<'de> Deserialize<'de> for UniqueName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_unique(d).map(UniqueName)
+    }
+}
+
+struct NameVisitor {
+    unique: bool,
+}
+
+impl serde::de::Visitor<'_> for NameVisitor {
+    type Value = Name;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    // Borrowed or not, the text is only looked up or copied once: no `String` in between.
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Name, E> {
+        Ok(match self.unique {
+            true => Name::unique(v),
+            false => Name::shared(v),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_read_from_json_are_their_own_and_names_are_shared() {
+        let text =
+            r#"{"type":"toolCall","id":"tern-id-test","name":"tern-tool-test","arguments":{}}"#;
+        let a: crate::ToolCall = serde_json::from_str(text).unwrap();
+        let b: crate::ToolCall = serde_json::from_str(text).unwrap();
+        assert_eq!(a.id, b.id);
+        assert!(!a.id.shares_text_with(&b.id), "an id is not looked up");
+        assert!(a.name.shares_text_with(&b.name), "a tool's name is");
+        assert!(!table().lock().contains("tern-id-test"));
+        let r: crate::ToolResultMessage = serde_json::from_str(
+            r#"{"role":"toolResult","toolCallId":"tern-id-test","toolName":"tern-tool-test","content":[],"isError":false,"timestamp":1}"#,
+        )
+        .unwrap();
+        assert!(!r.tool_call_id.shares_text_with(&a.id));
+        assert!(r.tool_name.shares_text_with(&a.name));
+        assert!(!table().lock().contains("tern-id-test"));
+    }
 
     #[test]
     fn equal_texts_share_one_buffer_however_they_arrive() {

@@ -46,8 +46,6 @@ impl Message {
             }
             Message::ToolResult(m) => {
                 if let Some(m) = Arc::get_mut(m) {
-                    m.tool_call_id.shrink_to_fit();
-                    m.tool_name.shrink_to_fit();
                     shrink_blocks(&mut m.content);
                     if let Some(d) = &mut m.details {
                         shrink_value(d);
@@ -79,8 +77,6 @@ fn shrink_blocks(blocks: &mut Vec<ContentBlock>) {
             ContentBlock::Image(i) => i.data.shrink_to_fit(),
             ContentBlock::ToolCall(c) => {
                 if let Some(c) = Arc::get_mut(c) {
-                    c.id.shrink_to_fit();
-                    c.name.shrink_to_fit();
                     shrink_value(&mut c.arguments);
                 }
             }
@@ -116,12 +112,12 @@ fn shrink_map(m: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ToolCall, ToolResultMessage, UserMessage};
+    use crate::{Name, ToolCall, ToolResultMessage, UserMessage};
 
     #[test]
     fn shrinking_changes_no_json_and_keeps_key_order() {
         let call = ToolCall {
-            id: String::with_capacity(64) + "c1",
+            id: Name::unique("c1"),
             name: "noop".into(),
             arguments: serde_json::json!({"z": 1, "a": [1, {"y": "t", "b": null}], "m": "s"}),
             ..ToolCall::default()

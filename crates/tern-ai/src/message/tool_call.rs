@@ -4,7 +4,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::extra::{drop_tag, eq_as_json, extra_accessors, flat_map, Absent};
-use super::JsonObject;
+use super::{JsonObject, Name};
 
 /// `{"type":"toolCall","id","name","arguments"}`.
 ///
@@ -21,10 +21,11 @@ use super::JsonObject;
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ToolCall {
-    /// The call id the tool result refers to.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
+    /// The call id the tool result refers to: its clones (the result's `tool_call_id`, the
+    /// tool's input) share one buffer.
+    pub id: Name,
+    /// The tool's name, shared as every [`Name`] is.
+    pub name: Name,
     /// The arguments as the model sent them (a JSON object).
     pub arguments: Value,
     /// The rarely present fields; `None` when all of them are absent. Set them through
@@ -87,8 +88,9 @@ impl Serialize for ToolCall {
 #[derive(Deserialize)]
 #[serde(rename = "ToolCall", rename_all = "camelCase")]
 struct ToolCallWire {
-    id: String,
-    name: String,
+    #[serde(deserialize_with = "super::name::deserialize_unique")]
+    id: Name,
+    name: Name,
     arguments: Value,
     #[serde(default)]
     thought_signature: Option<String>,

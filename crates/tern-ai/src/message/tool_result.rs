@@ -4,15 +4,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::extra::{message_serde, MessageExtra};
-use super::{ContentBlock, JsonObject, Timestamp, Usage};
+use super::{ContentBlock, JsonObject, Name, Timestamp, Usage};
 
 /// The result of a tool call as the model sees it.
 #[derive(Clone, Debug, Default)]
 pub struct ToolResultMessage {
     /// The call this answers.
-    pub tool_call_id: String,
+    pub tool_call_id: Name,
     /// The tool's name.
-    pub tool_name: String,
+    pub tool_name: Name,
     /// Text and image blocks.
     pub content: Vec<ContentBlock>,
     /// Tool-specific data for applications (not sent to the model).
@@ -33,8 +33,8 @@ pub struct ToolResultMessage {
 
 // The reference's order (its `createToolResultMessage`).
 message_serde!(ToolResultMessage {
-    req tool_call_id: String = "toolCallId",
-    req tool_name: String = "toolName",
+    id tool_call_id: Name = "toolCallId",
+    req tool_name: Name = "toolName",
     req content: Vec<ContentBlock> = "content",
     opt details: Option<Value> = "details",
     opt usage: Option<Box<Usage>> = "usage",

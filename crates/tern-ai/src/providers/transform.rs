@@ -2,6 +2,7 @@
 //! `transformMessages`): errored turns dropped, foreign thinking dropped, foreign tool-call
 //! ids rewritten, orphaned tool calls answered, images downgraded for text-only models.
 
+use crate::Name;
 use std::collections::{HashMap, HashSet};
 
 use crate::message::{
@@ -49,7 +50,7 @@ pub fn transform_messages(
     normalize_id: &dyn Fn(&str) -> String,
 ) -> Vec<Message> {
     let images_ok = accepts_images(model);
-    let mut id_map: HashMap<String, String> = HashMap::new();
+    let mut id_map: HashMap<Name, Name> = HashMap::new();
     let mut transformed: Vec<Message> = Vec::with_capacity(messages.len());
     for msg in messages {
         match msg {
@@ -73,7 +74,7 @@ pub fn transform_messages(
                         NON_VISION_TOOL_IMAGE_PLACEHOLDER,
                     );
                 }
-                if let Some(n) = id_map.get(&t.tool_call_id) {
+                if let Some(n) = id_map.get(t.tool_call_id.as_str()) {
                     t.tool_call_id = n.clone();
                 }
                 transformed.push(Message::from(t));
@@ -120,7 +121,8 @@ pub fn transform_messages(
                                     extra.thought_signature = None;
                                 }
                                 let n = normalize_id(&c.id);
-                                if n != c.id {
+                                if c.id != n {
+                                    let n = Name::unique(&n);
                                     id_map.insert(c.id.clone(), n.clone());
                                     c.id = n;
                                 }
@@ -138,12 +140,12 @@ pub fn transform_messages(
     }
 
     let mut result: Vec<Message> = Vec::with_capacity(transformed.len() + 2);
-    let mut pending: Vec<(String, String)> = Vec::new();
-    let mut existing: HashSet<String> = HashSet::new();
+    let mut pending: Vec<(Name, Name)> = Vec::new();
+    let mut existing: HashSet<Name> = HashSet::new();
     let mut held: Vec<Message> = Vec::new();
     let close = |result: &mut Vec<Message>,
-                 pending: &mut Vec<(String, String)>,
-                 existing: &mut HashSet<String>,
+                 pending: &mut Vec<(Name, Name)>,
+                 existing: &mut HashSet<Name>,
                  held: &mut Vec<Message>| {
         for (id, name) in pending.drain(..) {
             if !existing.contains(&id) {
@@ -167,7 +169,7 @@ pub fn transform_messages(
                 if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
                     continue;
                 }
-                let calls: Vec<(String, String)> = a
+                let calls: Vec<(Name, Name)> = a
                     .content
                     .iter()
                     .filter_map(|b| b.as_tool_call().map(|c| (c.id.clone(), c.name.clone())))

@@ -110,7 +110,7 @@ pub(super) fn durable_tool(run: Arc<RunInner>, tool: AgentTool) -> AgentTool {
             let intent = Record::new(Step::ToolIntent {
                 id: id.clone(),
                 run_id: run.run_id.clone(),
-                tool_call_id: call_id,
+                tool_call_id: call_id.to_string(),
                 tool_name: tool.name().to_string(),
                 args: std::mem::take(&mut input.args).into_value(),
                 replay: tool.replay(),

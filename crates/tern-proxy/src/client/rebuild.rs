@@ -136,8 +136,8 @@ impl Rebuild {
                 tool_name,
             } => {
                 let block = ContentBlock::tool_call(ToolCall {
-                    id,
-                    name: tool_name,
+                    id: tern_ai::Name::unique(&id),
+                    name: tool_name.into(),
                     arguments: Value::Object(Map::new()),
                     extra: None,
                 });

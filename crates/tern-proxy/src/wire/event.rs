@@ -181,7 +181,7 @@ impl ProxyEvent {
                 partial,
             } => {
                 let (id, tool_name) = partial.with(|m| match m.content.get(*content_index) {
-                    Some(ContentBlock::ToolCall(c)) => (c.id.clone(), c.name.clone()),
+                    Some(ContentBlock::ToolCall(c)) => (c.id.to_string(), c.name.to_string()),
                     _ => (String::new(), String::new()),
                 });
                 ProxyEvent::ToolcallStart {

@@ -395,7 +395,7 @@ fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
                     return execute(def, trace, input).await;
                 }
                 let run = ToolRun {
-                    call_id: input.tool_call_id.clone(),
+                    call_id: input.tool_call_id.to_string(),
                     updates: Default::default(),
                 };
                 TOOL_RUN.scope(run, execute(def, trace, input)).await
@@ -418,7 +418,7 @@ fn tool(def: Arc<ToolDef>, trace: Arc<Trace>) -> AgentTool {
 async fn execute(def: Arc<ToolDef>, trace: Arc<Trace>, input: ToolCallInput) -> ToolOutput {
     let b = def
         .calls
-        .get(&input.tool_call_id)
+        .get(input.tool_call_id.as_str())
         .unwrap_or(&def.behavior)
         .clone();
     place(
@@ -494,8 +494,8 @@ pub async fn run_tool_call(
     trace: &Arc<Trace>,
 ) -> ToolCallOutcome {
     let call = ToolCall {
-        id: c.id.clone(),
-        name: c.name.clone(),
+        id: tern_ai::Name::unique(&c.id),
+        name: c.name.as_str().into(),
         arguments: c.arguments.clone(),
         ..ToolCall::default()
     };

@@ -69,7 +69,7 @@ impl Prepared {
             .filter_map(|p| {
                 let call = calls.iter().find(|c| c.id == p.tool_call_id)?;
                 Some(PreparedArgs {
-                    name: call.name.clone(),
+                    name: call.name.to_string(),
                     raw: call.arguments.clone(),
                     fingerprint: p.fingerprint.clone(),
                     arguments: p.arguments.clone(),
@@ -222,7 +222,7 @@ pub(crate) fn bridged_tool(spec: &ToolSpec, bridge: Arc<Bridge>) -> AgentTool {
             };
             bridge.push(Request::Tool {
                 request: Box::new(ToolRequest {
-                    tool_call_id: input.tool_call_id.clone(),
+                    tool_call_id: input.tool_call_id.to_string(),
                     name: owned.name.clone(),
                     args: input.args.into_value(),
                     fingerprint: Some(fingerprint.clone()),

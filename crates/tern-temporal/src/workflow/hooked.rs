@@ -76,7 +76,7 @@ pub(crate) fn bridged_hooks(names: &[HookName], bridge: &Arc<Bridge>) -> Hooks {
             HookName::PrepareRequest => hooks.prepare_request(move |ctx, _signal| {
                 let reply = b.hook(HookCall::PrepareRequest {
                     context: WireContext::of(&ctx.context),
-                    model: ctx.model,
+                    model: Box::new(ctx.model),
                     thinking_level: ctx.thinking_level,
                 });
                 let b = b.clone();

@@ -418,7 +418,7 @@ impl Session {
                 }
             }
             AgentEvent::ToolExecutionStart { tool_call } => {
-                self.pending_tool_calls.push(tool_call.id.clone());
+                self.pending_tool_calls.push(tool_call.id.to_string());
             }
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
                 self.pending_tool_calls.retain(|id| *id != tool_call.id);

@@ -21,7 +21,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// The input of one call with `args`, cancelled through `signal`.
 pub fn input(args: Value, signal: CancellationToken) -> ToolCallInput {
     ToolCallInput {
-        tool_call_id: "call-1".to_string(),
+        tool_call_id: "call-1".into(),
         args: args.into(),
         signal,
         updater: ToolUpdater::noop(),

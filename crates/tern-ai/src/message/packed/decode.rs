@@ -7,8 +7,9 @@ use serde_json::{Map, Value};
 
 use super::super::{
     Absent, AssistantExtra, AssistantMessage, Content, ContentBlock, CustomMessage, ImageContent,
-    Message, MessageExtra, StopReason, SystemMessage, TextContent, ThinkingContent, ThinkingLevel,
-    ToolCall, ToolCallExtra, ToolReference, ToolResultMessage, Usage, UsageBox, UserMessage,
+    Message, MessageExtra, Name, StopReason, SystemMessage, TextContent, ThinkingContent,
+    ThinkingLevel, ToolCall, ToolCallExtra, ToolReference, ToolResultMessage, Usage, UsageBox,
+    UserMessage,
 };
 use super::encode::{
     ABSENT_FLAGS, BLOCK_IMAGE, BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL_CALL, KIND_ASSISTANT,
@@ -246,8 +247,8 @@ impl Reader<'_> {
 
     fn tool_result(&mut self, flags: u64) -> Read<ToolResultMessage> {
         let timestamp = self.timestamp()?;
-        let tool_call_id = self.string()?;
-        let tool_name = self.name_string()?;
+        let tool_call_id = self.str().map(Name::unique)?;
+        let tool_name = self.name()?;
         let content = self.blocks()?;
         let details = match has(flags, 1) {
             true => Some(self.value(0)?),
@@ -372,8 +373,8 @@ impl Reader<'_> {
             }
             BLOCK_TOOL_CALL => {
                 let f = self.flags(f, 4)?;
-                let id = self.string()?;
-                let name = self.name_string()?;
+                let id = self.str().map(Name::unique)?;
+                let name = self.name()?;
                 let arguments = self.value(0)?;
                 let mut extra = ToolCallExtra {
                     thought_signature: self.opt_string(has(f, 0))?,

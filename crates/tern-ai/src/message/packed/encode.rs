@@ -216,7 +216,7 @@ impl Writer<'_> {
         self.varint(header(KIND_TOOL_RESULT, flags));
         self.timestamp(m.timestamp);
         self.str(&m.tool_call_id);
-        self.name(&m.tool_name, None);
+        self.name(&m.tool_name, Some(&m.tool_name));
         self.blocks(&m.content)?;
         if let Some(v) = &m.details {
             self.value(v, 0)?;
@@ -321,7 +321,7 @@ impl Writer<'_> {
         flag(&mut f, 3, !e.fields.is_empty());
         self.varint(head(BLOCK_TOOL_CALL, f));
         self.str(&c.id);
-        self.name(&c.name, None);
+        self.name(&c.name, Some(&c.name));
         self.value(&c.arguments, 0)?;
         if let Some(s) = &e.thought_signature {
             self.str(s);

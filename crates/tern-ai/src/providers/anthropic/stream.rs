@@ -1,6 +1,7 @@
 //! The Anthropic Messages stream, read by pi-ai's own SSE reader: records dispatched by
 //! event name, content blocks tracked by index, usage and stop reason from `message_delta`.
 
+use crate::Name;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
@@ -131,8 +132,8 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                 ),
                 "tool_use" => (
                     ContentBlock::tool_call(ToolCall {
-                        id: s("id"),
-                        name: s("name"),
+                        id: Name::unique(&s("id")),
+                        name: s("name").into(),
                         arguments: cb
                             .get("input")
                             .filter(|v| !v.is_null())

@@ -3,6 +3,7 @@
 //! `contentBlockStart`), the stop reason from `messageStop`, usage from `metadata`, and the
 //! exception messages as failures with the SDK's error names.
 
+use crate::Name;
 use std::collections::HashMap;
 
 use base64::Engine as _;
@@ -68,8 +69,8 @@ impl State {
                 .to_string()
         };
         let index = out.push_block(ContentBlock::tool_call(ToolCall {
-            id: s("toolUseId"),
-            name: s("name"),
+            id: Name::unique(&s("toolUseId")),
+            name: s("name").into(),
             arguments: json!({}),
             ..ToolCall::default()
         }));

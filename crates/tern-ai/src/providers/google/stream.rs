@@ -2,6 +2,7 @@
 //! as whole tool calls (ids generated when missing or repeated), usage from
 //! `usageMetadata`.
 
+use crate::Name;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Value};
@@ -148,8 +149,8 @@ fn handle_chunk(chunk: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(
                     .unwrap_or(json!({}));
                 let delta = compact(&args);
                 let i = out.push_block(ContentBlock::tool_call(ToolCall {
-                    id,
-                    name,
+                    id: Name::unique(&id),
+                    name: name.into(),
                     arguments: args,
                     extra: ToolCallExtra {
                         thought_signature: part

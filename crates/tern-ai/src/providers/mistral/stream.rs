@@ -2,6 +2,7 @@
 //! blocks in arrival order (a change of kind ends the open block), tool calls by index (ended
 //! after the stream, in order), usage with cached prompt tokens, the finish reason.
 
+use crate::Name;
 use serde_json::{Map, Value};
 
 use super::request::derive_tool_call_id;
@@ -194,8 +195,8 @@ impl State {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let index = out.push_block(ContentBlock::tool_call(ToolCall {
-                    id,
-                    name: name.to_string(),
+                    id: Name::unique(&id),
+                    name: name.into(),
                     arguments: Value::Object(Map::new()),
                     ..ToolCall::default()
                 }));

@@ -215,7 +215,7 @@ pub(super) fn convert_messages(
                 if !calls.is_empty() {
                     let tc = calls
                         .iter()
-                        .map(|t| match grammar_inputs.get(&t.name) {
+                        .map(|t| match grammar_inputs.get(t.name.as_str()) {
                             Some(property) => {
                                 let input = grammar_call_input(&t.name, &t.arguments, property)?;
                                 Ok(json!({"id": t.id, "type": "custom", "custom": {"name": t.name, "input": input}}))

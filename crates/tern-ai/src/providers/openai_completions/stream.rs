@@ -2,6 +2,7 @@
 //! text and one thinking block, tool calls matched by stream index or id, usage and finish
 //! reason; blocks are finished only after the stream, in content order.
 
+use crate::Name;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
@@ -262,8 +263,8 @@ pub(crate) fn tool_call_delta(
             let custom_input = is_custom
                 .then(|| CustomInput::new(property_of(&st.grammar_inputs, name.unwrap_or("")), ""));
             let index = out.push_block(ContentBlock::tool_call(ToolCall {
-                id: id.unwrap_or("").to_string(),
-                name: name.unwrap_or("").to_string(),
+                id: Name::unique(id.unwrap_or("")),
+                name: name.unwrap_or("").into(),
                 arguments: custom_input
                     .as_ref()
                     .map_or_else(|| Value::Object(Map::new()), CustomInput::arguments),
@@ -301,12 +302,12 @@ pub(crate) fn tool_call_delta(
             let c = std::sync::Arc::make_mut(c);
             if c.id.is_empty() {
                 if let Some(i) = id {
-                    c.id = i.to_string();
+                    c.id = Name::unique(i);
                 }
             }
             if c.name.is_empty() {
                 if let Some(n) = name {
-                    c.name = n.to_string();
+                    c.name = n.into();
                 }
             }
         }

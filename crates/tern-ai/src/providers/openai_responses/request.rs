@@ -140,7 +140,7 @@ pub(crate) fn convert_input(
         if let Message::Assistant(a) = m {
             let foreign = a.provider != model.provider || a.api != model.api;
             for c in a.tool_calls() {
-                foreign_ids.insert(c.id.clone(), foreign);
+                foreign_ids.insert(c.id.to_string(), foreign);
             }
         }
     }
@@ -296,7 +296,7 @@ pub(crate) fn convert_input(
                             // A grammar tool's call goes back as a custom call, whose item ids
                             // are `ctc_*` (function calls' `fc_*`); a call whose id does not
                             // match its type (grammar support changed) goes without one.
-                            let custom = grammar_inputs.get(&c.name);
+                            let custom = grammar_inputs.get(c.name.as_str());
                             let prefix = if custom.is_some() { "ctc_" } else { "fc_" };
                             let item_id = parts
                                 .next()
@@ -347,7 +347,7 @@ pub(crate) fn convert_input(
             }
             Message::ToolResult(t) => {
                 let call_id = t.tool_call_id.split('|').next().unwrap_or("").to_string();
-                let kind = if grammar_inputs.contains_key(&t.tool_name) {
+                let kind = if grammar_inputs.contains_key(t.tool_name.as_str()) {
                     "custom_tool_call_output"
                 } else {
                     "function_call_output"

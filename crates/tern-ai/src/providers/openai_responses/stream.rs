@@ -3,6 +3,7 @@
 //! `done` item; usage, service-tier pricing and input transformations from the terminal
 //! response.
 
+use crate::Name;
 use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
@@ -133,8 +134,12 @@ fn open_tool_call(
 ) {
     let name = item.get("name").and_then(Value::as_str).unwrap_or("");
     let index = out.push_block(ContentBlock::tool_call(ToolCall {
-        id: format!("{}|{}", id_part(item, "call_id"), id_part(item, "id")),
-        name: name.to_string(),
+        id: Name::unique(&format!(
+            "{}|{}",
+            id_part(item, "call_id"),
+            id_part(item, "id")
+        )),
+        name: name.into(),
         arguments,
         extra: namespace_extra(item),
     }));
@@ -605,7 +610,7 @@ impl WireStream for State {
         };
         let (name, id) = out.with(|m| match m.content.get(i) {
             Some(ContentBlock::ToolCall(c)) => (c.name.clone(), c.id.clone()),
-            _ => (String::new(), String::new()),
+            _ => (Name::default(), Name::default()),
         });
         Err(format!(
             "OpenAI Responses stream completed with an unfinished tool call: {name} ({id})"

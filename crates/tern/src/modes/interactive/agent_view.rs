@@ -45,7 +45,7 @@ impl Ui {
             AgentEvent::ToolExecutionStart { tool_call } => {
                 self.flush_partial();
                 self.tools.push((
-                    tool_call.id.clone(),
+                    tool_call.id.to_string(),
                     tool_label(&tool_call.name, &tool_call.arguments),
                     String::new(),
                 ));
@@ -113,7 +113,7 @@ impl Ui {
                                 self.stream(Stream::Thinking, "\n");
                             }
                             ContentBlock::ToolCall(c) => {
-                                labels.push((c.id.clone(), tool_label(&c.name, &c.arguments)))
+                                labels.push((c.id.to_string(), tool_label(&c.name, &c.arguments)))
                             }
                             _ => {}
                         }
