@@ -46,7 +46,13 @@ impl Tables {
         if text.len() > MAX_TABLE_NAME_LEN {
             return None;
         }
-        if let Some(i) = self.names.iter().position(|n| n.as_str() == text) {
+        // A shared name is found by its buffer (names of one text share one), without
+        // comparing texts.
+        let found = match name {
+            Some(name) => self.names.iter().position(|n| n.shares_text_with(name)),
+            None => None,
+        };
+        if let Some(i) = found.or_else(|| self.names.iter().position(|n| n.as_str() == text)) {
             return Some(i);
         }
         if self.names.len() >= MAX_TABLE_NAMES {
