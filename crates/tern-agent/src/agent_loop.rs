@@ -115,7 +115,7 @@ pub async fn run_agent_loop<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let run = Run::new(config, signal, stream_fn);
+    let run = Run::new(request_options(config, &signal), signal, stream_fn);
     Ok(run_prompts(prompts, context, run, sink).await?.0)
 }
 
@@ -127,7 +127,7 @@ pub async fn run_agent_loop_continue<S: EventSink + Clone + 'static>(
     signal: CancellationToken,
     stream_fn: Arc<dyn StreamFn>,
 ) -> Result<Vec<Message>, AgentError> {
-    let run = Run::new(config, signal, stream_fn);
+    let run = Run::new(request_options(config, &signal), signal, stream_fn);
     Ok(run_continue(context, run, sink).await?.0)
 }
 
@@ -210,7 +210,20 @@ pub(crate) struct Run {
     stream_fn: Arc<dyn StreamFn>,
 }
 
+/// `config` with the options every request of the run is lent: the run's signal and the
+/// configured reasoning level.
+pub(crate) fn request_options(
+    mut config: AgentLoopConfig,
+    signal: &CancellationToken,
+) -> AgentLoopConfig {
+    config.stream_options.signal = signal.clone();
+    config.stream_options.reasoning = config.reasoning;
+    config
+}
+
 impl Run {
+    /// A run of `config`, whose `stream_options` carry `signal` already (see
+    /// [`request_options`]): the requests borrow them.
     pub(crate) fn new(
         config: AgentLoopConfig,
         signal: CancellationToken,
@@ -472,11 +485,21 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         None => None,
     }
     .filter(|k| !k.is_empty());
-    let mut options = config.stream_options.with_signal(signal.clone());
-    options.reasoning = config.reasoning;
-    if hooked_key.is_some() {
-        options.api_key = hooked_key;
-    }
+    // The run's options as they are, lent, unless this request's differ from them (a hooked
+    // key, or a level changed since the run began); they carry the run's signal.
+    let changed;
+    let options = match hooked_key {
+        None if config.stream_options.reasoning == config.reasoning => &config.stream_options,
+        key => {
+            let mut o = config.stream_options.with_signal(signal.clone());
+            o.reasoning = config.reasoning;
+            if key.is_some() {
+                o.api_key = key;
+            }
+            changed = o;
+            &changed
+        }
+    };
     let mut stream = stream_fn
         .stream(&config.model, Context { messages: llm }, options)
         .map_err(AgentError::from)?;

@@ -138,7 +138,7 @@ impl FauxModel {
 }
 
 impl StreamFn for FauxModel {
-    fn stream(&self, model: &Model, _context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, _context: Context, options: &StreamOptions) -> StreamStart {
         let (tx, rx) = assistant_stream();
         let base = AssistantMessage {
             api: model.api.as_str().into(),
@@ -160,11 +160,12 @@ impl StreamFn for FauxModel {
         };
         let chunk = self.chunk_chars;
         if self.delay.is_zero() {
-            play(&tx, base, response, chunk, &options);
+            play(&tx, base, response, chunk, options);
         } else {
             let delay = self.delay;
+            let signal = options.signal.clone();
             tokio::spawn(async move {
-                play_async(tx, base, response, chunk, delay, options).await;
+                play_async(tx, base, response, chunk, delay, signal).await;
             });
         }
         Ok(rx)
@@ -342,17 +343,17 @@ async fn play_async(
     response: FauxResponse,
     chunk: usize,
     delay: Duration,
-    options: StreamOptions,
+    signal: tokio_util::sync::CancellationToken,
 ) {
     let partial = new_partial(&base);
     for (edit, event) in steps(&partial, &response, chunk) {
         if event.delta().is_some() {
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
-                _ = options.signal.cancelled() => {}
+                _ = signal.cancelled() => {}
             }
         }
-        if options.signal.is_cancelled() {
+        if signal.is_cancelled() {
             tx.push(aborted(&partial));
             return;
         }
@@ -401,7 +402,7 @@ mod tests {
             .stream(
                 &Model::default(),
                 Context::default(),
-                StreamOptions::default(),
+                &StreamOptions::default(),
             )
             .unwrap();
         let mut seen = String::new();
@@ -436,7 +437,7 @@ mod tests {
             .stream(
                 &Model::default(),
                 Context::default(),
-                StreamOptions::default(),
+                &StreamOptions::default(),
             )
             .unwrap();
         let mut deltas = 0;

@@ -12,7 +12,7 @@
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let model = FauxModel::new(vec![FauxResponse::text("Hello!")]);
 //! let stream = model
-//!     .stream(&Model::default(), Context::new(vec![Message::user_text("hi")]), StreamOptions::default())
+//!     .stream(&Model::default(), Context::new(vec![Message::user_text("hi")]), &StreamOptions::default())
 //!     .unwrap();
 //! assert_eq!(stream.result().await.text(), "Hello!");
 //! # });

@@ -464,26 +464,29 @@ impl ThinkingDisplay {
 
 /// A function that streams one assistant response.
 ///
+/// The options are lent: a loop asks with the same options turn after turn, and a function
+/// that keeps them past the call (a provider's request task) clones what it keeps.
+///
 /// Closures work:
 ///
 /// ```
 /// use std::sync::Arc;
 /// use tern_ai::{assistant_stream, StreamFn, Context, Model, StreamOptions};
-/// let f: Arc<dyn StreamFn> = Arc::new(|_m: &Model, _c: Context, _o: StreamOptions| {
+/// let f: Arc<dyn StreamFn> = Arc::new(|_m: &Model, _c: Context, _o: &StreamOptions| {
 ///     let (_tx, rx) = assistant_stream();
 ///     Ok(rx)
 /// });
 /// ```
 pub trait StreamFn: Send + Sync {
     /// Starts a request. `Err` only when it cannot start; failures after that are events.
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart;
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart;
 }
 
 impl<F> StreamFn for F
 where
-    F: Fn(&Model, Context, StreamOptions) -> StreamStart + Send + Sync,
+    F: Fn(&Model, Context, &StreamOptions) -> StreamStart + Send + Sync,
 {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         self(model, context, options)
     }
 }

@@ -277,7 +277,7 @@ impl StreamFn for LoopScript {
         &self,
         _model: &Model,
         _context: Context,
-        _options: StreamOptions,
+        _options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         let k = self.k.fetch_add(1, Ordering::Relaxed);
         if k + 1 < self.turns {
@@ -305,7 +305,7 @@ impl StreamFn for TextScript {
         &self,
         _model: &Model,
         _context: Context,
-        _options: StreamOptions,
+        _options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         Ok(text_response(&self.delta, self.repeat))
     }
@@ -338,7 +338,7 @@ impl StreamFn for ParallelScript {
         &self,
         _model: &Model,
         _context: Context,
-        _options: StreamOptions,
+        _options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         if self.k.fetch_add(1, Ordering::Relaxed) == 0 {
             let blocks = (0..self.n).map(|i| call_block("sleep", i));

@@ -88,6 +88,8 @@ pub fn w2(p: &W2Params) -> Res {
             repeat: k,
         };
         let model = bench_model();
+        // The script reads no options; the reference's script is called with none.
+        let options = StreamOptions::default();
         let agent = bench_agent(vec![], Arc::new(script.clone()));
         let events = Arc::new(AtomicUsize::new(0));
         let ev = events.clone();
@@ -100,14 +102,14 @@ pub fn w2(p: &W2Params) -> Res {
             // (a) the producer alone.
             let t0 = Instant::now();
             let s = script
-                .stream(&model, Context::default(), StreamOptions::default())
+                .stream(&model, Context::default(), &options)
                 .map_err(|e| e.to_string())?;
             let p_ms = ms(t0.elapsed());
             drop(s);
             // (b) producer + bare drain.
             let t0 = Instant::now();
             let mut s = script
-                .stream(&model, Context::default(), StreamOptions::default())
+                .stream(&model, Context::default(), &options)
                 .map_err(|e| e.to_string())?;
             let mut n = 0usize;
             while let Some(_e) = s.next().await {
@@ -509,7 +511,7 @@ fn idle_stream_fn() -> Arc<dyn StreamFn> {
     Arc::new(
         |_: &tern_ai::Model,
          _: Context,
-         _: StreamOptions|
+         _: &StreamOptions|
          -> Result<tern_ai::AssistantMessageEventStream, tern_ai::BoxError> {
             Err("idle agents never stream".into())
         },

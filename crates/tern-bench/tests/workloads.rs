@@ -15,7 +15,11 @@ fn scripted_tool_call_response_has_five_events_and_one_shared_partial() {
     rt(0).block_on(async {
         let script = LoopScript::new(3);
         let mut s = script
-            .stream(&bench_model(), Context::default(), StreamOptions::default())
+            .stream(
+                &bench_model(),
+                Context::default(),
+                &StreamOptions::default(),
+            )
             .unwrap();
         let mut kinds = Vec::new();
         let mut partials = Vec::new();

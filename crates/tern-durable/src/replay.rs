@@ -109,7 +109,7 @@ impl StreamFn for Offline {
         &self,
         _model: &Model,
         _context: Context,
-        _options: StreamOptions,
+        _options: &StreamOptions,
     ) -> Result<tern_ai::AssistantMessageEventStream, BoxError> {
         Err("a replay sends no request".into())
     }

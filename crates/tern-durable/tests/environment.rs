@@ -31,7 +31,7 @@ fn env() -> Environment {
 struct Script;
 
 impl StreamFn for Script {
-    fn stream(&self, model: &Model, context: Context, _: StreamOptions) -> tern_ai::StreamStart {
+    fn stream(&self, model: &Model, context: Context, _: &StreamOptions) -> tern_ai::StreamStart {
         let n = assistant_turns(&context.messages);
         let (content, stop_reason) = match n {
             0 | 1 => (

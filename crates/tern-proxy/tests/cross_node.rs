@@ -67,7 +67,7 @@ impl StreamFn for Boxed {
         &self,
         model: &tern_ai::Model,
         context: tern_ai::Context,
-        options: tern_ai::StreamOptions,
+        options: &tern_ai::StreamOptions,
     ) -> tern_ai::StreamStart {
         self.0.stream(model, context, options)
     }
@@ -86,7 +86,7 @@ async fn tern_direct(case: &str) -> serde_json::Value {
         ..Default::default()
     };
     let stream = tern_upstream(case)
-        .stream(&model(case), context(), options)
+        .stream(&model(case), context(), &options)
         .unwrap();
     collect(stream, &signal, None).await
 }

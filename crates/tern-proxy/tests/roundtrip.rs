@@ -33,7 +33,7 @@ fn abortable(url: &str) -> (CancellationToken, AssistantMessageEventStream) {
         ..StreamOptions::default()
     };
     let client = ProxyStreamFn::new(url, "any");
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let stream = client.stream(&model("m"), context(), &options).unwrap();
     (signal, stream)
 }
 
@@ -50,7 +50,7 @@ async fn assert_aborted(
 }
 
 async fn result_of(client: &ProxyStreamFn, options: StreamOptions) -> tern_ai::AssistantMessage {
-    let stream = client.stream(&model("m"), context(), options).unwrap();
+    let stream = client.stream(&model("m"), context(), &options).unwrap();
     (*stream.result().await).clone()
 }
 
@@ -136,7 +136,7 @@ async fn refusals_are_json_errors_the_client_words_as_the_reference() {
 
 #[tokio::test]
 async fn a_stream_function_that_cannot_start_answers_502() {
-    let failing = |_: &Model, _: Context, _: StreamOptions| -> tern_ai::StreamStart {
+    let failing = |_: &Model, _: Context, _: &StreamOptions| -> tern_ai::StreamStart {
         Err("no provider key configured".into())
     };
     let server = serve(ProxyServer::new(failing)).await;
@@ -149,7 +149,7 @@ async fn a_stream_function_that_cannot_start_answers_502() {
 
 #[tokio::test]
 async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
-    let dropping = |_: &Model, _: Context, _: StreamOptions| -> tern_ai::StreamStart {
+    let dropping = |_: &Model, _: Context, _: &StreamOptions| -> tern_ai::StreamStart {
         let (tx, rx) = assistant_stream();
         let partial = PartialMessage::new(tern_ai::AssistantMessage::default());
         tx.push(AssistantMessageEvent::Start { partial });
@@ -167,10 +167,11 @@ async fn an_upstream_that_ends_without_a_final_event_still_gets_one() {
 
 /// An upstream that sends nothing until its signal fires.
 fn silent() -> impl StreamFn {
-    |_: &Model, _: Context, options: StreamOptions| -> tern_ai::StreamStart {
+    |_: &Model, _: Context, options: &StreamOptions| -> tern_ai::StreamStart {
         let (tx, rx) = assistant_stream();
+        let signal = options.signal.clone();
         tokio::spawn(async move {
-            options.signal.cancelled().await;
+            signal.cancelled().await;
             drop(tx);
         });
         Ok(rx)
@@ -214,7 +215,7 @@ async fn a_stalled_body_ends_at_the_idle_timeout() {
         idle_timeout_ms: Some(300),
         ..StreamOptions::default()
     };
-    let mut stream = client.stream(&model("m"), context(), options).unwrap();
+    let mut stream = client.stream(&model("m"), context(), &options).unwrap();
     let first = stream.next().await.unwrap();
     assert_eq!(first.kind(), "start");
     let message = stream.result().await;
@@ -252,7 +253,7 @@ async fn an_unreachable_server_fails_as_a_value() {
 fn outside_a_runtime_the_client_says_what_it_needs() {
     let client = ProxyStreamFn::new("http://127.0.0.1:1", "any");
     let err = client
-        .stream(&model("m"), context(), StreamOptions::default())
+        .stream(&model("m"), context(), &StreamOptions::default())
         .err()
         .expect("no runtime, no stream");
     assert_eq!(

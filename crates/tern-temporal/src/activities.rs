@@ -260,7 +260,7 @@ impl AgentActivities {
         let call = call_info(&ctx, request.event_offset);
         let started = CALL.sync_scope(call.clone(), || {
             self.stream_fn
-                .stream(&request.model, Context::new(request.messages), options)
+                .stream(&request.model, Context::new(request.messages), &options)
         });
         let mut stream = match started {
             Ok(stream) => stream,

@@ -432,7 +432,7 @@ mod tests {
             .stream(
                 &Model::default(),
                 Context::default(),
-                StreamOptions::default(),
+                &StreamOptions::default(),
             )
             .expect("the scripted model starts");
         let mut events = Vec::new();

@@ -75,7 +75,7 @@ impl ScriptFn {
 }
 
 impl StreamFn for ScriptFn {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         let n = {
             let mut requests = self.lock();
             requests.push(context.messages.to_vec());

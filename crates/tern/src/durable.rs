@@ -39,7 +39,7 @@ struct Dispatch {
 }
 
 impl StreamFn for Dispatch {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         match self.current.get() {
             Some(run) => run
                 .model(self.inner.clone())

@@ -46,7 +46,7 @@ impl StreamFn for ScriptedModel {
         &self,
         model: &Model,
         context: Context,
-        options: StreamOptions,
+        options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         let Some(h) = self.script.upgrade() else {
             return Err("scripted model used after the scenario ended".into());
@@ -61,7 +61,7 @@ impl StreamFn for ScriptedModel {
             json!(options.reasoning.map(|l| l.as_str()).unwrap_or("off")),
         );
         entry.insert("messages".into(), norm_of(context.messages.as_slice()));
-        if let Some(recorded) = recorded_options(&options) {
+        if let Some(recorded) = recorded_options(options) {
             entry.insert("options".into(), recorded);
         }
         h.push(Value::Object(entry));
@@ -69,7 +69,7 @@ impl StreamFn for ScriptedModel {
             return Err(message.into());
         }
         let (tx, rx) = assistant_stream();
-        start_now(produce(tx, spec, model.clone(), options.signal, n));
+        start_now(produce(tx, spec, model.clone(), options.signal.clone(), n));
         Ok(rx)
     }
 }

@@ -225,15 +225,18 @@ impl Agent {
                     .map_or_else(Vec::new, |i: Arc<Inner>| i.follow_up.lock().drain()),
             )
         });
-        // The loop gives every request the run's signal: the options' own is never read,
-        // so it is not cloned (a token's clone takes its tree's lock).
-        let (stream_options, hooks) = match &settings.custom {
+        // Every request of the run borrows these options, with the run's signal and level
+        // (the options' own signal is never read, so it is not cloned: a token's clone
+        // takes its tree's lock).
+        let reasoning = reasoning_of(level);
+        let (mut stream_options, hooks) = match &settings.custom {
             Some(s) => (s.stream_options.with_signal(signal), s.hooks.clone()),
             None => (StreamOptions::for_signal(signal), Hooks::default()),
         };
+        stream_options.reasoning = reasoning;
         let config = AgentLoopConfig {
             model,
-            reasoning: reasoning_of(level),
+            reasoning,
             stream_options,
             hooks,
             get_steering_messages: Some(steering),

@@ -97,7 +97,7 @@ pub const NO_STREAM_FN: &str = "No stream function configured: set AgentOptions:
 
 pub(super) fn no_stream_fn() -> Arc<dyn StreamFn> {
     Arc::new(
-        |_: &Model, _: tern_ai::Context, _: StreamOptions| -> Result<_, BoxError> {
+        |_: &Model, _: tern_ai::Context, _: &StreamOptions| -> Result<_, BoxError> {
             Err(NO_STREAM_FN.into())
         },
     )

@@ -274,10 +274,11 @@ pub fn stream(
 pub struct Providers;
 
 impl StreamFn for Providers {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err("the built-in providers need a tokio runtime".into());
         }
-        Ok(stream(model, context, options))
+        // The request task keeps its own copy.
+        Ok(stream(model, context, options.clone()))
     }
 }

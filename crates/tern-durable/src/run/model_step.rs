@@ -33,7 +33,7 @@ enum Plan {
 }
 
 impl StreamFn for DurableModel {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         let (tx, rx) = assistant_stream();
         let turn = self.run.spending.lock().next_turn(&context.messages);
         let context = match turn {
@@ -59,6 +59,8 @@ impl StreamFn for DurableModel {
                 let run = self.run.clone();
                 let inner = self.inner.clone();
                 let model = model.clone();
+                // The request is sent after the intent is written, so it keeps its options.
+                let options = options.clone();
                 // Run by the loop's own polls of the stream: no task per request, and the
                 // upstream events reach the loop without a hop through the runtime.
                 let forward = async move {
@@ -75,7 +77,7 @@ impl StreamFn for DurableModel {
                         let why = format!("the request was not sent: {e}");
                         return push_final(&tx, error_message(&model, now(), why));
                     }
-                    let mut upstream = match inner.stream(&model, context, options) {
+                    let mut upstream = match inner.stream(&model, context, &options) {
                         Ok(s) => s,
                         Err(e) => {
                             return push_final(&tx, error_message(&model, now(), e.to_string()))

@@ -9,7 +9,7 @@
 //! let proxy = ProxyStreamFn::new("https://genai.example.com", "user-token");
 //! let model = Model::new("claude-sonnet-4-5", "anthropic-messages", "anthropic", "");
 //! let context = Context::new(vec![Message::user_text("Hello")]);
-//! let stream = proxy.stream(&model, context, StreamOptions::default()).unwrap();
+//! let stream = proxy.stream(&model, context, &StreamOptions::default()).unwrap();
 //! println!("{}", stream.result().await.text());
 //! // Or hand it to an agent: `Arc::new(proxy) as Arc<dyn StreamFn>`.
 //! # }
@@ -175,7 +175,7 @@ impl ProxyStreamFn {
 }
 
 impl StreamFn for ProxyStreamFn {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         let runtime =
             tokio::runtime::Handle::try_current().map_err(|_| ProxyClientError::NoRuntime)?;
         // The stream first, then the message: its timestamp is not before the stream's clock,
@@ -184,6 +184,7 @@ impl StreamFn for ProxyStreamFn {
         let mut rebuild = Rebuild::new(model);
         let config = self.config.clone();
         let model = model.clone();
+        let options = options.clone();
         runtime.spawn(async move {
             if let Err(message) =
                 exchange(&config, &model, context, &options, &mut rebuild, &tx).await

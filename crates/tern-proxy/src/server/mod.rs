@@ -165,7 +165,7 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     };
     let signal = CancellationToken::new();
     let options = request.options.into_stream_options(signal.clone());
-    match shared.stream_fn.stream(&model, request.context, options) {
+    match shared.stream_fn.stream(&model, request.context, &options) {
         Ok(stream) => events_response(stream, signal, shared.keep_alive),
         Err(e) => json_error(
             StatusCode::BAD_GATEWAY,

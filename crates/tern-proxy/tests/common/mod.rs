@@ -91,7 +91,7 @@ pub async fn tern_client(url: &str, token: &str, case: &str, abort: Option<usize
         signal: signal.clone(),
         ..StreamOptions::default()
     };
-    let stream = client.stream(&model(case), context(), options).unwrap();
+    let stream = client.stream(&model(case), context(), &options).unwrap();
     collect(stream, &signal, abort).await
 }
 
@@ -181,7 +181,7 @@ impl<S: StreamFn> StreamFn for Fragmented<S> {
         &self,
         model: &Model,
         context: Context,
-        options: StreamOptions,
+        options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         let mut inner = self.0.stream(model, context, options)?;
         let (tx, rx) = assistant_stream();
@@ -239,7 +239,7 @@ impl<S: StreamFn> StreamFn for Recorded<S> {
         &self,
         model: &Model,
         context: Context,
-        options: StreamOptions,
+        options: &StreamOptions,
     ) -> tern_ai::StreamStart {
         self.seen.lock().push((model.clone(), options.clone()));
         self.inner.stream(model, context, options)

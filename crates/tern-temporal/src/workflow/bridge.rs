@@ -173,7 +173,7 @@ impl Bridge {
 pub(crate) struct BridgedModel(pub(crate) Arc<Bridge>);
 
 impl StreamFn for BridgedModel {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         let (reply, stream) = assistant_stream();
         if options.signal.is_cancelled() && self.0.is_ending() {
             // The session ends: no activity; aborted, as a provider answers.
@@ -187,7 +187,7 @@ impl StreamFn for BridgedModel {
                 reasoning: options.reasoning,
                 // An aborted run still asks (the provider answers it), as a local one does.
                 aborted: options.signal.is_cancelled(),
-                options: RequestOptions::of(&options),
+                options: RequestOptions::of(options),
                 event_offset: self.0.published(),
                 live: self.0.live(),
             }),

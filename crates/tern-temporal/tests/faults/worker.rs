@@ -28,7 +28,7 @@ struct Routed {
 }
 
 impl StreamFn for Routed {
-    fn stream(&self, model: &Model, context: Context, options: StreamOptions) -> StreamStart {
+    fn stream(&self, model: &Model, context: Context, options: &StreamOptions) -> StreamStart {
         let mut model = model.clone();
         model.base_url = model.base_url.replace(UNROUTED, &self.route);
         self.inner.stream(&model, context, options)

@@ -170,7 +170,7 @@ impl Summarizer {
             (model.reasoning && thinking != tern_ai::ThinkingLevel::Off).then_some(thinking);
         let stream = self
             .stream_fn
-            .stream(model, Context::new(vec![system, user]), options)
+            .stream(model, Context::new(vec![system, user]), &options)
             .map_err(|e| CompactError::Failed(format!("{label} failed: {e}")))?;
         let answer = stream.result().await;
         match answer.stop_reason {
