@@ -5,10 +5,10 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 
 use futures::future::{BoxFuture, FutureExt};
 use tern_ai::{AssistantMessage, ContentBlock, Message, StopReason, StreamFn, StreamOptions};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::listeners::AgentSink;
@@ -20,18 +20,73 @@ use crate::events::{AgentEvent, EventSink};
 use crate::hooks::Hooks;
 use crate::outcome::{RunEnding, RunOutcome};
 
-/// The active run, as other handles of the agent see it.
-pub(super) struct ActiveRun {
-    pub(super) signal: CancellationToken,
-    pub(super) done: watch::Receiver<bool>,
+/// The agent's runs, as every handle of the agent sees them.
+#[derive(Default)]
+pub(super) struct Runs {
+    /// The active run's signal, while a run is active.
+    pub(super) active: Option<CancellationToken>,
+    /// How many runs began; the active one is the last.
+    began: u64,
+    /// How many runs ended.
+    ended: u64,
+    /// Who waits for a run to end ([`Agent::wait_for_idle`]).
+    waiters: Vec<Waker>,
 }
 
-/// The active run, as the run itself holds it.
+impl Runs {
+    /// The number of the active run, `None` when the agent is idle.
+    pub(super) fn active_number(&self) -> Option<u64> {
+        self.active.as_ref().map(|_| self.began)
+    }
+
+    /// Whether run `number` has ended; if not, `waker` is woken when it does.
+    pub(super) fn ended_or_wake(&mut self, number: u64, waker: &Waker) -> bool {
+        if self.ended >= number {
+            return true;
+        }
+        if !self.waiters.iter().any(|w| w.will_wake(waker)) {
+            self.waiters.push(waker.clone());
+        }
+        false
+    }
+}
+
+/// The active run, as the run itself holds it. Dropped without [`Agent::end`] (the prompt's
+/// future was dropped mid-run), it cancels the run's signal and releases the agent, so the
+/// agent is not left busy forever.
 pub(super) struct RunHandle {
     signal: CancellationToken,
-    done: watch::Sender<bool>,
     // Transcript length when the run began: what lies past it, the run added.
     start: usize,
+    // Released by `end`; `None` afterwards.
+    inner: Option<Arc<Inner>>,
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            self.signal.cancel();
+            {
+                let mut st = inner.state.lock();
+                st.is_streaming = false;
+                st.streaming_message = None;
+                st.pending_tool_calls = Vec::new();
+                st.transcript.end_run();
+            }
+            release(&inner);
+        }
+    }
+}
+
+/// Marks the active run ended and wakes those waiting for it.
+fn release(inner: &Inner) {
+    let waiters = {
+        let mut runs = inner.active.lock();
+        runs.active = None;
+        runs.ended = runs.began;
+        std::mem::take(&mut runs.waiters)
+    };
+    waiters.into_iter().for_each(Waker::wake);
 }
 
 /// What a run starts from.
@@ -49,17 +104,14 @@ pub(super) enum Start {
 impl Agent {
     /// Claims the agent for a run; `busy` when another run holds it.
     pub(super) fn begin(&self, busy: AgentError) -> Result<RunHandle, AgentError> {
-        let mut active = self.inner.active.lock();
-        if active.is_some() {
+        let mut runs = self.inner.active.lock();
+        if runs.active.is_some() {
             return Err(busy);
         }
         let signal = CancellationToken::new();
-        let (tx, rx) = watch::channel(false);
-        *active = Some(ActiveRun {
-            signal: signal.clone(),
-            done: rx,
-        });
-        drop(active);
+        runs.active = Some(signal.clone());
+        runs.began += 1;
+        drop(runs);
         let mut st = self.inner.state.lock();
         st.is_streaming = true;
         st.streaming_message = None;
@@ -67,8 +119,8 @@ impl Agent {
         st.transcript.begin_run();
         Ok(RunHandle {
             signal,
-            done: tx,
             start: st.transcript.len(),
+            inner: Some(self.inner.clone()),
         })
     }
 
@@ -95,7 +147,7 @@ impl Agent {
 
     async fn end(
         &self,
-        run: RunHandle,
+        mut run: RunHandle,
         result: Result<(Vec<Message>, RunEnding), AgentError>,
     ) -> RunOutcome {
         let outcome = match result {
@@ -124,8 +176,10 @@ impl Agent {
             // agent keeps none.
             st.pending_tool_calls = Vec::new();
         }
-        *self.inner.active.lock() = None;
-        let _ = run.done.send(true);
+        // Released here rather than by the handle's drop: the agent stays busy until the
+        // state is settled, and packing follows the release.
+        run.inner = None;
+        release(&self.inner);
         self.pack_when_idle(outcome.messages.len());
         outcome
     }
