@@ -52,6 +52,10 @@ impl PendingMessageQueue {
 
     /// Takes what the mode allows.
     pub fn drain(&mut self) -> Vec<Message> {
+        // The usual case, asked at every turn: nothing queued.
+        if self.messages.is_empty() {
+            return Vec::new();
+        }
         let n = match self.mode {
             QueueMode::All => self.messages.len(),
             QueueMode::OneAtATime => self.messages.len().min(1),
