@@ -1,6 +1,7 @@
 //! Listeners: who hears the agent's events, in subscription order, after the state was
 //! updated for each event.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -80,11 +81,20 @@ pub(super) struct AgentSink(Arc<SinkInner>);
 struct SinkInner {
     inner: Arc<Inner>,
     signal: CancellationToken,
+    // The listeners when the run began. While the agent's list is this one, an event reads it
+    // from here without a reference count; the agent changes its list by copying it (this
+    // clone keeps it shared), so a changed list is a different allocation.
+    listeners: Arc<Listeners>,
 }
 
 impl AgentSink {
     pub(super) fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
-        AgentSink(Arc::new(SinkInner { inner, signal }))
+        let listeners = inner.state.lock().listeners.clone();
+        AgentSink(Arc::new(SinkInner {
+            inner,
+            signal,
+            listeners,
+        }))
     }
 
     /// Whether listener `id` of the dispatch snapshot `seen` is still subscribed.
@@ -94,10 +104,14 @@ impl AgentSink {
     }
 
     /// Applies the event to the state; returns the listeners to call, read in the same lock.
-    fn reduce(&self, event: &AgentEvent) -> Arc<Listeners> {
+    fn reduce(&self, event: &AgentEvent) -> Cow<'_, Arc<Listeners>> {
         let mut st = self.0.inner.state.lock();
         st.apply(event);
-        st.listeners.clone()
+        if Arc::ptr_eq(&st.listeners, &self.0.listeners) {
+            Cow::Borrowed(&self.0.listeners)
+        } else {
+            Cow::Owned(st.listeners.clone())
+        }
     }
 }
 
@@ -117,6 +131,7 @@ impl EventSink for AgentSink {
             return Either::Left(std::future::ready(()));
         }
         let sink = self.clone();
+        let listeners = listeners.into_owned();
         Either::Right(Box::pin(
             async move { sink.dispatch(listeners, event).await },
         ))
