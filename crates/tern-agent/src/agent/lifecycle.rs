@@ -68,9 +68,7 @@ impl Drop for RunHandle {
             self.signal.cancel();
             {
                 let mut st = inner.state.lock();
-                st.is_streaming = false;
-                st.streaming_message = None;
-                st.pending_tool_calls = Vec::new();
+                st.settle_run();
                 st.transcript.end_run();
             }
             release(&inner);
@@ -81,7 +79,7 @@ impl Drop for RunHandle {
 /// Marks the active run ended and wakes those waiting for it.
 fn release(inner: &Inner) {
     let waiters = {
-        let mut runs = inner.active.lock();
+        let mut runs = inner.runs.lock();
         runs.active = None;
         runs.ended = runs.began;
         std::mem::take(&mut runs.waiters)
@@ -104,7 +102,7 @@ pub(super) enum Start {
 impl Agent {
     /// Claims the agent for a run; `busy` when another run holds it.
     pub(super) fn begin(&self, busy: AgentError) -> Result<RunHandle, AgentError> {
-        let mut runs = self.inner.active.lock();
+        let mut runs = self.inner.runs.lock();
         if runs.active.is_some() {
             return Err(busy);
         }
@@ -168,14 +166,7 @@ impl Agent {
                 RunOutcome::new(ending, added)
             }
         };
-        {
-            let mut st = self.inner.state.lock();
-            st.is_streaming = false;
-            st.streaming_message = None;
-            // Released here, not per call: within a run the list keeps its room, and an idle
-            // agent keeps none.
-            st.pending_tool_calls = Vec::new();
-        }
+        self.inner.state.lock().settle_run();
         // Released here rather than by the handle's drop: the agent stays busy until the
         // state is settled, and packing follows the release.
         run.inner = None;

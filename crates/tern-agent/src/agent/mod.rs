@@ -64,7 +64,7 @@ struct Inner {
     next_listener: AtomicU64,
     steering: Mutex<PendingMessageQueue>,
     follow_up: Mutex<PendingMessageQueue>,
-    active: Mutex<Runs>,
+    runs: Mutex<Runs>,
 }
 
 /// A stateful agent. Cloning gives another handle to the same agent.
@@ -118,7 +118,7 @@ impl Agent {
                 next_listener: AtomicU64::new(1),
                 steering: Mutex::new(PendingMessageQueue::new(options.steering_mode)),
                 follow_up: Mutex::new(PendingMessageQueue::new(options.follow_up_mode)),
-                active: Mutex::new(Runs::default()),
+                runs: Mutex::new(Runs::default()),
             }),
         }
     }
@@ -338,23 +338,23 @@ impl Agent {
 
     /// The active run's cancellation token.
     pub fn signal(&self) -> Option<CancellationToken> {
-        self.inner.active.lock().active.clone()
+        self.inner.runs.lock().active.clone()
     }
 
     /// Aborts the active run, if any.
     pub fn abort(&self) {
-        if let Some(signal) = &self.inner.active.lock().active {
+        if let Some(signal) = &self.inner.runs.lock().active {
             signal.cancel();
         }
     }
 
     /// Resolves when the active run and its listeners have finished.
     pub async fn wait_for_idle(&self) {
-        let Some(run) = self.inner.active.lock().active_number() else {
+        let Some(run) = self.inner.runs.lock().active_number() else {
             return;
         };
         std::future::poll_fn(
-            |cx| match self.inner.active.lock().ended_or_wake(run, cx.waker()) {
+            |cx| match self.inner.runs.lock().ended_or_wake(run, cx.waker()) {
                 true => std::task::Poll::Ready(()),
                 false => std::task::Poll::Pending,
             },
@@ -365,7 +365,7 @@ impl Agent {
     /// Clears the conversation and queues, keeping the replayed prompt and tools as one
     /// system message.
     pub fn reset(&self) -> Result<(), AgentError> {
-        if self.inner.active.lock().active.is_some() {
+        if self.inner.runs.lock().active.is_some() {
             return Err(AgentError::ResetWhileRunning);
         }
         let mut st = self.inner.state.lock();
@@ -422,7 +422,7 @@ impl Agent {
     /// Continues from the transcript: the last message must be a user or tool-result
     /// message, or queued messages take its place after an assistant message.
     pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
-        if self.inner.active.lock().active.is_some() {
+        if self.inner.runs.lock().active.is_some() {
             return Err(AgentError::ContinueWhileRunning);
         }
         let last_is_assistant = {

@@ -116,6 +116,15 @@ impl State {
             .collect()
     }
 
+    /// A run ended (or its future was dropped): nothing streams, nothing is pending.
+    pub(super) fn settle_run(&mut self) {
+        self.is_streaming = false;
+        self.streaming_message = None;
+        // Released here, not per call: within a run the list keeps its room, and an idle
+        // agent keeps none.
+        self.pending_tool_calls = Vec::new();
+    }
+
     /// Applies one event of a run.
     pub(super) fn apply(&mut self, event: &AgentEvent) {
         match event {

@@ -234,17 +234,14 @@ impl<'de> Deserialize<'de> for Name {
     }
 }
 
-/// Reads a [`Name::unique`] (serde's `deserialize_with`): ids are not looked up.
-pub(crate) fn deserialize_unique<'de, D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
-    d.deserialize_str(NameVisitor { unique: true })
-}
-
-/// A [`Name::unique`] as a wire type (the messages' `id` fields).
+/// A [`Name::unique`] as a wire type: the ids of calls and results, which are read without
+/// a look-up.
 pub(crate) struct UniqueName(pub(crate) Name);
 
 impl<'de> Deserialize<'de> for UniqueName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_unique(d).map(UniqueName)
+        d.deserialize_str(NameVisitor { unique: true })
+            .map(UniqueName)
     }
 }
 

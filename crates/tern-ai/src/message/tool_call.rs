@@ -4,6 +4,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::extra::{drop_tag, eq_as_json, extra_accessors, flat_map, Absent};
+use super::name::UniqueName;
 use super::{JsonObject, Name};
 
 /// `{"type":"toolCall","id","name","arguments"}`.
@@ -88,8 +89,7 @@ impl Serialize for ToolCall {
 #[derive(Deserialize)]
 #[serde(rename = "ToolCall", rename_all = "camelCase")]
 struct ToolCallWire {
-    #[serde(deserialize_with = "super::name::deserialize_unique")]
-    id: Name,
+    id: UniqueName,
     name: Name,
     arguments: Value,
     #[serde(default)]
@@ -113,7 +113,7 @@ impl<'de> Deserialize<'de> for ToolCall {
             fields: w.fields,
         };
         Ok(ToolCall {
-            id: w.id,
+            id: w.id.0,
             name: w.name,
             arguments: w.arguments,
             extra: extra.into_option(),

@@ -92,7 +92,8 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
         "content_block_start" => {
             let idx = ev.get("index").and_then(Value::as_i64).unwrap_or(-1);
             let cb = ev.get("content_block").cloned().unwrap_or(Value::Null);
-            let s = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let text = |k: &str| cb.get(k).and_then(Value::as_str).unwrap_or("");
+            let s = |k: &str| text(k).to_string();
             // Every block kind opens the same way; only the block and whether it
             // streams tool arguments differ.
             let (block, args) = match cb.get("type").and_then(Value::as_str).unwrap_or("") {
@@ -132,8 +133,8 @@ fn handle_event(ev: &Value, out: &mut Output<'_>, st: &mut State) -> Result<(), 
                 ),
                 "tool_use" => (
                     ContentBlock::tool_call(ToolCall {
-                        id: Name::unique(&s("id")),
-                        name: s("name").into(),
+                        id: Name::unique(text("id")),
+                        name: text("name").into(),
                         arguments: cb
                             .get("input")
                             .filter(|v| !v.is_null())

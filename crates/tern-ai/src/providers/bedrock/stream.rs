@@ -62,14 +62,9 @@ impl State {
         let Some(tool) = ev.pointer("/start/toolUse") else {
             return;
         };
-        let s = |k: &str| {
-            tool.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
+        let s = |k: &str| tool.get(k).and_then(Value::as_str).unwrap_or("");
         let index = out.push_block(ContentBlock::tool_call(ToolCall {
-            id: Name::unique(&s("toolUseId")),
+            id: Name::unique(s("toolUseId")),
             name: s("name").into(),
             arguments: json!({}),
             ..ToolCall::default()
