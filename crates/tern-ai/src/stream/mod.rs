@@ -31,90 +31,15 @@ use crate::clock::now_ms;
 use crate::event::AssistantMessageEvent;
 use crate::message::{AssistantMessage, StopReason};
 
+mod queue;
+use queue::{Chunks, Drain};
+
 /// An event type that may end its stream with a result.
-pub trait StreamEvent {
+pub trait StreamEvent: Send + 'static {
     /// The stream's final result.
     type Output: Clone;
     /// `Some(result)` when this event completes the stream.
     fn completes(&self) -> Option<Self::Output>;
-}
-
-/// A FIFO that grows by whole chunks, so pushing never copies earlier events: a response
-/// can queue 100k deltas before its consumer first runs.
-struct Chunks<E> {
-    full: Vec<Vec<E>>,
-    last: Vec<E>,
-}
-
-impl<E> Chunks<E> {
-    const fn new() -> Self {
-        Chunks {
-            full: Vec::new(),
-            last: Vec::new(),
-        }
-    }
-
-    // Inlined into the push loops (a response can push 100k events); the rare step out of
-    // line.
-    #[inline]
-    fn push(&mut self, event: E) {
-        if self.last.len() == self.last.capacity() {
-            self.next_chunk();
-        }
-        self.last.push(event);
-    }
-
-    #[cold]
-    fn next_chunk(&mut self) {
-        // At most 1,024 events a chunk: larger blocks come from mmap and fault their pages in
-        // anew for every response.
-        let cap = (self.last.capacity() * 2).clamp(8, 1024);
-        let full = std::mem::replace(&mut self.last, Vec::with_capacity(cap));
-        if !full.is_empty() {
-            self.full.push(full);
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.last.is_empty() && self.full.is_empty()
-    }
-}
-
-/// The consumer's side of [`Chunks`]: taken in one lock, handed out one by one.
-struct Drain<E> {
-    current: std::vec::IntoIter<E>,
-    rest: std::vec::IntoIter<Vec<E>>,
-}
-
-impl<E> Drain<E> {
-    fn new() -> Self {
-        Drain {
-            current: Vec::new().into_iter(),
-            rest: Vec::new().into_iter(),
-        }
-    }
-
-    fn pop(&mut self) -> Option<E> {
-        loop {
-            if let Some(e) = self.current.next() {
-                return Some(e);
-            }
-            self.current = self.rest.next()?.into_iter();
-        }
-    }
-
-    /// Takes everything queued (the drain is empty when this is called).
-    fn refill(&mut self, chunks: &mut Chunks<E>) {
-        let last = std::mem::take(&mut chunks.last);
-        if chunks.full.is_empty() {
-            // The usual case: everything fits one chunk, and no list of chunks is built.
-            self.current = last.into_iter();
-            return;
-        }
-        let mut full = std::mem::take(&mut chunks.full);
-        full.push(last);
-        self.rest = full.into_iter();
-    }
 }
 
 struct State<E: StreamEvent> {

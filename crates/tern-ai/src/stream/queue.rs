@@ -1,0 +1,278 @@
+//! The queue between a stream's producer and its consumer.
+//!
+//! A response can queue 100k deltas before its consumer first runs, so the queue grows by
+//! whole chunks (pushing never copies earlier events), and the consumer takes everything
+//! queued in one lock. Full-size chunks are kept for the next large response in a small
+//! process-wide pool: glibc hands freed memory at the top of its heap back to the kernel, and
+//! a response that queued megabytes of events would otherwise pay a page fault for every
+//! 4 KB of its queue, every time.
+
+use std::any::{Any, TypeId};
+use std::collections::VecDeque;
+
+use parking_lot::Mutex;
+
+/// Events in a full-size chunk. Larger blocks would come from `mmap`, whose pages are
+/// faulted in anew each time.
+const CHUNK: usize = 1024;
+
+/// Full-size chunks kept per event type: 128 of 1,024 events, 6 MB for 48-byte events. A
+/// chunk beyond that is freed.
+const POOLED_CHUNKS: usize = 128;
+
+/// A FIFO of chunks: the producer's side.
+pub(super) struct Chunks<E: Send + 'static> {
+    full: Vec<Vec<E>>,
+    last: Vec<E>,
+}
+
+impl<E: Send + 'static> Chunks<E> {
+    pub(super) const fn new() -> Self {
+        Chunks {
+            full: Vec::new(),
+            last: Vec::new(),
+        }
+    }
+
+    // Inlined into the push loops; the rare step out of line.
+    #[inline]
+    pub(super) fn push(&mut self, event: E) {
+        if self.last.len() == self.last.capacity() {
+            self.next_chunk();
+        }
+        self.last.push(event);
+    }
+
+    #[cold]
+    fn next_chunk(&mut self) {
+        // Small responses stay in small chunks (thousands of agents may each hold a stream);
+        // a large one reaches full-size chunks, which come from the pool when it has some.
+        let cap = (self.last.capacity() * 2).clamp(8, CHUNK);
+        let next = match cap == CHUNK {
+            true => pool::take().unwrap_or_else(|| Vec::with_capacity(CHUNK)),
+            false => Vec::with_capacity(cap),
+        };
+        let full = std::mem::replace(&mut self.last, next);
+        if !full.is_empty() {
+            self.full.push(full);
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.last.is_empty() && self.full.is_empty()
+    }
+}
+
+impl<E: Send + 'static> Drop for Chunks<E> {
+    fn drop(&mut self) {
+        if self.full.is_empty() && self.last.capacity() < CHUNK {
+            return;
+        }
+        // A stream dropped unread: its events go, its full-size chunks go back.
+        for chunk in self.full.drain(..) {
+            pool::recycle(chunk);
+        }
+        pool::recycle(std::mem::take(&mut self.last));
+    }
+}
+
+/// The consumer's side: taken in one lock, handed out one by one.
+pub(super) struct Drain<E: Send + 'static> {
+    // A deque, so that the chunk's buffer is still there to recycle once it is read.
+    current: VecDeque<E>,
+    rest: std::vec::IntoIter<Vec<E>>,
+}
+
+impl<E: Send + 'static> Drain<E> {
+    pub(super) fn new() -> Self {
+        Drain {
+            current: VecDeque::new(),
+            rest: Vec::new().into_iter(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn pop(&mut self) -> Option<E> {
+        match self.current.pop_front() {
+            Some(e) => Some(e),
+            None => self.next_chunk(),
+        }
+    }
+
+    #[cold]
+    fn next_chunk(&mut self) -> Option<E> {
+        loop {
+            let next = VecDeque::from(self.rest.next()?);
+            pool::recycle(Vec::from(std::mem::replace(&mut self.current, next)));
+            if let Some(e) = self.current.pop_front() {
+                return Some(e);
+            }
+        }
+    }
+
+    /// Takes everything queued (the drain is empty when this is called).
+    pub(super) fn refill(&mut self, chunks: &mut Chunks<E>) {
+        let last = std::mem::take(&mut chunks.last);
+        let next = match chunks.full.is_empty() {
+            // The usual case: everything fits one chunk, and no list of chunks is built.
+            true => last,
+            false => {
+                let mut full = std::mem::take(&mut chunks.full);
+                full.push(last);
+                self.rest = full.into_iter();
+                self.rest.next().unwrap_or_default()
+            }
+        };
+        let done = std::mem::replace(&mut self.current, VecDeque::from(next));
+        if done.capacity() >= CHUNK {
+            // An empty deque turns back into a vector without moving anything.
+            pool::recycle(Vec::from(done));
+        }
+    }
+}
+
+impl<E: Send + 'static> Drop for Drain<E> {
+    fn drop(&mut self) {
+        if self.rest.len() == 0 && self.current.capacity() < CHUNK {
+            return;
+        }
+        for chunk in self.rest.by_ref() {
+            pool::recycle(chunk);
+        }
+        pool::recycle(Vec::from(std::mem::take(&mut self.current)));
+    }
+}
+
+mod pool {
+    use super::*;
+
+    /// Per event type: its id and a `Vec<Vec<E>>` of empty full-size chunks.
+    pub(super) static POOL: Mutex<Vec<(TypeId, Box<dyn Any + Send>)>> = Mutex::new(Vec::new());
+
+    /// An empty full-size chunk, if the pool has one.
+    pub(super) fn take<E: Send + 'static>() -> Option<Vec<E>> {
+        let mut pool = POOL.lock();
+        let (_, chunks) = pool.iter_mut().find(|(t, _)| *t == TypeId::of::<E>())?;
+        chunks.downcast_mut::<Vec<Vec<E>>>()?.pop()
+    }
+
+    /// Keeps a full-size chunk, emptied, unless the pool has enough; frees any other.
+    #[inline]
+    pub(super) fn recycle<E: Send + 'static>(chunk: Vec<E>) {
+        if chunk.capacity() >= CHUNK {
+            put(chunk);
+        }
+    }
+
+    #[cold]
+    fn put<E: Send + 'static>(mut chunk: Vec<E>) {
+        // The events go before the lock is taken.
+        chunk.clear();
+        let mut pool = POOL.lock();
+        let id = TypeId::of::<E>();
+        let i = match pool.iter().position(|(t, _)| *t == id) {
+            Some(i) => i,
+            None => {
+                pool.push((id, Box::new(Vec::<Vec<E>>::new())));
+                pool.len() - 1
+            }
+        };
+        if let Some(chunks) = pool[i].1.downcast_mut::<Vec<Vec<E>>>() {
+            if chunks.len() < POOLED_CHUNKS {
+                chunks.push(chunk);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    // Each test has its own event type, so that the process-wide pool is not shared between
+    // tests running at once.
+    fn pooled<E: Send + 'static>() -> usize {
+        let pool = pool::POOL.lock();
+        pool.iter()
+            .find(|(t, _)| *t == TypeId::of::<E>())
+            .and_then(|(_, c)| c.downcast_ref::<Vec<Vec<E>>>())
+            .map_or(0, Vec::len)
+    }
+
+    #[test]
+    fn events_come_out_in_order_across_chunks_and_refills() {
+        struct Ev(usize);
+        let (mut chunks, mut drain) = (Chunks::new(), Drain::new());
+        let (mut next_in, mut next_out) = (0, 0);
+        // Bursts of growing size, read in between: small chunks, then full-size ones.
+        for burst in [1, 7, 9, 1000, 3000, 5, 2500] {
+            for _ in 0..burst {
+                chunks.push(Ev(next_in));
+                next_in += 1;
+            }
+            drain.refill(&mut chunks);
+            assert!(chunks.is_empty());
+            while let Some(Ev(i)) = drain.pop() {
+                assert_eq!(i, next_out);
+                next_out += 1;
+            }
+        }
+        assert_eq!(next_out, next_in);
+        assert!(
+            pooled::<Ev>() > 0,
+            "read full-size chunks go back to the pool"
+        );
+    }
+
+    #[test]
+    fn a_large_queue_reuses_pooled_chunks_and_drops_unread_events() {
+        struct Ev(#[allow(dead_code)] Arc<()>);
+        let alive = Arc::new(());
+        let mut chunks = Chunks::new();
+        for _ in 0..5 * CHUNK {
+            chunks.push(Ev(alive.clone()));
+        }
+        drop(chunks);
+        assert_eq!(Arc::strong_count(&alive), 1, "unread events are dropped");
+        let kept = pooled::<Ev>();
+        assert!(kept >= 4, "the full-size chunks were kept ({kept})");
+
+        let mut chunks = Chunks::new();
+        for _ in 0..3 * CHUNK {
+            chunks.push(Ev(alive.clone()));
+        }
+        assert_eq!(
+            pooled::<Ev>(),
+            kept - 3,
+            "a new queue takes chunks from the pool"
+        );
+        let mut drain = Drain::new();
+        drain.refill(&mut chunks);
+        for _ in 0..CHUNK + 1 {
+            assert!(drain.pop().is_some());
+        }
+        drop(drain);
+        assert_eq!(
+            Arc::strong_count(&alive),
+            1,
+            "events left in a drain are dropped"
+        );
+        assert_eq!(
+            pooled::<Ev>(),
+            kept,
+            "a dropped drain gives its chunks back"
+        );
+    }
+
+    #[test]
+    fn the_pool_keeps_a_bounded_number_of_chunks() {
+        struct Ev(#[allow(dead_code)] u8);
+        let mut chunks = Chunks::new();
+        for _ in 0..(POOLED_CHUNKS + 20) * CHUNK {
+            chunks.push(Ev(0));
+        }
+        drop(chunks);
+        assert_eq!(pooled::<Ev>(), POOLED_CHUNKS);
+    }
+}
