@@ -35,6 +35,9 @@ mod queue;
 use queue::{Chunks, Drain};
 
 /// An event type that may end its stream with a result.
+///
+/// Events are `Send + 'static`: a stream's producer and consumer may run on different threads,
+/// and the buffers of large queues are kept process-wide for the next stream of the same type.
 pub trait StreamEvent: Send + 'static {
     /// The stream's final result.
     type Output: Clone;

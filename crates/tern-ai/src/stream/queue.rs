@@ -2,8 +2,8 @@
 //!
 //! A response can queue 100k deltas before its consumer first runs, so the queue grows by
 //! whole chunks (pushing never copies earlier events), and the consumer takes everything
-//! queued in one lock. Full-size chunks are kept for the next large response in a small
-//! process-wide pool: glibc hands freed memory at the top of its heap back to the kernel, and
+//! queued in one lock. Full-size chunks are kept for the next large response in a bounded
+//! process-wide pool (at most [`POOLED_CHUNKS`] per event type): glibc hands freed memory at the top of its heap back to the kernel, and
 //! a response that queued megabytes of events would otherwise pay a page fault for every
 //! 4 KB of its queue, every time.
 
