@@ -161,16 +161,12 @@ impl<E: StreamEvent> EventSender<E> {
         let (consumer, waiters) = {
             let mut st = self.shared.state.lock();
             let mut waiters = Vec::new();
-            for event in events {
-                if st.done {
-                    break;
-                }
-                if let Some(r) = event.completes() {
+            if !st.done {
+                if let Some(r) = st.queue.extend(&mut events.into_iter()) {
                     st.done = true;
                     st.result = Some(r);
                     waiters = std::mem::take(&mut st.result_waiters);
                 }
-                st.queue.push(event);
             }
             let consumer = match st.queue.is_empty() && !st.done {
                 true => None,

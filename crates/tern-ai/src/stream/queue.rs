@@ -63,6 +63,33 @@ impl<E: Send + 'static> Chunks<E> {
     }
 }
 
+impl<E: super::StreamEvent> Chunks<E> {
+    /// Queues `events` up to and including the first that completes the stream, and returns
+    /// that one's result; the events after it are dropped unqueued.
+    ///
+    /// A chunk's room is filled in one `extend`, so that each event is built where the chunk
+    /// keeps it rather than built aside and copied in.
+    pub(super) fn extend(&mut self, events: &mut impl Iterator<Item = E>) -> Option<E::Output> {
+        loop {
+            if self.last.len() == self.last.capacity() {
+                self.next_chunk();
+            }
+            let start = self.last.len();
+            let room = self.last.capacity() - start;
+            self.last.extend(events.by_ref().take(room));
+            let added = &self.last[start..];
+            if let Some(i) = added.iter().position(|e| e.completes().is_some()) {
+                let result = added[i].completes();
+                self.last.truncate(start + i + 1);
+                return result;
+            }
+            if added.len() < room || events.size_hint().1 == Some(0) {
+                return None;
+            }
+        }
+    }
+}
+
 impl<E: Send + 'static> Drop for Chunks<E> {
     fn drop(&mut self) {
         if self.full.is_empty() && self.last.capacity() < CHUNK {
@@ -263,6 +290,33 @@ mod tests {
             kept,
             "a dropped drain gives its chunks back"
         );
+    }
+
+    #[test]
+    fn extend_queues_up_to_the_final_event_across_chunks() {
+        #[derive(Debug)]
+        struct Ev(usize);
+        impl crate::stream::StreamEvent for Ev {
+            type Output = usize;
+            fn completes(&self) -> Option<usize> {
+                (self.0 % 10_000 == 2_500).then_some(self.0)
+            }
+        }
+        let drained = |chunks: &mut Chunks<Ev>| {
+            let mut drain = Drain::new();
+            drain.refill(chunks);
+            std::iter::from_fn(|| drain.pop().map(|Ev(i)| i)).collect::<Vec<_>>()
+        };
+        let mut chunks = Chunks::new();
+        // Batches that end inside a chunk, exactly at a chunk's end, and across chunks.
+        for (from, to) in [(0, 5), (5, 8), (8, 16), (16, 1500)] {
+            assert_eq!(chunks.extend(&mut (from..to).map(Ev)), None);
+        }
+        assert_eq!(drained(&mut chunks), (0..1500).collect::<Vec<_>>());
+
+        // The final event ends the batch: it is queued, what follows it is not.
+        assert_eq!(chunks.extend(&mut (0..5000).map(Ev)), Some(2_500));
+        assert_eq!(drained(&mut chunks), (0..=2_500).collect::<Vec<_>>());
     }
 
     #[test]
