@@ -200,8 +200,10 @@ impl<E: StreamEvent> Drop for EventSender<E> {
 
 impl<E: StreamEvent> EventStream<E> {
     /// The next event, or `None` once the stream is done and drained.
-    pub async fn next(&mut self) -> Option<E> {
-        poll_fn(|cx| self.poll_next_event(cx)).await
+    // A plain future rather than an `async fn`: the event is handed out by the poll itself,
+    // without a state machine of its own to move it through.
+    pub fn next(&mut self) -> impl Future<Output = Option<E>> + '_ {
+        poll_fn(|cx| self.poll_next_event(cx))
     }
 
     /// Runs the driver, if any, until it waits or finishes (then it is dropped).
@@ -429,8 +431,8 @@ impl AssistantMessageEventStream {
     }
 
     /// The next event, `None` after the last.
-    pub async fn next(&mut self) -> Option<AssistantMessageEvent> {
-        self.inner.next().await
+    pub fn next(&mut self) -> impl Future<Output = Option<AssistantMessageEvent>> + '_ {
+        self.inner.next()
     }
 
     /// Why the producer failed part-way ([`AssistantMessageEventSender::fail`]), once the
