@@ -217,10 +217,19 @@ impl<E: StreamEvent> EventStream<E> {
         }
     }
 
+    // The usual case, an event taken already, inlined into the consumer: an event returned
+    // from a call is copied out of the callee's stores at an offset, which stalls.
+    #[inline]
     fn poll_next_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
-        if let Some(e) = self.local.pop() {
-            return Poll::Ready(Some(e));
+        match self.local.pop() {
+            Some(e) => Poll::Ready(Some(e)),
+            None => self.poll_refill(cx),
         }
+    }
+
+    /// Takes what the producer queued since, or waits for it.
+    #[inline(never)]
+    fn poll_refill(&mut self, cx: &mut Context<'_>) -> Poll<Option<E>> {
         self.poll_driver(cx);
         let mut st = self.shared.state.lock();
         if !st.queue.is_empty() {
