@@ -201,7 +201,8 @@ impl<E: StreamEvent> Drop for EventSender<E> {
 impl<E: StreamEvent> EventStream<E> {
     /// The next event, or `None` once the stream is done and drained.
     // A plain future rather than an `async fn`: the event is handed out by the poll itself,
-    // without a state machine of its own to move it through.
+    // without a state machine of its own to move it through. Named as `StreamExt::next` is.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> impl Future<Output = Option<E>> + '_ {
         poll_fn(|cx| self.poll_next_event(cx))
     }
@@ -440,6 +441,7 @@ impl AssistantMessageEventStream {
     }
 
     /// The next event, `None` after the last.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> impl Future<Output = Option<AssistantMessageEvent>> + '_ {
         self.inner.next()
     }
