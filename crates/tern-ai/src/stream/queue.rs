@@ -34,13 +34,19 @@ impl<E: Send + 'static> Chunks<E> {
         }
     }
 
-    // Inlined into the push loops; the rare step out of line.
     #[inline]
     pub(super) fn push(&mut self, event: E) {
+        self.make_room();
+        self.last.push(event);
+    }
+
+    /// Makes room for one more event in the last chunk. Inlined into the push paths; the
+    /// rare step out of line.
+    #[inline]
+    fn make_room(&mut self) {
         if self.last.len() == self.last.capacity() {
             self.next_chunk();
         }
-        self.last.push(event);
     }
 
     #[cold]
@@ -71,17 +77,18 @@ impl<E: super::StreamEvent> Chunks<E> {
     /// keeps it rather than built aside and copied in.
     pub(super) fn extend(&mut self, events: &mut impl Iterator<Item = E>) -> Option<E::Output> {
         loop {
-            if self.last.len() == self.last.capacity() {
-                self.next_chunk();
-            }
+            self.make_room();
             let start = self.last.len();
             let room = self.last.capacity() - start;
             self.last.extend(events.by_ref().take(room));
             let added = &self.last[start..];
-            if let Some(i) = added.iter().position(|e| e.completes().is_some()) {
-                let result = added[i].completes();
+            let last = added
+                .iter()
+                .enumerate()
+                .find_map(|(i, e)| Some((i, e.completes()?)));
+            if let Some((i, result)) = last {
                 self.last.truncate(start + i + 1);
-                return result;
+                return Some(result);
             }
             if added.len() < room || events.size_hint().1 == Some(0) {
                 return None;
