@@ -145,18 +145,14 @@ impl State {
                 self.transcript.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call }
-                if !self
-                    .pending_tool_calls
-                    .iter()
-                    .any(|c| same_id(&c.id, &tool_call.id)) =>
+                if !self.pending_tool_calls.iter().any(|c| c.id == tool_call.id) =>
             {
                 self.pending_tool_calls.push(tool_call.clone());
             }
             // Ids are unique in the list (a start adds none twice), and calls mostly end in
             // start order: find the one and remove it, rather than test every entry.
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
-                let same =
-                    |c: &Arc<ToolCall>| Arc::ptr_eq(c, tool_call) || same_id(&c.id, &tool_call.id);
+                let same = |c: &Arc<ToolCall>| Arc::ptr_eq(c, tool_call) || c.id == tool_call.id;
                 if let Some(i) = self.pending_tool_calls.iter().position(same) {
                     self.pending_tool_calls.remove(i);
                 }
@@ -173,11 +169,4 @@ impl State {
             _ => {}
         }
     }
-}
-
-/// Whether two call ids are the same text. A batch's start checks every pending call, so the
-/// usual unequal pair is told apart by length and last byte (where generated ids differ)
-/// before the texts are compared.
-fn same_id(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
 }
