@@ -280,12 +280,14 @@ fn rpc_mode_drives_a_session_on_temporal() {
 
     // A prompt starts a run; while its tool runs, a plain prompt is refused and a steer is
     // queued, then delivered with the tool's result.
+    let mark = rpc.seen.len();
     let r = rpc.call(
         "p1",
         json!({"type": "prompt", "message": "Sleep, then greet."}),
     );
     assert_eq!(r["success"], true, "{r}");
-    rpc.wait_for_within(long, "the tool to start", |v| {
+    // The run's events may come before the prompt's answer.
+    rpc.since_within(mark, long, "the tool to start", |v| {
         v["type"] == "tool_execution_start"
     });
     let busy = rpc.call("p2", json!({"type": "prompt", "message": "Another."}));
@@ -355,7 +357,7 @@ fn rpc_mode_drives_a_session_on_temporal() {
     let mark = rpc.seen.len();
     let r = rpc.call("p3", json!({"type": "prompt", "message": "Sleep long."}));
     assert_eq!(r["success"], true, "{r}");
-    rpc.wait_for_within(long, "the long tool to start", |v| {
+    rpc.since_within(mark, long, "the long tool to start", |v| {
         v["type"] == "tool_execution_start" && v["toolCallId"] == "call_2"
     });
     let r = rpc.call("a", json!({"type": "abort"}));
@@ -396,8 +398,9 @@ fn a_model_requests_deltas_reach_an_rpc_client_while_it_streams_each_once() {
     let r = rpc.call("p", json!({"type": "prompt", "message": "Answer."}));
     assert_eq!(r["success"], true, "{r}");
     // The server holds the rest of the answer until the gate opens: this delta can only
-    // have come live from the worker, not from the session's log.
-    let delta = rpc.wait_for_within(long, "the first delta", |v| {
+    // have come live from the worker, not from the session's log. It may have come before
+    // the prompt's answer.
+    let delta = rpc.since_within(0, long, "the first delta", |v| {
         v["type"] == "message_update" && v["assistantMessageEvent"]["type"] == "text_delta"
     });
     assert_eq!(delta["assistantMessageEvent"]["delta"], "Live part, ");

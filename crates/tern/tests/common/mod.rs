@@ -516,10 +516,22 @@ impl Rpc {
     /// The first record at or after index `mark` of `seen` satisfying `pred`, waiting for it
     /// when it was not read yet.
     pub fn since(&mut self, mark: usize, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        self.since_within(mark, Duration::from_secs(10), what, pred)
+    }
+
+    /// [`since`](Self::since), `limit` at most. Use it for events that may arrive before the
+    /// response of the command that caused them: [`call`](Self::call) reads them into `seen`.
+    pub fn since_within(
+        &mut self,
+        mark: usize,
+        limit: Duration,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         if let Some(v) = self.seen.iter().skip(mark).find(|v| pred(v)) {
             return v.clone();
         }
-        self.wait_for(what, pred)
+        self.wait_for_within(limit, what, pred)
     }
 
     /// Sends a command with `id` and returns its response.
