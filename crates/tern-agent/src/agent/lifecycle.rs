@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use futures::future::{BoxFuture, FutureExt};
-use tern_ai::{AssistantMessage, ContentBlock, Message, StopReason, StreamFn, StreamOptions};
+use tern_ai::{
+    AssistantMessage, Content, ContentBlock, Message, StopReason, StreamFn, StreamOptions,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::listeners::AgentSink;
@@ -171,17 +173,17 @@ impl Agent {
         // state is settled, and packing follows the release.
         run.inner = None;
         release(&self.inner);
-        self.pack_when_idle(outcome.messages.len());
+        self.pack_when_idle(long_to_pack(&outcome.messages));
         outcome
     }
 
-    /// Idle again: what the run appended (`appended` messages) joins the packed transcript.
-    /// Encoding it and freeing the decoded messages costs about 0.15 µs a message: a short
-    /// run's are packed now, a long run's off the caller's path, in a task of its own (when
-    /// there is a runtime) that finds the agent idle, or leaves the work to the run that has
-    /// begun meanwhile. A task per run would cost more than it saves for a few messages.
-    fn pack_when_idle(&self, appended: usize) {
-        const PACK_NOW_UP_TO: usize = 64;
+    /// Idle again: what the run appended joins the packed transcript. Encoding it and
+    /// freeing the decoded messages costs about 0.15 µs a message and more for long texts: a
+    /// short run's are packed now, a `long` run's ([`long_to_pack`]) off the caller's path, in
+    /// a task of its own (when there is a runtime) that finds the agent idle, or leaves the
+    /// work to the run that has begun meanwhile. A task per run would cost more than it saves
+    /// for a few short messages.
+    fn pack_when_idle(&self, long: bool) {
         let pack = |inner: &Inner| {
             let mut st = inner.state.lock();
             if !st.is_streaming {
@@ -189,7 +191,7 @@ impl Agent {
             }
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) if appended > PACK_NOW_UP_TO => {
+            Ok(runtime) if long => {
                 let inner = Arc::downgrade(&self.inner);
                 runtime.spawn(async move {
                     if let Some(inner) = inner.upgrade() {
@@ -326,5 +328,99 @@ async fn contain_panics<T, F: Future<Output = Result<T, AgentError>>>(
             "Run panicked: {}",
             crate::tool_exec::panic_text(payload.as_ref())
         ))),
+    }
+}
+
+/// Whether packing a run's `messages` is long work, better done off the caller's path: more
+/// than 64 messages, or more than 16 KB of text and image data. An 800 KB answer takes about
+/// a millisecond to encode into fresh memory and free.
+fn long_to_pack(messages: &[Message]) -> bool {
+    const MESSAGES: usize = 64;
+    const BYTES: usize = 16 * 1024;
+    if messages.len() > MESSAGES {
+        return true;
+    }
+    let mut bytes = 0;
+    for m in messages {
+        bytes += match m {
+            Message::User(u) => match &u.content {
+                Content::Text(t) => t.len(),
+                Content::Blocks(b) => block_bytes(b),
+            },
+            Message::Assistant(a) => block_bytes(&a.content),
+            Message::ToolResult(r) => block_bytes(&r.content),
+            Message::System(_) | Message::Custom(_) => 0,
+        };
+        if bytes > BYTES {
+            return true;
+        }
+    }
+    false
+}
+
+/// The bytes of `blocks`' texts and image data, what makes a message large. Tool-call
+/// arguments are left out: measuring them means walking their JSON for every run.
+fn block_bytes(blocks: &[ContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.len(),
+            ContentBlock::Thinking(t) => t.thinking.len(),
+            ContentBlock::Image(i) => i.data.len(),
+            ContentBlock::ToolCall(_) => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use tern_ai::{ImageContent, ToolResultMessage, UserMessage};
+
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message::from(UserMessage {
+            content: text.into(),
+            timestamp: 0,
+            extra: None,
+        })
+    }
+
+    fn answer(text: &str) -> Message {
+        Message::from(AssistantMessage {
+            content: vec![ContentBlock::text(text)],
+            ..AssistantMessage::default()
+        })
+    }
+
+    #[test]
+    fn a_run_is_long_to_pack_for_its_count_or_its_bytes() {
+        let short = [user("hi"), answer("hello")];
+        assert!(!long_to_pack(&short));
+        let many: Vec<Message> = (0..65).map(|_| user("hi")).collect();
+        assert!(long_to_pack(&many), "65 messages");
+        assert!(!long_to_pack(&many[..64]), "64 messages");
+
+        let text = "x".repeat(16 * 1024);
+        assert!(!long_to_pack(&[answer(&text)]), "16 KB of text");
+        let text = "x".repeat(16 * 1024 + 1);
+        assert!(long_to_pack(&[answer(&text)]), "a long answer");
+        assert!(long_to_pack(&[user(&text)]), "a long prompt");
+        let halves = "x".repeat(8 * 1024 + 1);
+        assert!(
+            long_to_pack(&[user(&halves), answer(&halves)]),
+            "bytes add up across messages"
+        );
+
+        let image = ContentBlock::Image(ImageContent {
+            data: text.clone(),
+            mime_type: "image/png".into(),
+            extra: None,
+        });
+        let result = Message::from(ToolResultMessage {
+            content: vec![image],
+            ..ToolResultMessage::default()
+        });
+        assert!(long_to_pack(&[result]), "a large image in a tool result");
     }
 }
