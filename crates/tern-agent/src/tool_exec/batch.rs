@@ -4,10 +4,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::{join_all, BoxFuture, Either};
+use futures::future::{BoxFuture, Either};
 use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
+use super::join::join_in_order;
 use super::updates::execute_prepared;
 use super::{
     finalize_executed, immediate, prepare_tool_call, Preparation, ToolCallOutcome,
@@ -293,7 +294,7 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     for call in calls.clone() {
         slots.push(preflight(env, call, tools).await);
     }
-    let outcomes = join_all(
+    let outcomes = join_in_order(
         slots
             .into_iter()
             .zip(calls)

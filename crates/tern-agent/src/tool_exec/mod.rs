@@ -1,8 +1,9 @@
 //! Tool execution: preflight (lookup, argument preparation, validation, `before_tool_call`),
 //! execution with updates (`updates.rs`), `after_tool_call`, and the parallel and sequential
-//! batch runners (`batch.rs`).
+//! batch runners (`batch.rs`, joining a parallel batch with `join.rs`).
 
 mod batch;
+mod join;
 mod updates;
 
 use std::borrow::Cow;
