@@ -294,6 +294,8 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     for call in calls.clone() {
         slots.push(preflight(env, call, tools).await);
     }
+    // The calls as a list, so that the join knows the batch's size before it builds anything.
+    let calls: Vec<&Arc<ToolCall>> = calls.collect();
     let outcomes = join_in_order(
         slots
             .into_iter()

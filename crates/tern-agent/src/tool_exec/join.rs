@@ -10,20 +10,25 @@ use futures::future::join_all;
 /// Up to this many calls, a batch's executions are polled together on every wake-up.
 ///
 /// One wake-up then finishes every call that is ready, with no task, waker or reordering
-/// heap per call: that is what `join_all` does up to 30 futures, and it is cheaper than the
-/// `FuturesOrdered` it uses above that. The price is that each wake-up polls every call still
-/// running, which grows with the square of a batch whose calls finish one by one: larger
-/// batches go through `join_all`, whose wake-ups poll only the call that woke.
+/// heap per call: that is what `join_all` does up to [`JOIN_ALL_SMALL`] futures, and it is
+/// cheaper than the `FuturesOrdered` it uses above that. The price is that each wake-up polls
+/// every call still running, which grows with the square of a batch whose calls finish one
+/// by one: larger batches go through `join_all`, whose wake-ups poll only the call that woke.
 const POLL_TOGETHER_UP_TO: usize = 128;
 
+/// Up to this many futures, `join_all` polls them together itself, all in one allocation.
+const JOIN_ALL_SMALL: usize = 30;
+
 /// Runs `futures` concurrently and returns their outputs in their order.
-pub(super) async fn join_in_order<F: Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+pub(super) async fn join_in_order<F: Future>(
+    futures: impl ExactSizeIterator<Item = F>,
+) -> Vec<F::Output> {
+    if futures.len() <= JOIN_ALL_SMALL || futures.len() > POLL_TOGETHER_UP_TO {
+        return join_all(futures).await;
+    }
     // Each future is built in its box, pinned where it is, as `FuturesOrdered` boxes each in
     // a task.
     let mut running: Vec<Option<Pin<Box<F>>>> = futures.map(|f| Some(Box::pin(f))).collect();
-    if running.len() > POLL_TOGETHER_UP_TO {
-        return join_all(running.into_iter().flatten()).await;
-    }
     let mut outputs: Vec<Option<F::Output>> = running.iter().map(|_| None).collect();
     let mut left = running.len();
     poll_fn(|cx| {
@@ -71,7 +76,12 @@ mod tests {
 
     #[tokio::test]
     async fn every_future_starts_before_any_ends_and_outputs_keep_their_order() {
-        for n in [2, POLL_TOGETHER_UP_TO, POLL_TOGETHER_UP_TO + 1] {
+        for n in [
+            2,
+            JOIN_ALL_SMALL + 1,
+            POLL_TOGETHER_UP_TO,
+            POLL_TOGETHER_UP_TO + 1,
+        ] {
             // Later calls finish first.
             let ms: Vec<u64> = (0..n as u64).map(|i| 1 + (n as u64 - i) % 5).collect();
             let log = Arc::new(Mutex::new(Vec::new()));
