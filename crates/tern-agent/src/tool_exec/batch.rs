@@ -290,16 +290,14 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
         let outcome = finish_slot(env, slot, call).await;
         return finish_batch(sink, std::iter::once(outcome)).await;
     }
+    // Each slot beside its call: the join then knows the batch's size before it builds anything.
     let mut slots = Vec::with_capacity(calls.clone().count());
-    for call in calls.clone() {
-        slots.push(preflight(env, call, tools).await);
+    for call in calls {
+        slots.push((preflight(env, call, tools).await, call));
     }
-    // The calls as a list, so that the join knows the batch's size before it builds anything.
-    let calls: Vec<&Arc<ToolCall>> = calls.collect();
     let outcomes = join_in_order(
         slots
             .into_iter()
-            .zip(calls)
             .map(|(slot, call)| finish_slot(env, slot, call)),
     )
     .await;

@@ -3,9 +3,9 @@
 //! A response can queue 100k deltas before its consumer first runs, so the queue grows by
 //! whole chunks (pushing never copies earlier events), and the consumer takes everything
 //! queued in one lock. Full-size chunks are kept for the next large response in a bounded
-//! process-wide pool (at most [`POOLED_CHUNKS`] per event type): glibc hands freed memory at the top of its heap back to the kernel, and
-//! a response that queued megabytes of events would otherwise pay a page fault for every
-//! 4 KB of its queue, every time.
+//! process-wide pool (at most [`POOLED_CHUNKS`] per event type): glibc hands freed memory at
+//! the top of its heap back to the kernel, and a response that queued megabytes of events
+//! would otherwise pay a page fault for every 4 KB of its queue, every time.
 
 use std::any::{Any, TypeId};
 use std::collections::VecDeque;
@@ -183,11 +183,17 @@ mod pool {
     /// Per event type: its id and a `Vec<Vec<E>>` of empty full-size chunks.
     pub(super) static POOL: Mutex<Vec<(TypeId, Box<dyn Any + Send>)>> = Mutex::new(Vec::new());
 
+    /// The chunks kept for event type `E`, if any were ever given back.
+    pub(super) fn chunks_of<E: Send + 'static>(
+        pool: &mut [(TypeId, Box<dyn Any + Send>)],
+    ) -> Option<&mut Vec<Vec<E>>> {
+        let (_, chunks) = pool.iter_mut().find(|(t, _)| *t == TypeId::of::<E>())?;
+        chunks.downcast_mut::<Vec<Vec<E>>>()
+    }
+
     /// An empty full-size chunk, if the pool has one.
     pub(super) fn take<E: Send + 'static>() -> Option<Vec<E>> {
-        let mut pool = POOL.lock();
-        let (_, chunks) = pool.iter_mut().find(|(t, _)| *t == TypeId::of::<E>())?;
-        chunks.downcast_mut::<Vec<Vec<E>>>()?.pop()
+        chunks_of::<E>(&mut POOL.lock())?.pop()
     }
 
     /// Keeps a full-size chunk, emptied, unless the pool has enough; frees any other.
@@ -203,15 +209,10 @@ mod pool {
         // The events go before the lock is taken.
         chunk.clear();
         let mut pool = POOL.lock();
-        let id = TypeId::of::<E>();
-        let i = match pool.iter().position(|(t, _)| *t == id) {
-            Some(i) => i,
-            None => {
-                pool.push((id, Box::new(Vec::<Vec<E>>::new())));
-                pool.len() - 1
-            }
-        };
-        if let Some(chunks) = pool[i].1.downcast_mut::<Vec<Vec<E>>>() {
+        if chunks_of::<E>(&mut pool).is_none() {
+            pool.push((TypeId::of::<E>(), Box::new(Vec::<Vec<E>>::new())));
+        }
+        if let Some(chunks) = chunks_of::<E>(&mut pool) {
             if chunks.len() < POOLED_CHUNKS {
                 chunks.push(chunk);
             }
@@ -227,11 +228,7 @@ mod tests {
     // Each test has its own event type, so that the process-wide pool is not shared between
     // tests running at once.
     fn pooled<E: Send + 'static>() -> usize {
-        let pool = pool::POOL.lock();
-        pool.iter()
-            .find(|(t, _)| *t == TypeId::of::<E>())
-            .and_then(|(_, c)| c.downcast_ref::<Vec<Vec<E>>>())
-            .map_or(0, Vec::len)
+        pool::chunks_of::<E>(&mut pool::POOL.lock()).map_or(0, |c| c.len())
     }
 
     #[test]
