@@ -60,3 +60,84 @@ async fn a_listener_removed_during_a_run_hears_nothing_after() {
     assert_eq!(kinds(&all).last(), Some(&"agent_end"));
     assert!(kinds(&all).len() > 4);
 }
+
+/// An agent answering "hello world" one character a delta, and a listener that records the
+/// deltas it hears as the text each one carries.
+fn streaming_agent() -> Agent {
+    let model = FauxModel::new(vec![FauxResponse::text("hello world")])
+        .streaming(1, std::time::Duration::ZERO);
+    Agent::new(AgentOptions {
+        stream_fn: Some(Arc::new(model)),
+        ..Default::default()
+    })
+}
+
+fn delta_text(e: &AgentEvent) -> Option<String> {
+    match e {
+        AgentEvent::MessageUpdate {
+            assistant_message_event: tern_ai::AssistantMessageEvent::TextDelta { delta, .. },
+        } => Some(delta.to_string()),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn listeners_added_and_removed_between_two_deltas_hear_exactly_the_deltas_after() {
+    let agent = streaming_agent();
+    let late: Arc<Mutex<Vec<String>>> = Arc::default();
+    let early: Arc<Mutex<Vec<String>>> = Arc::default();
+    let subscription: Arc<Mutex<Option<Subscription>>> = Arc::default();
+    let (e, s) = (early.clone(), subscription.clone());
+    *subscription.lock() = Some(agent.subscribe_sync(move |ev| {
+        if let Some(d) = delta_text(ev) {
+            e.lock().push(d);
+        }
+    }));
+    let (l, handle, seen) = (late.clone(), agent.clone(), Arc::new(Mutex::new(0)));
+    agent.subscribe_sync(move |ev| {
+        if delta_text(ev).is_none() {
+            return;
+        }
+        let mut n = seen.lock();
+        *n += 1;
+        // At the third delta: the first listener goes, a new one comes.
+        if *n == 3 {
+            if let Some(s) = s.lock().take() {
+                s.unsubscribe();
+            }
+            let l = l.clone();
+            handle.subscribe_sync(move |ev| {
+                if let Some(d) = delta_text(ev) {
+                    l.lock().push(d);
+                }
+            });
+        }
+    });
+    agent.prompt("go").await.unwrap();
+    // The first listener is called before the one that removes it, so it hears the third.
+    assert_eq!(early.lock().concat(), "hel");
+    assert_eq!(late.lock().concat(), "lo world");
+}
+
+#[tokio::test]
+async fn the_state_streams_the_partial_text_at_every_delta() {
+    let agent = streaming_agent();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (s, handle) = (seen.clone(), agent.clone());
+    agent.subscribe_sync(move |ev| {
+        if delta_text(ev).is_some() {
+            let streaming = handle.state().streaming_message;
+            let text = match streaming {
+                Some(tern_ai::Message::Assistant(a)) => a.text(),
+                other => format!("not an assistant message: {other:?}"),
+            };
+            s.lock().push(text);
+        }
+    });
+    agent.prompt("go").await.unwrap();
+    let seen = seen.lock();
+    assert_eq!(seen.len(), "hello world".len());
+    // Pre-filled: every delta's partial is the whole text already.
+    assert!(seen.iter().all(|t| t == "hello world"), "{seen:?}");
+    assert!(agent.state().streaming_message.is_none());
+}

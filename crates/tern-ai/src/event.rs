@@ -160,6 +160,21 @@ impl PartialMessage {
     pub fn ptr_eq(&self, other: &PartialMessage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// A number naming the shared message while a handle to it lives: handles that
+    /// [`ptr_eq`](Self::ptr_eq) give the same one, and it is never 0. A message built after
+    /// this one is dropped may reuse it.
+    ///
+    /// ```
+    /// use tern_ai::{AssistantMessage, PartialMessage};
+    /// let p = PartialMessage::new(AssistantMessage::default());
+    /// let other = PartialMessage::new(AssistantMessage::default());
+    /// assert_eq!(p.identity(), p.clone().identity());
+    /// assert_ne!(p.identity(), other.identity());
+    /// ```
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
 }
 
 impl PartialEq for PartialMessage {

@@ -114,7 +114,7 @@ impl Agent {
         drop(runs);
         let mut st = self.inner.state.lock();
         st.is_streaming = true;
-        st.streaming_message = None;
+        st.clear_streaming();
         st.error_message = None;
         st.transcript.begin_run();
         Ok(RunHandle {

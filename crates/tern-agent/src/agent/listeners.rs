@@ -3,9 +3,11 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::future::{BoxFuture, Either};
+use tern_ai::PartialMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::Inner;
@@ -69,7 +71,7 @@ impl Subscription {
     pub fn unsubscribe(self) {
         if let Some(inner) = self.inner.upgrade() {
             let mut st = inner.state.lock();
-            Arc::make_mut(&mut st.listeners).remove(self.id);
+            st.listeners_mut().remove(self.id);
         }
     }
 }
@@ -85,32 +87,66 @@ struct SinkInner {
     // from here without a reference count; the agent changes its list by copying it (this
     // clone keeps it shared), so a changed list is a different allocation.
     listeners: Arc<Listeners>,
+    // The state's count of changes to its streaming message and listeners.
+    changes: Arc<AtomicU64>,
+    // The partial message (its address) that the state streamed, with this run's listeners,
+    // when `changes` read `seen`; 0 for none. Only `message_update` events, which the loop
+    // emits one after another, write these.
+    streamed: AtomicUsize,
+    seen: AtomicU64,
 }
 
 impl AgentSink {
     pub(super) fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
-        let listeners = inner.state.lock().listeners.clone();
+        let (listeners, changes) = {
+            let st = inner.state.lock();
+            (st.listeners().clone(), st.changes().clone())
+        };
         AgentSink(Arc::new(SinkInner {
             inner,
             signal,
             listeners,
+            changes,
+            streamed: AtomicUsize::new(0),
+            seen: AtomicU64::new(0),
         }))
     }
 
     /// Whether listener `id` of the dispatch snapshot `seen` is still subscribed.
     fn still_subscribed(&self, seen: &Arc<Listeners>, id: u64) -> bool {
         let st = self.0.inner.state.lock();
-        Arc::ptr_eq(&st.listeners, seen) || st.listeners.list.iter().any(|(i, _)| *i == id)
+        Arc::ptr_eq(st.listeners(), seen) || st.listeners().list.iter().any(|(i, _)| *i == id)
     }
 
     /// Applies the event to the state; returns the listeners to call, read in the same lock.
+    ///
+    /// A delta of the partial message the state already streams changes nothing: while the
+    /// state's count of changes stays where the previous delta left it, the lock is skipped
+    /// (a response's deltas are most of a run's events).
     fn reduce(&self, event: &AgentEvent) -> Cow<'_, Arc<Listeners>> {
-        let mut st = self.0.inner.state.lock();
+        let partial = event.partial_message();
+        let address = partial.map_or(0, PartialMessage::identity);
+        let sink = &self.0;
+        if address != 0
+            && sink.streamed.load(Ordering::Relaxed) == address
+            && sink.changes.load(Ordering::Acquire) == sink.seen.load(Ordering::Relaxed)
+        {
+            return Cow::Borrowed(&sink.listeners);
+        }
+        let mut st = sink.inner.state.lock();
         st.apply(event);
-        if Arc::ptr_eq(&st.listeners, &self.0.listeners) {
-            Cow::Borrowed(&self.0.listeners)
+        let ours = Arc::ptr_eq(st.listeners(), &sink.listeners);
+        if let Some(partial) = partial {
+            let streams = ours && st.streams(partial);
+            sink.streamed
+                .store(if streams { address } else { 0 }, Ordering::Relaxed);
+            sink.seen
+                .store(sink.changes.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        if ours {
+            Cow::Borrowed(&sink.listeners)
         } else {
-            Cow::Owned(st.listeners.clone())
+            Cow::Owned(st.listeners().clone())
         }
     }
 }

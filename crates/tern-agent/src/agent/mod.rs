@@ -126,7 +126,7 @@ impl Agent {
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
         let mut st = self.inner.state.lock();
-        Arc::make_mut(&mut st.listeners).add(id, l);
+        st.listeners_mut().add(id, l);
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -182,12 +182,7 @@ impl Agent {
 
     /// Role of the message being streamed.
     pub fn streaming_role(&self) -> Option<String> {
-        self.inner
-            .state
-            .lock()
-            .streaming_message
-            .as_ref()
-            .map(Streaming::role)
+        self.inner.state.lock().streaming().map(Streaming::role)
     }
 
     /// Tool calls in flight.
@@ -373,7 +368,7 @@ impl Agent {
         st.transcript
             .replace(baseline.map(Message::from).into_iter().collect());
         st.is_streaming = false;
-        st.streaming_message = None;
+        st.clear_streaming();
         st.pending_tool_calls.clear();
         st.error_message = None;
         drop(st);

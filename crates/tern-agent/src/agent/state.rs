@@ -1,6 +1,7 @@
 //! The agent's state: the transcript and what a run is doing, reduced from the run's events
 //! before any listener sees them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tern_ai::{Message, Model, PartialMessage, ThinkingLevel, ToolCall};
@@ -64,13 +65,18 @@ pub(super) struct State {
     pub(super) model: Arc<Model>,
     pub(super) thinking_level: ThinkingLevel,
     pub(super) is_streaming: bool,
-    pub(super) streaming_message: Option<Streaming>,
+    // Private with `listeners`: every change to either counts in `changes`.
+    streaming_message: Option<Streaming>,
     // The calls themselves: their ids are read only when someone asks.
     pub(super) pending_tool_calls: Vec<Arc<ToolCall>>,
     pub(super) error_message: Option<String>,
     // Copy-on-write: an event clones the `Arc`, not the list. Kept with the state so that
     // one lock per event both reduces it and picks up the listeners.
-    pub(super) listeners: Arc<Listeners>,
+    listeners: Arc<Listeners>,
+    // Counts the changes to `streaming_message` and `listeners`, readable without the lock:
+    // a run's sink skips the lock for a delta of the partial the state already streams while
+    // this count stays where the sink last saw it (see `AgentSink::reduce`).
+    changes: Arc<AtomicU64>,
 }
 
 impl State {
@@ -90,7 +96,50 @@ impl State {
             pending_tool_calls: Vec::new(),
             error_message: None,
             listeners: Arc::default(),
+            changes: Arc::default(),
         }
+    }
+
+    fn set_streaming(&mut self, streaming: Option<Streaming>) {
+        self.streaming_message = streaming;
+        self.count_change();
+    }
+
+    // Only a holder of the state's lock counts: a load and a store, no read-modify-write.
+    fn count_change(&self) {
+        let n = self.changes.load(Ordering::Relaxed);
+        self.changes.store(n.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Nothing is streaming.
+    pub(super) fn clear_streaming(&mut self) {
+        self.set_streaming(None);
+    }
+
+    /// The message being streamed.
+    pub(super) fn streaming(&self) -> Option<&Streaming> {
+        self.streaming_message.as_ref()
+    }
+
+    /// Whether the message being streamed is `partial`.
+    pub(super) fn streams(&self, partial: &PartialMessage) -> bool {
+        matches!(&self.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(partial))
+    }
+
+    /// The listeners.
+    pub(super) fn listeners(&self) -> &Arc<Listeners> {
+        &self.listeners
+    }
+
+    /// The listeners, to change (a copy when a run holds them).
+    pub(super) fn listeners_mut(&mut self) -> &mut Listeners {
+        self.count_change();
+        Arc::make_mut(&mut self.listeners)
+    }
+
+    /// The count of changes to the streaming message and the listeners.
+    pub(super) fn changes(&self) -> &Arc<AtomicU64> {
+        &self.changes
     }
 
     /// A copy for [`Agent::state`](super::Agent::state).
@@ -119,7 +168,7 @@ impl State {
     /// A run ended (or its future was dropped): nothing streams, nothing is pending.
     pub(super) fn settle_run(&mut self) {
         self.is_streaming = false;
-        self.streaming_message = None;
+        self.clear_streaming();
         // Released here, not per call: within a run the list keeps its room, and an idle
         // agent keeps none.
         self.pending_tool_calls = Vec::new();
@@ -129,19 +178,18 @@ impl State {
     pub(super) fn apply(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageStart { message } => {
-                self.streaming_message = Some(Streaming::Message(message.clone()))
+                self.set_streaming(Some(Streaming::Message(message.clone())))
             }
             // Every delta of one response carries the same handle: keep the stored one.
             AgentEvent::MessageUpdate { .. } => {
                 if let Some(message) = event.partial_message() {
-                    if !matches!(&self.streaming_message, Some(Streaming::Partial(p)) if p.ptr_eq(message))
-                    {
-                        self.streaming_message = Some(Streaming::Partial(message.clone()))
+                    if !self.streams(message) {
+                        self.set_streaming(Some(Streaming::Partial(message.clone())))
                     }
                 }
             }
             AgentEvent::MessageEnd { message } => {
-                self.streaming_message = None;
+                self.clear_streaming();
                 self.transcript.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call }
@@ -165,7 +213,7 @@ impl State {
                     self.error_message = Some(e.clone());
                 }
             }
-            AgentEvent::AgentEnd { .. } => self.streaming_message = None,
+            AgentEvent::AgentEnd { .. } => self.clear_streaming(),
             _ => {}
         }
     }
