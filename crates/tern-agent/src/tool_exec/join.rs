@@ -5,50 +5,52 @@ use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use futures::future::join_all;
+use futures::future::{join_all, maybe_done, MaybeDone};
 
-/// Up to this many calls, a batch's executions are polled together on every wake-up.
+/// Up to this many calls, a batch's executions are polled together on every wake-up, each
+/// keeping its output in place.
 ///
 /// One wake-up then finishes every call that is ready, with no task, waker or reordering
-/// heap per call: that is what `join_all` does up to [`JOIN_ALL_SMALL`] futures, and it is
-/// cheaper than the `FuturesOrdered` it uses above that. The price is that each wake-up polls
-/// every call still running, which grows with the square of a batch whose calls finish one
-/// by one: larger batches go through `join_all`, whose wake-ups poll only the call that woke.
+/// heap per call: that is what `join_all` does up to 30 futures, and it is cheaper than the
+/// `FuturesOrdered` it uses above that. The price is that each wake-up polls every call still
+/// running, which grows with the square of a batch whose calls finish one by one: larger
+/// batches go through `join_all`, whose wake-ups poll only the call that woke.
 const POLL_TOGETHER_UP_TO: usize = 128;
-
-/// Up to this many futures, `join_all` polls them together itself, all in one allocation.
-const JOIN_ALL_SMALL: usize = 30;
 
 /// Runs `futures` concurrently and returns their outputs in their order.
 pub(super) async fn join_in_order<F: Future>(
     futures: impl ExactSizeIterator<Item = F>,
 ) -> Vec<F::Output> {
-    if futures.len() <= JOIN_ALL_SMALL || futures.len() > POLL_TOGETHER_UP_TO {
+    if futures.len() > POLL_TOGETHER_UP_TO {
         return join_all(futures).await;
     }
-    // Each future is built in its box, pinned where it is, as `FuturesOrdered` boxes each in
-    // a task.
-    let mut running: Vec<Option<Pin<Box<F>>>> = futures.map(|f| Some(Box::pin(f))).collect();
-    let mut outputs: Vec<Option<F::Output>> = running.iter().map(|_| None).collect();
-    let mut left = running.len();
+    // All the calls in one allocation, pinned together: a wake-up after a long wait reads
+    // them in address order, which the processor's prefetcher follows (a box per call
+    // scattered them).
+    let mut calls: Pin<Box<[MaybeDone<F>]>> = futures.map(maybe_done).collect::<Box<[_]>>().into();
     poll_fn(|cx| {
-        for (slot, output) in running.iter_mut().zip(outputs.iter_mut()) {
-            if let Some(future) = slot {
-                if let Poll::Ready(o) = future.as_mut().poll(cx) {
-                    *output = Some(o);
-                    *slot = None;
-                    left -= 1;
-                }
-            }
+        let mut done = true;
+        for i in 0..calls.len() {
+            // A finished call answers at once, keeping its output.
+            done &= call(calls.as_mut(), i).poll(cx).is_ready();
         }
-        if left == 0 {
+        if done {
             Poll::Ready(())
         } else {
             Poll::Pending
         }
     })
     .await;
-    outputs.into_iter().flatten().collect()
+    (0..calls.len())
+        .filter_map(|i| call(calls.as_mut(), i).take_output())
+        .collect()
+}
+
+/// Call `i` of the pinned batch, pinned.
+fn call<F: Future>(calls: Pin<&mut [MaybeDone<F>]>, i: usize) -> Pin<&mut MaybeDone<F>> {
+    // SAFETY: the slice's elements are pinned with it (structural pinning): none is moved
+    // out, and each is dropped in place with the slice.
+    unsafe { calls.map_unchecked_mut(|c| &mut c[i]) }
 }
 
 #[cfg(test)]
@@ -76,12 +78,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_future_starts_before_any_ends_and_outputs_keep_their_order() {
-        for n in [
-            2,
-            JOIN_ALL_SMALL + 1,
-            POLL_TOGETHER_UP_TO,
-            POLL_TOGETHER_UP_TO + 1,
-        ] {
+        for n in [2, 31, POLL_TOGETHER_UP_TO, POLL_TOGETHER_UP_TO + 1] {
             // Later calls finish first.
             let ms: Vec<u64> = (0..n as u64).map(|i| 1 + (n as u64 - i) % 5).collect();
             let log = Arc::new(Mutex::new(Vec::new()));
