@@ -70,7 +70,7 @@ impl Drop for RunHandle {
             self.signal.cancel();
             {
                 let mut st = inner.state.lock();
-                st.settle_run();
+                st.settle_run(&inner.changes);
                 st.transcript.end_run();
             }
             release(&inner);
@@ -114,7 +114,7 @@ impl Agent {
         drop(runs);
         let mut st = self.inner.state.lock();
         st.is_streaming = true;
-        st.clear_streaming();
+        st.clear_streaming(&self.inner.changes);
         st.error_message = None;
         st.transcript.begin_run();
         Ok(RunHandle {
@@ -168,7 +168,7 @@ impl Agent {
                 RunOutcome::new(ending, added)
             }
         };
-        self.inner.state.lock().settle_run();
+        self.inner.state.lock().settle_run(&self.inner.changes);
         // Released here rather than by the handle's drop: the agent stays busy until the
         // state is settled, and packing follows the release.
         run.inner = None;

@@ -71,7 +71,7 @@ impl Subscription {
     pub fn unsubscribe(self) {
         if let Some(inner) = self.inner.upgrade() {
             let mut st = inner.state.lock();
-            st.listeners_mut().remove(self.id);
+            st.listeners_mut(&inner.changes).remove(self.id);
         }
     }
 }
@@ -87,10 +87,8 @@ struct SinkInner {
     // from here without a reference count; the agent changes its list by copying it (this
     // clone keeps it shared), so a changed list is a different allocation.
     listeners: Arc<Listeners>,
-    // The state's count of changes to its streaming message and listeners.
-    changes: Arc<AtomicU64>,
-    // The partial message (its address) that the state streamed, with this run's listeners,
-    // when `changes` read `seen`; 0 for none. Only `message_update` events, which the loop
+    // The partial message (its identity) that the state streamed, with this run's listeners,
+    // when the agent's count of changes read `seen`; 0 for none. Only `message_update` events, which the loop
     // emits one after another, write these.
     streamed: AtomicUsize,
     seen: AtomicU64,
@@ -98,15 +96,11 @@ struct SinkInner {
 
 impl AgentSink {
     pub(super) fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
-        let (listeners, changes) = {
-            let st = inner.state.lock();
-            (st.listeners().clone(), st.changes().clone())
-        };
+        let listeners = inner.state.lock().listeners().clone();
         AgentSink(Arc::new(SinkInner {
             inner,
             signal,
             listeners,
-            changes,
             streamed: AtomicUsize::new(0),
             seen: AtomicU64::new(0),
         }))
@@ -129,19 +123,18 @@ impl AgentSink {
         let sink = &self.0;
         if address != 0
             && sink.streamed.load(Ordering::Relaxed) == address
-            && sink.changes.load(Ordering::Acquire) == sink.seen.load(Ordering::Relaxed)
+            && sink.inner.changes.get() == sink.seen.load(Ordering::Relaxed)
         {
             return Cow::Borrowed(&sink.listeners);
         }
         let mut st = sink.inner.state.lock();
-        st.apply(event);
+        st.apply(event, &sink.inner.changes);
         let ours = Arc::ptr_eq(st.listeners(), &sink.listeners);
         if let Some(partial) = partial {
             let streams = ours && st.streams(partial);
             sink.streamed
                 .store(if streams { address } else { 0 }, Ordering::Relaxed);
-            sink.seen
-                .store(sink.changes.load(Ordering::Relaxed), Ordering::Relaxed);
+            sink.seen.store(sink.inner.changes.get(), Ordering::Relaxed);
         }
         if ours {
             Cow::Borrowed(&sink.listeners)

@@ -55,11 +55,13 @@ use crate::tool::{AgentTool, ToolExecutionMode};
 use lifecycle::{Runs, Start};
 use listeners::Listener;
 use options::{default_model, no_stream_fn, CustomSettings, Settings};
-use state::{State, Streaming};
+use state::{Changes, State, Streaming};
 use transcript::Transcript;
 
 struct Inner {
     state: Mutex<State>,
+    // Beside the state: counts what its lock-free readers depend on.
+    changes: Changes,
     settings: Mutex<Settings>,
     next_listener: AtomicU64,
     steering: Mutex<PendingMessageQueue>,
@@ -110,6 +112,7 @@ impl Agent {
                     model,
                     options.thinking_level,
                 )),
+                changes: Changes::default(),
                 settings: Mutex::new(Settings {
                     stream_fn: options.stream_fn.unwrap_or_else(no_stream_fn),
                     tool_execution: options.tool_execution,
@@ -126,7 +129,7 @@ impl Agent {
     fn add_listener(&self, l: Listener) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
         let mut st = self.inner.state.lock();
-        st.listeners_mut().add(id, l);
+        st.listeners_mut(&self.inner.changes).add(id, l);
         Subscription {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -368,7 +371,7 @@ impl Agent {
         st.transcript
             .replace(baseline.map(Message::from).into_iter().collect());
         st.is_streaming = false;
-        st.clear_streaming();
+        st.clear_streaming(&self.inner.changes);
         st.pending_tool_calls.clear();
         st.error_message = None;
         drop(st);

@@ -65,7 +65,7 @@ pub(super) struct State {
     pub(super) model: Arc<Model>,
     pub(super) thinking_level: ThinkingLevel,
     pub(super) is_streaming: bool,
-    // Private with `listeners`: every change to either counts in `changes`.
+    // Private with `listeners`: every change to either is counted in the agent's `Changes`.
     streaming_message: Option<Streaming>,
     // The calls themselves: their ids are read only when someone asks.
     pub(super) pending_tool_calls: Vec<Arc<ToolCall>>,
@@ -73,10 +73,26 @@ pub(super) struct State {
     // Copy-on-write: an event clones the `Arc`, not the list. Kept with the state so that
     // one lock per event both reduces it and picks up the listeners.
     listeners: Arc<Listeners>,
-    // Counts the changes to `streaming_message` and `listeners`, readable without the lock:
-    // a run's sink skips the lock for a delta of the partial the state already streams while
-    // this count stays where the sink last saw it (see `AgentSink::reduce`).
-    changes: Arc<AtomicU64>,
+}
+
+/// The count of changes to a state's streaming message and listeners, kept beside the state
+/// and readable without its lock: a run's sink skips the lock for a delta of the partial the
+/// state already streams while this count stays where the sink last saw it (see
+/// `AgentSink::reduce`). The state's methods that change either take it.
+#[derive(Default)]
+pub(super) struct Changes(AtomicU64);
+
+impl Changes {
+    /// The count now.
+    pub(super) fn get(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    // Only a holder of the state's lock counts: a load and a store, no read-modify-write.
+    fn count(&self) {
+        let n = self.0.load(Ordering::Relaxed);
+        self.0.store(n.wrapping_add(1), Ordering::Release);
+    }
 }
 
 impl State {
@@ -96,24 +112,17 @@ impl State {
             pending_tool_calls: Vec::new(),
             error_message: None,
             listeners: Arc::default(),
-            changes: Arc::default(),
         }
     }
 
-    fn set_streaming(&mut self, streaming: Option<Streaming>) {
+    fn set_streaming(&mut self, streaming: Option<Streaming>, changes: &Changes) {
         self.streaming_message = streaming;
-        self.count_change();
-    }
-
-    // Only a holder of the state's lock counts: a load and a store, no read-modify-write.
-    fn count_change(&self) {
-        let n = self.changes.load(Ordering::Relaxed);
-        self.changes.store(n.wrapping_add(1), Ordering::Release);
+        changes.count();
     }
 
     /// Nothing is streaming.
-    pub(super) fn clear_streaming(&mut self) {
-        self.set_streaming(None);
+    pub(super) fn clear_streaming(&mut self, changes: &Changes) {
+        self.set_streaming(None, changes);
     }
 
     /// The message being streamed.
@@ -132,14 +141,9 @@ impl State {
     }
 
     /// The listeners, to change (a copy when a run holds them).
-    pub(super) fn listeners_mut(&mut self) -> &mut Listeners {
-        self.count_change();
+    pub(super) fn listeners_mut(&mut self, changes: &Changes) -> &mut Listeners {
+        changes.count();
         Arc::make_mut(&mut self.listeners)
-    }
-
-    /// The count of changes to the streaming message and the listeners.
-    pub(super) fn changes(&self) -> &Arc<AtomicU64> {
-        &self.changes
     }
 
     /// A copy for [`Agent::state`](super::Agent::state).
@@ -166,30 +170,30 @@ impl State {
     }
 
     /// A run ended (or its future was dropped): nothing streams, nothing is pending.
-    pub(super) fn settle_run(&mut self) {
+    pub(super) fn settle_run(&mut self, changes: &Changes) {
         self.is_streaming = false;
-        self.clear_streaming();
+        self.clear_streaming(changes);
         // Released here, not per call: within a run the list keeps its room, and an idle
         // agent keeps none.
         self.pending_tool_calls = Vec::new();
     }
 
     /// Applies one event of a run.
-    pub(super) fn apply(&mut self, event: &AgentEvent) {
+    pub(super) fn apply(&mut self, event: &AgentEvent, changes: &Changes) {
         match event {
             AgentEvent::MessageStart { message } => {
-                self.set_streaming(Some(Streaming::Message(message.clone())))
+                self.set_streaming(Some(Streaming::Message(message.clone())), changes)
             }
             // Every delta of one response carries the same handle: keep the stored one.
             AgentEvent::MessageUpdate { .. } => {
                 if let Some(message) = event.partial_message() {
                     if !self.streams(message) {
-                        self.set_streaming(Some(Streaming::Partial(message.clone())))
+                        self.set_streaming(Some(Streaming::Partial(message.clone())), changes)
                     }
                 }
             }
             AgentEvent::MessageEnd { message } => {
-                self.clear_streaming();
+                self.clear_streaming(changes);
                 self.transcript.push(message.clone());
             }
             AgentEvent::ToolExecutionStart { tool_call }
@@ -213,7 +217,7 @@ impl State {
                     self.error_message = Some(e.clone());
                 }
             }
-            AgentEvent::AgentEnd { .. } => self.clear_streaming(),
+            AgentEvent::AgentEnd { .. } => self.clear_streaming(changes),
             _ => {}
         }
     }
