@@ -88,8 +88,8 @@ struct SinkInner {
     // clone keeps it shared), so a changed list is a different allocation.
     listeners: Arc<Listeners>,
     // The partial message (its identity) that the state streamed, with this run's listeners,
-    // when the agent's count of changes read `seen`; 0 for none. Only `message_update` events, which the loop
-    // emits one after another, write these.
+    // when the agent's count of changes read `seen`; 0 for none. Only `message_update`
+    // events, which the loop emits one after another, write these.
     streamed: AtomicUsize,
     seen: AtomicU64,
 }
