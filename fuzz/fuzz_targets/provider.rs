@@ -13,18 +13,7 @@ impl ProviderSink for Collect {
     fn emit(&mut self, event: AssistantMessageEvent) {
         if let Some(p) = event.partial() {
             // Every content index names an existing block at emission time.
-            let idx = match &event {
-                AssistantMessageEvent::TextStart { content_index, .. }
-                | AssistantMessageEvent::TextDelta { content_index, .. }
-                | AssistantMessageEvent::TextEnd { content_index, .. }
-                | AssistantMessageEvent::ThinkingStart { content_index, .. }
-                | AssistantMessageEvent::ThinkingDelta { content_index, .. }
-                | AssistantMessageEvent::ThinkingEnd { content_index, .. }
-                | AssistantMessageEvent::ToolcallStart { content_index, .. }
-                | AssistantMessageEvent::ToolcallDelta { content_index, .. }
-                | AssistantMessageEvent::ToolcallEnd { content_index, .. } => Some(*content_index),
-                _ => None,
-            };
+            let idx = event.content_index();
             if let Some(i) = idx {
                 assert!(i < p.snapshot().content.len(), "content index out of range");
             }

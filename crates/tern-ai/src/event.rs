@@ -16,8 +16,8 @@ use crate::message::{AssistantMessage, Message, StopReason, ToolCall};
 
 /// The text of one streamed delta (`text_delta`, `thinking_delta`, `toolcall_delta`).
 ///
-/// It reads as a `&str`. Deltas of up to 24 bytes, the usual size of a token or two, are
-/// stored inline: a delta event then costs no allocation.
+/// It reads as a `&str`. Deltas of up to 15 bytes, the usual size of a token, are stored
+/// inline: a delta event then costs no allocation. A longer one is shared by its clones.
 ///
 /// ```
 /// use tern_ai::Delta;
@@ -28,7 +28,7 @@ use crate::message::{AssistantMessage, Message, StopReason, ToolCall};
 /// assert_eq!(serde_json::to_string(&d).unwrap(), r#""Hel""#);
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Delta(compact_str::CompactString);
+pub struct Delta(ecow::EcoString);
 
 impl Delta {
     /// The text.
@@ -64,7 +64,7 @@ impl From<String> for Delta {
 
 impl From<Delta> for String {
     fn from(d: Delta) -> Self {
-        d.0.into_string()
+        d.0.into()
     }
 }
 
@@ -189,6 +189,27 @@ impl Serialize for PartialMessage {
     }
 }
 
+/// The `content_index` of an event about block `index` of a message.
+///
+/// Events keep the index in 32 bits, so that the variant's tag fits beside it and every event
+/// is 32 bytes (48 with a `usize`): a long response queues hundreds of thousands of them. A
+/// message never holds 2³² blocks; an index beyond that saturates.
+///
+/// ```
+/// use tern_ai::event::content_index;
+/// assert_eq!(content_index(3), 3);
+/// assert_eq!(content_index(usize::MAX), u32::MAX);
+/// ```
+pub fn content_index(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
+}
+
+// A long response queues hundreds of thousands of events, and moving them is most of what
+// streaming costs: keep every event within four words (the tag beside the 32-bit index, a
+// two-word delta or text, the partial handle).
+#[cfg(all(target_pointer_width = "64", target_endian = "little"))]
+const _: () = assert!(std::mem::size_of::<AssistantMessageEvent>() == 32);
+
 /// One event of an assistant response, in the reference's vocabulary.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AssistantMessageEvent {
@@ -200,14 +221,14 @@ pub enum AssistantMessageEvent {
     /// A text block started at `content_index`.
     TextStart {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The message being built.
         partial: PartialMessage,
     },
     /// Text arrived.
     TextDelta {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The new text.
         delta: Delta,
         /// The message being built.
@@ -216,23 +237,23 @@ pub enum AssistantMessageEvent {
     /// A text block ended with `content`.
     TextEnd {
         /// Index of the block in `content`.
-        content_index: usize,
-        /// The block's whole text.
-        content: String,
+        content_index: u32,
+        /// The block's whole text (a `Box<str>`, two words, so that every event is 32 bytes).
+        content: Box<str>,
         /// The message being built.
         partial: PartialMessage,
     },
     /// A thinking block started.
     ThinkingStart {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The message being built.
         partial: PartialMessage,
     },
     /// Reasoning text arrived.
     ThinkingDelta {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The new text.
         delta: Delta,
         /// The message being built.
@@ -241,23 +262,23 @@ pub enum AssistantMessageEvent {
     /// A thinking block ended.
     ThinkingEnd {
         /// Index of the block in `content`.
-        content_index: usize,
-        /// The block's whole text.
-        content: String,
+        content_index: u32,
+        /// The block's whole text (a `Box<str>`, two words, so that every event is 32 bytes).
+        content: Box<str>,
         /// The message being built.
         partial: PartialMessage,
     },
     /// A tool call started.
     ToolcallStart {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The message being built.
         partial: PartialMessage,
     },
     /// A fragment of the tool call's JSON arguments arrived.
     ToolcallDelta {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The raw fragment.
         delta: Delta,
         /// The message being built.
@@ -266,7 +287,7 @@ pub enum AssistantMessageEvent {
     /// A tool call is complete.
     ToolcallEnd {
         /// Index of the block in `content`.
-        content_index: usize,
+        content_index: u32,
         /// The complete call (shared with the block of the message, so the event stays small
         /// and carries no copy).
         tool_call: Arc<ToolCall>,
@@ -348,7 +369,7 @@ impl AssistantMessageEvent {
     pub fn content_index(&self) -> Option<usize> {
         use AssistantMessageEvent::*;
         match self {
-            block_event!(content_index) => Some(*content_index),
+            block_event!(content_index) => Some(*content_index as usize),
             Start { .. } | Done { .. } | Error { .. } => None,
         }
     }
@@ -403,5 +424,24 @@ impl Serialize for AssistantMessageEvent {
             }
         }
         m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_of_every_length_read_back_whole() {
+        // Inline up to 15 bytes, shared beyond: both read the same.
+        for len in [0, 1, 15, 16, 24, 25, 4096] {
+            let text: String = "é0123456789".chars().cycle().take(len).collect();
+            let d = Delta::from(text.as_str());
+            assert_eq!(d.as_str(), text);
+            let copy = d.clone();
+            drop(d);
+            assert_eq!(String::from(copy), text);
+            assert_eq!(Delta::from(text.clone()), text);
+        }
     }
 }

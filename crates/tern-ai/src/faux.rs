@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::clock::now_ms;
-use crate::event::{AssistantMessageEvent, PartialMessage};
+use crate::event::{content_index, AssistantMessageEvent, PartialMessage};
 use crate::message::{
     AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
 };
@@ -217,7 +217,7 @@ macro_rules! prose_steps {
         $out.push((
             Edit::Push($empty),
             AssistantMessageEvent::$start {
-                content_index: $i,
+                content_index: content_index($i),
                 partial: $p(),
             },
         ));
@@ -225,7 +225,7 @@ macro_rules! prose_steps {
             $out.push((
                 Edit::Append($i, d.clone()),
                 AssistantMessageEvent::$delta {
-                    content_index: $i,
+                    content_index: content_index($i),
                     delta: d.into(),
                     partial: $p(),
                 },
@@ -234,8 +234,8 @@ macro_rules! prose_steps {
         $out.push((
             Edit::None,
             AssistantMessageEvent::$end {
-                content_index: $i,
-                content: $text.clone(),
+                content_index: content_index($i),
+                content: $text.as_str().into(),
                 partial: $p(),
             },
         ));
@@ -282,14 +282,14 @@ fn steps(
                 out.push((
                     Edit::Push(ContentBlock::tool_call(empty)),
                     AssistantMessageEvent::ToolcallStart {
-                        content_index: i,
+                        content_index: content_index(i),
                         partial: p(),
                     },
                 ));
                 out.push((
                     Edit::None,
                     AssistantMessageEvent::ToolcallDelta {
-                        content_index: i,
+                        content_index: content_index(i),
                         delta: c.arguments.to_string().into(),
                         partial: p(),
                     },
@@ -297,7 +297,7 @@ fn steps(
                 out.push((
                     Edit::Set(i, ContentBlock::ToolCall(c.clone())),
                     AssistantMessageEvent::ToolcallEnd {
-                        content_index: i,
+                        content_index: content_index(i),
                         tool_call: c.clone(),
                         partial: p(),
                     },

@@ -132,22 +132,23 @@ pub fn scripted_response(
                         // The text the deltas add up to (`str::repeat` copies in doubling
                         // steps, not once per delta).
                         t.text = delta.repeat(repeat);
-                        t.text.clone()
+                        Box::<str>::from(t.text.as_str())
                     }
-                    _ => String::new(),
+                    _ => Box::default(),
                 });
+                let index = tern_ai::event::content_index(idx);
                 tx.push(E::TextStart {
-                    content_index: idx,
+                    content_index: index,
                     partial: partial.clone(),
                 });
                 let d = Delta::from(delta.as_str());
                 tx.push_all((0..repeat).map(|_| E::TextDelta {
-                    content_index: idx,
+                    content_index: index,
                     delta: d.clone(),
                     partial: partial.clone(),
                 }));
                 tx.push(E::TextEnd {
-                    content_index: idx,
+                    content_index: index,
                     content,
                     partial: partial.clone(),
                 });
@@ -172,18 +173,19 @@ pub fn scripted_response(
                     _ => unreachable!("block {idx} is a tool call"),
                 });
                 // The block's events in one lock, as for a text block above.
+                let index = tern_ai::event::content_index(idx);
                 tx.push_all([
                     E::ToolcallStart {
-                        content_index: idx,
+                        content_index: index,
                         partial: partial.clone(),
                     },
                     E::ToolcallDelta {
-                        content_index: idx,
+                        content_index: index,
                         delta,
                         partial: partial.clone(),
                     },
                     E::ToolcallEnd {
-                        content_index: idx,
+                        content_index: index,
                         tool_call: call,
                         partial: partial.clone(),
                     },
@@ -200,8 +202,8 @@ pub fn scripted_response(
     rx
 }
 
-/// `JSON.stringify(args)` as a delta. A short text is written in place (a delta keeps up to
-/// 24 bytes inline), as a provider's delta comes from its read buffer.
+/// `JSON.stringify(args)` as a delta. A short text is written on the stack and copied once
+/// into the delta (inline up to 15 bytes), as a provider's delta comes from its read buffer.
 fn json_delta(args: &Value) -> Delta {
     let mut buf = [0u8; 24];
     let mut cursor = std::io::Cursor::new(&mut buf[..]);

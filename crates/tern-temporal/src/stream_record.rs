@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use tern_ai::event::content_index;
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, AssistantMessageEventSender, ContentBlock, Delta,
     PartialMessage, StopReason, ToolCall,
@@ -124,7 +125,7 @@ impl Recorder {
             | ThinkingEnd { content_index, .. }
             | ToolcallStart { content_index, .. }
             | ToolcallDelta { content_index, .. }
-            | ToolcallEnd { content_index, .. } => *content_index,
+            | ToolcallEnd { content_index, .. } => *content_index as usize,
             Start { partial } => {
                 self.start = Some(partial.snapshot());
                 return;
@@ -137,7 +138,7 @@ impl Recorder {
             content_index: index,
             delta: event.delta().map(str::to_string),
             content: match event {
-                TextEnd { content, .. } | ThinkingEnd { content, .. } => Some(content.clone()),
+                TextEnd { content, .. } | ThinkingEnd { content, .. } => Some(content.to_string()),
                 _ => None,
             },
             tool_call: match event {
@@ -194,13 +195,16 @@ pub(crate) fn advance(m: &mut AssistantMessage, event: &AssistantMessageEvent) {
         TextStart { content_index, .. }
         | ThinkingStart { content_index, .. }
         | ToolcallStart { content_index, .. } => {
-            if let Some(block) = start_block(event, *content_index) {
-                set_block(m, *content_index, block);
+            let index = *content_index as usize;
+            if let Some(block) = start_block(event, index) {
+                set_block(m, index, block);
             }
         }
-        TextDelta { content_index, .. } | ThinkingDelta { content_index, .. } => {
-            append(m, *content_index, event.delta().unwrap_or_default())
-        }
+        TextDelta { content_index, .. } | ThinkingDelta { content_index, .. } => append(
+            m,
+            *content_index as usize,
+            event.delta().unwrap_or_default(),
+        ),
         TextEnd {
             content_index,
             content,
@@ -210,12 +214,16 @@ pub(crate) fn advance(m: &mut AssistantMessage, event: &AssistantMessageEvent) {
             content_index,
             content,
             ..
-        } => set_text(m, *content_index, content),
+        } => set_text(m, *content_index as usize, content),
         ToolcallEnd {
             content_index,
             tool_call,
             ..
-        } => set_block(m, *content_index, ContentBlock::ToolCall(tool_call.clone())),
+        } => set_block(
+            m,
+            *content_index as usize,
+            ContentBlock::ToolCall(tool_call.clone()),
+        ),
         _ => {}
     }
 }
@@ -293,15 +301,15 @@ fn play(
                     }
                     match step.kind.as_str() {
                         "text_start" => TextStart {
-                            content_index: i,
+                            content_index: content_index(i),
                             partial: p,
                         },
                         "thinking_start" => ThinkingStart {
-                            content_index: i,
+                            content_index: content_index(i),
                             partial: p,
                         },
                         _ => ToolcallStart {
-                            content_index: i,
+                            content_index: content_index(i),
                             partial: p,
                         },
                     }
@@ -310,20 +318,20 @@ fn play(
                     partial.update(|m| append(m, i, step.delta.as_deref().unwrap_or_default()));
                     if step.kind == "text_delta" {
                         TextDelta {
-                            content_index: i,
+                            content_index: content_index(i),
                             delta: delta(),
                             partial: p,
                         }
                     } else {
                         ThinkingDelta {
-                            content_index: i,
+                            content_index: content_index(i),
                             delta: delta(),
                             partial: p,
                         }
                     }
                 }
                 "toolcall_delta" => ToolcallDelta {
-                    content_index: i,
+                    content_index: content_index(i),
                     delta: delta(),
                     partial: p,
                 },
@@ -331,14 +339,14 @@ fn play(
                     partial.update(|m| set_text(m, i, &content));
                     if step.kind == "text_end" {
                         TextEnd {
-                            content_index: i,
-                            content,
+                            content_index: content_index(i),
+                            content: content.into(),
                             partial: p,
                         }
                     } else {
                         ThinkingEnd {
-                            content_index: i,
-                            content,
+                            content_index: content_index(i),
+                            content: content.into(),
                             partial: p,
                         }
                     }
@@ -349,7 +357,7 @@ fn play(
                     };
                     partial.update(|m| set_block(m, i, ContentBlock::ToolCall(call.clone())));
                     ToolcallEnd {
-                        content_index: i,
+                        content_index: content_index(i),
                         tool_call: call,
                         partial: p,
                     }

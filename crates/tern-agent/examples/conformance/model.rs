@@ -273,15 +273,15 @@ async fn produce(
         };
         let start = match kind {
             Kind::Text => AssistantMessageEvent::TextStart {
-                content_index: index,
+                content_index: tern_ai::event::content_index(index),
                 partial: snapshot(&partial),
             },
             Kind::Thinking => AssistantMessageEvent::ThinkingStart {
-                content_index: index,
+                content_index: tern_ai::event::content_index(index),
                 partial: snapshot(&partial),
             },
             Kind::ToolCall => AssistantMessageEvent::ToolcallStart {
-                content_index: index,
+                content_index: tern_ai::event::content_index(index),
                 partial: snapshot(&partial),
             },
         };
@@ -297,7 +297,7 @@ async fn produce(
                         t.text.push_str(&chunk);
                     }
                     AssistantMessageEvent::TextDelta {
-                        content_index: index,
+                        content_index: tern_ai::event::content_index(index),
                         delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
@@ -307,13 +307,13 @@ async fn produce(
                         t.thinking.push_str(&chunk);
                     }
                     AssistantMessageEvent::ThinkingDelta {
-                        content_index: index,
+                        content_index: tern_ai::event::content_index(index),
                         delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
                 }
                 Kind::ToolCall => AssistantMessageEvent::ToolcallDelta {
-                    content_index: index,
+                    content_index: tern_ai::event::content_index(index),
                     delta: chunk.into(),
                     partial: snapshot(&partial),
                 },
@@ -324,19 +324,19 @@ async fn produce(
             (Kind::ToolCall, ContentBlock::ToolCall(c)) => {
                 partial.content[index] = block.clone();
                 AssistantMessageEvent::ToolcallEnd {
-                    content_index: index,
+                    content_index: tern_ai::event::content_index(index),
                     tool_call: c.clone(),
                     partial: snapshot(&partial),
                 }
             }
             (Kind::Thinking, _) => AssistantMessageEvent::ThinkingEnd {
-                content_index: index,
-                content: text,
+                content_index: tern_ai::event::content_index(index),
+                content: text.into(),
                 partial: snapshot(&partial),
             },
             _ => AssistantMessageEvent::TextEnd {
-                content_index: index,
-                content: text,
+                content_index: tern_ai::event::content_index(index),
+                content: text.into(),
                 partial: snapshot(&partial),
             },
         };

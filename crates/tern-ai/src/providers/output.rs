@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::ProviderSink;
-use crate::event::{AssistantMessageEvent, Delta, PartialMessage};
+use crate::event::{content_index, AssistantMessageEvent, Delta, PartialMessage};
 use crate::message::{AssistantMessage, ContentBlock, StopReason, Usage};
 use crate::model::Model;
 
@@ -95,15 +95,15 @@ impl<'a> Output<'a> {
         let partial = self.partial.clone();
         self.emit(match kind {
             0 => AssistantMessageEvent::TextStart {
-                content_index: index,
+                content_index: content_index(index),
                 partial,
             },
             1 => AssistantMessageEvent::ThinkingStart {
-                content_index: index,
+                content_index: content_index(index),
                 partial,
             },
             _ => AssistantMessageEvent::ToolcallStart {
-                content_index: index,
+                content_index: content_index(index),
                 partial,
             },
         });
@@ -126,12 +126,12 @@ impl<'a> Output<'a> {
         let partial = self.partial.clone();
         match is_thinking {
             Some(false) => self.emit(AssistantMessageEvent::TextDelta {
-                content_index: index,
+                content_index: content_index(index),
                 delta: delta.into(),
                 partial,
             }),
             Some(true) => self.emit(AssistantMessageEvent::ThinkingDelta {
-                content_index: index,
+                content_index: content_index(index),
                 delta: delta.into(),
                 partial,
             }),
@@ -147,13 +147,13 @@ impl<'a> Output<'a> {
         let delta = Delta::from(delta);
         self.emit(if is_thinking {
             AssistantMessageEvent::ThinkingDelta {
-                content_index: index,
+                content_index: content_index(index),
                 delta,
                 partial,
             }
         } else {
             AssistantMessageEvent::TextDelta {
-                content_index: index,
+                content_index: content_index(index),
                 delta,
                 partial,
             }
@@ -164,7 +164,7 @@ impl<'a> Output<'a> {
     pub fn tool_delta(&mut self, index: usize, delta: &str) {
         let partial = self.partial.clone();
         self.emit(AssistantMessageEvent::ToolcallDelta {
-            content_index: index,
+            content_index: content_index(index),
             delta: delta.into(),
             partial,
         });
@@ -185,17 +185,17 @@ impl<'a> Output<'a> {
         let partial = self.partial.clone();
         match block {
             Some(ContentBlock::Text(t)) => self.emit(AssistantMessageEvent::TextEnd {
-                content_index: index,
-                content: t.text,
+                content_index: content_index(index),
+                content: t.text.into(),
                 partial,
             }),
             Some(ContentBlock::Thinking(t)) => self.emit(AssistantMessageEvent::ThinkingEnd {
-                content_index: index,
-                content: t.thinking,
+                content_index: content_index(index),
+                content: t.thinking.into(),
                 partial,
             }),
             Some(ContentBlock::ToolCall(c)) => self.emit(AssistantMessageEvent::ToolcallEnd {
-                content_index: index,
+                content_index: content_index(index),
                 tool_call: c,
                 partial,
             }),

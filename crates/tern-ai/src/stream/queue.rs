@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 /// faulted in anew each time.
 const CHUNK: usize = 1024;
 
-/// Full-size chunks kept per event type: 128 of 1,024 events, 6 MB for 48-byte events. A
+/// Full-size chunks kept per event type: 128 of 1,024 events, 4 MB for 32-byte events. A
 /// chunk beyond that is freed.
 const POOLED_CHUNKS: usize = 128;
 

@@ -62,7 +62,7 @@ impl Rebuild {
             ProxyEvent::TextStart { content_index } => {
                 self.set_block("text_start", content_index, ContentBlock::text(""))?;
                 E::TextStart {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     partial,
                 }
             }
@@ -74,7 +74,7 @@ impl Rebuild {
                     text.push_str(&delta)
                 })?;
                 E::TextDelta {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     delta: delta.into(),
                     partial,
                 }
@@ -86,10 +86,10 @@ impl Rebuild {
                 let content =
                     self.edit_text(content_index, Prose::Text, "end", |text, signature| {
                         *signature = content_signature;
-                        text.clone()
+                        Box::<str>::from(text.as_str())
                     })?;
                 E::TextEnd {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     content,
                     partial,
                 }
@@ -98,7 +98,7 @@ impl Rebuild {
                 let block = ContentBlock::Thinking(ThinkingContent::default());
                 self.set_block("thinking_start", content_index, block)?;
                 E::ThinkingStart {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     partial,
                 }
             }
@@ -110,7 +110,7 @@ impl Rebuild {
                     text.push_str(&delta)
                 })?;
                 E::ThinkingDelta {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     delta: delta.into(),
                     partial,
                 }
@@ -122,10 +122,10 @@ impl Rebuild {
                 let content =
                     self.edit_text(content_index, Prose::Thinking, "end", |text, signature| {
                         *signature = content_signature;
-                        text.clone()
+                        Box::<str>::from(text.as_str())
                     })?;
                 E::ThinkingEnd {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     content,
                     partial,
                 }
@@ -145,7 +145,7 @@ impl Rebuild {
                 self.tool_arguments
                     .insert(content_index, ToolCallArgumentsStream::new());
                 E::ToolcallStart {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     partial,
                 }
             }
@@ -164,7 +164,7 @@ impl Rebuild {
                         _ => Err("Received toolcall_delta for non-toolCall content".to_string()),
                     })?;
                 E::ToolcallDelta {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     delta: delta.into(),
                     partial,
                 }
@@ -190,7 +190,7 @@ impl Rebuild {
                 }
                 self.tool_arguments.remove(&content_index);
                 E::ToolcallEnd {
-                    content_index,
+                    content_index: tern_ai::event::content_index(content_index),
                     tool_call: call,
                     partial,
                 }

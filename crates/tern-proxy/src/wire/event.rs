@@ -133,14 +133,14 @@ impl ProxyEvent {
         match event {
             E::Start { .. } => ProxyEvent::Start,
             E::TextStart { content_index, .. } => ProxyEvent::TextStart {
-                content_index: *content_index,
+                content_index: *content_index as usize,
             },
             E::TextDelta {
                 content_index,
                 delta,
                 ..
             } => ProxyEvent::TextDelta {
-                content_index: *content_index,
+                content_index: *content_index as usize,
                 delta: delta.to_string(),
             },
             E::TextEnd {
@@ -148,21 +148,21 @@ impl ProxyEvent {
                 partial,
                 ..
             } => ProxyEvent::TextEnd {
-                content_index: *content_index,
-                content_signature: partial.with(|m| match m.content.get(*content_index) {
+                content_index: *content_index as usize,
+                content_signature: partial.with(|m| match m.content.get(*content_index as usize) {
                     Some(ContentBlock::Text(t)) => t.text_signature.clone(),
                     _ => None,
                 }),
             },
             E::ThinkingStart { content_index, .. } => ProxyEvent::ThinkingStart {
-                content_index: *content_index,
+                content_index: *content_index as usize,
             },
             E::ThinkingDelta {
                 content_index,
                 delta,
                 ..
             } => ProxyEvent::ThinkingDelta {
-                content_index: *content_index,
+                content_index: *content_index as usize,
                 delta: delta.to_string(),
             },
             E::ThinkingEnd {
@@ -170,8 +170,8 @@ impl ProxyEvent {
                 partial,
                 ..
             } => ProxyEvent::ThinkingEnd {
-                content_index: *content_index,
-                content_signature: partial.with(|m| match m.content.get(*content_index) {
+                content_index: *content_index as usize,
+                content_signature: partial.with(|m| match m.content.get(*content_index as usize) {
                     Some(ContentBlock::Thinking(t)) => t.thinking_signature.clone(),
                     _ => None,
                 }),
@@ -180,12 +180,13 @@ impl ProxyEvent {
                 content_index,
                 partial,
             } => {
-                let (id, tool_name) = partial.with(|m| match m.content.get(*content_index) {
-                    Some(ContentBlock::ToolCall(c)) => (c.id.to_string(), c.name.to_string()),
-                    _ => (String::new(), String::new()),
-                });
+                let (id, tool_name) =
+                    partial.with(|m| match m.content.get(*content_index as usize) {
+                        Some(ContentBlock::ToolCall(c)) => (c.id.to_string(), c.name.to_string()),
+                        _ => (String::new(), String::new()),
+                    });
                 ProxyEvent::ToolcallStart {
-                    content_index: *content_index,
+                    content_index: *content_index as usize,
                     id,
                     tool_name,
                 }
@@ -195,7 +196,7 @@ impl ProxyEvent {
                 delta,
                 ..
             } => ProxyEvent::ToolcallDelta {
-                content_index: *content_index,
+                content_index: *content_index as usize,
                 delta: delta.to_string(),
             },
             E::ToolcallEnd {
@@ -203,7 +204,7 @@ impl ProxyEvent {
                 tool_call,
                 ..
             } => ProxyEvent::ToolcallEnd {
-                content_index: *content_index,
+                content_index: *content_index as usize,
                 tool_call: (**tool_call).clone(),
             },
             E::Done { reason, message } => ProxyEvent::done(*reason, message),
