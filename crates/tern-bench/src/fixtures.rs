@@ -205,15 +205,44 @@ pub fn scripted_response(
 /// `JSON.stringify(args)` as a delta. A short text is written on the stack and copied once
 /// into the delta (inline up to 15 bytes), as a provider's delta comes from its read buffer.
 fn json_delta(args: &Value) -> Delta {
-    let mut buf = [0u8; 24];
-    let mut cursor = std::io::Cursor::new(&mut buf[..]);
-    if serde_json::to_writer(&mut cursor, args).is_ok() {
-        let n = usize::try_from(cursor.position()).unwrap_or(0);
-        if let Ok(text) = std::str::from_utf8(&buf[..n]) {
+    let mut text = StackText {
+        buf: [0; 24],
+        len: 0,
+    };
+    if serde_json::to_writer(&mut text, args).is_ok() {
+        if let Ok(text) = std::str::from_utf8(&text.buf[..text.len]) {
             return Delta::from(text);
         }
     }
     Delta::from(serde_json::to_string(args).unwrap_or_default())
+}
+
+/// A short text written on the stack: a write that does not fit fails (`json_delta` then
+/// writes to the heap). Simpler than a `Cursor`, whose `write_all` loops over `write`.
+struct StackText {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl std::io::Write for StackText {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let end = self.len + bytes.len();
+        let room = self
+            .buf
+            .get_mut(self.len..end)
+            .ok_or(std::io::ErrorKind::WriteZero)?;
+        room.copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The tool-call block `(id: "call_<k>", name, args: {"n": k})` of the scripts.
