@@ -246,6 +246,7 @@ async fn produce(
         partial: snapshot(&partial),
     });
     for (index, block) in spec.content.iter().enumerate() {
+        let content_index = tern_ai::event::content_index(index);
         let (kind, text) = match block {
             ContentBlock::Text(t) => {
                 partial
@@ -273,15 +274,15 @@ async fn produce(
         };
         let start = match kind {
             Kind::Text => AssistantMessageEvent::TextStart {
-                content_index: tern_ai::event::content_index(index),
+                content_index,
                 partial: snapshot(&partial),
             },
             Kind::Thinking => AssistantMessageEvent::ThinkingStart {
-                content_index: tern_ai::event::content_index(index),
+                content_index,
                 partial: snapshot(&partial),
             },
             Kind::ToolCall => AssistantMessageEvent::ToolcallStart {
-                content_index: tern_ai::event::content_index(index),
+                content_index,
                 partial: snapshot(&partial),
             },
         };
@@ -297,7 +298,7 @@ async fn produce(
                         t.text.push_str(&chunk);
                     }
                     AssistantMessageEvent::TextDelta {
-                        content_index: tern_ai::event::content_index(index),
+                        content_index,
                         delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
@@ -307,13 +308,13 @@ async fn produce(
                         t.thinking.push_str(&chunk);
                     }
                     AssistantMessageEvent::ThinkingDelta {
-                        content_index: tern_ai::event::content_index(index),
+                        content_index,
                         delta: chunk.into(),
                         partial: snapshot(&partial),
                     }
                 }
                 Kind::ToolCall => AssistantMessageEvent::ToolcallDelta {
-                    content_index: tern_ai::event::content_index(index),
+                    content_index,
                     delta: chunk.into(),
                     partial: snapshot(&partial),
                 },
@@ -324,18 +325,18 @@ async fn produce(
             (Kind::ToolCall, ContentBlock::ToolCall(c)) => {
                 partial.content[index] = block.clone();
                 AssistantMessageEvent::ToolcallEnd {
-                    content_index: tern_ai::event::content_index(index),
+                    content_index,
                     tool_call: c.clone(),
                     partial: snapshot(&partial),
                 }
             }
             (Kind::Thinking, _) => AssistantMessageEvent::ThinkingEnd {
-                content_index: tern_ai::event::content_index(index),
+                content_index,
                 content: text.into(),
                 partial: snapshot(&partial),
             },
             _ => AssistantMessageEvent::TextEnd {
-                content_index: tern_ai::event::content_index(index),
+                content_index,
                 content: text.into(),
                 partial: snapshot(&partial),
             },
