@@ -28,6 +28,10 @@ else
   fuzz=(cargo fuzz)
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+# The fuzz crate is a workspace of its own: start from the main workspace's lock, so that the
+# targets build the versions the tests ran (cargo adds the fuzz-only crates), not whatever
+# crates.io has newest that day.
+cp ../Cargo.lock Cargo.lock
 "${fuzz[@]}" build
 status=0
 summary=()
