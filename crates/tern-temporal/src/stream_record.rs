@@ -116,21 +116,13 @@ impl Recorder {
 
     pub(crate) fn record(&mut self, event: &AssistantMessageEvent) {
         use AssistantMessageEvent::*;
-        let index = match event {
-            TextStart { content_index, .. }
-            | TextDelta { content_index, .. }
-            | TextEnd { content_index, .. }
-            | ThinkingStart { content_index, .. }
-            | ThinkingDelta { content_index, .. }
-            | ThinkingEnd { content_index, .. }
-            | ToolcallStart { content_index, .. }
-            | ToolcallDelta { content_index, .. }
-            | ToolcallEnd { content_index, .. } => *content_index as usize,
-            Start { partial } => {
-                self.start = Some(partial.snapshot());
-                return;
-            }
-            Done { .. } | Error { .. } => return,
+        if let Start { partial } = event {
+            self.start = Some(partial.snapshot());
+            return;
+        }
+        // Block events only; the final `done` or `error` is not a step.
+        let Some(index) = event.content_index() else {
+            return;
         };
         let block = start_block(event, index);
         self.steps.push(StreamStep {
