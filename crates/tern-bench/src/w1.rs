@@ -10,7 +10,7 @@ use tern_agent::{Agent, AgentEvent};
 
 use crate::fixtures::*;
 use crate::util::*;
-use crate::workloads::{check, ms, rt, Res};
+use crate::workloads::{check, ms, rt, settle, Res};
 
 // ---------------------------------------------------------------------------------------
 // W1
@@ -99,6 +99,7 @@ async fn w1_reps(
     let t = p.turns;
     let mut runs = Vec::new();
     for r in 0..p.warmup + p.reps {
+        settle().await;
         agent.reset().map_err(|e| e.to_string())?;
         script.reset();
         rec.reset();
