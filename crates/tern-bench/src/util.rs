@@ -1,6 +1,35 @@
 //! Measurement helpers: medians, process RSS and CPU time, `--name value` arguments.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A count kept by one writer at a time: the subscriber of one agent, which the agent calls
+/// for one event after another. It adds with a plain load and store, as the reference's
+/// `events++` does, where `fetch_add` would add a locked read-modify-write to every event.
+/// A count shared by concurrent writers (W4's agents on the multi-thread runtime) needs
+/// `fetch_add` instead.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicUsize);
+
+impl Counter {
+    /// Adds one and returns the count before it.
+    #[inline]
+    pub fn bump(&self) -> usize {
+        let n = self.0.load(Ordering::Relaxed);
+        self.0.store(n + 1, Ordering::Relaxed);
+        n
+    }
+
+    /// The count.
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Sets the count.
+    pub fn set(&self, n: usize) {
+        self.0.store(n, Ordering::Relaxed)
+    }
+}
 
 /// The median of `xs` (mean of the two middle values for an even count); `NaN` when empty.
 pub fn median(xs: &[f64]) -> f64 {

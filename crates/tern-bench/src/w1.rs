@@ -1,7 +1,7 @@
 //! W1 — loop overhead: `L(T)`, one prompt of T turns with a no-op tool, per turn and per
 //! event, with a sync and an async listener, and with telemetry compiled in.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -47,8 +47,8 @@ impl Default for W1Params {
 /// Counts events and timestamps each `turn_start` into a preallocated array.
 struct TurnRecorder {
     base: Instant,
-    events: AtomicUsize,
-    idx: AtomicUsize,
+    events: Counter,
+    idx: Counter,
     stamps: Vec<AtomicU64>,
 }
 
@@ -56,22 +56,22 @@ impl TurnRecorder {
     fn new(n: usize) -> Self {
         TurnRecorder {
             base: Instant::now(),
-            events: AtomicUsize::new(0),
-            idx: AtomicUsize::new(0),
+            events: Counter::default(),
+            idx: Counter::default(),
             stamps: (0..n).map(|_| AtomicU64::new(0)).collect(),
         }
     }
     fn reset(&self) {
-        self.events.store(0, Ordering::Relaxed);
-        self.idx.store(0, Ordering::Relaxed);
+        self.events.set(0);
+        self.idx.set(0);
     }
     fn now(&self) -> u64 {
         self.base.elapsed().as_nanos() as u64
     }
     fn on_event(&self, e: &AgentEvent) {
-        self.events.fetch_add(1, Ordering::Relaxed);
+        self.events.bump();
         if matches!(e, AgentEvent::TurnStart) {
-            let i = self.idx.fetch_add(1, Ordering::Relaxed);
+            let i = self.idx.bump();
             if let Some(s) = self.stamps.get(i) {
                 s.store(self.now(), Ordering::Relaxed);
             }
@@ -109,12 +109,12 @@ async fn w1_reps(
         let end = rec.now();
         let elapsed = t0.elapsed();
         let cpu = cpu_ms() - c0;
-        let turns = rec.idx.load(Ordering::Relaxed);
+        let turns = rec.idx.get();
         check(turns == t, || format!("expected {t} turns, got {turns}"))?;
         rec.stamps[t].store(end, Ordering::Relaxed);
         let n = agent.message_count();
         check(n == 2 * t + 1, || format!("transcript length {n}"))?;
-        let events = rec.events.load(Ordering::Relaxed);
+        let events = rec.events.get();
         check(events == loop_events(t), || format!("events {events}"))?;
         let win = (t / 10).max(1);
         let first = rec.stamp_us(win) - rec.stamp_us(0);

@@ -102,10 +102,10 @@ pub fn w2(p: &W2Params) -> Res {
         // The script reads no options; the reference's script is called with none.
         let options = StreamOptions::default();
         let agent = bench_agent(vec![], Arc::new(script.clone()));
-        let events = Arc::new(AtomicUsize::new(0));
+        let events = Arc::new(Counter::default());
         let ev = events.clone();
         agent.subscribe_sync(move |_| {
-            ev.fetch_add(1, Ordering::Relaxed);
+            ev.bump();
         });
         let (mut produce, mut produce_drain, mut total, mut cpu) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -133,7 +133,7 @@ pub fn w2(p: &W2Params) -> Res {
             // (c) the whole agent prompt.
             settle().await;
             agent.reset().map_err(|e| e.to_string())?;
-            events.store(0, Ordering::Relaxed);
+            events.set(0);
             let c0 = cpu_ms();
             let t0 = Instant::now();
             agent.prompt("go").await.map_err(|e| e.to_string())?;
@@ -141,7 +141,7 @@ pub fn w2(p: &W2Params) -> Res {
             let c = cpu_ms() - c0;
             let len = last_text(&agent).len();
             check(len == k * W2_DELTA.len(), || format!("text length {len}"))?;
-            let n = events.load(Ordering::Relaxed);
+            let n = events.get();
             check(n == k + 10, || format!("events {n}"))?;
             if r >= p.warmup {
                 produce.push(p_ms);
