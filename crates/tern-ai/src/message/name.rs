@@ -27,7 +27,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// assert_eq!(a.len(), 18); // any `str` method
 /// ```
 #[derive(Clone, Eq, PartialOrd, Ord)]
-pub struct Name(Arc<str>);
+pub struct Name(
+    // `None` is the empty name: the default of every name field (a message's api, a call's
+    // id), built and dropped with no reference count to change. A non-empty text only.
+    Option<Arc<str>>,
+);
 
 impl PartialEq for Name {
     /// Texts of different lengths or last bytes (where generated ids such as `call_12` and
@@ -35,10 +39,10 @@ impl PartialEq for Name {
     /// pair of call ids; one buffer is equal to itself without a comparison.
     #[inline]
     fn eq(&self, other: &Name) -> bool {
-        let (a, b) = (&*self.0, &*other.0);
+        let (a, b) = (self.as_str(), other.as_str());
         a.len() == b.len()
             && a.as_bytes().last() == b.as_bytes().last()
-            && (Arc::ptr_eq(&self.0, &other.0) || a == b)
+            && (self.shares_text_with(other) || a == b)
     }
 }
 
@@ -46,7 +50,7 @@ impl std::hash::Hash for Name {
     // As the text hashes, consistent with `eq` (which compares the text).
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.hash(state);
+        self.as_str().hash(state);
     }
 }
 
@@ -75,13 +79,14 @@ fn table() -> &'static Mutex<Table> {
 
 impl Name {
     /// The name as a `&str`.
+    #[inline]
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_deref().unwrap_or("")
     }
 
     /// The name, or `None` when it is empty (an empty name is left out of the JSON).
     pub(crate) fn non_empty(&self) -> Option<&str> {
-        (!self.0.is_empty()).then_some(&*self.0)
+        self.0.as_deref()
     }
 
     /// A name of its own, not looked up in nor added to the shared table: for texts that
@@ -96,36 +101,48 @@ impl Name {
     /// assert!(id.shares_text_with(&id.clone()));
     /// ```
     pub fn unique(text: &str) -> Self {
-        Name(Arc::from(text))
+        match text {
+            "" => Name(None),
+            text => Name(Some(Arc::from(text))),
+        }
     }
 
-    /// Whether both names hold the same buffer (not only equal text).
+    /// Whether both names hold the same buffer (not only equal text); empty names hold none
+    /// and share it.
     pub fn shares_text_with(&self, other: &Name) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
     }
 
     fn shared(text: &str) -> Self {
-        if text.len() > MAX_SHARED_LEN {
-            return Name(Arc::from(text));
+        if text.is_empty() || text.len() > MAX_SHARED_LEN {
+            return Name::unique(text);
         }
         // A response names its api, provider and model again and again: the thread's recent
         // names answer without the process-wide lock and hash.
         // (`try_with`: a name built while the thread's locals are torn down skips them.)
-        let recent =
-            RECENT.try_with(|r| r.borrow().iter().flatten().find(|n| *n.0 == *text).cloned());
+        let recent = RECENT.try_with(|r| {
+            r.borrow()
+                .iter()
+                .flatten()
+                .find(|n| n.as_str() == text)
+                .cloned()
+        });
         if let Ok(Some(found)) = recent {
             return found;
         }
         let name = {
             let mut names = table().lock();
             match names.get(text) {
-                Some(found) => Name(found.clone()),
+                Some(found) => Name(Some(found.clone())),
                 None => {
                     let name: Arc<str> = Arc::from(text);
                     if names.len() < MAX_SHARED_NAMES {
                         names.insert(name.clone());
                     }
-                    Name(name)
+                    Name(Some(name))
                 }
             }
         };
@@ -139,41 +156,40 @@ impl Name {
 }
 
 impl Default for Name {
-    /// The empty name (one shared buffer, no lookup).
+    /// The empty name (no buffer, no lookup).
     fn default() -> Self {
-        static EMPTY: LazyLock<Name> = LazyLock::new(|| Name(Arc::from("")));
-        EMPTY.clone()
+        Name(None)
     }
 }
 
 impl Deref for Name {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Name {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl Borrow<str> for Name {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl fmt::Debug for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for Name {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(self.as_str(), f)
     }
 }
 
@@ -203,49 +219,49 @@ impl From<&Name> for Name {
 
 impl From<Name> for String {
     fn from(name: Name) -> Self {
-        name.0.to_string()
+        name.as_str().to_string()
     }
 }
 
 impl PartialEq<str> for Name {
     fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Name {
     fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
+        self.as_str() == *other
     }
 }
 
 impl PartialEq<String> for Name {
     fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
+        self.as_str() == *other
     }
 }
 
 impl PartialEq<Name> for str {
     fn eq(&self, other: &Name) -> bool {
-        *self == *other.0
+        self == other.as_str()
     }
 }
 
 impl PartialEq<Name> for &str {
     fn eq(&self, other: &Name) -> bool {
-        **self == *other.0
+        *self == other.as_str()
     }
 }
 
 impl PartialEq<Name> for String {
     fn eq(&self, other: &Name) -> bool {
-        **self == *other.0
+        *self == other.as_str()
     }
 }
 
 impl Serialize for Name {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -345,6 +361,29 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a, long);
         assert!(!a.shares_text_with(&b));
+    }
+
+    #[test]
+    fn the_empty_name_is_one_however_it_is_built() {
+        let empties = [
+            Name::default(),
+            Name::from(""),
+            Name::from(String::new()),
+            Name::unique(""),
+            serde_json::from_str("\"\"").unwrap(),
+        ];
+        let a = Name::from("a");
+        for e in &empties {
+            assert_eq!(*e, Name::default());
+            assert_eq!(e.as_str(), "");
+            assert!(e.shares_text_with(&Name::default()));
+            assert_eq!(e.non_empty(), None);
+            assert_eq!(serde_json::to_string(e).unwrap(), "\"\"");
+            assert!(*e < a, "the empty name orders first");
+            assert_ne!(*e, Name::unique("a"));
+        }
+        assert!(!Name::default().shares_text_with(&Name::from("a")));
+        assert_eq!(Name::from("a").non_empty(), Some("a"));
     }
 
     #[test]
