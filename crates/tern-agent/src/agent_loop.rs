@@ -547,17 +547,17 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     drop(stream);
     let level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
     if message.thinking_level != level {
-        match &partial {
+        let record = |m: &mut AssistantMessage| m.thinking_level = level;
+        message = match &partial {
             // `done` shares the message the events built (a provider's does): the level is
             // recorded on that message, as the reference assigns it to the same object, and
             // in place unless a listener still holds an earlier share.
-            Some(p) if p.is_shared(&message) => {
-                drop(message);
-                p.update(|m| m.thinking_level = level);
-                message = p.shared();
+            Some(p) => p.update_shared(message, record),
+            None => {
+                record(Arc::make_mut(&mut message));
+                message
             }
-            _ => Arc::make_mut(&mut message).thinking_level = level,
-        }
+        };
     }
     Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
     if partial.is_none() {

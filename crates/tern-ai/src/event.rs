@@ -156,6 +156,43 @@ impl PartialMessage {
         Arc::ptr_eq(&self.0.lock(), message)
     }
 
+    /// Changes `message`: in place when it is this message as it is now (a
+    /// [`shared`](Self::shared) handle with no update since), so that the handles see the
+    /// change as [`update`](Self::update) would show it; on its own (a copy if shared)
+    /// otherwise. Returns the changed message. One lock for what
+    /// [`is_shared`](Self::is_shared), [`update`](Self::update) and
+    /// [`shared`](Self::shared) would do in three.
+    ///
+    /// ```
+    /// use tern_ai::{AssistantMessage, PartialMessage, StopReason};
+    /// let p = PartialMessage::new(AssistantMessage::default());
+    /// let done = p.update_shared(p.shared(), |m| m.stop_reason = StopReason::Length);
+    /// assert!(p.is_shared(&done));
+    /// assert_eq!(p.snapshot().stop_reason, StopReason::Length);
+    /// // Another message changes alone.
+    /// let other = p.update_shared(std::sync::Arc::new(AssistantMessage::default()), |m| {
+    ///     m.stop_reason = StopReason::Error
+    /// });
+    /// assert_eq!((other.stop_reason, p.snapshot().stop_reason), (StopReason::Error, StopReason::Length));
+    /// ```
+    pub fn update_shared(
+        &self,
+        mut message: Arc<AssistantMessage>,
+        f: impl FnOnce(&mut AssistantMessage),
+    ) -> Arc<AssistantMessage> {
+        let mut current = self.0.lock();
+        if Arc::ptr_eq(&current, &message) {
+            // Ours dropped first, so that the change is in place unless others share it.
+            drop(message);
+            f(Arc::make_mut(&mut current));
+            current.clone()
+        } else {
+            drop(current);
+            f(Arc::make_mut(&mut message));
+            message
+        }
+    }
+
     /// Whether two handles share one message.
     pub fn ptr_eq(&self, other: &PartialMessage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
