@@ -141,3 +141,58 @@ async fn the_state_streams_the_partial_text_at_every_delta() {
     assert!(seen.iter().all(|t| t == "hello world"), "{seen:?}");
     assert!(agent.state().streaming_message.is_none());
 }
+
+/// An agent whose model calls `echo` once, then answers: two turns, so a `turn_end` and a
+/// `turn_start` follow each other between the turns.
+fn two_turn_agent() -> Agent {
+    let echo = tern_agent::AgentTool::dynamic(
+        "echo",
+        "Echo.",
+        serde_json::json!({"type": "object", "properties": {}}),
+        |_| async { Ok(tern_agent::ToolResult::text("echoed")) },
+    );
+    Agent::builder(
+        tern_ai::Model::default(),
+        FauxModel::new(vec![
+            FauxResponse::tool_call("c1", "echo", serde_json::json!({})),
+            FauxResponse::text("done"),
+        ]),
+    )
+    .tool(echo)
+    .build()
+}
+
+// `turn_start`, `turn_end` and `agent_start` change nothing in the state: the listeners they
+// reach must still be the ones subscribed when each is emitted.
+#[tokio::test]
+async fn listeners_changed_at_a_turn_boundary_hear_exactly_the_events_after() {
+    let agent = two_turn_agent();
+    let late: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let early: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let subscription: Arc<Mutex<Option<Subscription>>> = Arc::default();
+    let e = early.clone();
+    *subscription.lock() = Some(agent.subscribe_sync(move |ev| e.lock().push(ev.kind())));
+    let (l, s, handle) = (late.clone(), subscription.clone(), agent.clone());
+    let turn_ends = Arc::new(Mutex::new(0));
+    agent.subscribe_sync(move |ev| {
+        if matches!(ev, AgentEvent::TurnEnd { .. }) {
+            let mut n = turn_ends.lock();
+            *n += 1;
+            if *n == 1 {
+                // At the first turn's end: one listener in, the other out.
+                let l = l.clone();
+                handle.subscribe_sync(move |ev| l.lock().push(ev.kind()));
+                if let Some(s) = s.lock().take() {
+                    s.unsubscribe();
+                }
+            }
+        }
+    });
+    agent.prompt("go").await.unwrap();
+    let (early, late) = (kinds(&early), kinds(&late));
+    assert_eq!(early.last(), Some(&"turn_end"), "{early:?}");
+    assert_eq!(early.iter().filter(|k| **k == "turn_start").count(), 1);
+    assert_eq!(late.first(), Some(&"turn_start"), "{late:?}");
+    assert_eq!(late.last(), Some(&"agent_end"), "{late:?}");
+    assert_eq!(late.iter().filter(|k| **k == "turn_end").count(), 1);
+}

@@ -10,6 +10,7 @@ use futures::future::{BoxFuture, Either};
 use tern_ai::PartialMessage;
 use tokio_util::sync::CancellationToken;
 
+use super::state::State;
 use super::Inner;
 use crate::events::{AgentEvent, EventSink};
 
@@ -92,17 +93,28 @@ struct SinkInner {
     // events, which the loop emits one after another, write these.
     streamed: AtomicUsize,
     seen: AtomicU64,
+    // The agent's count of changes when the state's listeners were last read to be this
+    // run's; `NOT_OURS` when they were not. While the count stays there, an event that
+    // changes no state ([`State::ignores`]) reads the listeners without the lock.
+    ours_at: AtomicU64,
 }
+
+/// [`SinkInner::ours_at`] when the agent's listeners are not the run's.
+const NOT_OURS: u64 = u64::MAX;
 
 impl AgentSink {
     pub(super) fn new(inner: Arc<Inner>, signal: CancellationToken) -> Self {
-        let listeners = inner.state.lock().listeners().clone();
+        let (listeners, ours_at) = {
+            let st = inner.state.lock();
+            (st.listeners().clone(), inner.changes.get())
+        };
         AgentSink(Arc::new(SinkInner {
             inner,
             signal,
             listeners,
             streamed: AtomicUsize::new(0),
             seen: AtomicU64::new(0),
+            ours_at: AtomicU64::new(ours_at),
         }))
     }
 
@@ -127,9 +139,21 @@ impl AgentSink {
         {
             return Cow::Borrowed(&sink.listeners);
         }
+        if address == 0
+            && State::ignores(event)
+            && sink.inner.changes.get() == sink.ours_at.load(Ordering::Relaxed)
+        {
+            return Cow::Borrowed(&sink.listeners);
+        }
         let mut st = sink.inner.state.lock();
         st.apply(event, &sink.inner.changes);
         let ours = Arc::ptr_eq(st.listeners(), &sink.listeners);
+        let at = if ours {
+            sink.inner.changes.get()
+        } else {
+            NOT_OURS
+        };
+        sink.ours_at.store(at, Ordering::Relaxed);
         if let Some(partial) = partial {
             let streams = ours && st.streams(partial);
             sink.streamed

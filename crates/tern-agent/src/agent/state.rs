@@ -178,6 +178,21 @@ impl State {
         self.pending_tool_calls = Vec::new();
     }
 
+    /// Whether [`apply`](Self::apply) leaves the state as it is for `event`, whatever the
+    /// state: such an event needs the lock only to read the listeners.
+    pub(super) fn ignores(event: &AgentEvent) -> bool {
+        match event {
+            AgentEvent::AgentStart | AgentEvent::TurnStart => true,
+            AgentEvent::ToolExecutionUpdate { .. } => true,
+            AgentEvent::TurnEnd {
+                message: Message::Assistant(a),
+                ..
+            } => a.error_message.as_ref().is_none_or(|e| e.is_empty()),
+            AgentEvent::TurnEnd { .. } => true,
+            _ => false,
+        }
+    }
+
     /// Applies one event of a run.
     pub(super) fn apply(&mut self, event: &AgentEvent, changes: &Changes) {
         match event {
