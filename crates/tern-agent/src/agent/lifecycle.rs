@@ -254,24 +254,18 @@ impl Agent {
         };
         let settings = self.inner.settings.lock();
         // The queues are drained when the loop asks, which it awaits at once.
-        let weak = Arc::downgrade(&self.inner);
+        // The run holds the queues, not the agent: asking them takes no lock while they are
+        // empty, which they are at almost every turn.
+        let queue = self.inner.steering.clone();
         let skip = AtomicBool::new(skip_initial_steering);
         let steering: MessageSource = Arc::new(move || {
-            if skip.swap(false, Ordering::SeqCst) {
+            if skip.load(Ordering::Relaxed) && skip.swap(false, Ordering::SeqCst) {
                 return ready_messages(Vec::new());
             }
-            ready_messages(
-                weak.upgrade()
-                    .map_or_else(Vec::new, |i: Arc<Inner>| i.steering.lock().drain()),
-            )
+            ready_messages(queue.drain())
         });
-        let weak = Arc::downgrade(&self.inner);
-        let follow: MessageSource = Arc::new(move || {
-            ready_messages(
-                weak.upgrade()
-                    .map_or_else(Vec::new, |i: Arc<Inner>| i.follow_up.lock().drain()),
-            )
-        });
+        let queue = self.inner.follow_up.clone();
+        let follow: MessageSource = Arc::new(move || ready_messages(queue.drain()));
         // Every request of the run borrows these options, with the run's signal and level
         // (the options' own signal is never read, so it is not cloned: a token's clone
         // takes its tree's lock).

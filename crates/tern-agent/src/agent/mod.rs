@@ -24,6 +24,7 @@ mod builder;
 mod lifecycle;
 mod listeners;
 mod options;
+mod queues;
 mod state;
 mod transcript;
 
@@ -50,11 +51,12 @@ pub use state::AgentState;
 use crate::error::AgentError;
 use crate::events::AgentEvent;
 use crate::outcome::RunOutcome;
-use crate::queue::{PendingMessageQueue, QueueMode};
+use crate::queue::QueueMode;
 use crate::tool::{AgentTool, ToolExecutionMode};
 use lifecycle::{Runs, Start};
 use listeners::Listener;
 use options::{default_model, no_stream_fn, CustomSettings, Settings};
+use queues::SharedQueue;
 use state::{Changes, State, Streaming};
 use transcript::Transcript;
 
@@ -64,8 +66,8 @@ struct Inner {
     changes: Changes,
     settings: Mutex<Settings>,
     next_listener: AtomicU64,
-    steering: Mutex<PendingMessageQueue>,
-    follow_up: Mutex<PendingMessageQueue>,
+    steering: Arc<SharedQueue>,
+    follow_up: Arc<SharedQueue>,
     runs: Mutex<Runs>,
 }
 
@@ -119,8 +121,8 @@ impl Agent {
                     custom: CustomSettings::new(options.hooks, options.stream_options),
                 }),
                 next_listener: AtomicU64::new(1),
-                steering: Mutex::new(PendingMessageQueue::new(options.steering_mode)),
-                follow_up: Mutex::new(PendingMessageQueue::new(options.follow_up_mode)),
+                steering: Arc::new(SharedQueue::new(options.steering_mode)),
+                follow_up: Arc::new(SharedQueue::new(options.follow_up_mode)),
                 runs: Mutex::new(Runs::default()),
             }),
         }
