@@ -254,18 +254,19 @@ impl Agent {
         };
         let settings = self.inner.settings.lock();
         // The queues are drained when the loop asks, which it awaits at once.
-        // The run holds the queues, not the agent: asking them takes no lock while they are
-        // empty, which they are at almost every turn.
-        let queue = self.inner.steering.clone();
+        // The run holds the agent (for the run's length; nothing the agent keeps holds the
+        // run), so that asking its queues, which are empty at almost every turn, takes no
+        // lock nor an upgrade of a weak handle.
+        let inner = self.inner.clone();
         let skip = AtomicBool::new(skip_initial_steering);
         let steering: MessageSource = Arc::new(move || {
             if skip.load(Ordering::Relaxed) && skip.swap(false, Ordering::SeqCst) {
                 return ready_messages(Vec::new());
             }
-            ready_messages(queue.drain())
+            ready_messages(inner.steering.drain())
         });
-        let queue = self.inner.follow_up.clone();
-        let follow: MessageSource = Arc::new(move || ready_messages(queue.drain()));
+        let inner = self.inner.clone();
+        let follow: MessageSource = Arc::new(move || ready_messages(inner.follow_up.drain()));
         // Every request of the run borrows these options, with the run's signal and level
         // (the options' own signal is never read, so it is not cloned: a token's clone
         // takes its tree's lock).

@@ -66,8 +66,8 @@ struct Inner {
     changes: Changes,
     settings: Mutex<Settings>,
     next_listener: AtomicU64,
-    steering: Arc<SharedQueue>,
-    follow_up: Arc<SharedQueue>,
+    steering: SharedQueue,
+    follow_up: SharedQueue,
     runs: Mutex<Runs>,
 }
 
@@ -121,8 +121,8 @@ impl Agent {
                     custom: CustomSettings::new(options.hooks, options.stream_options),
                 }),
                 next_listener: AtomicU64::new(1),
-                steering: Arc::new(SharedQueue::new(options.steering_mode)),
-                follow_up: Arc::new(SharedQueue::new(options.follow_up_mode)),
+                steering: SharedQueue::new(options.steering_mode),
+                follow_up: SharedQueue::new(options.follow_up_mode),
                 runs: Mutex::new(Runs::default()),
             }),
         }
