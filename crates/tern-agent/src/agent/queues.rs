@@ -1,8 +1,8 @@
-//! The agent's steering and follow-up queues, shared with its runs.
+//! The agent's steering and follow-up queues.
 //!
 //! A run asks for steering messages at every turn, and almost always there are none: the
-//! queue says so through a flag it keeps beside its lock, so that the usual answer takes
-//! neither the lock nor the agent.
+//! queue says so through a flag it keeps beside its lock, so that the usual answer takes no
+//! lock.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
