@@ -88,15 +88,13 @@ struct SinkInner {
     // from here without a reference count; the agent changes its list by copying it (this
     // clone keeps it shared), so a changed list is a different allocation.
     listeners: Arc<Listeners>,
-    // The partial message (its identity) that the state streamed, with this run's listeners,
-    // when the agent's count of changes read `seen`; 0 for none. Only `message_update`
-    // events, which the loop emits one after another, write these.
-    streamed: AtomicUsize,
-    seen: AtomicU64,
-    // The agent's count of changes when the state's listeners were last read to be this
-    // run's; `NOT_OURS` when they were not. While the count stays there, an event that
-    // changes no state ([`State::ignores`]) reads the listeners without the lock.
+    // What the last event that took the lock found, written in that lock: the agent's count
+    // of changes when the listeners were this run's (`NOT_OURS` when they were not), and the
+    // partial message (its identity) the state streamed then (0 for none, or when that event
+    // carried no partial). While the count stays there, an event that changes no state
+    // ([`State::ignores`]) and a delta of that partial read the listeners without the lock.
     ours_at: AtomicU64,
+    streamed: AtomicUsize,
 }
 
 /// [`SinkInner::ours_at`] when the agent's listeners are not the run's.
@@ -112,9 +110,8 @@ impl AgentSink {
             inner,
             signal,
             listeners,
-            streamed: AtomicUsize::new(0),
-            seen: AtomicU64::new(0),
             ours_at: AtomicU64::new(ours_at),
+            streamed: AtomicUsize::new(0),
         }))
     }
 
@@ -133,16 +130,11 @@ impl AgentSink {
         let partial = event.partial_message();
         let address = partial.map_or(0, PartialMessage::identity);
         let sink = &self.0;
-        if address != 0
-            && sink.streamed.load(Ordering::Relaxed) == address
-            && sink.inner.changes.get() == sink.seen.load(Ordering::Relaxed)
-        {
-            return Cow::Borrowed(&sink.listeners);
-        }
-        if address == 0
-            && State::ignores(event)
-            && sink.inner.changes.get() == sink.ours_at.load(Ordering::Relaxed)
-        {
+        let unchanged = match address {
+            0 => State::ignores(event),
+            a => sink.streamed.load(Ordering::Relaxed) == a,
+        };
+        if unchanged && sink.inner.changes.get() == sink.ours_at.load(Ordering::Relaxed) {
             return Cow::Borrowed(&sink.listeners);
         }
         let mut st = sink.inner.state.lock();
@@ -154,12 +146,11 @@ impl AgentSink {
             NOT_OURS
         };
         sink.ours_at.store(at, Ordering::Relaxed);
-        if let Some(partial) = partial {
-            let streams = ours && st.streams(partial);
-            sink.streamed
-                .store(if streams { address } else { 0 }, Ordering::Relaxed);
-            sink.seen.store(sink.inner.changes.get(), Ordering::Relaxed);
-        }
+        let streamed = match partial {
+            Some(partial) if ours && st.streams(partial) => address,
+            _ => 0,
+        };
+        sink.streamed.store(streamed, Ordering::Relaxed);
         if ours {
             Cow::Borrowed(&sink.listeners)
         } else {

@@ -195,6 +195,11 @@ impl State {
 
     /// Applies one event of a run.
     pub(super) fn apply(&mut self, event: &AgentEvent, changes: &Changes) {
+        // The one place that says which events change nothing: the run's sink skips the lock
+        // for them on the same test.
+        if Self::ignores(event) {
+            return;
+        }
         match event {
             AgentEvent::MessageStart { message } => {
                 self.set_streaming(Some(Streaming::Message(message.clone())), changes)
@@ -224,14 +229,11 @@ impl State {
                     self.pending_tool_calls.remove(i);
                 }
             }
+            // Only a turn that ended in an error is not ignored.
             AgentEvent::TurnEnd {
                 message: Message::Assistant(a),
                 ..
-            } => {
-                if let Some(e) = a.error_message.as_ref().filter(|e| !e.is_empty()) {
-                    self.error_message = Some(e.clone());
-                }
-            }
+            } => self.error_message.clone_from(&a.error_message),
             AgentEvent::AgentEnd { .. } => self.clear_streaming(changes),
             _ => {}
         }
