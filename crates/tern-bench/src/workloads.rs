@@ -110,8 +110,8 @@ pub fn w2(p: &W2Params) -> Res {
         let (mut produce, mut produce_drain, mut total, mut cpu) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for r in 0..p.warmup + p.reps {
-            settle().await;
-            // (a) the producer alone.
+            // (a) the producer alone (the last prompt's leftover task cannot run here: (a)
+            // and (b) never wait; it runs at (c)'s settle).
             let t0 = Instant::now();
             let s = script
                 .stream(&model, Context::default(), &options)
