@@ -11,7 +11,8 @@
 #        CARGO_TARGET_DIR                     (default <repo>/target)
 #        W7_RUNS   hyperfine runs for W7      (default 20)
 #        ONLY      e.g. "w1 w2" to run a subset of W1-W8 (W7 is skipped unless listed)
-#        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO)
+#        BENCH_PROFILE  cargo profile for tern (default release; bench-release = fat LTO;
+#                       pgo = a profile-guided release build, see bench/pgo.sh)
 #        NODE22    a Node >= 22.19 binary      (default: installed from npm, see above)
 # Output: $CARGO_TARGET_DIR/bench-results/<stamp>/{results.jsonl,env.txt,w7-hyperfine.json,table.md}
 set -euo pipefail
@@ -53,10 +54,14 @@ fi
 NODE20=$(command -v node)
 NODES="$NODE20 $NODE22"
 
-# tern, release build.
+# tern: the release build, another cargo profile, or a profile-guided build (bench/pgo.sh).
 PROFILE=${BENCH_PROFILE:-release}
-(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
-if [ "$PROFILE" = release ]; then BIN=$TARGET/release; else BIN=$TARGET/$PROFILE; fi
+if [ "$PROFILE" = pgo ]; then
+	BIN=$(W6_SERVER="$NODE_DIR/w6-server.mjs" bash "$ROOT/bench/pgo.sh")
+else
+	(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
+	if [ "$PROFILE" = release ]; then BIN=$TARGET/release; else BIN=$TARGET/$PROFILE; fi
+fi
 
 OUT=$TARGET/bench-results/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
