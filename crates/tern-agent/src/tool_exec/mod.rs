@@ -131,13 +131,38 @@ async fn prepare_tool_call(
     }
 }
 
-async fn finalize_executed(
+/// Applies `after_tool_call` to an executed call. Without the hook the outcome is ready at
+/// once; the hook's step is boxed, so that a call's future (a parallel batch holds one per
+/// call, all polled on every wake-up) does not carry the hook's state when there is none.
+fn finalize_executed<'a>(
+    context: &'a AgentContext,
+    assistant: &'a Arc<AssistantMessage>,
+    tool_call: &'a Arc<ToolCall>,
+    args: Option<ToolArgs>,
+    executed: Executed,
+    hooks: &'a Hooks,
+    signal: &'a CancellationToken,
+) -> impl std::future::Future<Output = ToolCallOutcome> + Send + 'a {
+    match &hooks.after_tool_call {
+        None => futures::future::Either::Left(std::future::ready(ToolCallOutcome {
+            tool_call: tool_call.clone(),
+            is_error: executed.is_error,
+            result: executed.result,
+            duration_ms: Some(executed.duration_ms),
+        })),
+        Some(after) => futures::future::Either::Right(Box::pin(after_tool_call(
+            context, assistant, tool_call, args, executed, after, signal,
+        ))),
+    }
+}
+
+async fn after_tool_call(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     tool_call: &Arc<ToolCall>,
     args: Option<ToolArgs>,
     executed: Executed,
-    hooks: &Hooks,
+    after: &crate::hooks::AfterToolCallHook,
     signal: &CancellationToken,
 ) -> ToolCallOutcome {
     let Executed {
@@ -145,7 +170,7 @@ async fn finalize_executed(
         mut is_error,
         duration_ms,
     } = executed;
-    if let Some(after) = &hooks.after_tool_call {
+    {
         let outcome = after(
             AfterToolCallContext {
                 assistant_message: assistant.clone(),
