@@ -85,50 +85,72 @@ async fn prepare_tool_call(
         (Err(message), _) => return Preparation::Immediate(ToolResult::error(message)),
     };
     if let Some(before) = &hooks.before_tool_call {
-        let decision = before(
-            BeforeToolCallContext {
-                assistant_message: assistant.clone(),
-                tool_call: (**tool_call).clone(),
-                args: Value::clone(&args),
-                context: context.clone(),
-            },
-            signal.clone(),
-        )
-        .await;
-        let decision = match decision {
-            Ok(d) => d,
-            Err(e) => return Preparation::Immediate(ToolResult::error(e.to_string())),
-        };
-        if signal.is_cancelled() {
-            return Preparation::Immediate(ToolResult::error(OPERATION_ABORTED));
-        }
-        let decision = match decision {
-            Some(BeforeToolCallResult {
-                block: false,
-                args: Some(replaced),
-                ..
-            }) => {
-                args = ToolArgs::from(replaced);
-                None
-            }
-            other => other,
-        };
-        if let Some(d) = decision.filter(|d| d.block) {
-            let mut result = ToolResult::error(
-                d.reason
-                    .filter(|r| !r.is_empty())
-                    .unwrap_or_else(|| "Tool execution was blocked".to_string()),
-            );
-            if d.terminate {
-                result.terminate = Some(true);
-            }
-            return Preparation::Immediate(result);
+        // Boxed: a call's preparation then carries the hook's state only when there is a hook.
+        match Box::pin(before_tool_call(
+            context, assistant, tool_call, args, before, signal,
+        ))
+        .await
+        {
+            Ok(replaced) => args = replaced,
+            Err(result) => return Preparation::Immediate(result),
         }
     }
     Preparation::Prepared {
         tool: tool.clone(),
         args,
     }
+}
+
+/// Runs `before_tool_call`: the arguments to execute with (replaced or not), or the result of
+/// a call that ends here (blocked, failed or aborted).
+async fn before_tool_call(
+    context: &AgentContext,
+    assistant: &Arc<AssistantMessage>,
+    tool_call: &Arc<ToolCall>,
+    mut args: ToolArgs,
+    before: &crate::hooks::BeforeToolCallHook,
+    signal: &CancellationToken,
+) -> Result<ToolArgs, ToolResult> {
+    let decision = before(
+        BeforeToolCallContext {
+            assistant_message: assistant.clone(),
+            tool_call: (**tool_call).clone(),
+            args: Value::clone(&args),
+            context: context.clone(),
+        },
+        signal.clone(),
+    )
+    .await;
+    let decision = match decision {
+        Ok(d) => d,
+        Err(e) => return Err(ToolResult::error(e.to_string())),
+    };
+    if signal.is_cancelled() {
+        return Err(ToolResult::error(OPERATION_ABORTED));
+    }
+    let decision = match decision {
+        Some(BeforeToolCallResult {
+            block: false,
+            args: Some(replaced),
+            ..
+        }) => {
+            args = ToolArgs::from(replaced);
+            None
+        }
+        other => other,
+    };
+    if let Some(d) = decision.filter(|d| d.block) {
+        let mut result = ToolResult::error(
+            d.reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "Tool execution was blocked".to_string()),
+        );
+        if d.terminate {
+            result.terminate = Some(true);
+        }
+        return Err(result);
+    }
+    Ok(args)
 }
 
 /// Applies `after_tool_call` to an executed call. Without the hook the outcome is ready at
