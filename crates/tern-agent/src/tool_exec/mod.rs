@@ -7,14 +7,19 @@ mod join;
 mod updates;
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::sync::Arc;
 
+use futures::future::Either;
 use serde_json::Value;
 use tern_ai::{AssistantMessage, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentContext;
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, BeforeToolCallResult, Hooks};
+use crate::hooks::{
+    AfterToolCallContext, AfterToolCallHook, BeforeToolCallContext, BeforeToolCallHook,
+    BeforeToolCallResult, Hooks,
+};
 use crate::tool::{AgentTool, ToolResult};
 use crate::tool_args::ToolArgs;
 
@@ -108,7 +113,7 @@ async fn before_tool_call(
     assistant: &Arc<AssistantMessage>,
     tool_call: &Arc<ToolCall>,
     mut args: ToolArgs,
-    before: &crate::hooks::BeforeToolCallHook,
+    before: &BeforeToolCallHook,
     signal: &CancellationToken,
 ) -> Result<ToolArgs, ToolResult> {
     let decision = before(
@@ -164,85 +169,78 @@ fn finalize_executed<'a>(
     executed: Executed,
     hooks: &'a Hooks,
     signal: &'a CancellationToken,
-) -> impl std::future::Future<Output = ToolCallOutcome> + Send + 'a {
+) -> impl Future<Output = ToolCallOutcome> + Send + 'a {
+    let outcome = |e: Executed| ToolCallOutcome {
+        tool_call: tool_call.clone(),
+        result: e.result,
+        is_error: e.is_error,
+        duration_ms: Some(e.duration_ms),
+    };
     match &hooks.after_tool_call {
-        None => futures::future::Either::Left(std::future::ready(ToolCallOutcome {
-            tool_call: tool_call.clone(),
-            is_error: executed.is_error,
-            result: executed.result,
-            duration_ms: Some(executed.duration_ms),
+        None => Either::Left(std::future::ready(outcome(executed))),
+        Some(after) => Either::Right(Box::pin(async move {
+            outcome(
+                after_tool_call(context, assistant, tool_call, args, executed, after, signal).await,
+            )
         })),
-        Some(after) => futures::future::Either::Right(Box::pin(after_tool_call(
-            context, assistant, tool_call, args, executed, after, signal,
-        ))),
     }
 }
 
+/// Runs `after_tool_call` and applies its answer to the executed call.
 async fn after_tool_call(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
     tool_call: &Arc<ToolCall>,
     args: Option<ToolArgs>,
-    executed: Executed,
-    after: &crate::hooks::AfterToolCallHook,
+    mut executed: Executed,
+    after: &AfterToolCallHook,
     signal: &CancellationToken,
-) -> ToolCallOutcome {
-    let Executed {
-        mut result,
-        mut is_error,
-        duration_ms,
-    } = executed;
-    {
-        let outcome = after(
-            AfterToolCallContext {
-                assistant_message: assistant.clone(),
-                tool_call: (**tool_call).clone(),
-                args: args.map(ToolArgs::into_value).unwrap_or_default(),
-                result: result.clone(),
-                is_error,
-                context: context.clone(),
-            },
-            signal.clone(),
-        )
-        .await;
-        match outcome {
-            Ok(Some(o)) => {
-                // Structured content not replaced along with the content may no longer match.
-                let structured = match (&o.structured_content, &o.content) {
-                    (Some(s), _) => Some(Box::new(s.clone())),
-                    (None, Some(_)) => None,
-                    (None, None) => result.structured_content.take(),
-                };
-                if o.content.is_some() {
-                    result.content = o.content;
-                }
-                if o.details.is_some() {
-                    result.details = o.details;
-                }
-                if let Some(u) = o.usage {
-                    result.usage = Some(Box::new(u));
-                }
-                if o.terminate.is_some() {
-                    result.terminate = o.terminate;
-                }
-                result.structured_content = structured;
-                if let Some(e) = o.is_error {
-                    is_error = e;
-                }
+) -> Executed {
+    let result = &mut executed.result;
+    let outcome = after(
+        AfterToolCallContext {
+            assistant_message: assistant.clone(),
+            tool_call: (**tool_call).clone(),
+            args: args.map(ToolArgs::into_value).unwrap_or_default(),
+            result: result.clone(),
+            is_error: executed.is_error,
+            context: context.clone(),
+        },
+        signal.clone(),
+    )
+    .await;
+    match outcome {
+        Ok(Some(o)) => {
+            // Structured content not replaced along with the content may no longer match.
+            let structured = match (&o.structured_content, &o.content) {
+                (Some(s), _) => Some(Box::new(s.clone())),
+                (None, Some(_)) => None,
+                (None, None) => result.structured_content.take(),
+            };
+            if o.content.is_some() {
+                result.content = o.content;
             }
-            Ok(None) => {}
-            Err(e) => {
-                result = ToolResult::error(e.to_string());
-                is_error = true;
+            if o.details.is_some() {
+                result.details = o.details;
+            }
+            if let Some(u) = o.usage {
+                result.usage = Some(Box::new(u));
+            }
+            if o.terminate.is_some() {
+                result.terminate = o.terminate;
+            }
+            result.structured_content = structured;
+            if let Some(e) = o.is_error {
+                executed.is_error = e;
             }
         }
+        Ok(None) => {}
+        Err(e) => {
+            executed.result = ToolResult::error(e.to_string());
+            executed.is_error = true;
+        }
     }
-    ToolCallOutcome {
-        tool_call: tool_call.clone(),
-        result,
-        is_error,
-        duration_ms: Some(duration_ms),
-    }
+    executed
 }
 
 /// Options of [`run_tool_call`].
