@@ -162,6 +162,9 @@ mod tests {
     #[test]
     fn arguments_are_two_words() {
         // Every step of a call's future keeps a copy; a parallel batch keeps a future per call.
-        assert_eq!(std::mem::size_of::<ToolArgs>(), 2 * std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<ToolArgs>(),
+            2 * std::mem::size_of::<usize>()
+        );
     }
 }
