@@ -67,8 +67,7 @@ pub(super) struct State {
     pub(super) is_streaming: bool,
     // Private with `listeners`: every change to either is counted in the agent's `Changes`.
     streaming_message: Option<Streaming>,
-    // The calls themselves: their ids are read only when someone asks.
-    pub(super) pending_tool_calls: Vec<Arc<ToolCall>>,
+    pub(super) pending_tool_calls: PendingCalls,
     pub(super) error_message: Option<String>,
     // Copy-on-write: an event clones the `Arc`, not the list. Kept with the state so that
     // one lock per event both reduces it and picks up the listeners.
@@ -109,7 +108,7 @@ impl State {
             thinking_level,
             is_streaming: false,
             streaming_message: None,
-            pending_tool_calls: Vec::new(),
+            pending_tool_calls: PendingCalls::default(),
             error_message: None,
             listeners: Arc::default(),
         }
@@ -163,10 +162,7 @@ impl State {
     }
 
     pub(super) fn pending_ids(&self) -> Vec<String> {
-        self.pending_tool_calls
-            .iter()
-            .map(|c| c.id.to_string())
-            .collect()
+        self.pending_tool_calls.ids()
     }
 
     /// A run ended (or its future was dropped): nothing streams, nothing is pending.
@@ -175,7 +171,7 @@ impl State {
         self.clear_streaming(changes);
         // Released here, not per call: within a run the list keeps its room, and an idle
         // agent keeps none.
-        self.pending_tool_calls = Vec::new();
+        self.pending_tool_calls = PendingCalls::default();
     }
 
     /// Whether [`apply`](Self::apply) leaves the state as it is for `event`, whatever the
@@ -216,18 +212,11 @@ impl State {
                 self.clear_streaming(changes);
                 self.transcript.push(message.clone());
             }
-            AgentEvent::ToolExecutionStart { tool_call }
-                if !self.pending_tool_calls.iter().any(|c| c.id == tool_call.id) =>
-            {
-                self.pending_tool_calls.push(tool_call.clone());
+            AgentEvent::ToolExecutionStart { tool_call } => {
+                self.pending_tool_calls.start(tool_call)
             }
-            // Ids are unique in the list (a start adds none twice), and calls mostly end in
-            // start order: find the one and remove it, rather than test every entry.
             AgentEvent::ToolExecutionEnd { tool_call, .. } => {
-                let same = |c: &Arc<ToolCall>| Arc::ptr_eq(c, tool_call) || c.id == tool_call.id;
-                if let Some(i) = self.pending_tool_calls.iter().position(same) {
-                    self.pending_tool_calls.remove(i);
-                }
+                self.pending_tool_calls.end(tool_call)
             }
             // Only a turn that ended in an error is not ignored.
             AgentEvent::TurnEnd {
@@ -237,5 +226,125 @@ impl State {
             AgentEvent::AgentEnd { .. } => self.clear_streaming(changes),
             _ => {}
         }
+    }
+}
+
+/// Tool calls started and not yet finished, in start order, as a set of ids: a call whose id
+/// is pending already is not added twice.
+///
+/// Beside the calls, a fingerprint of each one's id. A parallel batch's starts test every
+/// pair of its calls' ids: the fingerprints, side by side, tell different ids apart in one
+/// comparison each, without reading every id's text from its own allocation.
+#[derive(Default)]
+pub(super) struct PendingCalls {
+    keys: Vec<u64>,
+    calls: Vec<Arc<ToolCall>>,
+}
+
+impl PendingCalls {
+    /// The position of the call with `tool_call`'s id.
+    fn find(&self, tool_call: &Arc<ToolCall>) -> Option<usize> {
+        let key = fingerprint(tool_call.id.as_str());
+        self.keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == key)
+            .map(|(i, _)| i)
+            .find(|&i| self.calls[i].id == tool_call.id)
+    }
+
+    fn start(&mut self, tool_call: &Arc<ToolCall>) {
+        if self.find(tool_call).is_none() {
+            self.keys.push(fingerprint(tool_call.id.as_str()));
+            self.calls.push(tool_call.clone());
+        }
+    }
+
+    fn end(&mut self, tool_call: &Arc<ToolCall>) {
+        // Calls mostly end in start order: the one that ends is usually the first.
+        let first = self
+            .calls
+            .first()
+            .is_some_and(|c| Arc::ptr_eq(c, tool_call));
+        if let Some(i) = if first { Some(0) } else { self.find(tool_call) } {
+            self.keys.remove(i);
+            self.calls.remove(i);
+        }
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.keys.clear();
+        self.calls.clear();
+    }
+
+    /// The pending calls' ids, in start order.
+    pub(super) fn ids(&self) -> Vec<String> {
+        self.calls.iter().map(|c| c.id.to_string()).collect()
+    }
+}
+
+/// A fingerprint of an id: equal ids have equal ones. Its length and its first and last
+/// eight bytes, where providers' ids differ (`call_12` and `call_13`, random suffixes).
+fn fingerprint(id: &str) -> u64 {
+    let b = id.as_bytes();
+    let word = |bytes: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(w)
+    };
+    let n = b.len();
+    let (head, tail) = (word(&b[..n.min(8)]), word(&b[n.saturating_sub(8)..]));
+    (n as u64) ^ head.rotate_left(29) ^ tail.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Arc<ToolCall> {
+        Arc::new(ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn pending_calls_are_a_set_of_ids_in_start_order() {
+        let mut p = PendingCalls::default();
+        let ids = [
+            "call_1",
+            "call_2",
+            "call_12",
+            "toolu_01ABCDEFGHIJKLMNOPQRSTUV",
+            "",
+            "x",
+        ];
+        for id in ids {
+            p.start(&call(id));
+        }
+        // Another call with a pending id (a model may repeat one) is not added again.
+        p.start(&call("call_12"));
+        assert_eq!(p.ids(), ids);
+        // A call ends by its id, whichever handle carries it.
+        p.end(&call("call_2"));
+        p.end(&call("toolu_01ABCDEFGHIJKLMNOPQRSTUV"));
+        p.end(&call("never started"));
+        assert_eq!(p.ids(), ["call_1", "call_12", "", "x"]);
+        p.clear();
+        assert!(p.ids().is_empty());
+    }
+
+    #[test]
+    fn ids_differing_anywhere_can_share_a_fingerprint_without_being_equal() {
+        // Same length, first and last eight bytes: equal fingerprints, different ids.
+        let (a, b) = ("call_abcXdefghijk", "call_abcYdefghijk");
+        assert_eq!(fingerprint(a), fingerprint(b));
+        let mut p = PendingCalls::default();
+        p.start(&call(a));
+        p.start(&call(b));
+        assert_eq!(p.ids(), [a, b]);
+        p.end(&call(b));
+        assert_eq!(p.ids(), [a]);
     }
 }
