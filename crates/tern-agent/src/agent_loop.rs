@@ -25,6 +25,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, BoxError, Context, EventSender, EventStream, Message,
     PartialMessage, StopReason, StreamEvent, StreamFn, ThinkingLevel,
@@ -327,20 +328,8 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             new_messages.push(Message::from(message.clone()));
 
             if let Some(failed) = ending_of(&message) {
-                if let Some(hook) = &config.hooks.finish_turn {
-                    // The decision is ignored: an error or abort always ends the run.
-                    let turn = turn_context(&message, &[], &current, new_messages);
-                    hook(turn, signal.clone()).await?;
-                }
-                sink.emit(AgentEvent::TurnEnd {
-                    message: Message::from(message),
-                    tool_results: Vec::new(),
-                })
-                .await;
-                sink.emit(AgentEvent::AgentEnd {
-                    messages: new_messages.clone(),
-                })
-                .await;
+                let end = end_failed_turn(message, &current, new_messages, &config, &signal, sink);
+                end.boxed().await?;
                 return Ok(failed);
             }
 
@@ -353,7 +342,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             if message.tool_calls().next().is_some() {
                 // A `length` stop may have cut any call's arguments: run none of them.
                 let batch = if message.stop_reason == StopReason::Length {
-                    fail_truncated(&message, sink).await
+                    fail_truncated(&message, sink).boxed().await
                 } else {
                     execute_tool_calls(
                         &current,
@@ -430,6 +419,33 @@ async fn run_loop<S: EventSink + Clone + 'static>(
     })
     .await;
     Ok(ending)
+}
+
+/// Ends a turn whose response failed or was aborted, and the run with it: out of line (the
+/// caller boxes it), as few turns end so.
+async fn end_failed_turn<S: EventSink + Clone + 'static>(
+    message: Arc<AssistantMessage>,
+    current: &AgentContext,
+    new_messages: &[Message],
+    config: &AgentLoopConfig,
+    signal: &CancellationToken,
+    sink: &S,
+) -> Result<(), AgentError> {
+    if let Some(hook) = &config.hooks.finish_turn {
+        // The decision is ignored: an error or abort always ends the run.
+        let turn = turn_context(&message, &[], current, new_messages);
+        hook(turn, signal.clone()).await?;
+    }
+    sink.emit(AgentEvent::TurnEnd {
+        message: Message::from(message),
+        tool_results: Vec::new(),
+    })
+    .await;
+    sink.emit(AgentEvent::AgentEnd {
+        messages: new_messages.to_vec(),
+    })
+    .await;
+    Ok(())
 }
 
 fn turn_context(

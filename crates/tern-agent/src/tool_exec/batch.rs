@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, Either};
+use futures::future::{BoxFuture, Either, FutureExt};
 use tern_ai::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use tokio_util::sync::CancellationToken;
 
@@ -234,6 +234,9 @@ async fn finish_batch<S: EventSink + Clone + 'static>(
 
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
 /// tool is sequential, else preflight one by one and execute concurrently.
+///
+/// A message of one call, the common case, runs here; the sequential and the many-call
+/// paths run out of line (boxed), so that the loop's code for a turn stays compact.
 pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     context: &AgentContext,
     assistant: &Arc<AssistantMessage>,
@@ -259,37 +262,53 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             == Some(ToolExecutionMode::Sequential)
     });
     if mode == ToolExecutionMode::Sequential || any_sequential {
-        let n = calls.clone().count();
-        let mut messages = Vec::with_capacity(n);
-        let mut terminate = n > 0;
-        for call in calls {
-            emit_start(sink, call).await;
-            let mut o = match prepare_tool_call(context, assistant, call, hooks, signal, tools)
-                .await
-            {
-                Preparation::Immediate(r) => immediate(call, r),
-                Preparation::Prepared { tool, args } => run_prepared(&env, call, &tool, args).await,
-            };
-            emit_end(sink, &mut o).await;
-            terminate &= o.result.terminate == Some(true);
-            let m = result_message(o);
-            emit_result(sink, &m).await;
-            messages.push(m);
-        }
-        return Batch {
-            messages,
-            terminate,
-        };
+        return run_sequential(&env, calls).boxed().await;
     }
-
-    let env = &env;
     let mut rest = calls.clone();
     if let (Some(call), None) = (rest.next(), rest.next()) {
         // One call needs no slot list and no join.
-        let slot = preflight(env, call, tools).await;
-        let outcome = finish_slot(env, slot, call).await;
+        let slot = preflight(&env, call, tools).await;
+        let outcome = finish_slot(&env, slot, call).await;
         return finish_batch(sink, std::iter::once(outcome)).await;
     }
+    run_parallel(&env, calls).boxed().await
+}
+
+/// Every call in turn: announced, prepared, executed and finished before the next.
+async fn run_sequential<'a, S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'a, S>,
+    calls: impl Iterator<Item = &'a Arc<ToolCall>> + Clone + Send,
+) -> Batch {
+    let (context, assistant, hooks, signal, sink) =
+        (env.context, env.assistant, env.hooks, env.signal, env.sink);
+    let tools = context.tools.as_slice();
+    let n = calls.clone().count();
+    let mut messages = Vec::with_capacity(n);
+    let mut terminate = n > 0;
+    for call in calls {
+        emit_start(sink, call).await;
+        let mut o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
+            Preparation::Immediate(r) => immediate(call, r),
+            Preparation::Prepared { tool, args } => run_prepared(env, call, &tool, args).await,
+        };
+        emit_end(sink, &mut o).await;
+        terminate &= o.result.terminate == Some(true);
+        let m = result_message(o);
+        emit_result(sink, &m).await;
+        messages.push(m);
+    }
+    Batch {
+        messages,
+        terminate,
+    }
+}
+
+/// Every call preflighted in turn, then all executed at once; the results in source order.
+async fn run_parallel<'a, S: EventSink + Clone + 'static>(
+    env: &BatchEnv<'a, S>,
+    calls: impl Iterator<Item = &'a Arc<ToolCall>> + Clone + Send,
+) -> Batch {
+    let tools = env.context.tools.as_slice();
     // Each slot beside its call: the join then knows the batch's size before it builds anything.
     let mut slots = Vec::with_capacity(calls.clone().count());
     for call in calls {
@@ -301,5 +320,5 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
             .map(|(slot, call)| finish_slot(env, slot, call)),
     )
     .await;
-    finish_batch(sink, outcomes.into_iter()).await
+    finish_batch(env.sink, outcomes.into_iter()).await
 }
