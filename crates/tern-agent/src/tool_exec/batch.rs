@@ -27,6 +27,25 @@ pub(crate) struct Batch {
     pub terminate: bool,
 }
 
+impl Batch {
+    /// A batch with room for `n` results. It terminates when it has results and every one
+    /// asks to.
+    fn with_capacity(n: usize) -> Self {
+        Batch {
+            messages: Vec::with_capacity(n),
+            terminate: n > 0,
+        }
+    }
+
+    /// Adds a finished call (after its `tool_execution_end`): its tool-result message, for
+    /// the caller to announce.
+    fn add(&mut self, o: ToolCallOutcome) -> &Arc<ToolResultMessage> {
+        self.terminate &= o.result.terminate == Some(true);
+        self.messages.push(result_message(o));
+        &self.messages[self.messages.len() - 1]
+    }
+}
+
 /// The tool-result message of an outcome (after its `tool_execution_end` was emitted).
 fn result_message(o: ToolCallOutcome) -> Arc<ToolResultMessage> {
     Arc::new(ToolResultMessage {
@@ -89,7 +108,8 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
     sink: &S,
 ) -> Batch {
     let calls = shared_calls(assistant);
-    let mut messages = Vec::with_capacity(calls.clone().count());
+    // Error results never ask to terminate: the batch does not.
+    let mut batch = Batch::with_capacity(calls.clone().count());
     for c in calls {
         emit_start(sink, c).await;
         let mut o = immediate(
@@ -100,14 +120,9 @@ pub(crate) async fn fail_truncated<S: EventSink + Clone + 'static>(
             )),
         );
         emit_end(sink, &mut o).await;
-        let m = result_message(o);
-        emit_result(sink, &m).await;
-        messages.push(m);
+        emit_result(sink, batch.add(o)).await;
     }
-    Batch {
-        messages,
-        terminate: false,
-    }
+    batch
 }
 
 /// What every call of one batch shares.
@@ -218,18 +233,11 @@ async fn finish_batch<S: EventSink + Clone + 'static>(
     sink: &S,
     outcomes: impl ExactSizeIterator<Item = ToolCallOutcome>,
 ) -> Batch {
-    let mut messages = Vec::with_capacity(outcomes.len());
-    let mut terminate = outcomes.len() > 0;
+    let mut batch = Batch::with_capacity(outcomes.len());
     for o in outcomes {
-        terminate &= o.result.terminate == Some(true);
-        let m = result_message(o);
-        emit_result(sink, &m).await;
-        messages.push(m);
+        emit_result(sink, batch.add(o)).await;
     }
-    Batch {
-        messages,
-        terminate,
-    }
+    batch
 }
 
 /// Executes the tool calls of `assistant`: sequentially when configured or when any called
@@ -282,9 +290,7 @@ async fn run_sequential<'a, S: EventSink + Clone + 'static>(
     let (context, assistant, hooks, signal, sink) =
         (env.context, env.assistant, env.hooks, env.signal, env.sink);
     let tools = context.tools.as_slice();
-    let n = calls.clone().count();
-    let mut messages = Vec::with_capacity(n);
-    let mut terminate = n > 0;
+    let mut batch = Batch::with_capacity(calls.clone().count());
     for call in calls {
         emit_start(sink, call).await;
         let mut o = match prepare_tool_call(context, assistant, call, hooks, signal, tools).await {
@@ -292,15 +298,9 @@ async fn run_sequential<'a, S: EventSink + Clone + 'static>(
             Preparation::Prepared { tool, args } => run_prepared(env, call, &tool, args).await,
         };
         emit_end(sink, &mut o).await;
-        terminate &= o.result.terminate == Some(true);
-        let m = result_message(o);
-        emit_result(sink, &m).await;
-        messages.push(m);
+        emit_result(sink, batch.add(o)).await;
     }
-    Batch {
-        messages,
-        terminate,
-    }
+    batch
 }
 
 /// Every call preflighted in turn, then all executed at once; the results in source order.
