@@ -242,9 +242,8 @@ pub(super) struct PendingCalls {
 }
 
 impl PendingCalls {
-    /// The position of the call with `tool_call`'s id.
-    fn find(&self, tool_call: &Arc<ToolCall>) -> Option<usize> {
-        let key = fingerprint(tool_call.id.as_str());
+    /// The position of the call with `tool_call`'s id, whose fingerprint is `key`.
+    fn find(&self, key: u64, tool_call: &Arc<ToolCall>) -> Option<usize> {
         self.keys
             .iter()
             .enumerate()
@@ -254,19 +253,20 @@ impl PendingCalls {
     }
 
     fn start(&mut self, tool_call: &Arc<ToolCall>) {
-        if self.find(tool_call).is_none() {
-            self.keys.push(fingerprint(tool_call.id.as_str()));
+        let key = fingerprint(tool_call.id.as_str());
+        if self.find(key, tool_call).is_none() {
+            self.keys.push(key);
             self.calls.push(tool_call.clone());
         }
     }
 
     fn end(&mut self, tool_call: &Arc<ToolCall>) {
         // Calls mostly end in start order: the one that ends is usually the first.
-        let first = self
-            .calls
-            .first()
-            .is_some_and(|c| Arc::ptr_eq(c, tool_call));
-        if let Some(i) = if first { Some(0) } else { self.find(tool_call) } {
+        let position = match self.calls.first() {
+            Some(c) if Arc::ptr_eq(c, tool_call) => Some(0),
+            _ => self.find(fingerprint(tool_call.id.as_str()), tool_call),
+        };
+        if let Some(i) = position {
             self.keys.remove(i);
             self.calls.remove(i);
         }
