@@ -125,6 +125,66 @@ fn run(which: &str, a: &Args) -> Result<Value, String> {
     }
 }
 
+/// The flags a workload reads. Any other is refused, and so is a number that does not parse:
+/// a misspelt flag or value would otherwise run with the default and report the wrong thing.
+fn flags(which: &str) -> &'static [&'static str] {
+    match which {
+        "w1" => &["turns", "warmup", "reps", "async_listener", "telemetry"],
+        "w2" => &["deltas", "warmup", "reps"],
+        "w3" => &["tools", "sleep", "warmup", "reps"],
+        "w4" => &["agents", "turns", "threads", "mt_threads"],
+        "w5" => &["agents"],
+        "w6" => &[
+            "chunks",
+            "warmup",
+            "reps",
+            "agent_reps",
+            "server",
+            "mt_threads",
+        ],
+        "w8" => &[
+            "turns",
+            "fsync_turns",
+            "warmup",
+            "reps",
+            "fsync_reps",
+            "agents",
+            "agent_turns",
+            "agent_reps",
+            "dir",
+            "count_fsyncs",
+            "only",
+        ],
+        "w8-fsyncs" => &["config", "turns", "agents", "dir"],
+        _ => &[],
+    }
+}
+
+/// The flags whose value is text rather than a count.
+const TEXT_FLAGS: &[&str] = &["server", "dir", "only", "config"];
+
+/// Checks the flags of a run of `list` (an `all` run shares them): unknown names and counts
+/// that are not non-negative integers.
+fn check_flags(list: &[&str], args: &Args) -> Result<(), String> {
+    let known: Vec<&str> = list.iter().flat_map(|w| flags(w).iter().copied()).collect();
+    let unknown = args.unknown(&known);
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown flag(s) {} (this run reads: --{})",
+            unknown.join(" "),
+            known.join(" --")
+        ));
+    }
+    for name in known.iter().filter(|n| !TEXT_FLAGS.contains(n)) {
+        if let Some(v) = args.given(name) {
+            if v.parse::<usize>().is_err() {
+                return Err(format!("--{name} {v:?}: expected a non-negative integer"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let mut argv = std::env::args().skip(1);
     let which = argv.next().unwrap_or_else(|| "all".into()).to_lowercase();
@@ -134,6 +194,10 @@ fn main() {
     } else {
         vec![which.as_str()]
     };
+    if let Err(e) = check_flags(&list, &args) {
+        eprintln!("tern-bench {which}: {e}");
+        std::process::exit(2);
+    }
     for w in list {
         match run(w, &args) {
             Ok(v) => println!("{v}"),
@@ -142,5 +206,38 @@ fn main() {
                 std::process::exit(1);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Args {
+        Args::parse(a.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn a_misspelt_flag_is_refused_with_the_flags_the_run_reads() {
+        let e = check_flags(&["w3"], &args(&["--sleep_ms", "1"])).unwrap_err();
+        assert!(e.contains("--sleep_ms"), "{e}");
+        assert!(e.contains("--sleep"), "{e}");
+        assert!(check_flags(&["w3"], &args(&["--sleep", "1", "--tools", "8"])).is_ok());
+    }
+
+    #[test]
+    fn a_count_that_does_not_parse_is_refused() {
+        let e = check_flags(&["w1"], &args(&["--reps", "ten"])).unwrap_err();
+        assert!(e.contains("--reps") && e.contains("ten"), "{e}");
+        assert!(check_flags(&["w1"], &args(&["--reps", "-1"])).is_err());
+        // Text flags take any value.
+        assert!(check_flags(&["w6"], &args(&["--server", "/x/w6-server.mjs"])).is_ok());
+    }
+
+    #[test]
+    fn an_all_run_reads_the_flags_of_every_workload() {
+        let list = ["w1", "w2", "w3", "w4", "w5", "w6"];
+        assert!(check_flags(&list, &args(&["--deltas", "10", "--tools", "2"])).is_ok());
+        assert!(check_flags(&list, &args(&["--fsync_turns", "2"])).is_err());
     }
 }

@@ -158,6 +158,11 @@ impl Args {
             .or_else(|| std::env::var(format!("BENCH_{}", name.to_uppercase())).ok())
     }
 
+    /// The value given on the command line for `--name` (not the environment's).
+    pub fn given(&self, name: &str) -> Option<&str> {
+        self.map.get(name).map(String::as_str)
+    }
+
     /// The flags given that are not in `known`, for a binary that refuses what it does not
     /// read (a misspelt flag would otherwise run with the default).
     ///
