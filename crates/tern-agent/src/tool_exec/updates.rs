@@ -30,6 +30,9 @@ pub(super) struct Executed {
 /// them. Built once per call and allocation-free until a tool sends an update.
 struct Updates<F> {
     open: AtomicBool,
+    // Whether `started` holds anything: the executor asks after every poll of the tool and
+    // once more at its end, and most tools send no update, so it asks without the lock.
+    queued: AtomicBool,
     started: Mutex<VecDeque<BoxFuture<'static, ()>>>,
     waker: AtomicWaker,
     start: F,
@@ -37,7 +40,17 @@ struct Updates<F> {
 
 impl<F> Updates<F> {
     fn pop(&self) -> Option<BoxFuture<'static, ()>> {
-        self.started.lock().pop_front()
+        // A handling queued while this reads `false` wakes the executor after it is queued
+        // (the waker is registered before the executor asks), so it is not missed.
+        if !self.queued.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut started = self.started.lock();
+        let next = started.pop_front();
+        if started.is_empty() {
+            self.queued.store(false, Ordering::Release);
+        }
+        next
     }
 }
 
@@ -58,14 +71,19 @@ where
                 return;
             }
         }
-        self.started.lock().push_back(handling);
+        {
+            let mut started = self.started.lock();
+            started.push_back(handling);
+            self.queued.store(true, Ordering::Release);
+        }
         self.waker.wake();
     }
     fn is_open(&self) -> bool {
-        self.open.load(Ordering::SeqCst)
+        self.open.load(Ordering::Acquire)
     }
     fn close(&self) {
-        self.open.store(false, Ordering::SeqCst);
+        // The queue's lock orders the handlings; this flag only stops new ones.
+        self.open.store(false, Ordering::Release);
     }
 }
 
@@ -84,6 +102,7 @@ where
 {
     let updates = Arc::new(Updates {
         open: AtomicBool::new(true),
+        queued: AtomicBool::new(false),
         started: Mutex::new(VecDeque::new()),
         waker: AtomicWaker::new(),
         start: start_update,

@@ -132,11 +132,18 @@ impl<E: StreamEvent> EventSender<E> {
     /// Pushes an event. Ignored once the stream is done; an event that completes the stream
     /// sets its result.
     pub fn push(&self, event: E) {
+        self.push_with(event, |_| {});
+    }
+
+    /// [`push`](Self::push), with `prepare` run on the event first, in the same lock, unless
+    /// the stream is done (then the event is dropped unprepared).
+    fn push_with(&self, mut event: E, prepare: impl FnOnce(&mut E)) {
         let waker = {
             let mut st = self.shared.state.lock();
             if st.done {
                 return;
             }
+            prepare(&mut event);
             let mut wakers = Vec::new();
             if let Some(r) = event.completes() {
                 st.done = true;
@@ -355,15 +362,7 @@ impl AssistantMessageEventSender {
     /// Pushes an event; `done`/`error` get their `durationMs` and end the stream.
     pub fn push(&self, event: AssistantMessageEvent) {
         // A final event pushed after the end is ignored: it is not timed (nor copied).
-        let ignored = matches!(
-            event,
-            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. }
-        ) && self.inner.is_done();
-        if !ignored {
-            let mut event = event;
-            self.time_final(&mut event);
-            self.inner.push(event);
-        }
+        self.inner.push_with(event, |e| self.time_final(e));
     }
 
     /// Pushes events in order under one lock, as [`push`](Self::push) each: for a producer
@@ -525,5 +524,28 @@ mod tests {
         assert_eq!(deltas, "ab");
         assert_eq!(result.stop_reason, StopReason::Stop);
         assert!(result.duration_ms.is_some(), "the final message is timed");
+    }
+
+    #[tokio::test]
+    async fn a_final_event_after_the_end_is_ignored() {
+        let (tx, mut rx) = assistant_stream();
+        let done = |reason, text: &str| AssistantMessageEvent::Done {
+            reason,
+            message: Arc::new(AssistantMessage {
+                content: vec![crate::ContentBlock::text(text)],
+                timestamp: now_ms(),
+                ..AssistantMessage::default()
+            }),
+        };
+        tx.push(done(StopReason::Stop, "first"));
+        tx.push(done(StopReason::Length, "second"));
+        let mut kinds = Vec::new();
+        while let Some(e) = rx.next().await {
+            kinds.push(e.kind());
+        }
+        assert_eq!(kinds, ["done"]);
+        let result = rx.result().await;
+        assert_eq!(result.text(), "first");
+        assert!(result.duration_ms.is_some());
     }
 }
