@@ -163,26 +163,10 @@ fn flags(which: &str) -> &'static [&'static str] {
 /// The flags whose value is text rather than a count.
 const TEXT_FLAGS: &[&str] = &["server", "dir", "only", "config"];
 
-/// Checks the flags of a run of `list` (an `all` run shares them): unknown names and counts
-/// that are not non-negative integers.
+/// Checks the flags of a run of `list` (an `all` run shares them).
 fn check_flags(list: &[&str], args: &Args) -> Result<(), String> {
     let known: Vec<&str> = list.iter().flat_map(|w| flags(w).iter().copied()).collect();
-    let unknown = args.unknown(&known);
-    if !unknown.is_empty() {
-        return Err(format!(
-            "unknown flag(s) {} (this run reads: --{})",
-            unknown.join(" "),
-            known.join(" --")
-        ));
-    }
-    for name in known.iter().filter(|n| !TEXT_FLAGS.contains(n)) {
-        if let Some(v) = args.given(name) {
-            if v.parse::<usize>().is_err() {
-                return Err(format!("--{name} {v:?}: expected a non-negative integer"));
-            }
-        }
-    }
-    Ok(())
+    args.check(&known, TEXT_FLAGS)
 }
 
 fn main() {

@@ -158,9 +158,32 @@ impl Args {
             .or_else(|| std::env::var(format!("BENCH_{}", name.to_uppercase())).ok())
     }
 
-    /// The value given on the command line for `--name` (not the environment's).
-    pub fn given(&self, name: &str) -> Option<&str> {
-        self.map.get(name).map(String::as_str)
+    /// Refuses what a binary would otherwise run with its defaults: a flag not in `known`,
+    /// and a count (any known flag not in `text`) that is not a non-negative integer
+    /// ([`int`](Self::int) falls back to its default on one).
+    ///
+    /// ```
+    /// let a = tern_bench::util::Args::parse(["--reps".into(), "ten".into()]);
+    /// assert!(a.check(&["reps"], &[]).unwrap_err().contains("--reps"));
+    /// assert!(a.check(&["reps"], &["reps"]).is_ok());
+    /// ```
+    pub fn check(&self, known: &[&str], text: &[&str]) -> Result<(), String> {
+        let unknown = self.unknown(known);
+        if !unknown.is_empty() {
+            return Err(format!(
+                "unknown flag(s) {} (this run reads: --{})",
+                unknown.join(" "),
+                known.join(" --")
+            ));
+        }
+        for name in known.iter().filter(|n| !text.contains(n)) {
+            if let Some(v) = self.map.get(*name) {
+                if v.parse::<usize>().is_err() {
+                    return Err(format!("--{name} {v:?}: expected a non-negative integer"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The flags given that are not in `known`, for a binary that refuses what it does not

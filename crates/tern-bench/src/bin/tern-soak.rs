@@ -32,9 +32,8 @@ fn main() {
         println!("{USAGE}\nkinds for --skip: {}", kind_names());
         return;
     }
-    let unknown = args.unknown(FLAGS);
-    if !unknown.is_empty() {
-        eprintln!("tern-soak: unknown flag {}\n{USAGE}", unknown.join(", "));
+    if let Err(e) = args.check(FLAGS, &["skip", "verbose"]) {
+        eprintln!("tern-soak: {e}\n{USAGE}");
         std::process::exit(2);
     }
     let mut skip = Vec::new();

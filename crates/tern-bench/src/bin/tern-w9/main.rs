@@ -323,12 +323,8 @@ fn main() -> std::process::ExitCode {
             .and_then(|n| local(&argv[1], n)),
         _ => {
             let args = Args::parse(argv);
-            let unknown = args.unknown(&["workflows", "db"]);
-            if unknown.is_empty() {
-                drive(&args).map(|v| println!("{v}"))
-            } else {
-                Err(format!("unknown flags: {}", unknown.join(" ")))
-            }
+            args.check(&["workflows", "db"], &["db"])
+                .and_then(|()| drive(&args).map(|v| println!("{v}")))
         }
     };
     match result {
