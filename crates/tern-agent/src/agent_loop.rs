@@ -26,6 +26,7 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
+use tern_ai::cow::make_mut;
 use tern_ai::{
     AssistantMessage, AssistantMessageEvent, BoxError, Context, EventSender, EventStream, Message,
     PartialMessage, StopReason, StreamEvent, StreamFn, ThinkingLevel,
@@ -146,7 +147,7 @@ pub(crate) async fn run_prompts<S: EventSink + Clone + 'static>(
     // One index for the whole run: the initial declaration and every turn's.
     let initial = run.index.declare_tool_changes(&context, prompts);
     let mut current = context;
-    let messages = Arc::make_mut(&mut current.messages);
+    let messages = make_mut(&mut current.messages);
     messages.reserve(initial.len() + RUN_ROOM);
     messages.extend(initial.iter().cloned());
     emit_start(sink).await;
@@ -290,7 +291,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
             prepared.append(&mut pending);
             for m in index.declare_tool_changes(&current, prepared) {
                 emit_message(sink, &m).await;
-                Arc::make_mut(&mut current.messages).push(m.clone());
+                make_mut(&mut current.messages).push(m.clone());
                 new_messages.push(m);
             }
 
@@ -359,7 +360,7 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                     ending = RunEnding::Stopped(StopCause::ToolsTerminated);
                 }
                 tool_results = batch.messages;
-                let msgs = Arc::make_mut(&mut current.messages);
+                let msgs = make_mut(&mut current.messages);
                 for r in &tool_results {
                     msgs.push(Message::from(r.clone()));
                     new_messages.push(Message::from(r.clone()));
@@ -570,12 +571,12 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
             // in place unless a listener still holds an earlier share.
             Some(p) => p.update_shared(message, record),
             None => {
-                record(Arc::make_mut(&mut message));
+                record(make_mut(&mut message));
                 message
             }
         };
     }
-    Arc::make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
+    make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
     if partial.is_none() {
         sink.emit(AgentEvent::MessageStart {
             message: Message::Assistant(message.clone()),

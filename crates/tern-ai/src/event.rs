@@ -132,7 +132,7 @@ impl PartialMessage {
     /// Changes the message in place (a copy first, if a [`shared`](Self::shared) one is
     /// still held elsewhere).
     pub fn update<R>(&self, f: impl FnOnce(&mut AssistantMessage) -> R) -> R {
-        f(Arc::make_mut(&mut self.0.lock()))
+        f(crate::cow::make_mut(&mut self.0.lock()))
     }
 
     /// Reads the message without copying it.
@@ -184,11 +184,11 @@ impl PartialMessage {
         if Arc::ptr_eq(&current, &message) {
             // Ours dropped first, so that the change is in place unless others share it.
             drop(message);
-            f(Arc::make_mut(&mut current));
+            f(crate::cow::make_mut(&mut current));
             current.clone()
         } else {
             drop(current);
-            f(Arc::make_mut(&mut message));
+            f(crate::cow::make_mut(&mut message));
             message
         }
     }

@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod cow;
 pub mod environment;
 pub mod event;
 pub mod faux;

@@ -167,7 +167,7 @@ pub fn scripted_response(
                 });
                 let call = partial.update(|m| match &mut m.content[idx] {
                     ContentBlock::ToolCall(c) => {
-                        Arc::make_mut(c).arguments = args;
+                        tern_ai::cow::make_mut(c).arguments = args;
                         c.clone()
                     }
                     _ => unreachable!("block {idx} is a tool call"),

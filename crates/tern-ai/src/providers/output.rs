@@ -1,8 +1,6 @@
 //! The message being built and the sink it is reported to: every provider reports through
 //! [`Output`], so event order and failure shape are the same everywhere.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
 use super::ProviderSink;
@@ -174,7 +172,7 @@ impl<'a> Output<'a> {
     pub fn set_tool_arguments(&self, index: usize, args: Value) {
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-                Arc::make_mut(c).arguments = args;
+                crate::cow::make_mut(c).arguments = args;
             }
         });
     }
@@ -212,7 +210,7 @@ impl<'a> Output<'a> {
         let (value, error) = args.finish();
         self.update(|m| {
             if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-                let c = Arc::make_mut(c);
+                let c = crate::cow::make_mut(c);
                 c.arguments = value;
                 if error.is_some() || c.extra.is_some() {
                     c.extra_mut().arguments_error = error;

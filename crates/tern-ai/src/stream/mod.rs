@@ -22,6 +22,7 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -89,6 +90,9 @@ impl<E: StreamEvent> Shared<E> {
 /// The producing half of an [`EventStream`]. Dropping it ends the stream.
 pub struct EventSender<E: StreamEvent> {
     shared: Arc<Shared<E>>,
+    // Set once this sender saw the stream done (in the lock): the end on drop then has
+    // nothing left to do and skips the lock. The stream never comes undone.
+    ended: AtomicBool,
 }
 
 /// The consuming half: iterate with [`EventStream::next`], then await the final message (for
@@ -119,6 +123,7 @@ pub fn event_stream<E: StreamEvent>() -> (EventSender<E>, EventStream<E>) {
     (
         EventSender {
             shared: shared.clone(),
+            ended: AtomicBool::new(false),
         },
         EventStream {
             shared,
@@ -141,11 +146,13 @@ impl<E: StreamEvent> EventSender<E> {
         let waker = {
             let mut st = self.shared.state.lock();
             if st.done {
+                self.ended.store(true, Ordering::Relaxed);
                 return;
             }
             prepare(&mut event);
             let mut wakers = Vec::new();
             if let Some(r) = event.completes() {
+                self.ended.store(true, Ordering::Relaxed);
                 st.done = true;
                 st.result = Some(r);
                 wakers = std::mem::take(&mut st.result_waiters);
@@ -175,6 +182,7 @@ impl<E: StreamEvent> EventSender<E> {
                     waiters = std::mem::take(&mut st.result_waiters);
                 }
             }
+            self.ended.store(st.done, Ordering::Relaxed);
             let consumer = match st.queue.is_empty() && !st.done {
                 true => None,
                 false => st.consumer.take(),
@@ -189,6 +197,7 @@ impl<E: StreamEvent> EventSender<E> {
     /// Ends the stream, optionally with a result (when no event gave one).
     pub fn end(&self, result: Option<E::Output>) {
         self.shared.finish(result);
+        self.ended.store(true, Ordering::Relaxed);
     }
 
     /// Whether the stream is done (a completing event or `end`).
@@ -200,8 +209,11 @@ impl<E: StreamEvent> EventSender<E> {
 impl<E: StreamEvent> Drop for EventSender<E> {
     fn drop(&mut self) {
         // A sender is never cloned, so it is the only producer: when it goes away the stream
-        // ends, and a consumer never hangs on it.
-        self.shared.finish(None);
+        // ends, and a consumer never hangs on it. One that saw it done has nothing to end: no
+        // waker registers on a done stream, and a done stream keeps its result.
+        if !self.ended.load(Ordering::Relaxed) {
+            self.shared.finish(None);
+        }
     }
 }
 
@@ -325,7 +337,7 @@ impl AssistantMessageEventSender {
         // A producer that shares its partial message as the final one stamps it first
         // ([`time_message`](Self::time_message)), so this copies nothing then.
         if self.times(message) {
-            self.time_message(Arc::make_mut(message));
+            self.time_message(crate::cow::make_mut(message));
         }
     }
 
@@ -412,6 +424,7 @@ impl AssistantMessageEventSender {
     /// pushed so far, then [`AssistantMessageEventStream::failure`]. Ignored once done.
     pub fn fail(&self, message: impl Into<String>) {
         self.inner.shared.finish_with(None, Some(message.into()));
+        self.inner.ended.store(true, Ordering::Relaxed);
     }
 }
 

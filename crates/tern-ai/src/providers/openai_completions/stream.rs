@@ -299,7 +299,7 @@ pub(crate) fn tool_call_delta(
     let index = st.tools[slot].index;
     out.update(|m| {
         if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-            let c = std::sync::Arc::make_mut(c);
+            let c = crate::cow::make_mut(c);
             if c.id.is_empty() {
                 if let Some(i) = id {
                     c.id = Name::unique(i);

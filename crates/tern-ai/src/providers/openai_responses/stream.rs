@@ -188,7 +188,7 @@ fn send_custom(out: &mut Output<'_>, index: usize, custom: &CustomInput, piece: 
 fn set_namespace(out: &Output<'_>, index: usize, ns: &str) {
     out.update(|m| {
         if let Some(ContentBlock::ToolCall(c)) = m.content.get_mut(index) {
-            std::sync::Arc::make_mut(c).extra_mut().namespace = Some(ns.to_string());
+            crate::cow::make_mut(c).extra_mut().namespace = Some(ns.to_string());
         }
     });
 }
