@@ -6,17 +6,19 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
+use arcstr::ArcStr;
 use parking_lot::Mutex;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A short, immutable name shared by every value that holds the same text.
 ///
 /// Building one looks the text up in a process-wide table first, so ten thousand assistant
-/// messages of one model hold one `"openai-completions"` between them; cloning one clones
-/// an [`Arc`]. It reads as a `&str` (it derefs to one and compares with `str` and
-/// `String`), and builds from either with `.into()`.
+/// messages of one model hold one `"openai-completions"` between them. A name from the
+/// table is never freed, so cloning or dropping it counts no references; a name of its own
+/// ([`Name::unique`]) is reference-counted. It reads as a `&str` (it derefs to one and
+/// compares with `str` and `String`), and builds from either with `.into()`.
 ///
 /// ```
 /// use tern_ai::message::Name;
@@ -30,7 +32,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Name(
     // `None` is the empty name: the default of every name field (a message's api, a call's
     // id), built and dropped with no reference count to change. A non-empty text only.
-    Option<Arc<str>>,
+    // One pointer: the text's length is in its buffer. The table's names are static
+    // (`ArcStr::leak`): their clones and drops touch no count, which a run does for its
+    // api, provider, model and tool names several times a turn.
+    Option<ArcStr>,
 );
 
 impl PartialEq for Name {
@@ -57,12 +62,13 @@ impl std::hash::Hash for Name {
 /// Texts longer than this are not shared: a name is short, a long text is something else.
 const MAX_SHARED_LEN: usize = 128;
 /// The table stops growing here, so a stream of distinct texts (a session file full of
-/// invented model ids) cannot grow it without bound; later texts get their own buffer.
+/// invented model ids) cannot grow it without bound; later texts get their own buffer. Its
+/// names are never freed: at most 4,096 texts of at most 128 bytes.
 const MAX_SHARED_NAMES: usize = 4096;
 
 /// foldhash, seeded per process: the table is looked up for every assistant message, and
 /// SipHash was most of the lookup's cost on these short keys.
-type Table = HashSet<Arc<str>, foldhash::fast::RandomState>;
+type Table = HashSet<ArcStr, foldhash::fast::RandomState>;
 
 thread_local! {
     /// The names this thread looked up last, newest first.
@@ -103,7 +109,7 @@ impl Name {
     pub fn unique(text: &str) -> Self {
         match text {
             "" => Name(None),
-            text => Name(Some(Arc::from(text))),
+            text => Name(Some(ArcStr::from(text))),
         }
     }
 
@@ -111,7 +117,7 @@ impl Name {
     /// and share it.
     pub fn shares_text_with(&self, other: &Name) -> bool {
         match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (Some(a), Some(b)) => ArcStr::ptr_eq(a, b),
             (a, b) => a.is_none() && b.is_none(),
         }
     }
@@ -138,8 +144,10 @@ impl Name {
             match names.get(text) {
                 Some(found) => Name(Some(found.clone())),
                 None => {
-                    let name: Arc<str> = Arc::from(text);
+                    let name = ArcStr::from(text);
                     if names.len() < MAX_SHARED_NAMES {
+                        // Kept for the process's life: static, so that no clone counts.
+                        let _: &'static str = name.leak();
                         names.insert(name.clone());
                     }
                     Name(Some(name))
