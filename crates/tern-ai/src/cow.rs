@@ -23,16 +23,22 @@ use std::sync::Arc;
 /// ```
 #[inline]
 pub fn make_mut<T: Clone>(this: &mut Arc<T>) -> &mut T {
-    if Arc::strong_count(this) == 1 && Arc::weak_count(this) == 0 {
-        // The handles dropped on other threads released their counts; this makes their
-        // last reads of the value happen before the writes through the result.
+    // Both loads are relaxed; each fence (an ordering for the compiler on x86, no instruction)
+    // makes what the threads that released the count we read did before, happen before what
+    // follows: a `Weak` made from a handle since dropped is then seen in the weak count, and
+    // the last reads of the value by other handles happen before the writes through the
+    // result.
+    if Arc::strong_count(this) == 1 {
         fence(Ordering::Acquire);
-        // SAFETY: `this` is the only `Arc` (strong count 1) and no `Weak` exists (weak count
-        // 0). Neither count can grow meanwhile: a new `Arc` or `Weak` is made from an
-        // existing handle, and the only one is borrowed mutably here for as long as the
-        // result lives. So nothing else reads or writes the value, which is what
-        // `Arc::get_mut` would establish with a compare-and-swap on the weak count.
-        return unsafe { &mut *Arc::as_ptr(this).cast_mut() };
+        if Arc::weak_count(this) == 0 {
+            fence(Ordering::Acquire);
+            // SAFETY: `this` is the only `Arc` (strong count 1) and no `Weak` exists (weak
+            // count 0). Neither count can grow meanwhile: a new `Arc` or `Weak` is made from
+            // an existing handle, and the only one is borrowed mutably here for as long as
+            // the result lives. So nothing else reads or writes the value, which is what
+            // `Arc::get_mut` establishes with a compare-and-swap on the weak count.
+            return unsafe { &mut *Arc::as_ptr(this).cast_mut() };
+        }
     }
     Arc::make_mut(this)
 }
@@ -54,6 +60,19 @@ mod tests {
         make_mut(&mut a).push('!');
         assert_eq!(Arc::as_ptr(&a), before, "the only handle changes in place");
         assert_eq!(a.as_str(), "xyz!");
+    }
+
+    #[test]
+    fn a_weak_made_on_another_thread_from_a_dropped_handle_makes_it_copy() {
+        for _ in 0..200 {
+            let mut a = Arc::new(vec![1u64; 8]);
+            let b = a.clone();
+            let weak = std::thread::spawn(move || Arc::downgrade(&b)).join().ok();
+            make_mut(&mut a)[0] = 7;
+            let kept = weak.and_then(|w| w.upgrade());
+            assert!(kept.is_none(), "the old value went with its last Arc");
+            assert_eq!(a[0], 7);
+        }
     }
 
     #[test]
