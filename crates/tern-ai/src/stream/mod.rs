@@ -540,6 +540,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn dropping_a_sender_ends_its_stream_unless_it_ended_already() {
+        // Events but no final one, pushed one by one and in a batch: the drop ends the
+        // stream, so a waiting consumer wakes and sees no result.
+        let (tx, mut rx) = assistant_stream();
+        let partial = PartialMessage::new(AssistantMessage::default());
+        let consumer = tokio::spawn(async move {
+            let mut n = 0;
+            while rx.next().await.is_some() {
+                n += 1;
+            }
+            (n, rx.inner.final_result().await.is_none())
+        });
+        tokio::task::yield_now().await;
+        tx.push(text_delta(&partial, "a"));
+        tx.push_all([text_delta(&partial, "b")]);
+        drop(tx);
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(10), consumer).await;
+        assert_eq!(ended.ok().and_then(Result::ok), Some((2, true)));
+        // Ended by `end`: the drop leaves the result it gave.
+        let (tx, mut rx) = assistant_stream();
+        tx.end(Some(AssistantMessage::default()));
+        drop(tx);
+        assert!(rx.next().await.is_none());
+        assert!(rx.inner.final_result().await.is_some());
+    }
+
+    #[tokio::test]
     async fn a_final_event_after_the_end_is_ignored() {
         let (tx, mut rx) = assistant_stream();
         let done = |reason, text: &str| AssistantMessageEvent::Done {
