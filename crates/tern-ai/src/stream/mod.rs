@@ -196,7 +196,13 @@ impl<E: StreamEvent> EventSender<E> {
 
     /// Ends the stream, optionally with a result (when no event gave one).
     pub fn end(&self, result: Option<E::Output>) {
-        self.shared.finish(result);
+        self.finish_with(result, None);
+    }
+
+    /// Ends the stream (see [`Shared::finish_with`]); this sender then has nothing left to
+    /// end on drop.
+    fn finish_with(&self, result: Option<E::Output>, failure: Option<String>) {
+        self.shared.finish_with(result, failure);
         self.ended.store(true, Ordering::Relaxed);
     }
 
@@ -423,8 +429,7 @@ impl AssistantMessageEventSender {
     /// part-way (the reference's stream iteration throwing). The consumer sees the events
     /// pushed so far, then [`AssistantMessageEventStream::failure`]. Ignored once done.
     pub fn fail(&self, message: impl Into<String>) {
-        self.inner.shared.finish_with(None, Some(message.into()));
-        self.inner.ended.store(true, Ordering::Relaxed);
+        self.inner.finish_with(None, Some(message.into()));
     }
 }
 
