@@ -31,6 +31,51 @@ impl Counter {
     }
 }
 
+/// Waits for `n` tasks with one wake-up: each task holds a [`CountdownGuard`], and the last
+/// one to drop (finished or panicked) wakes the waiter. A join of `n` task handles instead
+/// wakes the waiting thread once per finished task.
+#[derive(Debug)]
+pub struct Countdown {
+    left: AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+impl Countdown {
+    /// A countdown from `n`.
+    pub fn new(n: usize) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Countdown {
+            left: AtomicUsize::new(n),
+            done: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// A guard that counts one down when dropped.
+    pub fn guard(self: &std::sync::Arc<Self>) -> CountdownGuard {
+        CountdownGuard(self.clone())
+    }
+
+    /// Returns once every guard of the `n` has been dropped.
+    pub async fn wait(&self) {
+        // `notify_one` keeps its permit when nobody waits yet, so the last drop is not
+        // missed between this load and the await.
+        if self.left.load(Ordering::Acquire) > 0 {
+            self.done.notified().await;
+        }
+    }
+}
+
+/// One task's share of a [`Countdown`].
+#[derive(Debug)]
+pub struct CountdownGuard(std::sync::Arc<Countdown>);
+
+impl Drop for CountdownGuard {
+    fn drop(&mut self) {
+        if self.0.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.notify_one();
+        }
+    }
+}
+
 /// The median of `xs` (mean of the two middle values for an even count); `NaN` when empty.
 pub fn median(xs: &[f64]) -> f64 {
     if xs.is_empty() {
@@ -209,5 +254,41 @@ impl Args {
         self.str(name)
             .and_then(|s| s.parse().ok())
             .unwrap_or(default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn countdown_waits_for_every_guard_even_a_panicked_tasks() {
+        let countdown = Countdown::new(3);
+        let finished = std::sync::Arc::new(AtomicUsize::new(0));
+        for i in 0..3 {
+            let (done, finished) = (countdown.guard(), finished.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(20 * i)).await;
+                if i == 1 {
+                    panic!("a task that fails still counts down");
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+                drop(done);
+            });
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(10), countdown.wait())
+            .await
+            .expect("the countdown reaches zero");
+        assert_eq!(finished.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn countdown_of_zero_or_of_guards_dropped_before_the_wait_returns_at_once() {
+        Countdown::new(0).wait().await;
+        let countdown = Countdown::new(2);
+        drop((countdown.guard(), countdown.guard()));
+        tokio::time::timeout(std::time::Duration::from_secs(10), countdown.wait())
+            .await
+            .expect("no wake-up is lost");
     }
 }

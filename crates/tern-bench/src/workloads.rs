@@ -374,21 +374,29 @@ pub fn w4(p: &W4Params) -> Res {
             )
             .await
         } else {
-            let handles: Vec<_> = agents
-                .iter()
-                .map(|a| {
-                    let a = a.clone();
-                    tokio::spawn(async move { a.prompt("go").await.map(drop) })
-                })
-                .collect();
-            join_all(handles)
-                .await
-                .into_iter()
-                .map(|r| match r {
-                    Ok(r) => r.map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                })
-                .collect()
+            // One task per prompt, spawned from a worker as a service's tasks spawn theirs (a
+            // spawn from outside the runtime goes through its shared queue and wakes a worker
+            // every time), and awaited with one wake-up of this thread rather than one per
+            // finished task.
+            let countdown = Countdown::new(agents.len());
+            let failures = Arc::new(std::sync::Mutex::new(Vec::new()));
+            // The guards are made here: a spawn that never happens still counts down.
+            let all: Vec<_> = agents.iter().map(|a| (a.clone(), countdown.guard())).collect();
+            let f = failures.clone();
+            tokio::spawn(async move {
+                for (a, done) in all {
+                    let f = f.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = a.prompt("go").await {
+                            f.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                        }
+                        drop(done);
+                    });
+                }
+            });
+            countdown.wait().await;
+            let failures = std::mem::take(&mut *failures.lock().unwrap_or_else(|p| p.into_inner()));
+            failures.into_iter().map(Err).collect()
         };
         let t2 = Instant::now();
         for r in results {
