@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
+use futures::future::{join_all, FutureExt};
 use serde_json::{json, Map, Value};
 use tern_agent::{Agent, AgentEvent, AgentOptions, AgentTool};
 use tern_ai::providers::Providers;
@@ -387,8 +387,14 @@ pub fn w4(p: &W4Params) -> Res {
                 for (a, done) in all {
                     let f = f.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = a.prompt("go").await {
-                            f.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                        let run = std::panic::AssertUnwindSafe(a.prompt("go")).catch_unwind();
+                        let failure = match run.await {
+                            Ok(Ok(_)) => None,
+                            Ok(Err(e)) => Some(e.to_string()),
+                            Err(_) => Some("a prompt panicked".to_string()),
+                        };
+                        if let Some(failure) = failure {
+                            f.lock().unwrap_or_else(|p| p.into_inner()).push(failure);
                         }
                         drop(done);
                     });
