@@ -379,7 +379,7 @@ pub fn w4(p: &W4Params) -> Res {
             // every time), and awaited with one wake-up of this thread rather than one per
             // finished task.
             let countdown = Countdown::new(agents.len());
-            let failures = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let failures = Arc::new(Mutex::new(Vec::new()));
             // The guards are made here: a spawn that never happens still counts down.
             let all: Vec<_> = agents.iter().map(|a| (a.clone(), countdown.guard())).collect();
             let f = failures.clone();
