@@ -62,10 +62,6 @@ struct Shared<E: StreamEvent> {
 }
 
 impl<E: StreamEvent> Shared<E> {
-    fn finish(&self, result: Option<E::Output>) {
-        self.finish_with(result, None);
-    }
-
     /// Ends the stream; `failure`, when given, is recorded unless the stream was done.
     fn finish_with(&self, result: Option<E::Output>, failure: Option<String>) {
         let wakers = {
@@ -218,7 +214,7 @@ impl<E: StreamEvent> Drop for EventSender<E> {
         // ends, and a consumer never hangs on it. One that saw it done has nothing to end: no
         // waker registers on a done stream, and a done stream keeps its result.
         if !self.ended.load(Ordering::Relaxed) {
-            self.shared.finish(None);
+            self.shared.finish_with(None, None);
         }
     }
 }
