@@ -217,12 +217,14 @@ impl<'a> Scan<'a> {
             if digits == 1 && n == 0 {
                 return None;
             }
+            // Counted before the digit joins `n`: eighteen digits always fit an `i64`, a
+            // nineteenth may not.
+            if digits == 18 {
+                return None;
+            }
             n = n * 10 + i64::from(d - b'0');
             digits += 1;
             self.at += 1;
-            if digits > 18 {
-                return None;
-            }
         }
         if digits == 0 || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
@@ -473,6 +475,8 @@ mod tests {
             r#"{"n":-0}"#,
             r#"{"n":01}"#,
             r#"{"n":1234567890123456789}"#,
+            r#"{"n":9999999999999999999}"#,
+            r#"{"choices":[{"index":99999999999999999999999999999999,"delta":{}}]}"#,
             r#"{"choices":[{"delta":{"content":"x"}}],}"#,
             r#"{"choices":[1,]}"#,
             r#"{"choices":[{"delta":{"content":"x"}}]} trailing"#,
