@@ -53,6 +53,17 @@ pub(crate) fn compile_js_regex(p: &str) -> SharedRegex {
         .and_then(|t| Regex::new(&t).ok()))
 }
 
+/// The reference's `new RegExp(src, "i")` (no `u` flag) for a pattern whose letters are ASCII,
+/// as pi's own patterns are (the formats' and the context-overflow messages'): None if it does
+/// not translate. Without `u`, ECMAScript never folds a non-ASCII character to an ASCII one,
+/// so such a pattern matches the ASCII letters of either case and nothing more (no Kelvin sign
+/// for `k`, as Unicode case folding would allow), which needs no case-folding tables.
+pub(crate) fn js_regex_ignore_case(src: &str) -> Option<Regex> {
+    translate(src, false, false, true)
+        .ok()
+        .and_then(|t| Regex::new(&t).ok())
+}
+
 /// What the last piece of a pattern was, for the quantifier rules.
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Last {
@@ -124,6 +135,17 @@ pub(crate) fn is_group_name(name: &str) -> bool {
 /// does (else Annex B). `check_only`: the result only tells validity, so what the crate cannot
 /// express becomes a placeholder instead of failing as unsupported.
 pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Result<String, TrErr> {
+    translate(src, unicode, check_only, false)
+}
+
+/// [`translate_regex`], with the `i` flag for ASCII letters when `ignore_case` (see
+/// [`js_regex_ignore_case`]): a cased non-ASCII character is then [`TrErr::Unsupported`].
+fn translate(
+    src: &str,
+    unicode: bool,
+    check_only: bool,
+    ignore_case: bool,
+) -> Result<String, TrErr> {
     let cs: Vec<char> = src.chars().collect();
     let (total_captures, has_named) = scan_groups(&cs);
     let mut out = String::with_capacity(src.len() + 16);
@@ -176,7 +198,11 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                         } else {
                             // Without `u`, a number above the group count is an octal escape.
                             let (next, value) = legacy_octal(&cs, i + 1);
+                            let start = out.len();
                             push_code_point(&mut out, value);
+                            if ignore_case {
+                                fold_atom(&mut out, start, value)?;
+                            }
                             i = next;
                         }
                         last = Last::Atom;
@@ -192,7 +218,13 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                         i += close + 4;
                     }
                     _ => {
+                        let start = out.len();
                         let (next, value) = translate_escape(&cs, i, &mut out, unicode, false)?;
+                        if ignore_case {
+                            if let Some(v) = value {
+                                fold_atom(&mut out, start, v)?;
+                            }
+                        }
                         last = if value.is_some_and(|v| v > 0xFFFF) {
                             Last::Astral
                         } else {
@@ -204,7 +236,7 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                 continue;
             }
             '[' => {
-                i = translate_class(&cs, i, &mut out, unicode)?;
+                i = translate_class(&cs, i, &mut out, unicode, ignore_case)?;
                 last = Last::Atom;
                 continue;
             }
@@ -309,7 +341,11 @@ pub(crate) fn translate_regex(src: &str, unicode: bool, check_only: bool) -> Res
                 last = Last::Atom;
             }
             _ => {
+                let start = out.len();
                 push_literal(&mut out, c);
+                if ignore_case {
+                    fold_atom(&mut out, start, c as u32)?;
+                }
                 last = if (c as u32) > 0xFFFF {
                     Last::Astral
                 } else {
@@ -578,6 +614,7 @@ pub(crate) fn translate_class(
     i: usize,
     out: &mut String,
     unicode: bool,
+    ignore_case: bool,
 ) -> Result<usize, TrErr> {
     let mut j = i + 1;
     let negated = cs.get(j) == Some(&'^');
@@ -599,6 +636,9 @@ pub(crate) fn translate_class(
     let mut range_start: Option<u32> = None;
     // A class escape (`\d`, ...) that a `-` follows, or that follows a `-`: a range needs characters.
     let mut after_class_escape = false;
+    // Every character and range the class names, for the `i` flag: folded before any `^`
+    // negates them, so `[^a-z]` leaves out `A`-`Z` too, as ECMAScript does.
+    let mut members: Vec<(u32, u32)> = Vec::new();
     loop {
         let Some(&c) = cs.get(j) else {
             return Err(TrErr::Syntax("Unterminated character class"));
@@ -645,6 +685,7 @@ pub(crate) fn translate_class(
                 if start > end {
                     return Err(TrErr::Syntax("Range out of order in character class"));
                 }
+                members.push((start, end));
                 previous = None;
                 after_class_escape = false;
             }
@@ -656,8 +697,18 @@ pub(crate) fn translate_class(
                 return Err(TrErr::Unsupported);
             }
             (None, v) => {
+                members.extend(v.map(|v| (v, v)));
                 previous = v;
                 after_class_escape = v.is_none();
+            }
+        }
+    }
+    if ignore_case {
+        for (start, end) in members {
+            for (from, to) in ascii_case_partners(start, end)? {
+                push_code_point(&mut body, from);
+                body.push('-');
+                push_code_point(&mut body, to);
             }
         }
     }
@@ -668,4 +719,99 @@ pub(crate) fn translate_class(
     out.push_str(&body);
     out.push(']');
     Ok(j + 1)
+}
+
+/// The atom just written at `out[start..]` (the character `v`) under the `i` flag: an ASCII
+/// letter becomes a class of both cases; a cased non-ASCII character is not supported.
+fn fold_atom(out: &mut String, start: usize, v: u32) -> Result<(), TrErr> {
+    let Some(c) = char::from_u32(v) else {
+        return Ok(());
+    };
+    if c.is_ascii_alphabetic() {
+        out.truncate(start);
+        out.push('[');
+        out.push(c.to_ascii_lowercase());
+        out.push(c.to_ascii_uppercase());
+        out.push(']');
+        Ok(())
+    } else if has_case(c) {
+        Err(TrErr::Unsupported)
+    } else {
+        Ok(())
+    }
+}
+
+/// The other-case ranges of the ASCII letters in `start..=end`, under the `i` flag; a range
+/// beyond ASCII is not supported unless it is one uncased character.
+fn ascii_case_partners(start: u32, end: u32) -> Result<Vec<(u32, u32)>, TrErr> {
+    if end >= 0x80 {
+        return match char::from_u32(start) {
+            Some(c) if start == end && !has_case(c) => Ok(Vec::new()),
+            _ => Err(TrErr::Unsupported),
+        };
+    }
+    // ASCII's two cases are 0x20 apart.
+    let mut partners = Vec::new();
+    let (lo, hi) = (start.max(u32::from(b'a')), end.min(u32::from(b'z')));
+    if lo <= hi {
+        partners.push((lo - 0x20, hi - 0x20));
+    }
+    let (lo, hi) = (start.max(u32::from(b'A')), end.min(u32::from(b'Z')));
+    if lo <= hi {
+        partners.push((lo + 0x20, hi + 0x20));
+    }
+    Ok(partners)
+}
+
+/// Whether `c` has another case (a lower-, upper- or titlecase mapping of its own).
+fn has_case(c: char) -> bool {
+    !c.to_lowercase().eq([c]) || !c.to_uppercase().eq([c])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignore_case_matches_as_ecmascript() {
+        // (pattern, input, `new RegExp(pattern, "i").test(input)` in Node).
+        let cases = [
+            ("[^a-z]", "A", false),
+            ("[^a-z]", "a", false),
+            ("[^a-z]", "1", true),
+            ("^k$", "\u{212A}", false),
+            ("^k$", "K", true),
+            ("^s$", "\u{17F}", false),
+            ("^S$", "s", true),
+            ("^[a-f]+$", "DeAd", true),
+            ("^[0-9a-f]{2}$", "9G", false),
+            (r"^\w+$", "caf\u{e9}", false),
+            (r"^\w+$", "CAFE_1", true),
+            (r"^\d$", "\u{663}", false),
+            ("a.b", "A\u{2028}B", false),
+            ("a.b", "a\rb", false),
+            ("a.b", "AxB", true),
+            (r"^[\x41-\x43]$", "b", true),
+            (r"^\x41$", "a", true),
+            (r"^\101$", "a", true),
+            (r#"^[^\x00-\x20"<>%\\^`{|}\x7f]+$"#, "Abc\u{e9}", true),
+            (r"^[\W]$", "a", false),
+            (r"^[\W]$", "-", true),
+            (r"^[^\d]$", "X", true),
+        ];
+        for (pattern, input, expected) in cases {
+            let re = js_regex_ignore_case(pattern).unwrap_or_else(|| panic!("{pattern}"));
+            assert_eq!(re.is_match(input), expected, "/{pattern}/i on {input:?}");
+        }
+    }
+
+    #[test]
+    fn ignore_case_declines_cased_non_ascii() {
+        // ECMAScript folds these; without Unicode case tables they are not expressed.
+        assert!(js_regex_ignore_case("caf\u{e9}").is_none());
+        assert!(js_regex_ignore_case(r"\u00e9").is_none());
+        assert!(js_regex_ignore_case("[a-\u{e9}]").is_none());
+        // An uncased one stays.
+        assert!(js_regex_ignore_case("a\u{2028}?b").is_some());
+    }
 }

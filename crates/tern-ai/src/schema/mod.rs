@@ -72,7 +72,7 @@ mod coerce;
 mod compiled;
 mod compiler;
 mod context;
-mod ecma_regex;
+pub(crate) mod ecma_regex;
 mod explain;
 mod fast_path;
 mod formats;

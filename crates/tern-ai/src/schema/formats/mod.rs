@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::schema::ecma_regex::{translate_regex, TrErr};
+use crate::schema::ecma_regex::{js_regex_ignore_case, translate_regex, TrErr};
 use crate::schema::formats::date_time::{is_date, is_date_time, is_idn_email, is_time};
 use crate::schema::formats::hostname::{is_hostname, is_idn_hostname};
 use crate::schema::formats::url::{is_iri, is_iri_reference, url_can_parse};
@@ -62,8 +62,10 @@ pub(crate) fn format_regex(
     ci: bool,
 ) -> Option<&'static Regex> {
     cell.get_or_init(|| {
-        let t = translate_regex(src, false, false).ok()?;
-        Regex::new(&if ci { format!("(?i){t}") } else { t }).ok()
+        if ci {
+            return js_regex_ignore_case(src);
+        }
+        Regex::new(&translate_regex(src, false, false).ok()?).ok()
     })
     .as_ref()
 }
