@@ -60,6 +60,9 @@ if [ "$PROFILE" = pgo ]; then
 	BIN=$(W6_SERVER="$NODE_DIR/w6-server.mjs" bash "$ROOT/bench/pgo.sh")
 else
 	(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench --bins >&2)
+	# W7's binaries on their own: they link what a program embedding tern-agent links, not
+	# the features tern-bench's other dependencies would unify in.
+	(cd "$ROOT" && cargo build --profile "$PROFILE" -p tern-bench-fixtures --bins >&2)
 	if [ "$PROFILE" = release ]; then BIN=$TARGET/release; else BIN=$TARGET/$PROFILE; fi
 fi
 

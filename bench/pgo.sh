@@ -31,6 +31,9 @@ fi
 build() { # build <target dir> <extra rustflags>
 	(cd "$ROOT" && RUSTFLAGS="$FLAGS $2" CARGO_TARGET_DIR="$1" \
 		cargo build --release -p tern-bench --bins >&2)
+	# W7's binaries on their own (see compare.sh).
+	(cd "$ROOT" && RUSTFLAGS="$FLAGS $2" CARGO_TARGET_DIR="$1" \
+		cargo build --release -p tern-bench-fixtures --bins >&2)
 }
 
 echo "pgo: instrumented build" >&2

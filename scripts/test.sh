@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace
+# The W7 fixtures package on its own: tern-ai with only the regex features it declares (the
+# workspace build unifies in the Unicode case folding that tern-tools needs).
+cargo test -p tern-bench-fixtures
 if [ "${1:-}" = "--quick" ]; then
   exit 0
 fi

@@ -6,8 +6,9 @@
 //! the JSON line the matching Node script prints (same field names), after checking the
 //! workload's event and transcript arithmetic.
 //!
-//! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0).
-//! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary, timed from outside); W1 lives in
+//! - [`fixtures`]: the agent, model, tools and the scripted stream functions (§0), and W7
+//!   (the `tern-bench-fixtures` package, re-exported).
+//! - [`workloads`]: W1–W6 (W7 is the `tern-w7` binary of [`fixtures`], timed from outside); W1 lives in
 //!   [`w1`] and is re-exported there.
 //! - [`w8`]: W8, W1's loop as a durable run on each journal (tern only: no Node counterpart).
 //! - [`probe`]: micro-measurements of the suspected hot spots (`tern-bench probe`).
@@ -16,7 +17,7 @@
 
 #![warn(missing_docs)]
 
-pub mod fixtures;
+pub use tern_bench_fixtures as fixtures;
 pub mod probe;
 pub mod soak;
 pub mod util;

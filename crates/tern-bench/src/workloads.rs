@@ -904,21 +904,3 @@ pub fn w6(p: &W6Params) -> Res {
     }
     Ok(out)
 }
-
-/// The final text of a W7 run; also used by the W7 binary. Returns (text, events).
-pub async fn w7_once() -> Result<(String, usize), String> {
-    let agent = bench_agent(
-        vec![],
-        Arc::new(TextScript {
-            delta: "hello".into(),
-            repeat: 1,
-        }),
-    );
-    let events = Arc::new(AtomicUsize::new(0));
-    let ev = events.clone();
-    agent.subscribe_sync(move |_| {
-        ev.fetch_add(1, Ordering::Relaxed);
-    });
-    agent.prompt("hi").await.map_err(|e| e.to_string())?;
-    Ok((last_text(&agent), events.load(Ordering::Relaxed)))
-}
