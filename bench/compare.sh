@@ -69,6 +69,7 @@ fi
 OUT=$TARGET/bench-results/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 J=$OUT/results.jsonl
+: >"$J" # exists even when only W7 runs
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "host: $(uname -srm); $(nproc) cpus; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
