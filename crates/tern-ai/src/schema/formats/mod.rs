@@ -125,3 +125,55 @@ pub(crate) fn is_regex(value: &str) -> bool {
         Err(TrErr::Syntax(_)) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format whose regex failed to translate would accept everything: every one compiles.
+    #[test]
+    fn every_format_regex_compiles() {
+        let uri = RE_URI.replace("{ipv6}", URI_IPV6);
+        let uri_reference = RE_URI_REFERENCE.replace("{ipv6}", URI_IPV6);
+        let formats: [(&'static LazyRegex, &str, bool); 11] = [
+            (&DURATION, RE_DURATION, false),
+            (&EMAIL, RE_EMAIL, true),
+            (&IPV4, RE_IPV4, false),
+            (&IPV6, RE_IPV6, true),
+            (&URI, &uri, true),
+            (&URI_REFERENCE, &uri_reference, true),
+            (&URI_TEMPLATE, RE_URI_TEMPLATE, true),
+            (&UUID, RE_UUID, true),
+            (&JSON_POINTER, RE_JSON_POINTER, false),
+            (
+                &JSON_POINTER_URI_FRAGMENT,
+                RE_JSON_POINTER_URI_FRAGMENT,
+                true,
+            ),
+            (&RELATIVE_JSON_POINTER, RE_RELATIVE_JSON_POINTER, false),
+        ];
+        for (cell, src, ci) in formats {
+            assert!(format_regex(cell, src, ci).is_some(), "{src}");
+        }
+        assert!(own_regex(&TIME, RE_TIME).is_some());
+        // The `i` flag as pi-schema's formats apply it (verdicts of the reference): ASCII
+        // letters of either case, and no Kelvin sign for a `k`.
+        let verdicts = [
+            ("uuid", "zzz", false),
+            ("uuid", "0A1B2C3D-0000-4000-8000-00000000000F", true),
+            ("ipv6", "FE80::1", true),
+            ("email", "Ann@[IPV6:FE80::1]", true),
+            ("uri", "HTTP://Example.COM/%7E", true),
+            ("uri", "1http://x", false),
+            ("uri", "\u{212A}ttp://x", false),
+            ("email", "\u{212A}@x.io", false),
+        ];
+        for (format, value, expected) in verdicts {
+            assert_eq!(
+                check_format(format, value),
+                Some(expected),
+                "{format} {value}"
+            );
+        }
+    }
+}
