@@ -685,7 +685,9 @@ pub(crate) fn translate_class(
                 if start > end {
                     return Err(TrErr::Syntax("Range out of order in character class"));
                 }
-                members.push((start, end));
+                if ignore_case {
+                    members.push((start, end));
+                }
                 previous = None;
                 after_class_escape = false;
             }
@@ -697,19 +699,20 @@ pub(crate) fn translate_class(
                 return Err(TrErr::Unsupported);
             }
             (None, v) => {
-                members.extend(v.map(|v| (v, v)));
+                if ignore_case {
+                    members.extend(v.map(|v| (v, v)));
+                }
                 previous = v;
                 after_class_escape = v.is_none();
             }
         }
     }
-    if ignore_case {
-        for (start, end) in members {
-            for (from, to) in ascii_case_partners(start, end)? {
-                push_code_point(&mut body, from);
-                body.push('-');
-                push_code_point(&mut body, to);
-            }
+    // Empty unless `ignore_case`.
+    for (start, end) in members {
+        for (from, to) in ascii_case_partners(start, end)? {
+            push_code_point(&mut body, from);
+            body.push('-');
+            push_code_point(&mut body, to);
         }
     }
     out.push('[');
