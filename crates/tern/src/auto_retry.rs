@@ -4,10 +4,8 @@
 //! to `max_retries` times. Events are pi's `auto_retry_start` / `auto_retry_end`.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::OnceLock;
 
 use parking_lot::Mutex;
-use regex::Regex;
 use serde_json::{json, Value};
 use tern_agent::{AgentError, AgentEvent, RunOutcome};
 use tern_ai::{AssistantMessage, Message, StopReason};
@@ -251,128 +249,13 @@ pub fn note(event: &Value) -> Option<String> {
     }
 }
 
-/// Whether `answer` failed in a way a retry may fix (pi-ai's `isRetryableAssistantError`,
-/// with context overflows left to compaction): overloaded, rate limits, 429/5xx, transport
-/// failures, explicit "retry" wording; never quota or billing limits.
+/// Whether `answer` failed in a way a retry may fix: pi-ai's `isRetryableAssistantError`
+/// ([`is_retryable_assistant_error`](tern_ai::providers::is_retryable_assistant_error)), with
+/// context overflows left to compaction, as pi's session checks them first.
 pub fn is_retryable(answer: &AssistantMessage) -> bool {
-    if answer.stop_reason != StopReason::Error {
-        return false;
-    }
-    let Some(text) = answer.error_message.as_deref().filter(|e| !e.is_empty()) else {
-        return false;
-    };
     // The window only matters for answers that did not fail.
-    if tern_ai::providers::is_context_overflow(answer, 0) {
-        return false;
-    }
-    let (retryable, not_retryable) = patterns();
-    if not_retryable.as_ref().is_some_and(|p| p.is_match(text)) {
-        return false;
-    }
-    retryable.as_ref().is_some_and(|p| p.is_match(text)) || has_code(text)
-}
-
-/// Status codes and socket error codes standing alone (not inside a longer word or number:
-/// pi's look-behind patterns, which `regex` cannot express).
-fn has_code(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    let alone = |word: &str, inner: fn(u8) -> bool| {
-        lower.match_indices(word).any(|(at, _)| {
-            let before = at.checked_sub(1).map(|i| lower.as_bytes()[i]);
-            let after = lower.as_bytes().get(at + word.len()).copied();
-            !before.is_some_and(inner) && !after.is_some_and(inner)
-        })
-    };
-    let alnum = |b: u8| b.is_ascii_alphanumeric();
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    ["429", "500", "502", "503", "504", "520", "524"]
-        .iter()
-        .any(|c| alone(c, alnum))
-        || [
-            "econnreset",
-            "econnaborted",
-            "econnrefused",
-            "etimedout",
-            "epipe",
-        ]
-        .iter()
-        .any(|c| alone(c, ident))
-}
-
-fn patterns() -> &'static (Option<Regex>, Option<Regex>) {
-    static P: OnceLock<(Option<Regex>, Option<Regex>)> = OnceLock::new();
-    P.get_or_init(|| {
-        let not_retryable = [
-            "GoUsageLimitError",
-            "FreeUsageLimitError",
-            "Monthly usage limit reached",
-            "available balance",
-            "insufficient_quota",
-            "out of budget",
-            "quota exceeded",
-            "billing",
-            "subscription_sharing_usage_limit_exceeded",
-            "subscription_sharing_workplace_individual_usage_limit_exceeded",
-            r#""code"\s*:\s*"?1308([^0-9]|$)"#,
-        ];
-        let retryable = [
-            "overloaded",
-            "server_busy",
-            "servers are currently busy",
-            "currently experiencing high demand",
-            "model is at capacity",
-            "rate.?limit",
-            "too many requests",
-            "service.?(?:is.?)?(?:temporarily.?)?unavailable",
-            "server.?error",
-            "internal.?error",
-            "provider.?returned.?(?:an.?)?error",
-            "exceeded request buffer limit while retrying upstream",
-            "unable to forward upstream",
-            "upstream.?request.?failed",
-            "upstream_stream_read_error",
-            "stream was interrupted",
-            "http/?2 stream failed",
-            "network.?error",
-            "connection.?error",
-            "connection.?refused",
-            "connection.?lost",
-            "connection.?closed",
-            "other side closed",
-            "fetch failed",
-            r"request to \S+ failed, reason:",
-            "getaddrinfo",
-            "connection reset by peer",
-            "ENOTFOUND",
-            "EAI_AGAIN",
-            "upstream.?connect",
-            "reset before headers",
-            "socket hang up",
-            "socket connection was closed",
-            "timed? out",
-            "timeout",
-            "terminated",
-            "websocket.?closed",
-            "websocket.?error",
-            "websocket.?connection.?limit.?reached",
-            "ended without",
-            "stream ended before message_stop",
-            "stream ended before a terminal response event",
-            "http2 request did not get a response",
-            "stream disconnected before completion",
-            "cut short after the reply had begun",
-            "pending stream has been canceled",
-            "retry delay",
-            "you can retry your request",
-            "try your request again",
-            "please retry your request",
-            "ResourceExhausted",
-            "subscription_sharing_usage_unavailable",
-            "subscription_sharing_user_unavailable",
-        ];
-        let build = |v: &[&str]| Regex::new(&format!("(?i){}", v.join("|"))).ok();
-        (build(&retryable), build(&not_retryable))
-    })
+    !tern_ai::providers::is_context_overflow(answer, 0)
+        && tern_ai::providers::is_retryable_assistant_error(answer)
 }
 
 #[cfg(test)]

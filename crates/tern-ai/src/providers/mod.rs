@@ -52,6 +52,7 @@ pub mod overflow;
 #[cfg(feature = "testing")]
 pub mod replay;
 mod retry;
+mod retryable;
 mod strict_limits;
 mod thinking;
 mod transform;
@@ -69,6 +70,7 @@ use output::Output;
 
 pub use openai_codex::{close_codex_websocket_sessions, reset_codex_websocket_fallback};
 pub use overflow::is_context_overflow;
+pub use retryable::is_retryable_assistant_error;
 pub use strict_limits::{cleanup_session_resources, MAX_SESSIONS as MAX_STRICT_LIMIT_SESSIONS};
 
 /// Entry points for differential tests of the provider internals (the `testing` feature).
