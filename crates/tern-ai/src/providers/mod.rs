@@ -54,6 +54,7 @@ pub mod replay;
 mod retry;
 mod retryable;
 mod strict_limits;
+mod subprocess;
 mod thinking;
 mod transform;
 mod typed_json;

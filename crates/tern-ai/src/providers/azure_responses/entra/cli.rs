@@ -6,13 +6,13 @@
 //! siblings use ten) or the request's timeout, if shorter. Its stdout is never quoted; its
 //! stderr is, cut, when it is not one of the failures named here.
 
-use std::process::Stdio;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 
 use super::{Minted, ABORTED, RESOURCE};
+use crate::providers::subprocess;
 use crate::stream_fn::StreamOptions;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,40 +33,29 @@ pub(super) async fn token(options: &StreamOptions) -> Result<Minted, String> {
         RESOURCE,
     ];
     let mut cmd = if cfg!(windows) {
-        let mut c = tokio::process::Command::new("cmd.exe");
+        let mut c = Command::new("cmd.exe");
         c.args(["/d", "/c", "az"]).args(args);
         c.current_dir(std::env::var("SystemRoot").unwrap_or_else(|_| "C:\\Windows".into()));
         c
     } else {
-        let mut c = tokio::process::Command::new("az");
+        let mut c = Command::new("az");
         c.args(args).current_dir("/bin");
         c
     };
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
     // The request's scoped environment reaches the CLI (and its PATH finds it).
     for (k, v) in &options.env {
         if !v.is_empty() {
             cmd.env(k, v);
         }
     }
-    let mut child = match cmd.spawn() {
+    let child = match subprocess::spawn(cmd) {
         Ok(child) => child,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(NOT_INSTALLED.into()),
         Err(e) => return Err(format!("`az` could not be started ({e})")),
     };
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err("`az`'s output could not be read".into());
-    };
     let work = async {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let (mut stdout, mut stderr) = (stdout.take(MAX_OUTPUT), stderr.take(MAX_OUTPUT));
-        let (o, e) = tokio::join!(stdout.read_to_end(&mut out), stderr.read_to_end(&mut err));
-        o.and(e)?;
-        let status = child.wait().await?;
-        Ok::<_, std::io::Error>((status, out, err))
+        let done = child.output(MAX_OUTPUT).await?;
+        Ok::<_, std::io::Error>((done.status, done.stdout, done.stderr))
     };
     let limit = options
         .timeout_ms

@@ -1,14 +1,18 @@
 //! `credential_process`: a profile's command, run through the shell, printing `{"Version":
 //! 1, "AccessKeyId", "SecretAccessKey", "SessionToken"?, "Expiration"?}` on stdout.
 
-use std::process::Stdio;
+use std::process::Command;
 use std::time::SystemTime;
 
 use serde_json::Value;
 
 use super::wire::json_fresh;
 use super::Fresh;
+use crate::providers::subprocess;
 use crate::stream_fn::StreamOptions;
+
+/// The most of its stdout and of its stderr that is read (credentials are a few KB).
+const MAX_OUTPUT: u64 = 1 << 20;
 
 /// Runs `command` for `profile` and reads its credentials.
 pub(crate) async fn run(
@@ -17,20 +21,14 @@ pub(crate) async fn run(
     options: &StreamOptions,
 ) -> Result<Fresh, String> {
     let context = |what: String| format!("credential_process of profile {profile}: {what}");
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // An abort drops the future, and with it the command.
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| context(format!("cannot start it ({e})")))?;
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(command);
+    let child = subprocess::spawn(sh).map_err(|e| context(format!("cannot start it ({e})")))?;
+    // An abort drops the run, and with it the command.
     let output = tokio::select! {
         biased;
         _ = options.signal.cancelled() => return Err("aborted".into()),
-        o = child.wait_with_output() => o.map_err(|e| context(format!("failed ({e})")))?,
+        o = child.output(MAX_OUTPUT) => o.map_err(|e| context(format!("failed ({e})")))?,
     };
     if !output.status.success() {
         // Its stderr is the command's own words; they are shown, its stdout never is.

@@ -15,9 +15,9 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 
 use super::external::{impersonated_email, text, truthy};
+use crate::providers::subprocess;
 use crate::stream_fn::StreamOptions;
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -251,12 +251,8 @@ async fn run(
             "Provided command: \"{command}\" could not be parsed."
         ));
     };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
     // The request's scoped environment reaches the command too.
     for (k, v) in &options.env {
         if !v.is_empty() {
@@ -266,22 +262,13 @@ async fn run(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .spawn()
+    let child = subprocess::spawn(cmd)
         .map_err(|e| format!("The executable {program} could not be started ({e})."))?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(format!(
-            "The executable {program}'s output could not be read."
-        ));
-    };
     let work = async {
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let (mut stdout, mut stderr) = (stdout.take(MAX_OUTPUT), stderr.take(MAX_OUTPUT));
-        let (o, e) = tokio::join!(stdout.read_to_end(&mut out), stderr.read_to_end(&mut err));
-        o.and(e).map_err(|e| e.to_string())?;
-        let status = child.wait().await.map_err(|e| e.to_string())?;
-        out.extend_from_slice(&err);
-        Ok::<_, String>((status, String::from_utf8_lossy(&out).into_owned()))
+        let done = child.output(MAX_OUTPUT).await.map_err(|e| e.to_string())?;
+        let mut out = done.stdout;
+        out.extend_from_slice(&done.stderr);
+        Ok::<_, String>((done.status, String::from_utf8_lossy(&out).into_owned()))
     };
     let (status, output) = tokio::select! {
         biased;
