@@ -274,10 +274,15 @@ pub(crate) async fn execute_tool_calls<S: EventSink + Clone + 'static>(
     }
     let mut rest = calls.clone();
     if let (Some(call), None) = (rest.next(), rest.next()) {
-        // One call needs no slot list and no join.
-        let slot = preflight(&env, call, tools).await;
-        let outcome = finish_slot(&env, slot, call).await;
-        return finish_batch(sink, std::iter::once(outcome)).await;
+        // One call needs no slot list, no join and no outcome iterator: each would move the
+        // outcome once more (a memcpy of its 152 bytes) on the path of every common turn.
+        let outcome = match preflight(&env, call, tools).await {
+            Slot::Done(o) => o,
+            Slot::Run(tool, args) => run_slot(&env, tool, args, call).await,
+        };
+        let mut batch = Batch::with_capacity(1);
+        emit_result(sink, batch.add(outcome)).await;
+        return batch;
     }
     run_parallel(&env, calls).boxed().await
 }
