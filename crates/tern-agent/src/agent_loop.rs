@@ -361,6 +361,9 @@ async fn run_loop<S: EventSink + Clone + 'static>(
                 }
                 tool_results = batch.messages;
                 let msgs = make_mut(&mut current.messages);
+                // Room for a large batch at once rather than in doublings.
+                msgs.reserve(tool_results.len());
+                new_messages.reserve(tool_results.len());
                 for r in &tool_results {
                     msgs.push(Message::from(r.clone()));
                     new_messages.push(Message::from(r.clone()));

@@ -41,9 +41,12 @@ pub(super) async fn join_in_order<F: Future>(
         }
     })
     .await;
-    (0..calls.len())
-        .filter_map(|i| call(calls.as_mut(), i).take_output())
-        .collect()
+    // Sized up front: `filter_map` promises no length, so collecting would grow the list
+    // step by step, and each step past a kilobyte makes glibc merge the small blocks the
+    // calls just freed.
+    let mut outputs = Vec::with_capacity(calls.len());
+    outputs.extend((0..calls.len()).filter_map(|i| call(calls.as_mut(), i).take_output()));
+    outputs
 }
 
 /// Call `i` of the pinned batch, pinned.
