@@ -14,7 +14,7 @@
 //! ```
 
 use std::cell::Cell;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 thread_local! {
     // Set only inside `with_time_ms`; a thread-local because a workflow executor polls one
@@ -105,8 +105,35 @@ impl Stopwatch {
     /// Whole milliseconds since [`Stopwatch::start`] (rounded).
     pub fn elapsed_ms(&self) -> u64 {
         match self.0 {
-            Start::System(at) => (at.elapsed().as_secs_f64() * 1000.0).round() as u64,
+            Start::System(at) => rounded_ms(at.elapsed()),
             Start::Scoped(at) => now_ms().saturating_sub(at),
         }
+    }
+}
+
+/// Whole milliseconds of `d`, rounded half up as the reference's `Math.round` rounds a
+/// duration, in integers: exact at any length, and no float conversion on the path of every
+/// timed response and tool call.
+fn rounded_ms(d: Duration) -> u64 {
+    let ms_rounded = (u64::from(d.subsec_nanos()) + 500_000) / 1_000_000;
+    d.as_secs().saturating_mul(1000).saturating_add(ms_rounded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_half_up_to_whole_milliseconds() {
+        let ms = |secs, nanos| rounded_ms(Duration::new(secs, nanos));
+        assert_eq!(ms(0, 0), 0);
+        assert_eq!(ms(0, 499_999), 0);
+        assert_eq!(ms(0, 500_000), 1, "Math.round(0.5) is 1");
+        assert_eq!(ms(1, 1_499_999), 1_001);
+        assert_eq!(ms(1, 1_500_000), 1_002);
+        assert_eq!(ms(2, 999_500_000), 3_000, "the carry into the next second");
+        // A float of the seconds cannot hold this half millisecond (it rounds to ...000).
+        assert_eq!(ms(10_000_000_000_000, 500_000), 10_000_000_000_000_001);
+        assert_eq!(ms(u64::MAX, 999_999_999), u64::MAX);
     }
 }
