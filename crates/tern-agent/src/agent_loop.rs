@@ -452,6 +452,13 @@ async fn end_failed_turn<S: EventSink + Clone + 'static>(
     Ok(())
 }
 
+/// Puts the messages of the partials that a repeated `start` left behind into the context,
+/// before the final message; out of line, as almost no response starts twice.
+#[cold]
+fn restarted_partials(messages: &mut Vec<Message>, restarted: Vec<PartialMessage>) {
+    messages.extend(restarted.iter().map(|p| Message::Assistant(p.shared())));
+}
+
 fn turn_context(
     message: &Arc<AssistantMessage>,
     tool_results: &[Arc<tern_ai::ToolResultMessage>],
@@ -524,15 +531,19 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         .stream(&config.model, Context { messages: llm }, options)
         .map_err(AgentError::from)?;
 
-    // Set at `start`: the message the events build.
+    // Set at `start`, and to an update's partial when that is another handle: the message the
+    // events build, as the reference's `partialMessage`.
     let mut partial: Option<PartialMessage> = None;
+    // The partials that a later `start` left behind: the reference puts the partial into the
+    // context at every `start` and replaces only the last one with the final message.
+    let mut restarted: Vec<PartialMessage> = Vec::new();
     let mut last = None;
     while let Some(event) = stream.next().await {
         match event {
             AssistantMessageEvent::Start { partial: p } => {
                 // The message as it is now, shared: an update after this copies it first.
                 let message = Message::Assistant(p.shared());
-                partial = Some(p);
+                restarted.extend(partial.replace(p));
                 sink.emit(AgentEvent::MessageStart { message }).await;
             }
             // The final event carries the result: take it rather than copy it out of the
@@ -543,7 +554,11 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
                 break;
             }
             event => {
-                if partial.is_some() && event.partial().is_some() {
+                if let (Some(current), Some(p)) = (&mut partial, event.partial()) {
+                    // A provider updates one handle: a pointer test, no count, per delta.
+                    if !current.ptr_eq(p) {
+                        *current = p.clone();
+                    }
                     sink.emit(AgentEvent::MessageUpdate {
                         assistant_message_event: event,
                     })
@@ -579,7 +594,13 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
             }
         };
     }
-    make_mut(&mut current.messages).push(Message::Assistant(message.clone()));
+    let messages = make_mut(&mut current.messages);
+    if !restarted.is_empty() {
+        // Read now, as the reference's context holds the objects themselves: a provider's
+        // one partial shows its final state.
+        restarted_partials(messages, restarted);
+    }
+    messages.push(Message::Assistant(message.clone()));
     if partial.is_none() {
         sink.emit(AgentEvent::MessageStart {
             message: Message::Assistant(message.clone()),

@@ -245,7 +245,16 @@ async fn produce(
     out.push(AssistantMessageEvent::Start {
         partial: snapshot(&partial),
     });
+    // Another `start` before the blocks `restartBefore` lists.
+    let restart = |index: usize, partial: &AssistantMessage| {
+        for _ in spec.restart_before.iter().filter(|&&i| i == index) {
+            out.push(AssistantMessageEvent::Start {
+                partial: snapshot(partial),
+            });
+        }
+    };
     for (index, block) in spec.content.iter().enumerate() {
+        restart(index, &partial);
         let content_index = tern_ai::event::content_index(index);
         let (kind, text) = match block {
             ContentBlock::Text(t) => {
@@ -343,6 +352,7 @@ async fn produce(
         };
         out.push(end);
     }
+    restart(spec.content.len(), &partial);
     sleep_ms(spec.end_delay_ms).await;
     if signal.is_cancelled() {
         return finish(&out, aborted(&partial));

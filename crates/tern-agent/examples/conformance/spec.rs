@@ -220,6 +220,8 @@ pub struct ResponseSpec {
     pub throw_after_events: usize,
     /// The stream ends with its result instead of a `done`/`error` event.
     pub no_terminal: bool,
+    /// Another `start` before each of these block indices (the block count: after the last).
+    pub restart_before: Vec<usize>,
 }
 
 pub struct AtSpec {
@@ -503,6 +505,11 @@ fn response(v: &Value, path: &str) -> R<ResponseSpec> {
         stream_throw: get(o, "streamThrow").map(js_template),
         throw_after_events: opt_number(o, "throwAfterEvents", path)?.unwrap_or(0.0) as usize,
         no_terminal: get(o, "noTerminal").is_some_and(super::norm::truthy),
+        restart_before: match get(o, "restartBefore") {
+            None => Vec::new(),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| format!("{path}.restartBefore: {e}"))?,
+        },
     })
 }
 

@@ -366,7 +366,12 @@ async function produce(stream, spec, model, signal, n) {
 	if (signal?.aborted) return aborted();
 	if (spec.stream === "final-only") return finish(final);
 	stream.push({ type: "start", partial: snapshot() });
+	// Another `start` before the blocks listed in `restartBefore` (FORMAT.md 1.4).
+	const restart = (index) => {
+		for (const i of spec.restartBefore ?? []) if (i === index) stream.push({ type: "start", partial: snapshot() });
+	};
 	for (let index = 0; index < content.length; index++) {
+		restart(index);
 		const block = content[index];
 		let kind;
 		let text;
@@ -398,6 +403,7 @@ async function produce(stream, spec, model, signal, n) {
 			stream.push({ type: `${kind}_end`, contentIndex: index, content: text, partial: snapshot() });
 		}
 	}
+	restart(content.length);
 	if (spec.endDelayMs) await sleep(spec.endDelayMs);
 	if (signal?.aborted) return aborted();
 	finish(final);
