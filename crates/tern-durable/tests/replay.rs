@@ -129,3 +129,52 @@ async fn each_change_is_reported_at_its_first_divergence() {
         })
     );
 }
+
+/// Answers as `inner` does, with the response's `start` pushed twice (as Bedrock streams a
+/// repeated `messageStart`).
+struct StartsTwice(Arc<dyn StreamFn>);
+
+impl StreamFn for StartsTwice {
+    fn stream(
+        &self,
+        model: &Model,
+        context: tern_ai::Context,
+        options: &tern_ai::StreamOptions,
+    ) -> tern_ai::StreamStart {
+        use tern_ai::AssistantMessageEvent as E;
+        let mut upstream = self.0.stream(model, context, options)?;
+        let (tx, rx) = tern_ai::assistant_stream();
+        let forward = async move {
+            while let Some(event) = upstream.next().await {
+                if let E::Start { partial } = &event {
+                    tx.push(E::Start {
+                        partial: partial.clone(),
+                    });
+                }
+                tx.push(event);
+            }
+        };
+        Ok(rx.driven_by(forward))
+    }
+}
+
+#[tokio::test]
+async fn a_response_that_starts_twice_replays_as_identical() {
+    let dir = tempfile::tempdir().expect("dir");
+    let journal = Arc::new(MemoryJournal::default());
+    let (run, prompt) = start_go(journal.clone()).await;
+    let upstream: Arc<dyn StreamFn> = Arc::new(StartsTwice(Arc::new(scripted_server())));
+    let safe = counting_tool(dir.path(), "safe_count", Replay::Safe);
+    let a = build(&run, run.model(upstream), dir.path(), SYSTEM, safe);
+    a.prompt_messages(prompt).await.expect("run");
+    run.finish(RunEnd::Completed).await.expect("finish");
+    let records = journal.records().expect("records");
+    let report = replay_with(
+        records,
+        dir.path(),
+        SYSTEM,
+        counting_tool(dir.path(), "safe_count", Replay::Safe),
+    )
+    .await;
+    assert_eq!(report, ReplayReport::Identical);
+}

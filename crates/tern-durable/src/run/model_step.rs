@@ -83,11 +83,19 @@ impl StreamFn for DurableModel {
                             return push_final(&tx, error_message(&model, now(), e.to_string()))
                         }
                     };
+                    // One `start` a response: a repeated one (Bedrock's second `messageStart`)
+                    // would leave its partial in the loop's context, and the journal keeps only
+                    // the final message, so a replay could not build the same next request.
+                    let mut started = false;
                     while let Some(event) = upstream.next().await {
                         match event {
                             AssistantMessageEvent::Done { .. }
                             | AssistantMessageEvent::Error { .. } => break,
-                            other => tx.push(other),
+                            AssistantMessageEvent::Start { .. } if started => {}
+                            other => {
+                                started |= matches!(other, AssistantMessageEvent::Start { .. });
+                                tx.push(other);
+                            }
                         }
                     }
                     let message = upstream.result().await;
