@@ -1,6 +1,6 @@
 // Shared by the provider targets (included with `#[path]`): arbitrary bytes as the
 // body of a `200` streaming response, cut into chunks; the mapper never panics and reports
-// exactly one `start` first (Bedrock: none when the body has no `messageStart`) and
+// exactly one `start` first (Bedrock: one at each `messageStart`, as the reference) and
 // exactly one terminal event (`done` or `error`) last.
 use std::sync::OnceLock;
 
@@ -60,14 +60,14 @@ pub fn check(api: &str, provider: &str, data: &[u8]) {
         .iter()
         .filter(|e| matches!(e, AssistantMessageEvent::Start { .. }))
         .count();
-    if starts == 1 {
-        assert!(matches!(events.first(), Some(AssistantMessageEvent::Start { .. })));
+    if api == "bedrock-converse-stream" {
+        // Bedrock starts the message at each `messageStart` event, as the reference pushes a
+        // `start` for each. A body without one ends with the error alone, or, when content
+        // blocks came first, with their events and then the error: the reference opens a
+        // block at its first delta whether or not the message started.
     } else {
-        // Bedrock starts the message at its `messageStart` event only. A body without one
-        // ends with the error alone, or, when content blocks came first, with their events
-        // and then the error: the reference opens a block at its first delta whether or not
-        // the message started.
-        assert!(starts == 0 && api == "bedrock-converse-stream", "{starts} starts");
+        assert_eq!(starts, 1, "{starts} starts");
+        assert!(matches!(events.first(), Some(AssistantMessageEvent::Start { .. })));
     }
     assert!(events.last().is_some_and(terminal), "last event is not terminal");
     assert_eq!(events.iter().filter(|e| terminal(e)).count(), 1);

@@ -96,6 +96,10 @@ HELLO = [START, text(0, "Hello"), text(0, " there."), stop_block(0), stop("end_t
 
 CASES = {
     "text-basic": ("A text block in two deltas, end_turn, usage.", ["text", "usage"], request(), stream(HELLO)),
+    "message-start-twice": ("messageStart again after the first text delta: a second start event, the block "
+                            "goes on.", ["start", "text"], request(),
+                            stream([START, text(0, "Hello"), START, text(0, " there."), stop_block(0),
+                                    stop("end_turn"), meta()])),
     "text-nova-options": ("A non-Claude model: no cache points, no default maxTokens; temperature and maxTokens "
                           "options; stop_sequence.", ["request", "stop-reason"],
                           request(NOVA, system=None, options={"temperature": 0.5, "maxTokens": 300}),
