@@ -36,11 +36,15 @@ fn build(
 }
 
 async fn record(dir: &Path) -> Vec<Record> {
+    record_from(dir, Arc::new(scripted_server())).await
+}
+
+/// The journal of a run whose model is `upstream`.
+async fn record_from(dir: &Path, upstream: Arc<dyn StreamFn>) -> Vec<Record> {
     let journal = Arc::new(MemoryJournal::default());
     let (run, prompt) = start_go(journal.clone()).await;
-    let server = scripted_server();
     let safe = counting_tool(dir, "safe_count", Replay::Safe);
-    let a = build(&run, run.model(Arc::new(server)), dir, SYSTEM, safe);
+    let a = build(&run, run.model(upstream), dir, SYSTEM, safe);
     a.prompt_messages(prompt).await.expect("run");
     run.finish(RunEnd::Completed).await.expect("finish");
     journal.records().expect("records")
@@ -59,6 +63,12 @@ async fn replay_with(
     .expect("replayable")
 }
 
+/// The replay of `records` by the agent that recorded them.
+async fn replay_unchanged(records: Vec<Record>, dir: &Path) -> ReplayReport {
+    let safe = counting_tool(dir, "safe_count", Replay::Safe);
+    replay_with(records, dir, SYSTEM, safe).await
+}
+
 #[tokio::test]
 async fn a_recorded_run_replays_as_identical_without_running_anything() {
     let dir = tempfile::tempdir().expect("dir");
@@ -68,13 +78,7 @@ async fn a_recorded_run_replays_as_identical_without_running_anything() {
         effects(dir.path(), "never_count"),
     );
     assert_eq!((safe, never), (1, 2), "the recording ran each call once");
-    let report = replay_with(
-        records,
-        dir.path(),
-        SYSTEM,
-        counting_tool(dir.path(), "safe_count", Replay::Safe),
-    )
-    .await;
+    let report = replay_unchanged(records, dir.path()).await;
     assert_eq!(report, ReplayReport::Identical);
     assert_eq!(report.to_string(), "identical");
     assert_eq!(
@@ -161,20 +165,8 @@ impl StreamFn for StartsTwice {
 #[tokio::test]
 async fn a_response_that_starts_twice_replays_as_identical() {
     let dir = tempfile::tempdir().expect("dir");
-    let journal = Arc::new(MemoryJournal::default());
-    let (run, prompt) = start_go(journal.clone()).await;
-    let upstream: Arc<dyn StreamFn> = Arc::new(StartsTwice(Arc::new(scripted_server())));
-    let safe = counting_tool(dir.path(), "safe_count", Replay::Safe);
-    let a = build(&run, run.model(upstream), dir.path(), SYSTEM, safe);
-    a.prompt_messages(prompt).await.expect("run");
-    run.finish(RunEnd::Completed).await.expect("finish");
-    let records = journal.records().expect("records");
-    let report = replay_with(
-        records,
-        dir.path(),
-        SYSTEM,
-        counting_tool(dir.path(), "safe_count", Replay::Safe),
-    )
-    .await;
+    let upstream = StartsTwice(Arc::new(scripted_server()));
+    let records = record_from(dir.path(), Arc::new(upstream)).await;
+    let report = replay_unchanged(records, dir.path()).await;
     assert_eq!(report, ReplayReport::Identical);
 }
