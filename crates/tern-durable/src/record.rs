@@ -154,6 +154,12 @@ pub enum Step {
         id: String,
         /// The final assistant message.
         message: AssistantMessage,
+        /// The messages of the partials a repeated `start` left behind (Bedrock streams a
+        /// `start` at each `messageStart`), in order, as they were when the response ended:
+        /// the loop keeps them in its context before the final message, so a replay pushes
+        /// them again. Empty for almost every response, and then not written.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        restarts: Vec<AssistantMessage>,
     },
     /// A tool call is about to run.
     #[serde(rename_all = "camelCase")]
@@ -369,6 +375,27 @@ mod tests {
             serde_json::to_value(&end).expect("json"),
             json!({"v":1,"type":"run_finished","runId":"r","outcome":"completed"})
         );
+    }
+
+    #[test]
+    fn a_model_outcome_keeps_its_restarts_and_omits_none() {
+        let message = |text: &str| tern_ai::AssistantMessage {
+            content: vec![tern_ai::ContentBlock::text(text)],
+            ..Default::default()
+        };
+        let outcome = |restarts| {
+            Record::new(Step::ModelOutcome {
+                id: "m".into(),
+                message: message("done"),
+                restarts,
+            })
+        };
+        let once = serde_json::to_value(outcome(Vec::new())).expect("json");
+        assert!(once.get("restarts").is_none(), "{once}");
+        let twice = outcome(vec![message("do")]);
+        let v = serde_json::to_value(&twice).expect("json");
+        assert_eq!(v["restarts"][0]["content"][0]["text"], json!("do"));
+        assert_eq!(Record::from_value(v).expect("parses"), twice);
     }
 
     #[test]

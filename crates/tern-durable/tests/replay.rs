@@ -162,6 +162,62 @@ impl StreamFn for StartsTwice {
     }
 }
 
+/// The requests a run of "go" sends when every response starts twice, without a journal (the
+/// plain loop, whose handling of a repeated `start` the conformance scenarios pin) and with
+/// one: the journal's records and the requests.
+#[tokio::test]
+async fn a_response_that_starts_twice_leaves_its_partial_in_the_next_request_as_without_a_journal()
+{
+    let dir = tempfile::tempdir().expect("dir");
+    let plain = scripted_server();
+    let a = Agent::new(AgentOptions {
+        model: Some(Arc::new(Model::default())),
+        system_prompt: Some(SYSTEM.to_string()),
+        stream_fn: Some(Arc::new(StartsTwice(Arc::new(plain.clone())))),
+        tools: vec![
+            counting_tool(dir.path(), "safe_count", Replay::Safe),
+            counting_tool(dir.path(), "never_count", Replay::Never),
+        ],
+        ..Default::default()
+    });
+    a.prompt_messages(vec![tern_ai::Message::user_text("go")])
+        .await
+        .expect("run");
+    let expected: Vec<_> = plain.requests().iter().map(|r| shape(r)).collect();
+    let roles: Vec<_> = expected[1].iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "assistant",
+            "toolResult",
+            "toolResult"
+        ],
+        "the first response's partial stays in the plain loop's context"
+    );
+
+    let durable = scripted_server();
+    let records = record_from(dir.path(), Arc::new(StartsTwice(Arc::new(durable.clone())))).await;
+    let sent: Vec<_> = durable.requests().iter().map(|r| shape(r)).collect();
+    assert_eq!(
+        sent, expected,
+        "a durable run sends the plain loop's requests"
+    );
+
+    // Killed after the first response: recovery serves it from the journal, and the next
+    // request, sent live, is the plain loop's again.
+    let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::ModelOutcome { .. }));
+    let after = scripted_server();
+    let safe = counting_tool(dir.path(), "safe_count", Replay::Safe);
+    let upstream = Arc::new(StartsTwice(Arc::new(after.clone())));
+    let a = build(&run, run.model(upstream), dir.path(), SYSTEM, safe);
+    a.prompt_messages(prompt).await.expect("recovered run");
+    let sent: Vec<_> = after.requests().iter().map(|r| shape(r)).collect();
+    assert_eq!(sent, expected[1..], "the recovered run's live requests");
+}
+
 #[tokio::test]
 async fn a_response_that_starts_twice_replays_as_identical() {
     let dir = tempfile::tempdir().expect("dir");

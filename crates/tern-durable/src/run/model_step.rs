@@ -24,8 +24,12 @@ pub(super) struct DurableModel {
 
 /// What to do with one request.
 enum Plan {
-    /// Served from the journal.
-    Recorded(Box<AssistantMessage>),
+    /// Served from the journal: the final message, after the messages a repeated `start`
+    /// left behind.
+    Recorded {
+        message: Box<AssistantMessage>,
+        restarts: Vec<AssistantMessage>,
+    },
     /// Sent: the step id and its attempt.
     Live { id: String, attempt: u32 },
     /// Recovery found another request than the journal's: refuse to go on.
@@ -48,8 +52,15 @@ impl StreamFn for DurableModel {
         let digests = request_digests_with(&context.messages, &mut self.run.context_digests.lock());
         let plan = self.run.plan_model(&digests);
         match plan {
-            Plan::Recorded(message) => {
+            Plan::Recorded { message, restarts } => {
                 self.run.spending.lock().spent(&message);
+                // The partials a repeated `start` left behind, as the loop saw them, so its
+                // context, and the next request, is the recorded one.
+                for restart in restarts {
+                    tx.push(AssistantMessageEvent::Start {
+                        partial: PartialMessage::new(restart),
+                    });
+                }
                 push_final(&tx, *message);
             }
             Plan::Diverged(why) => {
@@ -83,28 +94,29 @@ impl StreamFn for DurableModel {
                             return push_final(&tx, error_message(&model, now(), e.to_string()))
                         }
                     };
-                    // One `start` a response: a repeated one (Bedrock's second `messageStart`)
-                    // would leave its partial in the loop's context, and the journal keeps only
-                    // the final message, so a replay could not build the same next request.
-                    let mut started = false;
+                    let mut partials = Partials::default();
                     while let Some(event) = upstream.next().await {
                         match event {
                             AssistantMessageEvent::Done { .. }
                             | AssistantMessageEvent::Error { .. } => break,
-                            AssistantMessageEvent::Start { .. } if started => {}
                             other => {
-                                started |= matches!(other, AssistantMessageEvent::Start { .. });
+                                partials.follow(&other);
                                 tx.push(other);
                             }
                         }
                     }
+                    let restarts = partials.restarts();
                     let message = upstream.result().await;
                     // The stream's own copy goes with it, so the message is usually ours alone
                     // and moves into the record, and out of it again, without a copy.
                     drop(upstream);
                     let message = Arc::try_unwrap(message).unwrap_or_else(|m| (*m).clone());
                     run.spending.lock().spent(&message);
-                    let outcome = Record::new(Step::ModelOutcome { id, message });
+                    let outcome = Record::new(Step::ModelOutcome {
+                        id,
+                        message,
+                        restarts,
+                    });
                     if let Err(e) = run.journal.append(&outcome).await {
                         let why = format!("the response was not recorded: {e}");
                         return push_final(&tx, error_message(&model, now(), why));
@@ -152,7 +164,10 @@ impl RunInner {
         };
         let plan = match (&m.outcome, divergence) {
             (_, Some(d)) => Err(d),
-            (Some(message), None) => Ok(Plan::Recorded(Box::new(message.clone()))),
+            (Some(message), None) => Ok(Plan::Recorded {
+                message: Box::new(message.clone()),
+                restarts: m.restarts.clone(),
+            }),
             (None, None) if self.offline => Err(Divergence::ExtraRequest { request }),
             (None, None) => Ok(Plan::Live {
                 id: m.id.clone(),
@@ -167,6 +182,37 @@ impl RunInner {
         let text = d.to_string();
         self.note_divergence(d);
         Plan::Diverged(format!("{text}; the run was not continued"))
+    }
+}
+
+/// The partial handles of one response, followed as the agent loop follows them: a `start`
+/// sets the current one, an update that carries another handle replaces it, and a later
+/// `start` leaves the current one behind in the loop's context.
+#[derive(Default)]
+struct Partials {
+    current: Option<PartialMessage>,
+    left: Vec<PartialMessage>,
+}
+
+impl Partials {
+    fn follow(&mut self, event: &AssistantMessageEvent) {
+        match (event, &mut self.current) {
+            (AssistantMessageEvent::Start { partial }, current) => {
+                self.left.extend(current.replace(partial.clone()));
+            }
+            (event, Some(current)) => {
+                if let Some(p) = event.partial().filter(|p| !current.ptr_eq(p)) {
+                    *current = p.clone();
+                }
+            }
+            (_, None) => {}
+        }
+    }
+
+    /// The messages the left-behind partials hold now (the response has ended, so as the
+    /// loop reads them).
+    fn restarts(self) -> Vec<AssistantMessage> {
+        self.left.iter().map(|p| (*p.shared()).clone()).collect()
     }
 }
 

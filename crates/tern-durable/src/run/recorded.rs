@@ -19,6 +19,8 @@ pub struct RecordedModel {
     pub attempts: u32,
     /// The final message, if the request finished before the journal ends.
     pub outcome: Option<AssistantMessage>,
+    /// The messages a repeated `start` left behind, in order ([`Step::ModelOutcome`]).
+    pub restarts: Vec<AssistantMessage>,
 }
 
 /// One tool call of a recorded run.
@@ -158,11 +160,17 @@ impl RecordedRun {
                     },
                     attempts: 1,
                     outcome: None,
+                    restarts: Vec::new(),
                 }),
             },
-            Step::ModelOutcome { id, message } => {
+            Step::ModelOutcome {
+                id,
+                message,
+                restarts,
+            } => {
                 if let Some(m) = self.models.iter_mut().find(|m| &m.id == id) {
                     m.outcome = Some(message.clone());
+                    m.restarts.clone_from(restarts);
                 }
             }
             Step::ToolIntent {
