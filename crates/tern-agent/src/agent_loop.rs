@@ -38,6 +38,7 @@ use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
 use crate::hooks::{PrepareRequestContext, TurnContext, TurnDecision};
 use crate::outcome::{ending_of, RunEnding, StopCause};
+use crate::partials::ResponsePartials;
 use crate::tool_declarations::TranscriptIndex;
 use crate::tool_exec::{execute_tool_calls, fail_truncated};
 
@@ -455,7 +456,7 @@ async fn end_failed_turn<S: EventSink + Clone + 'static>(
 /// Puts the messages of the partials that a repeated `start` left behind into the context,
 /// before the final message; out of line, as almost no response starts twice.
 #[cold]
-fn restarted_partials(messages: &mut Vec<Message>, restarted: Vec<PartialMessage>) {
+fn restarted_partials(messages: &mut Vec<Message>, restarted: &[PartialMessage]) {
     messages.extend(restarted.iter().map(|p| Message::Assistant(p.shared())));
 }
 
@@ -531,19 +532,17 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         .stream(&config.model, Context { messages: llm }, options)
         .map_err(AgentError::from)?;
 
-    // Set at `start`, and to an update's partial when that is another handle: the message the
-    // events build, as the reference's `partialMessage`.
-    let mut partial: Option<PartialMessage> = None;
-    // The partials that a later `start` left behind: the reference puts the partial into the
-    // context at every `start` and replaces only the last one with the final message.
-    let mut restarted: Vec<PartialMessage> = Vec::new();
+    // The message the events build, as the reference's `partialMessage`, and the partials a
+    // later `start` left behind: the reference puts the partial into the context at every
+    // `start` and replaces only the last one with the final message.
+    let mut partials = ResponsePartials::default();
     let mut last = None;
     while let Some(event) = stream.next().await {
         match event {
             AssistantMessageEvent::Start { partial: p } => {
                 // The message as it is now, shared: an update after this copies it first.
                 let message = Message::Assistant(p.shared());
-                restarted.extend(partial.replace(p));
+                partials.start(p);
                 sink.emit(AgentEvent::MessageStart { message }).await;
             }
             // The final event carries the result: take it rather than copy it out of the
@@ -554,11 +553,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
                 break;
             }
             event => {
-                if let (Some(current), Some(p)) = (&mut partial, event.partial()) {
-                    // A provider updates one handle: a pointer test, no count, per delta.
-                    if !current.ptr_eq(p) {
-                        *current = p.clone();
-                    }
+                if partials.update(&event) {
                     sink.emit(AgentEvent::MessageUpdate {
                         assistant_message_event: event,
                     })
@@ -583,7 +578,7 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
     let level = Some(config.reasoning.unwrap_or(ThinkingLevel::Off));
     if message.thinking_level != level {
         let record = |m: &mut AssistantMessage| m.thinking_level = level;
-        message = match &partial {
+        message = match partials.current() {
             // `done` shares the message the events built (a provider's does): the level is
             // recorded on that message, as the reference assigns it to the same object, and
             // in place unless a listener still holds an earlier share.
@@ -595,13 +590,13 @@ async fn stream_assistant_response<S: EventSink + Clone + 'static>(
         };
     }
     let messages = make_mut(&mut current.messages);
-    if !restarted.is_empty() {
+    if !partials.left().is_empty() {
         // Read now, as the reference's context holds the objects themselves: a provider's
         // one partial shows its final state.
-        restarted_partials(messages, restarted);
+        restarted_partials(messages, partials.left());
     }
     messages.push(Message::Assistant(message.clone()));
-    if partial.is_none() {
+    if !partials.is_started() {
         sink.emit(AgentEvent::MessageStart {
             message: Message::Assistant(message.clone()),
         })

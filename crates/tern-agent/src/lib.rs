@@ -56,6 +56,7 @@ pub mod error;
 pub mod events;
 pub mod hooks;
 pub mod outcome;
+pub mod partials;
 pub mod queue;
 mod shared_declarations;
 pub mod tool;
@@ -73,6 +74,7 @@ pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
 pub use hooks::Hooks;
 pub use outcome::{RunEnding, RunOutcome, StopCause};
+pub use partials::{ResponsePartials, Restart};
 pub use queue::{PendingMessageQueue, QueueMode};
 pub use tool::{
     schema_for, AgentTool, Replay, ToolCallInput, ToolExecutionMode, ToolOutput, ToolResult,

@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tern_agent::{Replay, ToolResult};
+use tern_agent::{Replay, Restart, ToolResult};
 use tern_ai::{AssistantMessage, Message};
 
 use crate::Budgets;
@@ -154,12 +154,12 @@ pub enum Step {
         id: String,
         /// The final assistant message.
         message: AssistantMessage,
-        /// The messages of the partials a repeated `start` left behind (Bedrock streams a
-        /// `start` at each `messageStart`), in order, as they were when the response ended:
-        /// the loop keeps them in its context before the final message, so a replay pushes
-        /// them again. Empty for almost every response, and then not written.
+        /// What the partials a repeated `start` left behind show (Bedrock streams a `start`
+        /// at each `messageStart`), in order, as the response ended: the loop keeps them in
+        /// its context before the final message, so a replay pushes them again. Empty for
+        /// almost every response, and then not written.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        restarts: Vec<AssistantMessage>,
+        restarts: Vec<Restart>,
     },
     /// A tool call is about to run.
     #[serde(rename_all = "camelCase")]
@@ -392,9 +392,19 @@ mod tests {
         };
         let once = serde_json::to_value(outcome(Vec::new())).expect("json");
         assert!(once.get("restarts").is_none(), "{once}");
-        let twice = outcome(vec![message("do")]);
+        let twice = outcome(vec![
+            Restart::Partial {
+                message: message("do"),
+            },
+            Restart::Final,
+        ]);
         let v = serde_json::to_value(&twice).expect("json");
-        assert_eq!(v["restarts"][0]["content"][0]["text"], json!("do"));
+        assert_eq!(v["restarts"][0]["kind"], json!("partial"));
+        assert_eq!(
+            v["restarts"][0]["message"]["content"][0]["text"],
+            json!("do")
+        );
+        assert_eq!(v["restarts"][1], json!({"kind": "final"}));
         assert_eq!(Record::from_value(v).expect("parses"), twice);
     }
 

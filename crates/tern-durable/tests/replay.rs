@@ -134,9 +134,13 @@ async fn each_change_is_reported_at_its_first_divergence() {
     );
 }
 
-/// Answers as `inner` does, with the response's `start` pushed twice (as Bedrock streams a
-/// repeated `messageStart`).
-struct StartsTwice(Arc<dyn StreamFn>);
+/// Answers as `inner` does, with each response's `start` pushed twice, as Bedrock streams a
+/// repeated `messageStart`: either forwarding `inner`'s events (whose final message is not
+/// the partial's), or as a provider does, with one partial that the final event shares.
+struct StartsTwice {
+    inner: Arc<dyn StreamFn>,
+    one_partial: bool,
+}
 
 impl StreamFn for StartsTwice {
     fn stream(
@@ -146,14 +150,36 @@ impl StreamFn for StartsTwice {
         options: &tern_ai::StreamOptions,
     ) -> tern_ai::StreamStart {
         use tern_ai::AssistantMessageEvent as E;
-        let mut upstream = self.0.stream(model, context, options)?;
+        let mut upstream = self.inner.stream(model, context, options)?;
         let (tx, rx) = tern_ai::assistant_stream();
+        let one_partial = self.one_partial;
         let forward = async move {
+            let mut own = None;
             while let Some(event) = upstream.next().await {
-                if let E::Start { partial } = &event {
-                    tx.push(E::Start {
+                match (&event, one_partial) {
+                    (E::Start { partial }, false) => tx.push(E::Start {
                         partial: partial.clone(),
-                    });
+                    }),
+                    (E::Start { partial }, true) => {
+                        let p = tern_ai::PartialMessage::new(partial.snapshot());
+                        tx.push(E::Start { partial: p.clone() });
+                        tx.push(E::Start { partial: p.clone() });
+                        own = Some(p);
+                        continue;
+                    }
+                    (E::Done { reason, .. }, true) => {
+                        let message = upstream.result().await;
+                        if let Some(p) = &own {
+                            p.update(|m| *m = (*message).clone());
+                            tx.push(E::Done {
+                                reason: *reason,
+                                message: p.shared(),
+                            });
+                        }
+                        break;
+                    }
+                    (_, true) => continue,
+                    _ => {}
                 }
                 tx.push(event);
             }
@@ -162,67 +188,99 @@ impl StreamFn for StartsTwice {
     }
 }
 
-/// The requests a run of "go" sends when every response starts twice, without a journal (the
-/// plain loop, whose handling of a repeated `start` the conformance scenarios pin) and with
-/// one: the journal's records and the requests.
+/// The digest of each request `server` was sent (all but the times).
+fn sent(server: &tern_testkit::agent::ScriptFn) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| tern_durable::context_digest(r))
+        .collect()
+}
+
+/// A run of "go" whose responses all start twice sends the same requests without a journal
+/// (the plain loop, whose handling of a repeated `start` the conformance scenarios pin),
+/// with one, and recovered from one.
 #[tokio::test]
 async fn a_response_that_starts_twice_leaves_its_partial_in_the_next_request_as_without_a_journal()
 {
-    let dir = tempfile::tempdir().expect("dir");
-    let plain = scripted_server();
-    let a = Agent::new(AgentOptions {
-        model: Some(Arc::new(Model::default())),
-        system_prompt: Some(SYSTEM.to_string()),
-        stream_fn: Some(Arc::new(StartsTwice(Arc::new(plain.clone())))),
-        tools: vec![
-            counting_tool(dir.path(), "safe_count", Replay::Safe),
-            counting_tool(dir.path(), "never_count", Replay::Never),
-        ],
-        ..Default::default()
-    });
-    a.prompt_messages(vec![tern_ai::Message::user_text("go")])
-        .await
-        .expect("run");
-    let expected: Vec<_> = plain.requests().iter().map(|r| shape(r)).collect();
-    let roles: Vec<_> = expected[1].iter().map(|m| m.0.as_str()).collect();
-    assert_eq!(
-        roles,
-        [
-            "system",
-            "user",
-            "assistant",
-            "assistant",
-            "toolResult",
-            "toolResult"
-        ],
-        "the first response's partial stays in the plain loop's context"
-    );
+    for one_partial in [false, true] {
+        let starts_twice = |server: &tern_testkit::agent::ScriptFn| -> Arc<dyn StreamFn> {
+            Arc::new(StartsTwice {
+                inner: Arc::new(server.clone()),
+                one_partial,
+            })
+        };
+        let dir = tempfile::tempdir().expect("dir");
+        let plain = scripted_server();
+        let a = Agent::new(AgentOptions {
+            model: Some(Arc::new(Model::default())),
+            system_prompt: Some(SYSTEM.to_string()),
+            stream_fn: Some(starts_twice(&plain)),
+            tools: vec![
+                counting_tool(dir.path(), "safe_count", Replay::Safe),
+                counting_tool(dir.path(), "never_count", Replay::Never),
+            ],
+            ..Default::default()
+        });
+        a.prompt_messages(vec![tern_ai::Message::user_text("go")])
+            .await
+            .expect("run");
+        let expected = sent(&plain);
+        let second = &plain.requests()[1];
+        let roles: Vec<_> = second.iter().map(|m| m.role()).collect();
+        assert_eq!(
+            roles,
+            [
+                "system",
+                "user",
+                "assistant",
+                "assistant",
+                "toolResult",
+                "toolResult"
+            ],
+            "the first response's partial stays in the plain loop's context"
+        );
+        let stop = |m: &tern_ai::Message| match m {
+            tern_ai::Message::Assistant(a) => Some(a.stop_reason),
+            _ => None,
+        };
+        assert_eq!(
+            (stop(&second[2]) == stop(&second[3])),
+            one_partial,
+            "one partial shows the final message; the faux stream's own shows it pending"
+        );
 
-    let durable = scripted_server();
-    let records = record_from(dir.path(), Arc::new(StartsTwice(Arc::new(durable.clone())))).await;
-    let sent: Vec<_> = durable.requests().iter().map(|r| shape(r)).collect();
-    assert_eq!(
-        sent, expected,
-        "a durable run sends the plain loop's requests"
-    );
+        let durable = scripted_server();
+        let records = record_from(dir.path(), starts_twice(&durable)).await;
+        assert_eq!(
+            sent(&durable),
+            expected,
+            "a durable run sends the plain loop's requests (one partial: {one_partial})"
+        );
 
-    // Killed after the first response: recovery serves it from the journal, and the next
-    // request, sent live, is the plain loop's again.
-    let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::ModelOutcome { .. }));
-    let after = scripted_server();
-    let safe = counting_tool(dir.path(), "safe_count", Replay::Safe);
-    let upstream = Arc::new(StartsTwice(Arc::new(after.clone())));
-    let a = build(&run, run.model(upstream), dir.path(), SYSTEM, safe);
-    a.prompt_messages(prompt).await.expect("recovered run");
-    let sent: Vec<_> = after.requests().iter().map(|r| shape(r)).collect();
-    assert_eq!(sent, expected[1..], "the recovered run's live requests");
-}
-
-#[tokio::test]
-async fn a_response_that_starts_twice_replays_as_identical() {
-    let dir = tempfile::tempdir().expect("dir");
-    let upstream = StartsTwice(Arc::new(scripted_server()));
-    let records = record_from(dir.path(), Arc::new(upstream)).await;
-    let report = replay_unchanged(records, dir.path()).await;
-    assert_eq!(report, ReplayReport::Identical);
+        // Killed after the first response: recovery serves it from the journal, and the next
+        // request, sent live, is the plain loop's again.
+        let (run, prompt) = cut_and_recover(&records, |s| matches!(s, Step::ModelOutcome { .. }));
+        let after = scripted_server();
+        let safe = counting_tool(dir.path(), "safe_count", Replay::Safe);
+        let a = build(
+            &run,
+            run.model(starts_twice(&after)),
+            dir.path(),
+            SYSTEM,
+            safe,
+        );
+        a.prompt_messages(prompt).await.expect("recovered run");
+        assert_eq!(
+            sent(&after),
+            expected[1..],
+            "the recovered run's live requests (one partial: {one_partial})"
+        );
+        let report = replay_unchanged(records, dir.path()).await;
+        assert_eq!(
+            report,
+            ReplayReport::Identical,
+            "one partial: {one_partial}"
+        );
+    }
 }

@@ -10,6 +10,8 @@ use tern_ai::{
     Context, Model, PartialMessage, StopReason, StreamFn, StreamOptions, StreamStart,
 };
 
+use tern_agent::{ResponsePartials, Restart};
+
 use super::RunInner;
 use crate::budget::Turn;
 use crate::digest::{request_digests_with, RequestDigests};
@@ -28,7 +30,7 @@ enum Plan {
     /// left behind.
     Recorded {
         message: Box<AssistantMessage>,
-        restarts: Vec<AssistantMessage>,
+        restarts: Vec<Restart>,
     },
     /// Sent: the step id and its attempt.
     Live { id: String, attempt: u32 },
@@ -56,12 +58,13 @@ impl StreamFn for DurableModel {
                 self.run.spending.lock().spent(&message);
                 // The partials a repeated `start` left behind, as the loop saw them, so its
                 // context, and the next request, is the recorded one.
+                let ended_on = PartialMessage::new(*message);
                 for restart in restarts {
                     tx.push(AssistantMessageEvent::Start {
-                        partial: PartialMessage::new(restart),
+                        partial: restart.into_partial(&ended_on),
                     });
                 }
-                push_final(&tx, *message);
+                push_ended_on(&tx, ended_on);
             }
             Plan::Diverged(why) => {
                 push_final(&tx, error_message(model, self.run.env.now_ms(), why));
@@ -94,23 +97,28 @@ impl StreamFn for DurableModel {
                             return push_final(&tx, error_message(&model, now(), e.to_string()))
                         }
                     };
-                    let mut partials = Partials::default();
+                    let mut partials = ResponsePartials::default();
                     while let Some(event) = upstream.next().await {
                         match event {
                             AssistantMessageEvent::Done { .. }
                             | AssistantMessageEvent::Error { .. } => break,
                             other => {
-                                partials.follow(&other);
+                                partials.observe(&other);
                                 tx.push(other);
                             }
                         }
                     }
-                    let restarts = partials.restarts();
-                    let message = upstream.result().await;
-                    // The stream's own copy goes with it, so the message is usually ours alone
-                    // and moves into the record, and out of it again, without a copy.
-                    drop(upstream);
-                    let message = Arc::try_unwrap(message).unwrap_or_else(|m| (*m).clone());
+                    let done = upstream.result().await;
+                    let restarts = partials.restarts(&done);
+                    drop((upstream, partials));
+                    // The stream's own copy went with it, so a message no partial shares is
+                    // ours alone and moves into the record, and out of it again, without a
+                    // copy; one a partial shares (a provider's) is copied, and the loop gets
+                    // the shared one, as without a journal.
+                    let (message, done) = match Arc::try_unwrap(done) {
+                        Ok(message) => (message, None),
+                        Err(done) => ((*done).clone(), Some(done)),
+                    };
                     run.spending.lock().spent(&message);
                     let outcome = Record::new(Step::ModelOutcome {
                         id,
@@ -121,8 +129,13 @@ impl StreamFn for DurableModel {
                         let why = format!("the response was not recorded: {e}");
                         return push_final(&tx, error_message(&model, now(), why));
                     }
-                    if let Step::ModelOutcome { message, .. } = outcome.step {
-                        push_end(&tx, message);
+                    match (done, outcome.step) {
+                        (Some(done), _) => push_end(&tx, done),
+                        (None, Step::ModelOutcome { message, .. }) => {
+                            push_end(&tx, Arc::new(message))
+                        }
+                        // Built as a model outcome just above.
+                        (None, _) => {}
                     }
                 };
                 return Ok(rx.driven_by(forward));
@@ -185,37 +198,6 @@ impl RunInner {
     }
 }
 
-/// The partial handles of one response, followed as the agent loop follows them: a `start`
-/// sets the current one, an update that carries another handle replaces it, and a later
-/// `start` leaves the current one behind in the loop's context.
-#[derive(Default)]
-struct Partials {
-    current: Option<PartialMessage>,
-    left: Vec<PartialMessage>,
-}
-
-impl Partials {
-    fn follow(&mut self, event: &AssistantMessageEvent) {
-        match (event, &mut self.current) {
-            (AssistantMessageEvent::Start { partial }, current) => {
-                self.left.extend(current.replace(partial.clone()));
-            }
-            (event, Some(current)) => {
-                if let Some(p) = event.partial().filter(|p| !current.ptr_eq(p)) {
-                    *current = p.clone();
-                }
-            }
-            (_, None) => {}
-        }
-    }
-
-    /// The messages the left-behind partials hold now (the response has ended, so as the
-    /// loop reads them).
-    fn restarts(self) -> Vec<AssistantMessage> {
-        self.left.iter().map(|p| (*p.shared()).clone()).collect()
-    }
-}
-
 fn error_message(model: &Model, now_ms: u64, why: String) -> AssistantMessage {
     AssistantMessage {
         stop_reason: StopReason::Error,
@@ -230,16 +212,20 @@ fn error_message(model: &Model, now_ms: u64, why: String) -> AssistantMessage {
 
 /// A whole response as the provider would stream it: `start`, then `done` or `error`.
 fn push_final(tx: &AssistantMessageEventSender, message: AssistantMessage) {
-    tx.push(AssistantMessageEvent::Start {
-        partial: PartialMessage::new(message.clone()),
-    });
+    push_ended_on(tx, PartialMessage::new(message));
+}
+
+/// `start` with `partial`, then the end sharing its message, as a provider's events share
+/// the one partial they build.
+fn push_ended_on(tx: &AssistantMessageEventSender, partial: PartialMessage) {
+    let message = partial.shared();
+    tx.push(AssistantMessageEvent::Start { partial });
     push_end(tx, message);
 }
 
 /// The final event of a response.
-fn push_end(tx: &AssistantMessageEventSender, message: AssistantMessage) {
+fn push_end(tx: &AssistantMessageEventSender, message: Arc<AssistantMessage>) {
     let reason = message.stop_reason;
-    let message = Arc::new(message);
     match reason {
         StopReason::Error | StopReason::Aborted => tx.push(AssistantMessageEvent::Error {
             reason,

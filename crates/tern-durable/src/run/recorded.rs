@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use tern_agent::Replay;
+use tern_agent::{Replay, Restart};
 use tern_ai::{AssistantMessage, Message};
 
 use crate::{Queue, Record, RunEnd, Step, ToolEnd};
@@ -20,7 +20,7 @@ pub struct RecordedModel {
     /// The final message, if the request finished before the journal ends.
     pub outcome: Option<AssistantMessage>,
     /// The messages a repeated `start` left behind, in order ([`Step::ModelOutcome`]).
-    pub restarts: Vec<AssistantMessage>,
+    pub restarts: Vec<Restart>,
 }
 
 /// One tool call of a recorded run.
