@@ -294,8 +294,8 @@ impl AgentActivities {
             // What a local run sees too: the run fails with it. Retrying would ask anew.
             return Ok(recorder.broke(failure.to_string()));
         }
-        let message = (*stream.result().await).clone();
-        let mut reply = recorder.finish(message);
+        let done = stream.result().await;
+        let mut reply = recorder.finish(&done);
         reply.prepared = self.prepare(&reply.message);
         Ok(ModelOutcome::Streamed(Box::new(reply)))
     }

@@ -457,7 +457,7 @@ mod tests {
             })
             .collect();
         let (tx, mut replayed) = assistant_stream();
-        replay(&tx, recorder.finish(end));
+        replay(&tx, recorder.finish(&std::sync::Arc::new(end)));
         let mut log = Vec::new();
         while let Some(e) = replayed.next().await {
             log.extend(line_of(&e, None));

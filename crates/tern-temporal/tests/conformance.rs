@@ -99,6 +99,8 @@ const PASSING: &[&str] = &[
     "y27_unsubscribe_from_hook_and_idle",
     "y28_agent_without_model",
     "y29_agent_without_model_failure",
+    "z01_start_again_mid_response",
+    "z02_start_twice_then_next_prompt",
 ];
 
 fn suites() -> Vec<(PathBuf, PathBuf)> {

@@ -82,14 +82,6 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
             ));
         }
     }
-    if spec.model.iter().any(|r| !r.restart_before.is_empty()) {
-        return Some(
-            "a response whose stream starts again (restartBefore): a session's recorded reply \
-             is one start, the deltas and the end, so the workflow's loop sees one start and \
-             the context keeps no partial of an earlier one"
-                .into(),
-        );
-    }
     let sends_updates = spec.tools.values().any(|t| {
         std::iter::once(&t.behavior)
             .chain(t.calls.values())
