@@ -346,6 +346,8 @@ fn play(
                 // The provider's one partial: the same working partial goes on, and the
                 // final event will share it.
                 Some(Restart::Final) if updated => ended_on = Some(partial.clone()),
+                // No update came between the two starts: the loop holds the first start's
+                // own handle, which shows its snapshot (the final message only live).
                 Some(Restart::Final) => {}
                 Some(Restart::Partial { message }) => {
                     left.push((held, message));

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Differential run of the agent loop against the reference on random scenarios:
+#   scripts/diff-scenarios.sh [SEED] [COUNT]      (defaults: 1, 100)
+# Draws COUNT scenarios (scripts/random_scenarios.py), has the reference's runner give their
+# traces (each run twice; a scenario whose two traces differ is dropped as not
+# deterministic), then checks tern's conformance runner against them. Scenarios and traces
+# stay in target/diff-scenarios/SEED/. A difference is either a bug in tern or a scenario
+# the format cannot make deterministic: read it, and add a real bug's scenario to
+# crates/tern-agent/tests/conformance/extra/ with its reference trace.
+# Needs Node and npm (the reference's packages are installed on first use).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+seed="${1:-1}"
+count="${2:-100}"
+work="$root/target/diff-scenarios/$seed"
+conf="$root/crates/tern-agent/tests/conformance"
+rm -rf "$work"
+mkdir -p "$work/scenarios" "$work/expected"
+python3 "$root/scripts/random_scenarios.py" "$seed" "$count" "$work/scenarios"
+if [ ! -d "$conf/reference/node_modules" ]; then
+  (cd "$conf/reference" && npm ci --silent)
+fi
+echo "reference traces ..."
+(cd "$conf/reference" && node gen.mjs "$work/scenarios" "$work/expected" >"$work/gen.log") || true
+grep -E "^(NONDETERMINISTIC|ERROR)" "$work/gen.log" | cut -c1-200 || true
+# A scenario without a trace is not compared.
+for s in "$work"/scenarios/*.json; do
+  [ -f "$work/expected/$(basename "$s")" ] || rm "$s"
+done
+cargo build --quiet --release -p tern-agent --example conformance --manifest-path "$root/Cargo.toml"
+bash "$root/../shared/conformance/check.sh" "$root/target/release/examples/conformance" \
+  "$work/scenarios" "$work/expected" 2>&1 | tee "$work/check.log" | grep -v "^pass " || true
+tail -1 "$work/check.log"
