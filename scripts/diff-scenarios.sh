@@ -7,6 +7,9 @@
 # stay in target/diff-scenarios/SEED/. A difference is either a bug in tern or a scenario
 # the format cannot make deterministic: read it, and add a real bug's scenario to
 # crates/tern-agent/tests/conformance/extra/ with its reference trace.
+# With TERN_TEMPORAL_ADDRESS (HOST:PORT of a Temporal server, e.g. `temporal server
+# start-dev --headless --port 7299`) the scenarios also run as sessions through the Temporal
+# backend; those it declines (exit 4, the reason on stderr) are counted apart.
 # Needs Node and npm (the reference's packages are installed on first use).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,3 +34,29 @@ cargo build --quiet --release -p tern-agent --example conformance --manifest-pat
 bash "$root/../shared/conformance/check.sh" "$root/target/release/examples/conformance" \
   "$work/scenarios" "$work/expected" 2>&1 | tee "$work/check.log" | grep -v "^pass " || true
 tail -1 "$work/check.log"
+if [ -n "${TERN_TEMPORAL_ADDRESS:-}" ]; then
+  echo "through Temporal ($TERN_TEMPORAL_ADDRESS) ..."
+  cargo build --quiet --release -p tern-temporal --example conformance_temporal \
+    --manifest-path "$root/Cargo.toml"
+  bash "$root/../shared/conformance/check.sh" "$root/target/release/examples/conformance_temporal" \
+    "$work/scenarios" "$work/expected" >"$work/temporal.log" 2>&1 || true
+  python3 - "$work/temporal.log" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+name, failed = None, {}
+for l in lines:
+    if l.startswith("FAIL "):
+        name = l.split()[1]
+        failed[name] = []
+    elif l.startswith("pass ") or re.match(r"^\d+ passed", l):
+        name = None
+    elif name:
+        failed[name].append(l)
+declined = [n for n, d in failed.items() if any("not run through Temporal" in x for x in d)]
+passed = sum(1 for l in lines if l.startswith("pass "))
+print(f"Temporal: {passed} passed, {len(declined)} declined, {len(failed) - len(declined)} failed")
+for n, d in failed.items():
+    if n not in declined:
+        print("FAIL", n, *d[:8], sep="\n  ")
+PY
+fi

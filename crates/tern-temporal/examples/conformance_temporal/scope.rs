@@ -100,6 +100,38 @@ pub fn unsupported(spec: &Scenario) -> Option<String> {
                 .into(),
         );
     }
+    // What a trigger queues reaches the session when the listener's call returns, and a
+    // triggered snapshot reads the session's state at the event: one at an event where a
+    // trigger queued input could not show it, as the live Agent's queue does.
+    // (Triggers that one event fires run in the scenario's order: only an earlier one counts.)
+    let queues_before = |j: usize, event: &str| {
+        spec.actions[..j].iter().any(|a| {
+            a.at.as_ref().is_some_and(|at| at.event == event)
+                && HOOK_ACTIONS.contains(&a.do_.as_str())
+                && a.do_ != "unsubscribe"
+        })
+    };
+    let snapshot_after_queueing = spec.actions.iter().enumerate().find_map(|(j, a)| {
+        let at = a.at.as_ref().filter(|_| a.do_ == "snapshot")?;
+        queues_before(j, &at.event).then(|| at.event.clone())
+    });
+    if let Some(event) = snapshot_after_queueing {
+        return Some(format!(
+            "a triggered snapshot at {event}, where an earlier trigger queues or clears input: \
+             the worker's listener reads the session's state at the event, and what it \
+             queued reaches the session when its call returns"
+        ));
+    }
+    let call_hooks_act = [&h.before_tool_call, &h.after_tool_call]
+        .iter()
+        .any(|rules| rules.iter().flatten().any(|r| !r.actions.is_empty()));
+    if call_hooks_act && spec.actions.iter().any(|a| a.do_ == "runToolCall") {
+        return Some(
+            "runToolCall with tool-call hooks that run actions: runToolCall runs in the \
+             caller's process, where its hooks have no session call to queue input through"
+                .into(),
+        );
+    }
     for a in &spec.actions {
         if let Some(at) = &a.at {
             // A trigger runs in the worker's listener, inside the event's callback: there
