@@ -26,14 +26,26 @@ fi
 echo "reference traces ..."
 (cd "$conf/reference" && node gen.mjs "$work/scenarios" "$work/expected" >"$work/gen.log") || true
 grep -E "^(NONDETERMINISTIC|ERROR)" "$work/gen.log" | cut -c1-200 || true
-# A scenario without a trace is not compared.
+# A scenario without a trace is not compared; most must have one, or nothing was checked.
 for s in "$work"/scenarios/*.json; do
   [ -f "$work/expected/$(basename "$s")" ] || rm "$s"
 done
-cargo build --quiet --release -p tern-agent --example conformance --manifest-path "$root/Cargo.toml"
-bash "$root/../shared/conformance/check.sh" "$root/target/release/examples/conformance" \
-  "$work/scenarios" "$work/expected" 2>&1 | tee "$work/check.log" | grep -v "^pass " || true
-tail -1 "$work/check.log"
+traced=$(find "$work/expected" -name '*.json' | wc -l)
+if [ "$traced" -lt $((count * 9 / 10)) ]; then
+  echo "the reference traced only $traced of $count scenarios (see $work/gen.log)" >&2
+  exit 1
+fi
+# DIFF_PROFILE=debug uses the test build's runner (scripts/test.sh: no release build).
+profile="${DIFF_PROFILE:-release}"
+if [ "$profile" = release ]; then
+  cargo build --quiet --release -p tern-agent --example conformance --manifest-path "$root/Cargo.toml"
+else
+  cargo build --quiet -p tern-agent --example conformance --manifest-path "$root/Cargo.toml"
+fi
+status=0
+bash "$root/../shared/conformance/check.sh" "$root/target/$profile/examples/conformance" \
+  "$work/scenarios" "$work/expected" >"$work/check.log" 2>&1 || status=$?
+grep -v "^pass " "$work/check.log" || true
 if [ -n "${TERN_TEMPORAL_ADDRESS:-}" ]; then
   echo "through Temporal ($TERN_TEMPORAL_ADDRESS) ..."
   cargo build --quiet --release -p tern-temporal --example conformance_temporal \
@@ -60,3 +72,4 @@ for n, d in failed.items():
         print("FAIL", n, *d[:8], sep="\n  ")
 PY
 fi
+exit "$status"
