@@ -233,59 +233,51 @@ class Gen:
 
     def anthropic_case(self, seed, i):
         r = self.r
-        name = "r%d-%04d" % (seed, i)
         options = {"maxTokens": 1024}
         if self.chance(0.4):
             options["reasoning"] = r.choice(["low", "high"])
-        return "anthropic-messages", name, {
-            "id": "anthropic-messages/" + name,
-            "api": "anthropic-messages",
-            "description": "random stream %d of seed %d" % (i, seed),
-            "request": {
-                "model": {"id": "claude-sonnet-4-5", "name": "Claude", "provider": "anthropic",
-                          "baseUrl": "{{origin}}", "reasoning": True, "input": ["text"],
-                          "cost": {"input": 3, "output": 15, "cacheRead": 0.3,
-                                   "cacheWrite": 3.75},
-                          "contextWindow": 200000, "maxTokens": 64000},
-                "context": {"systemPrompt": "Be brief.",
-                            "messages": [{"role": "user", "content": "Go.",
-                                          "timestamp": 1767225600000}],
-                            "tools": [TOOL] if self.chance(0.7) else []},
-                "options": options,
-            },
-            "response": {"status": 200,
-                         "headers": {"content-type": "text/event-stream; charset=utf-8"},
-                         "chunkDelayMs": 0, "chunks": self.split(self.anthropic_body())},
-        }
+        model = {"id": "claude-sonnet-4-5", "name": "Claude", "provider": "anthropic",
+                 "baseUrl": "{{origin}}", "reasoning": True, "input": ["text"],
+                 "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+                 "contextWindow": 200000, "maxTokens": 64000}
+        tools = self.chance(0.7)
+        chunks = self.split(self.anthropic_body())
+        return make_case("anthropic-messages", seed, i, model, options, tools, chunks)
 
     def completions_case(self, seed, i):
         r = self.r
-        provider, model, base, reasoning = r.choice(PROVIDERS)
-        name = "r%d-%04d" % (seed, i)
+        provider, model_id, base, reasoning = r.choice(PROVIDERS)
         chunks = self.split(self.body())
-        response = {"status": 200,
-                    "headers": {"content-type": "text/event-stream; charset=utf-8"},
-                    "chunkDelayMs": 0, "chunks": chunks}
         options = {"maxTokens": 256}
         if reasoning and self.chance(0.5):
             options["reasoning"] = r.choice(["low", "medium", "high"])
-        return "openai-completions", name, {
-            "id": "openai-completions/" + name,
-            "api": "openai-completions",
-            "description": "random stream %d of seed %d" % (i, seed),
-            "request": {
-                "model": {"id": model, "name": model, "provider": provider, "baseUrl": base,
-                          "reasoning": reasoning, "input": ["text"],
-                          "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 0},
-                          "contextWindow": 128000, "maxTokens": 8192},
-                "context": {"systemPrompt": "Be brief.",
-                            "messages": [{"role": "user", "content": "Go.",
-                                          "timestamp": 1767225600000}],
-                            "tools": [TOOL] if self.chance(0.7) else []},
-                "options": options,
-            },
-            "response": response,
-        }
+        model = {"id": model_id, "name": model_id, "provider": provider, "baseUrl": base,
+                 "reasoning": reasoning, "input": ["text"],
+                 "cost": {"input": 1, "output": 2, "cacheRead": 0.5, "cacheWrite": 0},
+                 "contextWindow": 128000, "maxTokens": 8192}
+        tools = self.chance(0.7)
+        return make_case("openai-completions", seed, i, model, options, tools, chunks)
+
+
+def make_case(api, seed, i, model, options, tools, chunks):
+    """A case of `api` (FORMAT.md): one user turn, the tool or none, the chunks replayed."""
+    name = "r%d-%04d" % (seed, i)
+    return api, name, {
+        "id": "%s/%s" % (api, name),
+        "api": api,
+        "description": "random stream %d of seed %d" % (i, seed),
+        "request": {
+            "model": model,
+            "context": {"systemPrompt": "Be brief.",
+                        "messages": [{"role": "user", "content": "Go.",
+                                      "timestamp": 1767225600000}],
+                        "tools": [TOOL] if tools else []},
+            "options": options,
+        },
+        "response": {"status": 200,
+                     "headers": {"content-type": "text/event-stream; charset=utf-8"},
+                     "chunkDelayMs": 0, "chunks": chunks},
+    }
 
 
 def main():
