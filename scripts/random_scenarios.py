@@ -105,7 +105,7 @@ class Gen:
             b["lateUpdates"] = [{"update": {"text": "late"}}]
         return b
 
-    def tool_defs(self, names, agent_parallel):
+    def tool_defs(self, names):
         defs = []
         for name in names:
             d = {"name": name, "description": name + " tool", "parameters": TOOLS[name],
@@ -305,7 +305,7 @@ class Gen:
         # An abort from inside a tool or hook wakes the other calls of a parallel batch in
         # the same instant, where the order of their ends is the scheduler's (1.10).
         self.abort_inside = not parallel
-        defs = self.tool_defs(tools, parallel)
+        defs = self.tool_defs(tools)
         model = []
         by_call = {}
         for _ in range(r.randint(1, 6)):

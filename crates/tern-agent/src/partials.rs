@@ -17,7 +17,6 @@ use tern_ai::{AssistantMessage, AssistantMessageEvent, PartialMessage};
 /// behind in its context.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use tern_agent::{ResponsePartials, Restart};
 /// use tern_ai::{AssistantMessage, AssistantMessageEvent, ContentBlock, PartialMessage};
 ///
